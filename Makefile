@@ -1,0 +1,60 @@
+# qkv: `make` builds build/qkv; `make test` runs every test; `make demo` shows it working.
+CC      ?= cc
+PKGS    := openblas yaml-0.1 jansson
+CFLAGS  ?= -O2 -march=native -g
+CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP
+CPPFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+BUILD   ?= build
+
+LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
+
+.PHONY: all deps test unit demo clean install sanitize
+
+all: $(BUILD)/qkv $(BUILD)/qkv_test
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+
+$(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_PKG)
+
+$(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_PKG)
+
+# The unit tests (gradient checks, data, config) alone.
+unit: $(BUILD)/qkv_test
+	$(BUILD)/qkv_test
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
+
+# Same tests under AddressSanitizer and UBSan, in a build tree of their own.
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" all
+	@QKV=build/asan/qkv QKV_TEST=build/asan/qkv_test QKV_SKIP_LEARN=1 tests/run.sh
+
+PREFIX ?= /usr/local
+install: $(BUILD)/qkv
+	install -D -m 755 $(BUILD)/qkv $(DESTDIR)$(PREFIX)/bin/qkv
+
+clean:
+	rm -rf build
+
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/tests/*.d)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qkv needs, only those missing. A no-op when all are there.
+# Uses sudo when not root. QKV_EXTRA_PACKAGES adds more (e.g. for optional tools).
+set -euo pipefail
+
+packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev)
+# shellcheck disable=SC2206
+packages+=(${QKV_EXTRA_PACKAGES:-})
+
+missing=()
+for p in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [[ $status == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "qkv: installing missing Debian packages: ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "qkv: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,57 @@
+/* attention: multi-head attention forward/backward for all three uses.
+ *
+ *   encoder self-attention:   xq = xkv = encoder stream, keys masked past each source length
+ *   decoder masked self:      xq = xkv = decoder stream, causal, keys masked past target length
+ *   cross-attention:          xq = decoder stream, xkv = encoder output (Q from the decoder,
+ *                             K and V from the encoder), keys masked past source length
+ *
+ * S = Q K^T / sqrt(d_head), masked keys get probability exactly 0, P = softmax(S),
+ * O = P V, out = concat_heads(O) W_O + b_O. The probabilities P are kept: the backward
+ * pass needs them and the attention maps are read from them. */
+#ifndef QKV_ATTENTION_H
+#define QKV_ATTENTION_H
+
+typedef struct {
+    float *w_q, *b_q; /* (d, d), (d) */
+    float *w_k, *b_k; /* (d, d), (d) */
+    float *w_v, *b_v; /* (d, d), (d) */
+    float *w_o, *b_o; /* (d, d), (d) */
+} AttnParams;
+
+typedef struct {
+    int B, Tq, Tk, d, heads;
+    const int *kv_len; /* (B) number of valid keys of each sequence */
+    int causal;        /* query i may see keys 0..i only */
+} AttnShape;
+
+typedef struct {
+    float *q;   /* (B*Tq, d) */
+    float *k;   /* (B*Tk, d) */
+    float *v;   /* (B*Tk, d) */
+    float *p;   /* (B, heads, Tq, Tk) the attention probabilities */
+    float *ctx; /* (B*Tq, d) heads side by side, before W_O */
+    float *out; /* (B*Tq, d) */
+} AttnActs;
+
+/* Scratch for the backward pass, shared by all layers (used one layer at a time). */
+typedef struct {
+    float *dq, *dk, *dv, *dctx; /* (B*Tq, d), (B*Tk, d), (B*Tk, d), (B*Tq, d) */
+    float *dp;                  /* (Tq, Tk) one head at a time */
+} AttnScratch;
+
+void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s);
+
+/* Adds the parameter gradients into g and the input gradients into dxq and dxkv (which
+ * may be the same buffer for self-attention). */
+void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,
+                        const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s,
+                        const AttnScratch *scratch);
+
+/* Number of valid keys for query row i of sequence b. */
+static inline int attention_valid_keys(const AttnShape *s, int b, int i) {
+    int n = s->kv_len[b];
+    if (s->causal && i + 1 < n) n = i + 1;
+    return n;
+}
+
+#endif

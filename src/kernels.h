@@ -1,0 +1,58 @@
+/* kernels: the math on plain float arrays, one forward/backward pair per op.
+ *
+ * Layout is row-major [rows, features]. Backward functions ADD into the gradients they
+ * produce (callers zero gradients once per step), except where stated. What a backward
+ * needs from its forward (means, inverse stds, probabilities, masks) is passed in
+ * explicitly. Nothing here allocates, and nothing here knows about models or files. */
+#ifndef QKV_KERNELS_H
+#define QKV_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out (N, Cout) = inp (N, Cin) . w (Cin, Cout) + bias (Cout); bias may be NULL. */
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout);
+/* dinp += dout . w^T; dw += inp^T . dout; dbias += colsum(dout). dinp/dbias may be NULL. */
+void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
+                     int Cin, int Cout);
+
+/* One row: p[0..valid) = softmax(s[0..valid)), p[valid..cols) = 0 exactly (masked keys). */
+void softmax_forward(float *p, const float *s, int cols, int valid);
+/* One row: ds = p * (dp - sum(dp * p)). Overwrites ds; ds may alias dp. */
+void softmax_backward(float *ds, const float *dp, const float *p, int cols);
+
+/* Per row of C features: out = (x - mean) * rstd * gamma + beta; mean/rstd (N) kept. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma, const float *beta,
+                       int N, int C);
+void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                        const float *gamma, const float *mean, const float *rstd, int N, int C);
+
+/* out = max(x, 0); out may alias inp. Backward uses the output: d/dx is 1 where out > 0. */
+void relu_forward(float *out, const float *inp, size_t n);
+void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
+
+/* Inverted dropout with a counter-based mask: mask[i] is 0 or 1/(1-p), a pure function of
+ * (key, i). p == 0 makes out a copy and the mask all ones. out may alias inp. */
+void dropout_forward(float *out, float *mask, const float *inp, size_t n, float p, uint64_t key);
+void dropout_backward(float *dinp, const float *dout, const float *mask, size_t n);
+
+/* out[t] = table[tokens[t]] * scale + pos[t % T]; rows = B*T, C features each. */
+void embedding_forward(float *out, const int *tokens, const float *table, const float *pos, float scale, int B, int T,
+                       int C);
+void embedding_backward(float *dtable, const float *dout, const int *tokens, float scale, int N, int C);
+
+/* Label-smoothed cross-entropy: the target distribution is (1-eps) on the label plus eps/V
+ * on every class (PyTorch's definition). Rows whose target is `pad` are skipped.
+ * Writes probabilities into probs (may alias logits); returns the summed loss and the
+ * number of counted rows in *count. nll_out (may be NULL) gets the summed plain -log p. */
+double crossentropy_forward(float *probs, const float *logits, const int *targets, int N, int V, float eps, int pad,
+                            int *count, double *nll_out);
+/* dlogits = (probs - target distribution) * scale; pad rows get 0. Overwrites dlogits
+ * (it may alias probs) because the logits gradient has no other contributor. */
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
+                           float scale);
+
+/* Sinusoidal positions of the paper: pe (T, C). */
+void positional_table(float *pe, int T, int C);
+
+#endif

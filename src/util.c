@@ -1,0 +1,218 @@
+/* util: see util.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char err_buf[1024];
+
+int err_set(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+const char *err_msg(void) { return err_buf[0] ? err_buf : "unknown error"; }
+
+static void out_of_memory(size_t n) {
+    fprintf(stderr, "qkv: out of memory (asked for %zu bytes)\n", n);
+    exit(1);
+}
+
+void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) out_of_memory(n);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) out_of_memory(count * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) out_of_memory(n);
+    return q;
+}
+
+char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+void rng_seed(Rng *r, uint64_t seed) { r->state = seed; }
+
+uint64_t rng_next(Rng *r) {
+    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+float rng_normal(Rng *r) {
+    /* Box-Muller; the second value is thrown away so the state advances by a fixed amount. */
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+uint64_t rng_below(Rng *r, uint64_t n) { return rng_next(r) % n; }
+
+uint64_t hash64(uint64_t a, uint64_t b) {
+    Rng r = {a * 0xD1B54A32D192ED03ull ^ b};
+    rng_next(&r);
+    return rng_next(&r);
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        err_set("%s: read error: %s", path, strerror(errno));
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    buf[len] = '\0';
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+int make_dirs(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return err_set("%s: bad directory name", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+    struct stat st;
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", tmp);
+    return 0;
+}
+
+static int fsync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) strcpy(dir, ".");
+    else {
+        size_t n = (size_t)(slash - path);
+        if (n == 0) n = 1;
+        if (n >= sizeof dir) return 0;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0) return 0; /* nothing to sync we can reach; the rename already happened */
+    fsync(fd);
+    close(fd);
+    return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return err_set("%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) return err_set("%s: cannot create: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            err_set("%s: write failed: %s", tmp, strerror(errno));
+            goto fail;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        err_set("%s: fsync failed: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        err_set("%s: close failed: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        err_set("%s: cannot rename into place: %s", path, strerror(errno));
+        goto fail;
+    }
+    return fsync_parent_dir(path);
+fail:
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+void sb_append(StrBuf *sb, const char *s, size_t n) {
+    if (sb->len + n + 1 > sb->cap) {
+        sb->cap = (sb->len + n + 1) * 2;
+        sb->buf = xrealloc(sb->buf, sb->cap);
+    }
+    memcpy(sb->buf + sb->len, s, n);
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+}
+
+void sb_printf(StrBuf *sb, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (sb->len + (size_t)n + 1 > sb->cap) {
+        sb->cap = (sb->len + (size_t)n + 1) * 2;
+        sb->buf = xrealloc(sb->buf, sb->cap);
+    }
+    va_start(ap, fmt);
+    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb->len += (size_t)n;
+}
+
+void sb_free(StrBuf *sb) {
+    free(sb->buf);
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+}

@@ -1,0 +1,52 @@
+/* util: errors, checked allocation, random numbers, clocks, small string helpers.
+ * Small and boring on purpose; nothing here knows about models or files' contents. */
+#ifndef QKV_UTIL_H
+#define QKV_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Library code never prints or exits on a user error: it records one message with
+ * err_set() and returns -1. The command layer prints "qkv: <message>" and exits. */
+int err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *err_msg(void);
+
+/* Out of memory is a runtime failure (exit 1), not something any caller can repair. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* splitmix64: one 64-bit state, good enough for shuffling and initialisation, and its
+ * state is a single number a checkpoint can store. */
+typedef struct { uint64_t state; } Rng;
+void rng_seed(Rng *r, uint64_t seed);
+uint64_t rng_next(Rng *r);
+double rng_uniform(Rng *r);            /* [0, 1) */
+float rng_normal(Rng *r);              /* mean 0, std 1 */
+uint64_t rng_below(Rng *r, uint64_t n); /* [0, n), n > 0 */
+
+/* Counter-based hash: a pure function of its inputs, so a dropout mask depends only on
+ * (seed, step, site, index) and is reproduced exactly after a resume. */
+uint64_t hash64(uint64_t a, uint64_t b);
+
+double now_seconds(void); /* monotonic */
+
+/* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */
+char *read_file(const char *path, size_t *len_out);
+
+/* mkdir -p; 0 or -1 with the error set. */
+int make_dirs(const char *path);
+
+/* Writes `len` bytes to `path` atomically: path.tmp, fsync, rename, fsync of the
+ * directory. On failure the old file (if any) is untouched and no .tmp remains. */
+int write_file_atomic(const char *path, const void *data, size_t len);
+
+/* Formats into a growing heap string (for building files in memory). */
+typedef struct { char *buf; size_t len, cap; } StrBuf;
+void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_append(StrBuf *sb, const char *s, size_t n);
+void sb_free(StrBuf *sb);
+
+#endif

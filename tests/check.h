@@ -1,0 +1,30 @@
+/* check: the test harness. Each test is a function that returns early on the first failed
+ * CHECK; the runner counts and ends with the line "N passed, N failed". */
+#ifndef QKV_CHECK_H
+#define QKV_CHECK_H
+
+#include <stdio.h>
+
+extern int check_failed_now;
+void check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define CHECK(cond, ...)                                  \
+    do {                                                  \
+        if (!(cond)) {                                    \
+            check_fail(__FILE__, __LINE__, __VA_ARGS__); \
+            return;                                       \
+        }                                                 \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} TestCase;
+
+/* Each test file exports a NULL-terminated table. */
+extern const TestCase kernel_tests[];
+extern const TestCase model_tests[];
+extern const TestCase data_tests[];
+extern const TestCase config_tests[];
+
+#endif

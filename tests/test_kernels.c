@@ -1,0 +1,254 @@
+/* Every kernel's backward against central finite differences, attention in all three uses. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/attention.h"
+#include "../src/kernels.h"
+#include "check.h"
+#include "gradcheck.h"
+
+#define TOL 2e-3
+
+/* ---- matmul ---- */
+typedef struct { int N, Cin, Cout; float *x, *w, *b, *out, *dw_out; } MatmulCtx;
+static double matmul_loss(void *p) {
+    MatmulCtx *c = p;
+    matmul_forward(c->out, c->x, c->w, c->b, c->N, c->Cin, c->Cout);
+    return weighted_sum(c->dw_out, c->out, (size_t)c->N * c->Cout);
+}
+static void test_matmul(void) {
+    Rng r = {1};
+    MatmulCtx c = {.N = 5, .Cin = 4, .Cout = 3};
+    float x[20], w[12], b[3], out[15], dout[15], dx[20] = {0}, dw[12] = {0}, db[3] = {0};
+    fill_normal(x, 20, 1, &r), fill_normal(w, 12, 1, &r), fill_normal(b, 3, 1, &r), fill_normal(dout, 15, 1, &r);
+    c.x = x, c.w = w, c.b = b, c.out = out, c.dw_out = dout;
+    matmul_backward(dx, dw, db, dout, x, w, 5, 4, 3);
+    CHECK(gradcheck(matmul_loss, &c, x, dx, 20, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+    CHECK(gradcheck(matmul_loss, &c, w, dw, 12, 1e-2f, 1e-1, NULL, NULL) < TOL, "d weight");
+    CHECK(gradcheck(matmul_loss, &c, b, db, 3, 1e-2f, 1e-1, NULL, NULL) < TOL, "d bias");
+}
+
+/* ---- softmax (one masked row) ---- */
+typedef struct { int cols, valid; float *s, *p, *w; } SoftmaxCtx;
+static double softmax_loss(void *p) {
+    SoftmaxCtx *c = p;
+    softmax_forward(c->p, c->s, c->cols, c->valid);
+    return weighted_sum(c->w, c->p, (size_t)c->cols);
+}
+static void test_softmax(void) {
+    Rng r = {2};
+    float s[7], p[7], w[7], ds[7];
+    fill_normal(s, 7, 2, &r), fill_normal(w, 7, 1, &r);
+    SoftmaxCtx c = {7, 5, s, p, w};
+    softmax_loss(&c);
+    CHECK(p[5] == 0.0f && p[6] == 0.0f, "masked entries must be exactly 0");
+    double sum = 0;
+    for (int j = 0; j < 7; j++) sum += p[j];
+    CHECK(fabs(sum - 1.0) < 1e-6, "row sums to %g", sum);
+    softmax_backward(ds, w, p, 7);
+    CHECK(gradcheck(softmax_loss, &c, s, ds, 7, 1e-2f, 1e-1, NULL, NULL) < TOL, "d scores");
+}
+
+/* ---- layernorm ---- */
+typedef struct { int N, C; float *x, *g, *b, *out, *mean, *rstd, *w; } LnCtx;
+static double ln_loss(void *p) {
+    LnCtx *c = p;
+    layernorm_forward(c->out, c->mean, c->rstd, c->x, c->g, c->b, c->N, c->C);
+    return weighted_sum(c->w, c->out, (size_t)c->N * c->C);
+}
+static void test_layernorm(void) {
+    Rng r = {3};
+    enum { N = 3, C = 8 };
+    float x[N * C], g[C], b[C], out[N * C], mean[N], rstd[N], w[N * C];
+    float dx[N * C] = {0}, dg[C] = {0}, db[C] = {0};
+    fill_normal(x, N * C, 1, &r), fill_normal(g, C, 1, &r), fill_normal(b, C, 1, &r), fill_normal(w, N * C, 1, &r);
+    LnCtx c = {N, C, x, g, b, out, mean, rstd, w};
+    ln_loss(&c);
+    layernorm_backward(dx, dg, db, w, x, g, mean, rstd, N, C);
+    CHECK(gradcheck(ln_loss, &c, x, dx, N * C, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+    CHECK(gradcheck(ln_loss, &c, g, dg, C, 1e-2f, 1e-1, NULL, NULL) < TOL, "d gamma");
+    CHECK(gradcheck(ln_loss, &c, b, db, C, 1e-2f, 1e-1, NULL, NULL) < TOL, "d beta");
+}
+
+/* ---- relu ---- */
+typedef struct { float *x, *out, *w; } ReluCtx;
+static double relu_loss(void *p) {
+    ReluCtx *c = p;
+    relu_forward(c->out, c->x, 16);
+    return weighted_sum(c->w, c->out, 16);
+}
+static int relu_kink(size_t i, void *p) { return fabsf(((ReluCtx *)p)->x[i]) < 0.05f; }
+static void test_relu(void) {
+    Rng r = {4};
+    float x[16], out[16], w[16], dx[16] = {0};
+    fill_normal(x, 16, 1, &r), fill_normal(w, 16, 1, &r);
+    ReluCtx c = {x, out, w};
+    relu_loss(&c);
+    relu_backward(dx, w, out, 16);
+    CHECK(gradcheck(relu_loss, &c, x, dx, 16, 1e-2f, 1e-1, relu_kink, NULL) < TOL, "d input");
+}
+
+/* ---- dropout ---- */
+typedef struct { float *x, *out, *mask, *w; } DropCtx;
+static double drop_loss(void *p) {
+    DropCtx *c = p;
+    dropout_forward(c->out, c->mask, c->x, 64, 0.25f, 77);
+    return weighted_sum(c->w, c->out, 64);
+}
+static void test_dropout(void) {
+    Rng r = {5};
+    float x[64], out[64], mask[64], w[64], dx[64] = {0};
+    fill_normal(x, 64, 1, &r), fill_normal(w, 64, 1, &r);
+    DropCtx c = {x, out, mask, w};
+    drop_loss(&c);
+    int zeros = 0;
+    for (int i = 0; i < 64; i++) {
+        CHECK(mask[i] == 0.0f || fabsf(mask[i] - 1.0f / 0.75f) < 1e-6f, "mask value %g", mask[i]);
+        zeros += mask[i] == 0.0f;
+    }
+    CHECK(zeros > 4 && zeros < 32, "%d of 64 dropped at p=0.25", zeros);
+    dropout_backward(dx, w, mask, 64);
+    CHECK(gradcheck(drop_loss, &c, x, dx, 64, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+}
+
+/* ---- embedding ---- */
+typedef struct { float *table, *pos, *out, *w; int *tok; } EmbCtx;
+static double emb_loss(void *p) {
+    EmbCtx *c = p;
+    embedding_forward(c->out, c->tok, c->table, c->pos, 2.0f, 2, 3, 4);
+    return weighted_sum(c->w, c->out, 24);
+}
+static void test_embedding(void) {
+    Rng r = {6};
+    float table[5 * 4], pos[3 * 4], out[24], w[24], dtable[20] = {0};
+    int tok[6] = {1, 3, 3, 0, 4, 1};
+    fill_normal(table, 20, 1, &r), fill_normal(w, 24, 1, &r);
+    positional_table(pos, 3, 4);
+    EmbCtx c = {table, pos, out, w, tok};
+    embedding_backward(dtable, w, tok, 2.0f, 6, 4);
+    CHECK(gradcheck(emb_loss, &c, table, dtable, 20, 1e-2f, 1e-1, NULL, NULL) < TOL, "d table");
+}
+
+/* ---- label-smoothed cross-entropy ---- */
+typedef struct { float *logits, *probs; int *tgt; } CeCtx;
+static double ce_loss(void *p) {
+    CeCtx *c = p;
+    int count;
+    return crossentropy_forward(c->probs, c->logits, c->tgt, 4, 6, 0.1f, 0, &count, NULL);
+}
+static void test_crossentropy(void) {
+    Rng r = {7};
+    float logits[24], probs[24], d[24];
+    int tgt[4] = {2, 0, 5, 1}; /* row 1 is padding */
+    fill_normal(logits, 24, 2, &r);
+    CeCtx c = {logits, probs, tgt};
+    int count;
+    double nll;
+    crossentropy_forward(probs, logits, tgt, 4, 6, 0.1f, 0, &count, &nll);
+    CHECK(count == 3, "pad row counted");
+    crossentropy_backward(d, probs, tgt, 4, 6, 0.1f, 0, 1.0f);
+    for (int v = 0; v < 6; v++) CHECK(d[6 + v] == 0.0f, "pad row has a gradient");
+    CHECK(gradcheck(ce_loss, &c, logits, d, 24, 1e-2f, 1e-1, NULL, NULL) < TOL, "d logits");
+    /* in place, as the model calls it: probabilities overwrite the logits */
+    float inplace[24];
+    memcpy(inplace, logits, sizeof inplace);
+    double separate = crossentropy_forward(probs, logits, tgt, 4, 6, 0.1f, 0, &count, NULL);
+    double aliased = crossentropy_forward(inplace, inplace, tgt, 4, 6, 0.1f, 0, &count, NULL);
+    CHECK(separate == aliased, "in-place loss %.9g differs from %.9g", aliased, separate);
+    /* with eps = 0 the loss is the plain negative log-likelihood */
+    double plain = crossentropy_forward(probs, logits, tgt, 4, 6, 0.0f, 0, &count, &nll);
+    CHECK(fabs(plain - nll) < 1e-9, "eps=0 loss %g != nll %g", plain, nll);
+}
+
+/* ---- attention: encoder self (padded), decoder masked self, cross ---- */
+typedef struct {
+    AttnShape s;
+    AttnParams w;
+    AttnActs a;
+    float *xq, *xkv, *wout;
+} AttnCtx;
+
+static double attn_loss(void *p) {
+    AttnCtx *c = p;
+    attention_forward(&c->a, &c->w, c->xq, c->xkv, &c->s);
+    return weighted_sum(c->wout, c->a.out, (size_t)c->s.B * c->s.Tq * c->s.d);
+}
+
+static float *alloc_normal(size_t n, Rng *r, float std) {
+    float *p = xmalloc(n * sizeof(float));
+    fill_normal(p, n, std, r);
+    return p;
+}
+
+static void check_attention(int Tq, int Tk, int causal, int self, const char *what) {
+    enum { B = 2, d = 8, H = 2 };
+    Rng r = {8 + (uint64_t)Tq * 31 + (uint64_t)Tk + (uint64_t)causal};
+    int kv_len[B] = {Tk, Tk - 2};
+    AttnCtx c = {.s = {B, Tq, Tk, d, H, kv_len, causal}};
+    float **wp[8] = {&c.w.w_q, &c.w.b_q, &c.w.w_k, &c.w.b_k, &c.w.w_v, &c.w.b_v, &c.w.w_o, &c.w.b_o};
+    AttnParams g;
+    float **gp[8] = {&g.w_q, &g.b_q, &g.w_k, &g.b_k, &g.w_v, &g.b_v, &g.w_o, &g.b_o};
+    for (int i = 0; i < 8; i++) {
+        size_t n = i % 2 ? d : d * d;
+        *wp[i] = alloc_normal(n, &r, 0.5f);
+        *gp[i] = xcalloc(n, sizeof(float));
+    }
+    size_t nq = (size_t)B * Tq * d, nk = (size_t)B * Tk * d;
+    c.xq = alloc_normal(nq, &r, 1);
+    c.xkv = self ? c.xq : alloc_normal(nk, &r, 1);
+    c.wout = alloc_normal(nq, &r, 1);
+    c.a.q = xmalloc(nq * 4), c.a.k = xmalloc(nk * 4), c.a.v = xmalloc(nk * 4);
+    c.a.p = xmalloc((size_t)B * H * Tq * Tk * 4), c.a.ctx = xmalloc(nq * 4), c.a.out = xmalloc(nq * 4);
+    AttnScratch sc = {xmalloc(nq * 4), xmalloc(nk * 4), xmalloc(nk * 4), xmalloc(nq * 4), xmalloc((size_t)Tq * Tk * 4)};
+    float *dxq = xcalloc(nq, 4), *dxkv = self ? dxq : xcalloc(nk, 4);
+    attn_loss(&c);
+    /* probabilities: rows sum to one, masked keys exactly zero */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                const float *row = c.a.p + (((size_t)b * H + h) * Tq + i) * Tk;
+                int valid = attention_valid_keys(&c.s, b, i);
+                double sum = 0;
+                for (int j = 0; j < Tk; j++) {
+                    if (j >= valid) CHECK(row[j] == 0.0f, "%s: masked key %d has p=%g", what, j, row[j]);
+                    sum += row[j];
+                }
+                CHECK(fabs(sum - 1.0) < 1e-5, "%s: row sums to %g", what, sum);
+            }
+    attention_backward(&g, dxq, dxkv, c.wout, &c.a, &c.w, c.xq, c.xkv, &c.s, &sc);
+    const char *names[8] = {"w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o"};
+    for (int i = 0; i < 8; i++) {
+        size_t n = i % 2 ? d : d * d;
+        double e = gradcheck(attn_loss, &c, *wp[i], *gp[i], n, 1e-2f, 1e-1, NULL, NULL);
+        CHECK(e < TOL, "%s: d %s error %.2e", what, names[i], e);
+    }
+    double e = gradcheck(attn_loss, &c, c.xq, dxq, nq, 1e-2f, 1e-1, NULL, NULL);
+    CHECK(e < TOL, "%s: d x_q error %.2e", what, e);
+    if (!self) {
+        e = gradcheck(attn_loss, &c, c.xkv, dxkv, nk, 1e-2f, 1e-1, NULL, NULL);
+        CHECK(e < TOL, "%s: d x_kv (the encoder output) error %.2e", what, e);
+    }
+    for (int i = 0; i < 8; i++) free(*wp[i]), free(*gp[i]);
+    if (!self) free(c.xkv), free(dxkv);
+    free(c.xq), free(c.wout), free(dxq);
+    free(c.a.q), free(c.a.k), free(c.a.v), free(c.a.p), free(c.a.ctx), free(c.a.out);
+    free(sc.dq), free(sc.dk), free(sc.dv), free(sc.dctx), free(sc.dp);
+}
+
+static void test_attention_encoder_self(void) { check_attention(5, 5, 0, 1, "encoder self"); }
+static void test_attention_decoder_masked(void) { check_attention(5, 5, 1, 1, "decoder masked self"); }
+static void test_attention_cross(void) { check_attention(4, 6, 0, 0, "cross"); }
+
+const TestCase kernel_tests[] = {
+    {"kernel_matmul_grad", test_matmul},
+    {"kernel_softmax_grad_and_mask", test_softmax},
+    {"kernel_layernorm_grad", test_layernorm},
+    {"kernel_relu_grad", test_relu},
+    {"kernel_dropout_grad_and_rate", test_dropout},
+    {"kernel_embedding_grad", test_embedding},
+    {"kernel_crossentropy_grad", test_crossentropy},
+    {"attention_encoder_self_grad", test_attention_encoder_self},
+    {"attention_decoder_masked_grad", test_attention_decoder_masked},
+    {"attention_cross_grad", test_attention_cross},
+    {NULL, NULL},
+};

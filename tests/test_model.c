@@ -1,0 +1,164 @@
+/* The whole model's gradient against finite differences, for every parameter tensor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/model.h"
+#include "check.h"
+#include "gradcheck.h"
+
+enum { B = 2, S = 5, T = 4 };
+/* sequence 0 is full, sequence 1 is padded: padding must neither leak nor get gradient */
+static const int src[B * S] = {4, 5, 6, 3, 2, 5, 3, 2, 0, 0};
+static const int src_len[B] = {5, 3};
+static const int tgt_in[B * T] = {1, 4, 7, 8, 1, 6, 0, 0};
+static const int tgt_out[B * T] = {4, 7, 8, 2, 6, 2, 0, 0};
+static const int tgt_len[B] = {4, 2};
+
+typedef struct {
+    Model m;
+    ModelBatch b;
+    int train;
+} ModelCtx;
+
+static double model_loss(void *p) {
+    ModelCtx *c = p;
+    return model_forward(&c->m, &c->b, c->train, 11, 3);
+}
+
+static void setup(ModelCtx *c, int pre, int tie, float dropout, int layers) {
+    ModelConfig cfg = {.src_vocab = 7, .tgt_vocab = 9, .d_model = 8, .heads = 2, .d_ff = 12,
+                       .encoder_layers = layers, .decoder_layers = layers, .dropout = dropout, .pre_norm = pre,
+                       .tie_embeddings = tie, .label_smoothing = 0.1f, .max_positions = 16};
+    memset(c, 0, sizeof *c);
+    model_init(&c->m, &cfg);
+    model_init_weights(&c->m, 5);
+    /* unit norms and zero biases make a special point; move off it so their gradients show */
+    Rng r = {99};
+    for (size_t i = 0; i < c->m.n_params; i++) c->m.params[i] += 0.1f * rng_normal(&r);
+    c->b = (ModelBatch){B, S, T, src, src_len, tgt_in, tgt_out, tgt_len};
+    c->train = dropout > 0;
+    model_reserve(&c->m, B, S, T);
+}
+
+/* Checks every tensor two ways: the derivative along a random direction over the whole
+ * tensor (every element takes part), and single elements drawn at random. */
+static int check_all_tensors(ModelCtx *c, const char *what) {
+    model_zero_grad(&c->m);
+    model_loss(c);
+    model_backward(&c->m, &c->b);
+    Rng r = {123};
+    int bad = 0;
+    float *dir = xmalloc(sizeof(float) * c->m.n_params);
+    for (int i = 0; i < c->m.n_tensors; i++) {
+        const TensorInfo *t = &c->m.tensors[i];
+        float *w = c->m.params + t->offset, *g = c->m.grads + t->offset;
+        /* directional derivative: (L(w + e d) - L(w - e d)) / 2e against g . d */
+        double gd = 0.0, gnorm = 0.0;
+        for (size_t j = 0; j < t->size; j++) {
+            dir[j] = rng_normal(&r);
+            gd += (double)g[j] * dir[j];
+            gnorm += (double)g[j] * g[j];
+        }
+        /* float32 forward: 1e-3 balances rounding noise against ReLU kinks being crossed */
+        const float eps = 1e-3f;
+        for (size_t j = 0; j < t->size; j++) w[j] += eps * dir[j];
+        double lp = model_loss(c);
+        for (size_t j = 0; j < t->size; j++) w[j] -= 2 * eps * dir[j];
+        double lm = model_loss(c);
+        for (size_t j = 0; j < t->size; j++) w[j] += eps * dir[j];
+        double num = (lp - lm) / (2 * eps);
+        /* |g| sqrt(n) is the size of g . d; the floor is the finite differences' own noise, and
+         * matters for b_k, whose true gradient is 0 (softmax ignores a shift shared by a row) */
+        double scale = fmax(sqrt(gnorm * (double)t->size), 5e-2);
+        double err = fabs(num - gd) / scale;
+        /* single elements */
+        size_t at = 0;
+        double elem = 0.0;
+        for (int k = 0; k < 6; k++) {
+            size_t j = (size_t)rng_below(&r, t->size);
+            double e = gradcheck(model_loss, c, w + j, g + j, 1, eps, 1e-2, NULL, NULL);
+            if (e > elem) elem = e, at = j;
+        }
+        if (err > 3e-2 || elem > 3e-2) {
+            fprintf(stderr, "  %s: %-40s |g|=%.3e directional err %.2e, element %zu err %.2e\n", what, t->name,
+                    sqrt(gnorm), err, at, elem);
+            bad++;
+        }
+    }
+    free(dir);
+    return bad;
+}
+
+static void test_grad_post_ln_tied(void) {
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, 2);
+    int bad = check_all_tensors(&c, "post-LN tied");
+    model_free(&c.m);
+    CHECK(bad == 0, "%d tensors with wrong gradients", bad);
+}
+
+static void test_grad_pre_ln_untied_dropout(void) {
+    ModelCtx c;
+    setup(&c, 1, 0, 0.2f, 2);
+    int bad = check_all_tensors(&c, "pre-LN untied dropout");
+    model_free(&c.m);
+    CHECK(bad == 0, "%d tensors with wrong gradients", bad);
+}
+
+/* The encoder output feeds the cross-attention of every decoder layer: with three
+ * decoder layers, each one's K/V path must reach the encoder's weights. */
+static void test_grad_reaches_encoder_through_every_cross_attention(void) {
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, 3);
+    model_zero_grad(&c.m);
+    model_loss(&c);
+    model_backward(&c.m, &c.b);
+    /* the cross-attention K/V weights of every decoder layer get a gradient */
+    for (int l = 0; l < 3; l++) {
+        const DecoderLayerParams *g = &c.m.g.dec[l];
+        double nk = 0, nv = 0;
+        for (int i = 0; i < 64; i++) nk += fabs(g->cross_attn.w_k[i]), nv += fabs(g->cross_attn.w_v[i]);
+        CHECK(nk > 0 && nv > 0, "decoder layer %d cross-attention K/V got no gradient", l);
+    }
+    int bad = check_all_tensors(&c, "3 decoder layers");
+    model_free(&c.m);
+    CHECK(bad == 0, "%d tensors with wrong gradients", bad);
+}
+
+/* Padding must not change the loss of the real tokens: garbage in padded slots is invisible. */
+static void test_padding_is_invisible(void) {
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, 2);
+    double l1 = model_loss(&c);
+    int src2[B * S], tgt_in2[B * T];
+    memcpy(src2, src, sizeof src2);
+    memcpy(tgt_in2, tgt_in, sizeof tgt_in2);
+    src2[8] = 5, src2[9] = 6, tgt_in2[6] = 3, tgt_in2[7] = 8;
+    c.b.src = src2, c.b.tgt_in = tgt_in2;
+    double l2 = model_loss(&c);
+    model_free(&c.m);
+    CHECK(fabs(l1 - l2) < 1e-6, "loss changed from %.9f to %.9f when padded slots changed", l1, l2);
+}
+
+/* The table names the tensors the way exported weights are read elsewhere. */
+static void test_table_names_and_sizes(void) {
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, 2);
+    const TensorInfo *t = model_find_tensor(&c.m, "decoder.layers.1.cross_attn.w_k");
+    CHECK(t && t->shape[0] == 8 && t->shape[1] == 8, "cross-attention w_k missing or misshapen");
+    CHECK(model_find_tensor(&c.m, "encoder.layers.0.self_attn.w_q"), "encoder w_q missing");
+    CHECK(!model_find_tensor(&c.m, "generator"), "tied model has a separate generator");
+    size_t sum = 0;
+    for (int i = 0; i < c.m.n_tensors; i++) sum += c.m.tensors[i].size;
+    CHECK(sum == c.m.n_params, "table sizes %zu != buffer %zu", sum, c.m.n_params);
+    model_free(&c.m);
+}
+
+const TestCase model_tests[] = {
+    {"model_table_names_and_sizes", test_table_names_and_sizes},
+    {"model_grad_every_tensor_post_ln_tied", test_grad_post_ln_tied},
+    {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
+    {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},
+    {"model_padding_is_invisible", test_padding_is_invisible},
+    {NULL, NULL},
+};
