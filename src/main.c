@@ -1,1 +1,196 @@
-int main(void){return 0;}
+/* main: argument parsing and subcommand dispatch, nothing else.
+ * Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "corpus.h"
+#include "decode.h"
+#include "run.h"
+#include "tokenize.h"
+#include "toydata.h"
+#include "train.h"
+#include "util.h"
+
+static int fail(int code) {
+    fprintf(stderr, "qkv: %s\n", err_msg());
+    return code;
+}
+
+static int cmd_train(int argc, char **argv) {
+    static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"force", no_argument, 0, 'f'}, {0}};
+    int force = 0, c;
+    char *sets[64];
+    int n_sets = 0;
+    while ((c = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
+        if (c == 's' && n_sets < 64) sets[n_sets++] = optarg;
+        else if (c == 'f') force = 1;
+        else return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: qkv train CONFIG.yaml [--set key=value ...] [--force]\n");
+        return 2;
+    }
+    Config cfg;
+    config_defaults(&cfg);
+    if (config_load(&cfg, argv[optind]) != 0) return fail(2);
+    for (int i = 0; i < n_sets; i++)
+        if (config_set(&cfg, sets[i]) != 0) return fail(2);
+    if (config_validate(&cfg, 1) != 0) return fail(2);
+    return train_main(&cfg, force);
+}
+
+/* Reads all of stdin as lines (the last may lack '\n'). */
+static char **read_lines(FILE *f, int *n_out) {
+    int n = 0, cap = 256;
+    char **lines = xmalloc(sizeof(char *) * (size_t)cap);
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
+        lines[n++] = xstrdup(line);
+    }
+    free(line);
+    *n_out = n;
+    return lines;
+}
+
+static int cmd_translate(int argc, char **argv) {
+    static const struct option opts[] = {{"greedy", no_argument, 0, 'g'}, {"beam", required_argument, 0, 'b'}, {0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "gb:", opts, NULL)) != -1) {
+        if (c == 'b') {
+            fprintf(stderr, "qkv: --beam: beam search is not implemented yet; use --greedy\n");
+            return 2;
+        }
+        if (c != 'g') return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: qkv translate RUN_DIR|WEIGHTS [--greedy] < source.txt > translation.txt\n");
+        return 2;
+    }
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return fail(2);
+    fprintf(stderr, "qkv: translating with %s\n", r.weights);
+    int n;
+    char **lines = read_lines(stdin, &n);
+    int tok = r.cfg.data.tokenizer, max_src = r.model.cfg.max_positions - 1, truncated = 0;
+    Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
+    int *nonempty = xmalloc(sizeof(int) * (size_t)(n ? n : 1)), k = 0;
+    for (int i = 0; i < n; i++) {
+        int *ids = xmalloc(sizeof(int) * (size_t)max_src + 1);
+        int len = encode_line(lines[i], tok, &r.src_vocab, ids, max_src + 1);
+        if (len > max_src) len = max_src, truncated++;
+        if (len == 0) {
+            free(ids);
+            continue;
+        }
+        src[k] = (Seq){ids, len};
+        nonempty[k++] = i;
+    }
+    if (truncated) fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", truncated, max_src);
+    greedy_decode(&r.model, src, k, out);
+    size_t cap = 1 << 16;
+    char *text = xmalloc(cap);
+    for (int i = 0, j = 0; i < n; i++) {
+        size_t len = 0;
+        text[0] = '\0';
+        if (j < k && nonempty[j] == i) {
+            for (int t = 0; t < out[j].len; t++)
+                detokenize_append(tok, text, cap, &len, vocab_token(&r.tgt_vocab, out[j].ids[t]), t == 0);
+            free(out[j].ids), free(src[j].ids);
+            j++;
+        }
+        printf("%s\n", text);
+        free(lines[i]);
+    }
+    free(text), free(lines), free(src), free(out), free(nonempty);
+    run_close(&r);
+    return 0;
+}
+
+static int cmd_toy_data(int argc, char **argv) {
+    static const struct option opts[] = {{"task", required_argument, 0, 't'}, {"train", required_argument, 0, 'n'},
+                                         {"valid", required_argument, 0, 'v'}, {"test", required_argument, 0, 'e'},
+                                         {"seed", required_argument, 0, 's'}, {0}};
+    const char *task = "translate";
+    long n_train = 20000, n_valid = 500, n_test = 500, seed = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "t:n:v:e:s:", opts, NULL)) != -1) {
+        char *end;
+        long v = 0;
+        if (c != 't') {
+            errno = 0;
+            v = strtol(optarg, &end, 10);
+            if (*end || errno || v < 0 || v > 10000000) {
+                fprintf(stderr, "qkv: toy-data: '%s' is not a count\n", optarg);
+                return 2;
+            }
+        }
+        switch (c) {
+        case 't': task = optarg; break;
+        case 'n': n_train = v; break;
+        case 'v': n_valid = v; break;
+        case 'e': n_test = v; break;
+        case 's': seed = v; break;
+        default: return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: qkv toy-data DIR [--task translate|copy|reverse] [--train N] [--valid N] [--test N] "
+                        "[--seed S]\n");
+        return 2;
+    }
+    if (toydata_write(argv[optind], task, (int)n_train, (int)n_valid, (int)n_test, (uint64_t)seed) != 0)
+        return fail(2);
+    printf("wrote %s/{train,valid,test}.{src,tgt,align}: %ld/%ld/%ld pairs of the '%s' task\n", argv[optind], n_train,
+           n_valid, n_test, task);
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"train", cmd_train, "train a new model from a config: qkv train CONFIG.yaml [--set key=value ...] [--force]"},
+    {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
+    {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},
+    {"help", cmd_help, "this list"},
+};
+
+static int cmd_help(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("usage: qkv COMMAND [ARGS]\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) printf("  %-10s %s\n", commands[i].name, commands[i].help);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) name = "help";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, name) != 0) continue;
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        /* a full disk shows up here for anything written to stdout */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "qkv: error writing standard output: %s\n", strerror(errno));
+            return rc ? rc : 1;
+        }
+        return rc;
+    }
+    fprintf(stderr, "qkv: '%s' is not a command; see 'qkv --help'\n", argv[1]);
+    return 2;
+}

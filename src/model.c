@@ -248,8 +248,7 @@ size_t model_arena_floats(const Model *m, int B, int S, int T) {
     return carve(m, &scratch, NULL, B, S, T);
 }
 
-void model_reserve(Model *m, int B, int S, int T) {
-    size_t need = model_arena_floats(m, B, S, T);
+void model_reserve(Model *m, size_t need) {
     if (need > m->arena_floats) {
         /* realloc keeps the prefix, so an encoder output survives a longer decoder shape */
         m->arena = xrealloc(m->arena, need * sizeof(float));
@@ -264,7 +263,7 @@ static void use_shape(Model *m, int B, int S, int T) {
     if (model_arena_floats(m, B, S, T) > m->arena_floats) {
         /* A caller forgot model_reserve: grow rather than corrupt memory, and say so loudly. */
         fprintf(stderr, "qkv: warning: activation arena grown inside a step (B=%d S=%d T=%d)\n", B, S, T);
-        model_reserve(m, B, S, T);
+        model_reserve(m, model_arena_floats(m, B, S, T));
     }
     carve(m, &m->a, m->arena, B, S, T);
     m->B = B, m->S = S, m->T = T;

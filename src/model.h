@@ -141,8 +141,9 @@ void model_free(Model *m);
 /* Xavier-uniform matrices, N(0, d^-1/2) embeddings, zero biases, unit norms. */
 void model_init_weights(Model *m, uint64_t seed);
 
-/* Grows the arena (if needed) so batches up to this shape fit; done before training. */
-void model_reserve(Model *m, int B, int S, int T);
+/* Grows the arena to at least `floats` (see model_arena_floats); done before training,
+ * with the largest need over all batch shapes, so that steps never allocate. */
+void model_reserve(Model *m, size_t floats);
 /* Floats the arena needs for one shape. */
 size_t model_arena_floats(const Model *m, int B, int S, int T);
 

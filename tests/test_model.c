@@ -37,7 +37,7 @@ static void setup(ModelCtx *c, int pre, int tie, float dropout, int layers) {
     for (size_t i = 0; i < c->m.n_params; i++) c->m.params[i] += 0.1f * rng_normal(&r);
     c->b = (ModelBatch){B, S, T, src, src_len, tgt_in, tgt_out, tgt_len};
     c->train = dropout > 0;
-    model_reserve(&c->m, B, S, T);
+    model_reserve(&c->m, model_arena_floats(&c->m, B, S, T));
 }
 
 /* Checks every tensor two ways: the derivative along a random direction over the whole

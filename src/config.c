@@ -1,0 +1,383 @@
+/* config: see config.h. One table describes every key; parsing, overrides, validation
+ * and writing the resolved config all walk it. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "util.h"
+
+typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM } KeyType;
+
+typedef struct {
+    const char *path; /* dotted: "train.lr.warmup" */
+    KeyType type;
+    size_t offset;
+    double min, max;   /* inclusive, except max when max_open */
+    int max_open;
+    const char *choices[4]; /* KEY_ENUM: index = stored value */
+    size_t size;            /* KEY_STRING: buffer size */
+} KeySpec;
+
+#define OFF(field) offsetof(Config, field)
+#define INT(p, f, lo, hi) {p, KEY_INT, OFF(f), lo, hi, 0, {0}, 0}
+#define FLT(p, f, lo, hi, open) {p, KEY_FLOAT, OFF(f), lo, hi, open, {0}, 0}
+#define BOOL(p, f) {p, KEY_BOOL, OFF(f), 0, 1, 0, {0}, 0}
+#define STR(p, f) {p, KEY_STRING, OFF(f), 0, 0, 0, {0}, sizeof(((Config *)0)->f)}
+#define ENUM(p, f, ...) {p, KEY_ENUM, OFF(f), 0, 0, 0, {__VA_ARGS__}, 0}
+
+static const KeySpec keys[] = {
+    STR("name", name),
+    STR("run_dir", run_dir),
+    INT("seed", seed, 0, 2147483647.0),
+    STR("data.train.src", data.train.src),
+    STR("data.train.tgt", data.train.tgt),
+    STR("data.valid.src", data.valid.src),
+    STR("data.valid.tgt", data.valid.tgt),
+    ENUM("data.tokenizer", data.tokenizer, "word", "char", "bpe"),
+    INT("data.vocab_size", data.vocab_size, 8, 1000000),
+    INT("data.min_freq", data.min_freq, 1, 1000000000),
+    BOOL("data.shared_vocab", data.shared_vocab),
+    INT("data.max_len", data.max_len, 1, 4096),
+    INT("model.d_model", model.d_model, 2, 8192),
+    INT("model.heads", model.heads, 1, 256),
+    INT("model.d_ff", model.d_ff, 1, 65536),
+    INT("model.encoder_layers", model.encoder_layers, 1, 16),
+    INT("model.decoder_layers", model.decoder_layers, 1, 16),
+    FLT("model.dropout", model.dropout, 0, 1, 1),
+    ENUM("model.norm", model.norm, "post", "pre"),
+    BOOL("model.tie_embeddings", model.tie_embeddings),
+    INT("train.steps", train.steps, 1, 2000000000),
+    INT("train.batch_tokens", train.batch_tokens, 1, 100000000),
+    ENUM("train.lr.schedule", train.lr.schedule, "noam", "constant"),
+    FLT("train.lr.factor", train.lr.factor, 0, 1000, 0),
+    INT("train.lr.warmup", train.lr.warmup, 1, 100000000),
+    FLT("train.lr.value", train.lr.value, 0, 10, 0),
+    FLT("train.adam.beta1", train.adam.beta1, 0, 1, 1),
+    FLT("train.adam.beta2", train.adam.beta2, 0, 1, 1),
+    FLT("train.adam.eps", train.adam.eps, 0, 1, 0),
+    FLT("train.adam.weight_decay", train.adam.weight_decay, 0, 10, 0),
+    FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0),
+    FLT("train.label_smoothing", train.label_smoothing, 0, 1, 1),
+    INT("train.log_every", train.log_every, 1, 2000000000),
+    INT("train.valid_every", train.valid_every, 1, 2000000000),
+    INT("train.checkpoint_every", train.checkpoint_every, 1, 2000000000),
+    INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1000),
+    INT("train.threads", train.threads, 1, 256),
+};
+#define N_KEYS (sizeof keys / sizeof keys[0])
+
+/* Mappings that may appear, i.e. the proper prefixes of the keys above. */
+static int is_section(const char *path) {
+    size_t n = strlen(path);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strncmp(keys[i].path, path, n) == 0 && keys[i].path[n] == '.') return 1;
+    return 0;
+}
+
+static int find_key(const char *path) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].path, path) == 0) return (int)i;
+    return -1;
+}
+
+void config_defaults(Config *c) {
+    memset(c, 0, sizeof *c);
+    c->seed = 1;
+    c->data.tokenizer = TOKENIZER_WORD;
+    c->data.vocab_size = 8000;
+    c->data.min_freq = 1;
+    c->data.shared_vocab = 0;
+    c->data.max_len = 100;
+    c->model.d_model = 128;
+    c->model.heads = 4;
+    c->model.d_ff = 512;
+    c->model.encoder_layers = 3;
+    c->model.decoder_layers = 3;
+    c->model.dropout = 0.1;
+    c->model.norm = NORM_POST;
+    c->model.tie_embeddings = 1;
+    c->train.steps = 4000;
+    c->train.batch_tokens = 2048;
+    c->train.lr.schedule = LR_NOAM;
+    c->train.lr.factor = 1.0;
+    c->train.lr.warmup = 400;
+    c->train.lr.value = 3e-4;
+    c->train.adam.beta1 = 0.9;
+    c->train.adam.beta2 = 0.98;
+    c->train.adam.eps = 1e-9;
+    c->train.adam.weight_decay = 0.0;
+    c->train.clip_norm = 1.0;
+    c->train.label_smoothing = 0.1;
+    c->train.log_every = 50;
+    c->train.valid_every = 500;
+    c->train.checkpoint_every = 500;
+    c->train.keep_checkpoints = 3;
+    c->train.threads = 2;
+}
+
+/* Edit distance, to suggest the key the user probably meant. */
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+static const char *suggest(const char *path) {
+    const char *best = NULL;
+    int best_d = 3;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        int dd = edit_distance(path, keys[i].path);
+        if (dd < best_d) best_d = dd, best = keys[i].path;
+    }
+    return best;
+}
+
+/* Parses one scalar into the key's field. `where` prefixes the error. */
+static int set_value(Config *c, const KeySpec *k, const char *text, const char *where) {
+    char *field = (char *)c + k->offset;
+    char *end;
+    if (k->type != KEY_STRING && *text == '\0')
+        return err_set("%s: %s needs a value", where, k->path);
+    switch (k->type) {
+    case KEY_INT: {
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (*end || errno) return err_set("%s: %s: expected an integer, got '%s'", where, k->path, text);
+        if (v < k->min || v > k->max)
+            return err_set("%s: %s: %lld is out of range [%.0f, %.0f]", where, k->path, v, k->min, k->max);
+        if (k->offset == OFF(seed)) *(int64_t *)field = v;
+        else *(int *)field = (int)v;
+        return 0;
+    }
+    case KEY_FLOAT: {
+        errno = 0;
+        double v = strtod(text, &end);
+        if (*end || errno || !isfinite(v)) return err_set("%s: %s: expected a number, got '%s'", where, k->path, text);
+        if (v < k->min || v > k->max || (k->max_open && v >= k->max))
+            return err_set("%s: %s: %g is out of range [%g, %g%c", where, k->path, v, k->min, k->max,
+                           k->max_open ? ')' : ']');
+        *(double *)field = v;
+        return 0;
+    }
+    case KEY_BOOL: {
+        static const char *yes[] = {"true", "yes", "on"}, *no[] = {"false", "no", "off"};
+        for (int i = 0; i < 3; i++) {
+            if (strcasecmp(text, yes[i]) == 0) return *(int *)field = 1, 0;
+            if (strcasecmp(text, no[i]) == 0) return *(int *)field = 0, 0;
+        }
+        return err_set("%s: %s: expected true or false, got '%s'", where, k->path, text);
+    }
+    case KEY_STRING:
+        if (strlen(text) >= k->size) return err_set("%s: %s: value is too long", where, k->path);
+        strcpy(field, text);
+        return 0;
+    case KEY_ENUM:
+        for (int i = 0; i < 4 && k->choices[i]; i++)
+            if (strcmp(text, k->choices[i]) == 0) return *(int *)field = i, 0;
+        {
+            char list[128] = "";
+            for (int i = 0; i < 4 && k->choices[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", k->choices[i]);
+            return err_set("%s: %s: '%s' is not one of: %s", where, k->path, text, list);
+        }
+    }
+    return -1;
+}
+
+static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *prefix, const char *file) {
+    char where[CONFIG_PATH_MAX + 32];
+    snprintf(where, sizeof where, "%s:%zu:%zu", file, node->start_mark.line + 1, node->start_mark.column + 1);
+    if (node->type != YAML_MAPPING_NODE) {
+        if (*prefix) return err_set("%s: %s must be a mapping of keys", where, prefix);
+        return err_set("%s: the config must be a mapping of keys", where);
+    }
+    for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = yaml_document_get_node(doc, p->key), *vn = yaml_document_get_node(doc, p->value);
+        snprintf(where, sizeof where, "%s:%zu:%zu", file, kn->start_mark.line + 1, kn->start_mark.column + 1);
+        if (kn->type != YAML_SCALAR_NODE) return err_set("%s: keys must be plain words", where);
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", (const char *)kn->data.scalar.value);
+        for (yaml_node_pair_t *q = node->data.mapping.pairs.start; q < p; q++) {
+            yaml_node_t *other = yaml_document_get_node(doc, q->key);
+            if (other->type == YAML_SCALAR_NODE &&
+                strcmp((const char *)other->data.scalar.value, (const char *)kn->data.scalar.value) == 0)
+                return err_set("%s: duplicate key '%s'", where, path);
+        }
+        int idx = find_key(path);
+        if (idx >= 0) {
+            snprintf(where, sizeof where, "%s:%zu:%zu", file, vn->start_mark.line + 1, vn->start_mark.column + 1);
+            if (vn->type != YAML_SCALAR_NODE) return err_set("%s: %s: expected a single value", where, path);
+            if (set_value(c, &keys[idx], (const char *)vn->data.scalar.value, where) != 0) return -1;
+            c->set_line[idx] = (int)vn->start_mark.line + 1;
+            c->set_col[idx] = (int)vn->start_mark.column + 1;
+        } else if (is_section(path)) {
+            if (walk(c, doc, vn, path, file) != 0) return -1;
+        } else {
+            const char *hint = suggest(path);
+            if (hint) return err_set("%s: unknown key '%s' (did you mean '%s'?)", where, path, hint);
+            return err_set("%s: unknown key '%s'", where, path);
+        }
+    }
+    return 0;
+}
+
+int config_load(Config *c, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set("%s: %s", path, strerror(errno));
+    snprintf(c->source, sizeof c->source, "%s", path);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = err_set("%s:%zu:%zu: YAML syntax error: %s", path, parser.problem_mark.line + 1,
+                     parser.problem_mark.column + 1, parser.problem ? parser.problem : "unreadable");
+        yaml_parser_delete(&parser);
+        fclose(f);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root && !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)) rc = walk(c, &doc, root, "", path);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    if (rc == 0 && c->name[0] == '\0') {
+        /* the run is named after its config file unless it says otherwise */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        size_t n = strcspn(base, ".");
+        if (n >= sizeof c->name) n = sizeof c->name - 1;
+        memcpy(c->name, base, n);
+        c->name[n] = '\0';
+    }
+    return rc;
+}
+
+int config_set(Config *c, const char *assignment) {
+    char where[300];
+    snprintf(where, sizeof where, "--set %s", assignment);
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment) return err_set("%s: expected key=value", where);
+    char path[256];
+    size_t n = (size_t)(eq - assignment);
+    if (n >= sizeof path) return err_set("%s: key too long", where);
+    memcpy(path, assignment, n);
+    path[n] = '\0';
+    int idx = find_key(path);
+    if (idx < 0) {
+        const char *hint = suggest(path);
+        if (hint) return err_set("%s: unknown key '%s' (did you mean '%s'?)", where, path, hint);
+        return err_set("%s: unknown key '%s'", where, path);
+    }
+    if (set_value(c, &keys[idx], eq + 1, where) != 0) return -1;
+    c->set_line[idx] = -1; /* -1: set on the command line */
+    return 0;
+}
+
+/* "file:line:col" of a key, or the command line, or the file alone for a default. */
+static const char *where_is(const Config *c, const char *path, char *buf, size_t n) {
+    int idx = find_key(path);
+    if (idx >= 0 && c->set_line[idx] > 0) snprintf(buf, n, "%s:%d:%d", c->source, c->set_line[idx], c->set_col[idx]);
+    else if (idx >= 0 && c->set_line[idx] < 0) snprintf(buf, n, "--set %s", path);
+    else snprintf(buf, n, "%s", c->source[0] ? c->source : "config");
+    return buf;
+}
+
+static int check_file(const Config *c, const char *key, const char *path) {
+    char w[CONFIG_PATH_MAX + 32];
+    struct stat st;
+    if (stat(path, &st) != 0) return err_set("%s: %s: '%s': %s", where_is(c, key, w, sizeof w), key, path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return err_set("%s: %s: '%s' is not a regular file", where_is(c, key, w, sizeof w), key, path);
+    return 0;
+}
+
+int config_validate(Config *c, int check_files) {
+    char w[CONFIG_PATH_MAX + 32];
+    if (c->data.train.src[0] == '\0') return err_set("%s: data.train.src is required", where_is(c, "data", w, sizeof w));
+    if (c->data.train.tgt[0] == '\0') return err_set("%s: data.train.tgt is required", where_is(c, "data", w, sizeof w));
+    if ((c->data.valid.src[0] == '\0') != (c->data.valid.tgt[0] == '\0'))
+        return err_set("%s: data.valid needs both src and tgt", where_is(c, c->data.valid.src[0] ? "data.valid.src" : "data.valid.tgt", w, sizeof w));
+    if (c->model.d_model % c->model.heads != 0)
+        return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)", where_is(c, "model.d_model", w, sizeof w),
+                       c->model.d_model, c->model.heads);
+    if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
+    for (const char *p = c->name; *p; p++)
+        if (*p == '/' || *p == '\n') return err_set("%s: name: '%s' must not contain '/' or newlines", where_is(c, "name", w, sizeof w), c->name);
+    if (c->run_dir[0] == '\0') snprintf(c->run_dir, sizeof c->run_dir, "runs/%s", c->name);
+    if (check_files) {
+        if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt)) return -1;
+        if (c->data.valid.src[0] &&
+            (check_file(c, "data.valid.src", c->data.valid.src) || check_file(c, "data.valid.tgt", c->data.valid.tgt)))
+            return -1;
+    }
+    return 0;
+}
+
+static void put_string(StrBuf *sb, const char *s) {
+    sb_append(sb, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') sb_append(sb, "\\", 1);
+        sb_append(sb, s, 1);
+    }
+    sb_append(sb, "\"", 1);
+}
+
+int config_write(const Config *c, const char *path) {
+    StrBuf sb = {0};
+    sb_printf(&sb, "# resolved config: every key, defaults included\n");
+    char open[4][64] = {{0}}; /* the sections the previous key left open */
+    int depth = 0;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &keys[i];
+        char parts[4][64];
+        int np = 0;
+        for (const char *s = k->path; np < 4;) {
+            size_t n = strcspn(s, ".");
+            snprintf(parts[np++], sizeof parts[0], "%.*s", (int)n, s);
+            if (!s[n]) break;
+            s += n + 1;
+        }
+        int same = 0;
+        while (same < depth && same < np - 1 && strcmp(open[same], parts[same]) == 0) same++;
+        for (int d = same; d < np - 1; d++) {
+            sb_printf(&sb, "%*s%s:\n", 2 * d, "", parts[d]);
+            memcpy(open[d], parts[d], sizeof open[d]);
+        }
+        depth = np - 1;
+        sb_printf(&sb, "%*s%s: ", 2 * depth, "", parts[np - 1]);
+        const char *field = (const char *)c + k->offset;
+        switch (k->type) {
+        case KEY_INT:
+            if (k->offset == OFF(seed)) sb_printf(&sb, "%lld\n", (long long)*(const int64_t *)field);
+            else sb_printf(&sb, "%d\n", *(const int *)field);
+            break;
+        case KEY_FLOAT: sb_printf(&sb, "%.17g\n", *(const double *)field); break;
+        case KEY_BOOL: sb_printf(&sb, "%s\n", *(const int *)field ? "true" : "false"); break;
+        case KEY_STRING: put_string(&sb, field), sb_append(&sb, "\n", 1); break;
+        case KEY_ENUM: sb_printf(&sb, "%s\n", k->choices[*(const int *)field]); break;
+        }
+    }
+    int rc = write_file_atomic(path, sb.buf, sb.len);
+    sb_free(&sb);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/* config: YAML config file -> struct Config, with defaults, validation and overrides.
+ *
+ * Owns the config contract of DESIGN.md: every key, its type, its default and its range
+ * live in one table in config.c. Errors name the place: "configs/x.yaml:12:3: unknown key
+ * 'stepz'". Knows nothing of what the values are used for. */
+#ifndef QKV_CONFIG_H
+#define QKV_CONFIG_H
+
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 1024
+
+enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE };
+enum { NORM_POST, NORM_PRE };
+enum { LR_NOAM, LR_CONSTANT };
+
+typedef struct {
+    char src[CONFIG_PATH_MAX], tgt[CONFIG_PATH_MAX];
+} PathPair;
+
+typedef struct {
+    char name[128];
+    char run_dir[CONFIG_PATH_MAX];
+    int64_t seed;
+    struct {
+        PathPair train, valid;
+        int tokenizer;
+        int vocab_size, min_freq, shared_vocab, max_len;
+    } data;
+    struct {
+        int d_model, heads, d_ff, encoder_layers, decoder_layers;
+        double dropout;
+        int norm, tie_embeddings;
+    } model;
+    struct {
+        int steps, batch_tokens;
+        struct {
+            int schedule;
+            double factor;
+            int warmup;
+            double value;
+        } lr;
+        struct {
+            double beta1, beta2, eps, weight_decay;
+        } adam;
+        double clip_norm, label_smoothing;
+        int log_every, valid_every, checkpoint_every, keep_checkpoints, threads;
+    } train;
+    /* where each key was set, for errors found after parsing (index = key table order) */
+    char source[CONFIG_PATH_MAX];
+    int set_line[64], set_col[64];
+} Config;
+
+void config_defaults(Config *c);
+/* Reads and applies a YAML file over the current values. -1 with the error set. */
+int config_load(Config *c, const char *path);
+/* Applies one "a.b=value" override with the same checks as the file. */
+int config_set(Config *c, const char *assignment);
+/* Cross-key checks and required keys; check_files also checks the data files exist. */
+int config_validate(Config *c, int check_files);
+/* Writes every key (the resolved config) as YAML, atomically. */
+int config_write(const Config *c, const char *path);
+
+#endif

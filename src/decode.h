@@ -1,0 +1,18 @@
+/* decode: greedy search with the trained model.
+ *
+ * Sentences are decoded in groups; each step re-runs the decoder over the prefix so far
+ * (causal masking makes that exact). Beam search and a key/value cache come later. */
+#ifndef QKV_DECODE_H
+#define QKV_DECODE_H
+
+#include "corpus.h"
+#include "model.h"
+
+/* Longest output for a source of n tokens within the model's position table. */
+int decode_max_len(const Model *m, int src_len);
+
+/* Greedy translation of n source sequences (ids without EOS, each at most
+ * model max_positions - 1 long). out[i].ids is allocated (without BOS/EOS). */
+void greedy_decode(Model *m, const Seq *src, int n, Seq *out);
+
+#endif

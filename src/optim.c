@@ -1,0 +1,59 @@
+/* optim: see optim.h. */
+#include "optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "util.h"
+
+double lr_at(const LrSchedule *s, int64_t step) {
+    if (s->kind == LR_CONSTANT) return s->value;
+    double st = step < 1 ? 1.0 : (double)step;
+    double w = (double)s->warmup;
+    return s->factor / sqrt((double)s->d_model) * fmin(1.0 / sqrt(st), st / (w * sqrt(w)));
+}
+
+void adam_init(Adam *a, size_t n, double beta1, double beta2, double eps, double weight_decay) {
+    a->beta1 = beta1, a->beta2 = beta2, a->eps = eps, a->weight_decay = weight_decay;
+    a->n = n;
+    a->t = 0;
+    a->m = xcalloc(n, sizeof(float));
+    a->v = xcalloc(n, sizeof(float));
+}
+
+void adam_free(Adam *a) {
+    if (!a) return;
+    free(a->m), free(a->v);
+    a->m = a->v = NULL;
+}
+
+void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr) {
+    a->t++;
+    float b1 = (float)a->beta1, b2 = (float)a->beta2;
+    float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)a->t)));
+    float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)a->t)));
+    float eps = (float)a->eps, flr = (float)lr;
+    for (int k = 0; k < n_tensors; k++) {
+        const TensorInfo *t = &tensors[k];
+        float decay = t->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
+        float *w = params + t->offset, *m = a->m + t->offset, *v = a->v + t->offset;
+        const float *g = grads + t->offset;
+        for (size_t i = 0; i < t->size; i++) {
+            m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+            v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+            w[i] -= flr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps) + decay * w[i];
+        }
+    }
+}
+
+double clip_grad_norm(float *grads, size_t n, double max_norm) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += (double)grads[i] * grads[i];
+    double norm = sqrt(sum);
+    if (max_norm > 0 && norm > max_norm) {
+        float scale = (float)(max_norm / (norm + 1e-6));
+        for (size_t i = 0; i < n; i++) grads[i] *= scale;
+    }
+    return norm;
+}

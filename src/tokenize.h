@@ -1,0 +1,23 @@
+/* tokenize: text -> token strings and back, for the word and char tokenizers.
+ *
+ * word: tokens are runs of non-blank characters; detokenize joins them with one space.
+ * char: tokens are UTF-8 code points; each run of blanks becomes one "▁" token, so the
+ *       spaces survive the round trip. BPE (a later tokenizer) plugs in here too. */
+#ifndef QKV_TOKENIZE_H
+#define QKV_TOKENIZE_H
+
+#include <stddef.h>
+
+#define TOKENIZE_SPACE "\xE2\x96\x81" /* U+2581, stands for a space in char mode */
+
+typedef void (*TokenFn)(const char *tok, size_t len, void *ctx);
+
+/* Calls fn for each token of line (NUL-terminated, valid UTF-8); returns the count. */
+int tokenize_line(int kind, const char *line, TokenFn fn, void *ctx);
+/* Appends the text for one token to out (with a separating space in word mode). */
+void detokenize_append(int kind, char *out, size_t cap, size_t *len, const char *tok, int first);
+
+/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
+int utf8_valid(const char *s, size_t n);
+
+#endif

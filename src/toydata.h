@@ -1,0 +1,11 @@
+/* toydata: writes the synthetic toy corpora (see toydata.c for the grammar). */
+#ifndef QKV_TOYDATA_H
+#define QKV_TOYDATA_H
+
+#include <stdint.h>
+
+/* Writes DIR/{train,valid,test}.{src,tgt,align} for task "translate", "copy" or
+ * "reverse"; the same seed always gives the same files. -1 with the error set. */
+int toydata_write(const char *dir, const char *task, int n_train, int n_valid, int n_test, uint64_t seed);
+
+#endif

@@ -1,0 +1,34 @@
+/* vocab: token string <-> id, built from counts, saved as one token per line.
+ *
+ * Ids 0..3 are the special tokens in this order; every vocabulary starts with them. */
+#ifndef QKV_VOCAB_H
+#define QKV_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { VOCAB_PAD = 0, VOCAB_BOS = 1, VOCAB_EOS = 2, VOCAB_UNK = 3, VOCAB_N_SPECIAL = 4 };
+
+typedef struct {
+    char **tokens; /* (size) owned strings */
+    int64_t *counts; /* (size) frequency while counting; 0 for specials */
+    int size, cap;
+    int *slots; /* open-addressing hash table of ids, -1 empty */
+    size_t n_slots;
+} Vocab;
+
+void vocab_init(Vocab *v);   /* just the specials */
+void vocab_free(Vocab *v);
+/* Adds `count` occurrences of a token (inserting it if new). */
+void vocab_count(Vocab *v, const char *tok, size_t len, int64_t count);
+/* Keeps the specials plus the most frequent tokens with count >= min_freq, at most
+ * max_size in all; ties broken by byte order so the result is deterministic. */
+void vocab_prune(Vocab *v, int max_size, int min_freq);
+int vocab_lookup(const Vocab *v, const char *tok, size_t len); /* VOCAB_UNK if absent */
+const char *vocab_token(const Vocab *v, int id);
+uint64_t vocab_hash(const Vocab *v);
+
+int vocab_save(const Vocab *v, const char *path);
+int vocab_load(Vocab *v, const char *path); /* -1 with the error set (names the file) */
+
+#endif

@@ -1,0 +1,104 @@
+/* Config: defaults, every error path with its file:line:col, --set, the resolved config. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/config.h"
+#include "../src/util.h"
+#include "check.h"
+
+static const char *cfg_path(void) {
+    static char path[64];
+    if (!path[0]) snprintf(path, sizeof path, "/tmp/qkv-config-test-%d.yaml", (int)getpid());
+    return path;
+}
+
+/* Loads text as a config (data files: this test's own source, which exists). */
+static int load(Config *c, const char *text) {
+    FILE *f = fopen(cfg_path(), "w");
+    fputs(text, f);
+    fclose(f);
+    config_defaults(c);
+    if (config_load(c, cfg_path()) != 0) return -1;
+    return config_validate(c, 1);
+}
+
+#define DATA "data:\n  train: {src: tests/test_config.c, tgt: tests/test_config.c}\n"
+
+/* Expects failure with a message containing both fragments. */
+#define EXPECT_ERROR(text, frag1, frag2)                                                              \
+    do {                                                                                              \
+        Config c_;                                                                                    \
+        CHECK(load(&c_, text) != 0, "accepted: %s", text);                                            \
+        CHECK(strstr(err_msg(), frag1) && strstr(err_msg(), frag2), "message '%s' lacks '%s' / '%s'", \
+              err_msg(), frag1, frag2);                                                               \
+        CHECK(!strchr(err_msg(), '\n'), "message is not one line");                                  \
+    } while (0)
+
+static void test_defaults_and_minimal(void) {
+    Config c;
+    CHECK(load(&c, DATA) == 0, "%s", err_msg());
+    CHECK(c.model.d_model == 128 && c.model.heads == 4 && c.train.steps == 4000 && c.train.lr.warmup == 400,
+          "defaults");
+    CHECK(strncmp(c.name, "qkv-config-test-", 16) == 0, "name defaults to the file's base name, got '%s'", c.name);
+    CHECK(strncmp(c.run_dir, "runs/qkv-config-test-", 21) == 0, "run_dir default '%s'", c.run_dir);
+}
+
+static void test_errors_name_line_and_column(void) {
+    char where[80];
+    snprintf(where, sizeof where, "%s:4:3:", cfg_path());
+    EXPECT_ERROR(DATA "model:\n  d_modle: 64\n", where, "unknown key 'model.d_modle' (did you mean 'model.d_model'?)");
+    EXPECT_ERROR(DATA "train:\n  steps: many\n", "train.steps: expected an integer, got 'many'", ":4:10:");
+    EXPECT_ERROR(DATA "model:\n  dropout: 1.0\n", "model.dropout: 1 is out of range [0, 1)", ":4:12:");
+    EXPECT_ERROR(DATA "model:\n  dropout: -0.1\n", "out of range", "model.dropout");
+    EXPECT_ERROR(DATA "model:\n  d_ff: 0\n", "model.d_ff: 0 is out of range", ":4:9:");
+    EXPECT_ERROR(DATA "model:\n  heads: -2\n", "model.heads", "out of range");
+    EXPECT_ERROR(DATA "model:\n  d_model: 100\n  heads: 3\n", "model.d_model (100) must be divisible by model.heads (3)",
+                 ":4:12:");
+    EXPECT_ERROR(DATA "model:\n  norm: sideways\n", "'sideways' is not one of: post, pre", ":4:9:");
+    EXPECT_ERROR(DATA "model:\n  tie_embeddings: maybe\n", "expected true or false", "tie_embeddings");
+    EXPECT_ERROR("model:\n  d_model: 64\n", "data.train.src is required", cfg_path());
+    EXPECT_ERROR("data:\n  train: {src: /nonexistent/x.src, tgt: tests/test_config.c}\n", "'/nonexistent/x.src'",
+                 "data.train.src");
+    EXPECT_ERROR(DATA "model: [1, 2]\n", "model must be a mapping", ":3:8:");
+    EXPECT_ERROR(DATA "model:\n  d_model: 64\n  d_model: 32\n", "duplicate key 'model.d_model'", ":5:3:");
+    EXPECT_ERROR(DATA "model:\n  d_model: [64\n", "YAML syntax error", cfg_path());
+    EXPECT_ERROR(DATA "train:\n  lr: {schedule: noam, warmup: 0}\n", "train.lr.warmup: 0 is out of range", ":4:32:");
+}
+
+static void test_set_overrides(void) {
+    Config c;
+    CHECK(load(&c, DATA) == 0, "%s", err_msg());
+    CHECK(config_set(&c, "train.steps=77") == 0 && c.train.steps == 77, "set steps");
+    CHECK(config_set(&c, "train.lr.schedule=constant") == 0 && c.train.lr.schedule == LR_CONSTANT, "set enum");
+    CHECK(config_set(&c, "train.stepz=5") != 0 && strstr(err_msg(), "--set train.stepz=5: unknown key"), "%s", err_msg());
+    CHECK(config_set(&c, "model.dropout=2") != 0 && strstr(err_msg(), "out of range"), "%s", err_msg());
+    CHECK(config_set(&c, "steps") != 0 && strstr(err_msg(), "expected key=value"), "%s", err_msg());
+    CHECK(config_set(&c, "model.heads=7") == 0, "set heads");
+    CHECK(config_validate(&c, 1) != 0 && strstr(err_msg(), "--set model.d_model") == NULL &&
+              strstr(err_msg(), "divisible"),
+          "cross-key check after --set: %s", err_msg());
+}
+
+static void test_resolved_config_round_trip(void) {
+    Config a, b;
+    CHECK(load(&a, DATA "model:\n  dropout: 0.3\n  norm: pre\ntrain:\n  lr: {schedule: constant, value: 0.00025}\n") == 0,
+          "%s", err_msg());
+    char out[80];
+    snprintf(out, sizeof out, "/tmp/qkv-config-resolved-%d.yaml", (int)getpid());
+    CHECK(config_write(&a, out) == 0, "write: %s", err_msg());
+    config_defaults(&b);
+    CHECK(config_load(&b, out) == 0 && config_validate(&b, 1) == 0, "reload: %s", err_msg());
+    CHECK(b.model.dropout == 0.3 && b.model.norm == NORM_PRE && b.train.lr.schedule == LR_CONSTANT &&
+              b.train.lr.value == 0.00025 && strcmp(a.name, b.name) == 0 && strcmp(a.run_dir, b.run_dir) == 0,
+          "values changed in the round trip");
+    unlink(out);
+}
+
+const TestCase config_tests[] = {
+    {"config_defaults_and_name", test_defaults_and_minimal},
+    {"config_errors_name_line_and_column", test_errors_name_line_and_column},
+    {"config_set_overrides", test_set_overrides},
+    {"config_resolved_round_trip", test_resolved_config_round_trip},
+    {NULL, NULL},
+};

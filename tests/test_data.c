@@ -1,0 +1,236 @@
+/* Data path: tokenizers, vocabularies, corpora, batches, weights files, optimizer. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/batch.h"
+#include "../src/checkpoint.h"
+#include "../src/config.h"
+#include "../src/corpus.h"
+#include "../src/optim.h"
+#include "../src/tokenize.h"
+#include "../src/vocab.h"
+#include "check.h"
+#include "gradcheck.h"
+
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/qkv-test-XXXXXX");
+        if (!mkdtemp(tmpdir)) abort();
+    }
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+typedef struct {
+    char toks[32][16];
+    int n;
+} TokList;
+static void collect(const char *tok, size_t len, void *ctx) {
+    TokList *l = ctx;
+    if (l->n < 32) snprintf(l->toks[l->n++], 16, "%.*s", (int)len, tok);
+}
+
+static void test_tokenize_word_and_char(void) {
+    TokList l = {0};
+    int n = tokenize_line(TOKENIZER_WORD, "  the  red\tcat ", collect, &l);
+    CHECK(n == 3 && strcmp(l.toks[0], "the") == 0 && strcmp(l.toks[2], "cat") == 0, "word split: %d tokens", n);
+    memset(&l, 0, sizeof l);
+    n = tokenize_line(TOKENIZER_CHAR, "né a", collect, &l);
+    CHECK(n == 4, "char split gave %d tokens", n);
+    CHECK(strcmp(l.toks[1], "é") == 0 && strcmp(l.toks[2], TOKENIZE_SPACE) == 0, "code points and the space marker");
+    char out[64];
+    size_t len = 0;
+    for (int i = 0; i < n; i++) detokenize_append(TOKENIZER_CHAR, out, sizeof out, &len, l.toks[i], i == 0);
+    CHECK(strcmp(out, "né a") == 0, "char round trip gave '%s'", out);
+}
+
+static void test_utf8_validation(void) {
+    CHECK(utf8_valid("plain", 5), "ascii");
+    CHECK(utf8_valid("\xC3\xA9", 2), "é");
+    CHECK(!utf8_valid("\xC3", 1), "truncated sequence accepted");
+    CHECK(!utf8_valid("\xC0\xAF", 2), "overlong accepted");
+    CHECK(!utf8_valid("\xED\xA0\x80", 3), "surrogate accepted");
+    CHECK(!utf8_valid("\xFF", 1), "0xFF accepted");
+}
+
+static void test_vocab_build_prune_save_load(void) {
+    Vocab v;
+    vocab_init(&v);
+    vocab_count(&v, "b", 1, 3);
+    vocab_count(&v, "a", 1, 3);
+    vocab_count(&v, "c", 1, 5);
+    vocab_count(&v, "rare", 4, 1);
+    vocab_prune(&v, 7, 2);
+    CHECK(v.size == 7, "size %d", v.size);
+    CHECK(strcmp(vocab_token(&v, 4), "c") == 0 && strcmp(vocab_token(&v, 5), "a") == 0, "order by count, then bytes");
+    CHECK(vocab_lookup(&v, "rare", 4) == VOCAB_UNK, "min_freq not applied");
+    const char *p = tmp_path("v.vocab");
+    CHECK(vocab_save(&v, p) == 0, "save: %s", err_msg());
+    Vocab w;
+    CHECK(vocab_load(&w, p) == 0, "load: %s", err_msg());
+    CHECK(w.size == v.size && vocab_hash(&w) == vocab_hash(&v), "round trip differs");
+    CHECK(vocab_lookup(&w, "b", 1) == 6, "lookup after load");
+    vocab_free(&w);
+    write_text(p, "hello\nworld\n");
+    CHECK(vocab_load(&w, p) != 0 && strstr(err_msg(), "not a qkv vocabulary"), "foreign file accepted: %s", err_msg());
+    vocab_free(&v);
+}
+
+static void test_corpus_ragged_and_filters(void) {
+    const char *s = tmp_path("c.src"), *t = tmp_path("c.tgt");
+    write_text(s, "a b\nc\n\nd e f g h\nx\n");
+    write_text(t, "A B\nC\nD\n\nY\n");
+    Corpus c;
+    CHECK(corpus_read(&c, s, t, TOKENIZER_WORD, 3) == 0, "%s", err_msg());
+    CHECK(c.n == 3 && c.dropped_empty == 2 && c.dropped_long == 0, "n %d empty %d long %d", c.n, c.dropped_empty,
+          c.dropped_long);
+    corpus_free(&c);
+    write_text(s, "a b\nc d e f\n");
+    write_text(t, "A\nB\n");
+    CHECK(corpus_read(&c, s, t, TOKENIZER_WORD, 3) == 0 && c.n == 1 && c.dropped_long == 1, "long pair not skipped");
+    corpus_free(&c);
+    write_text(t, "A\nB\nC\n");
+    CHECK(corpus_read(&c, s, t, TOKENIZER_WORD, 3) != 0, "ragged files accepted");
+    CHECK(strstr(err_msg(), s) && strstr(err_msg(), t) && strstr(err_msg(), "2 lines") && strstr(err_msg(), "has 3"),
+          "ragged error must name both files and counts: %s", err_msg());
+    write_text(s, "ok\n\xFF\xFE\n");
+    write_text(t, "ok\nok\n");
+    CHECK(corpus_read(&c, s, t, TOKENIZER_WORD, 3) != 0 && strstr(err_msg(), ":2: invalid UTF-8"), "bad UTF-8: %s",
+          err_msg());
+}
+
+/* Corpus of n pairs with lengths varying, already encoded. */
+static void make_corpus(Corpus *c, int n) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->src = xmalloc(sizeof(Seq) * n), c->tgt = xmalloc(sizeof(Seq) * n);
+    for (int i = 0; i < n; i++) {
+        int ls = 1 + (i * 7) % 13, lt = 1 + (i * 5) % 11;
+        c->src[i] = (Seq){xmalloc(sizeof(int) * ls), ls};
+        c->tgt[i] = (Seq){xmalloc(sizeof(int) * lt), lt};
+        for (int k = 0; k < ls; k++) c->src[i].ids[k] = 4 + (i + k) % 20;
+        for (int k = 0; k < lt; k++) c->tgt[i].ids[k] = 4 + (i * 3 + k) % 20;
+        c->src[i].ids[0] = 4 + i % 20; /* marks the pair */
+    }
+}
+
+static void test_batcher_budget_cover_and_padding(void) {
+    Corpus c;
+    make_corpus(&c, 300);
+    Batcher b;
+    batcher_init(&b, &c, 120, 7, 1);
+    int *seen = xcalloc(300, sizeof(int));
+    long padded = 0, real = 0;
+    for (int k = 0; k < b.n_batches; k++) {
+        ModelBatch mb;
+        batcher_get(&b, k, &mb);
+        int tokens = 0;
+        for (int i = 0; i < mb.B; i++) {
+            int idx = b.order[b.batches[k].first + i];
+            seen[idx]++;
+            tokens += mb.src_len[i] + mb.tgt_len[i];
+            CHECK(mb.src[i * mb.S + mb.src_len[i] - 1] == VOCAB_EOS, "source must end in EOS");
+            CHECK(mb.tgt_in[i * mb.T] == VOCAB_BOS, "decoder input must start with BOS");
+            CHECK(mb.tgt_out[i * mb.T + mb.tgt_len[i] - 1] == VOCAB_EOS, "target must end in EOS");
+            for (int t = mb.src_len[i]; t < mb.S; t++) CHECK(mb.src[i * mb.S + t] == VOCAB_PAD, "source padding");
+            for (int t = 0; t + 1 < mb.tgt_len[i]; t++)
+                CHECK(mb.tgt_in[i * mb.T + t + 1] == mb.tgt_out[i * mb.T + t], "decoder input is target shifted");
+        }
+        CHECK(mb.B == 1 || tokens <= 120, "batch %d holds %d tokens over the budget", k, tokens);
+        real += tokens, padded += (long)mb.B * (mb.S + mb.T);
+    }
+    for (int i = 0; i < 300; i++) CHECK(seen[i] == 1, "pair %d appears %d times", i, seen[i]);
+    CHECK(real * 10 > padded * 7, "length bucketing leaves %.0f%% padding", 100.0 * (padded - real) / padded);
+    /* the epoch order depends on (seed, epoch) only */
+    int first[64];
+    int nb = b.n_batches < 64 ? b.n_batches : 64;
+    memcpy(first, b.perm, sizeof(int) * nb);
+    batcher_seek(&b, 1, 0);
+    CHECK(memcmp(first, b.perm, sizeof(int) * nb) != 0, "epochs 0 and 1 in the same order");
+    batcher_seek(&b, 0, 0);
+    CHECK(memcmp(first, b.perm, sizeof(int) * nb) == 0, "seek back to epoch 0 differs");
+    free(seen);
+    batcher_free(&b);
+    corpus_free(&c);
+}
+
+static void test_weights_round_trip_and_faults(void) {
+    ModelConfig cfg = {.src_vocab = 6, .tgt_vocab = 7, .d_model = 8, .heads = 2, .d_ff = 16, .encoder_layers = 1,
+                       .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
+    Model a, b;
+    model_init(&a, &cfg), model_init(&b, &cfg);
+    model_init_weights(&a, 1), model_init_weights(&b, 2);
+    const char *p = tmp_path("w.safetensors");
+    MetaEntry meta[] = {{"format", "test"}};
+    CHECK(ckpt_save_weights(&a, p, meta, 1) == 0, "save: %s", err_msg());
+    CHECK(access(tmp_path("w.safetensors.tmp"), F_OK) != 0, "tmp file left behind");
+    CHECK(ckpt_load_weights(&b, p) == 0, "load: %s", err_msg());
+    CHECK(memcmp(a.params, b.params, sizeof(float) * a.n_params) == 0, "weights differ after the round trip");
+    /* truncated: must fail and leave the model untouched */
+    size_t len;
+    char *bytes = read_file(p, &len);
+    const char *q = tmp_path("cut.safetensors");
+    FILE *f = fopen(q, "wb");
+    fwrite(bytes, 1, len - 5, f);
+    fclose(f);
+    model_init_weights(&b, 3);
+    float before = b.params[0];
+    CHECK(ckpt_load_weights(&b, q) != 0 && strstr(err_msg(), q), "truncated file loaded");
+    CHECK(b.params[0] == before, "failed load changed the model");
+    /* another config: shapes do not match */
+    ModelConfig other = cfg;
+    other.d_model = 4;
+    Model c;
+    model_init(&c, &other);
+    CHECK(ckpt_load_weights(&c, p) != 0 && strstr(err_msg(), "shape"), "wrong shape loaded: %s", err_msg());
+    write_text(q, "not a checkpoint at all");
+    CHECK(ckpt_load_weights(&c, q) != 0, "text file loaded");
+    free(bytes);
+    model_free(&a), model_free(&b), model_free(&c);
+}
+
+static void test_noam_schedule_and_clipping(void) {
+    LrSchedule s = {LR_NOAM, 1.0, 400, 64, 0};
+    double peak = lr_at(&s, 400);
+    CHECK(fabs(peak - 1.0 / 8.0 / 20.0) < 1e-12, "peak %g", peak);
+    CHECK(lr_at(&s, 200) < peak && lr_at(&s, 800) < peak, "warmup then decay");
+    CHECK(fabs(lr_at(&s, 1600) - peak / 2) < 1e-12, "decay ~ step^-0.5");
+    float g[4] = {3, 4, 0, 0};
+    double norm = clip_grad_norm(g, 4, 1.0);
+    CHECK(fabs(norm - 5.0) < 1e-6 && fabs(g[0] - 0.6f) < 1e-5 && fabs(g[1] - 0.8f) < 1e-5, "clip to norm 1");
+}
+
+/* One Adam step by hand: with bias correction the first update is lr * sign(g). */
+static void test_adam_first_step(void) {
+    TensorInfo t = {.name = "w", .ndim = 1, .shape = {3, 1}, .offset = 0, .size = 3};
+    float w[3] = {1, 1, 1}, g[3] = {0.5f, -2.0f, 0.0f};
+    Adam a;
+    adam_init(&a, 3, 0.9, 0.98, 1e-9, 0.0);
+    adam_step(&a, w, g, &t, 1, 0.1);
+    CHECK(fabsf(w[0] - 0.9f) < 1e-6 && fabsf(w[1] - 1.1f) < 1e-6 && w[2] == 1.0f, "w = %g %g %g", w[0], w[1], w[2]);
+    adam_free(&a);
+}
+
+const TestCase data_tests[] = {
+    {"tokenize_word_and_char", test_tokenize_word_and_char},
+    {"tokenize_utf8_validation", test_utf8_validation},
+    {"vocab_build_prune_save_load", test_vocab_build_prune_save_load},
+    {"corpus_ragged_empty_long", test_corpus_ragged_and_filters},
+    {"batch_budget_cover_padding_order", test_batcher_budget_cover_and_padding},
+    {"weights_round_trip_and_faults", test_weights_round_trip_and_faults},
+    {"optim_noam_and_clipping", test_noam_schedule_and_clipping},
+    {"optim_adam_first_step", test_adam_first_step},
+    {NULL, NULL},
+};
