@@ -29,7 +29,7 @@ static const Noun nouns[] = {
     {"horse", "horses", "kabo", "kabos", 0},    {"house", "houses", "dema", "demas", 1},
     {"river", "rivers", "rivo", "rivos", 0},    {"tree", "trees", "silva", "silvas", 1},
     {"apple", "apples", "pomi", "pomis", 1},    {"book", "books", "libro", "libres", 0},
-    {"fish", "fish", "pesko", "peskos", 0},     {"girl", "girls", "nena", "nenas", 1},
+    {"wolf", "wolves", "lupo", "lupos", 0},    {"girl", "girls", "nena", "nenas", 1},
     {"boy", "boys", "nano", "nanos", 0},        {"king", "kings", "rego", "regos", 0},
     {"queen", "queens", "rega", "regas", 1},    {"flower", "flowers", "flora", "floras", 1},
     {"city", "cities", "urba", "urbas", 1},     {"friend", "friends", "amiko", "amikos", 0},

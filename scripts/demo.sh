@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# make demo: generate the toy pair, train on it, translate a few held-out sentences and
+# score the whole held-out split. Expects build/qkv to be built (make demo does that).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+
+if [[ ! -f data/toy/test.tgt ]]; then
+    "$QKV" toy-data data/toy
+fi
+echo "== training configs/toy.yaml (runs/toy)"
+"$QKV" train configs/toy.yaml --force "$@"
+
+echo
+echo "== a few held-out sentences"
+head -n 5 data/toy/test.src >runs/toy/demo.src
+"$QKV" translate runs/toy --greedy <runs/toy/demo.src >runs/toy/demo.hyp 2>/dev/null
+paste -d'\n' runs/toy/demo.src runs/toy/demo.hyp <(head -n 5 data/toy/test.tgt) /dev/null |
+    awk 'NR%4==1{print "  source:     " $0} NR%4==2{h=$0; print "  qkv:        " $0} NR%4==3{print "  reference:  " $0 (h==$0 ? "   (exact)" : "   (differs)")} NR%4==0{print ""}'
+
+echo "== the whole held-out split"
+"$QKV" translate runs/toy --greedy <data/toy/test.src >runs/toy/test.hyp
+awk 'NR==FNR{h[NR]=$0;next}{n++; if(h[FNR]==$0)c++}END{printf "exact match: %d of %d held-out sentences (%.1f%%)\n", c, n, 100*c/n}' \
+    runs/toy/test.hyp data/toy/test.tgt

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Command-line tests: exit codes and one-line errors for bad input, the toy generator,
+# an end-to-end run, and the learning test. Ends with "N passed, N failed".
+# QKV_SKIP_LEARN=1 skips the two-minute learning test (the sanitizer build sets it).
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+# expect_error NAME EXIT_CODE REGEX command...: the command fails with that code and
+# prints exactly one line on stderr, matching REGEX.
+expect_error() {
+    local name=$1 code=$2 pattern=$3
+    shift 3
+    local err rc
+    err=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    if [[ $rc -ne $code ]]; then bad "$name" "exit $rc, expected $code: $err"; return; fi
+    if [[ $(printf '%s\n' "$err" | wc -l) -ne 1 ]]; then bad "$name" "not one line: $err"; return; fi
+    if ! grep -qE -- "$pattern" <<<"$err"; then bad "$name" "'$err' does not match '$pattern'"; return; fi
+    ok "$name"
+}
+
+# exact_match HYP REF: percentage of identical lines
+exact_match() { awk 'NR==FNR{h[NR]=$0;next}{n++; if(h[FNR]==$0)c++}END{printf "%.1f", n?100*c/n:0}' "$1" "$2"; }
+
+# ---- the toy generator ------------------------------------------------------------------
+"$QKV" toy-data "$T/toy" --train 2000 --valid 200 --test 200 >/dev/null
+"$QKV" toy-data "$T/toy2" --train 2000 --valid 200 --test 200 >/dev/null
+if cmp -s "$T/toy/train.src" "$T/toy2/train.src" && cmp -s "$T/toy/test.align" "$T/toy2/test.align"; then
+    ok "toy_data_is_deterministic"
+else
+    bad "toy_data_is_deterministic" "two runs with the same seed differ"
+fi
+# every target word has one gold link to a source word in range; lengths 3-20
+problems=$(paste -d'\t' "$T/toy/train.src" "$T/toy/train.tgt" "$T/toy/train.align" | awk -F'\t' '{
+    ns = split($1, s, " "); nt = split($2, t, " "); na = split($3, a, " ");
+    if (ns < 3 || ns > 20) print "length " ns;
+    if (na != nt) print "line " NR ": " na " links for " nt " target words";
+    for (k = 1; k <= na; k++) { split(a[k], p, "-"); if (p[1] >= ns || p[2] >= nt || p[2] != k - 1) print "line " NR ": bad link " a[k]; }
+}' | head -3)
+[[ -z $problems ]] && ok "toy_data_alignments_cover_every_target_word" || bad "toy_data_alignments_cover_every_target_word" "$problems"
+# reordering really happens: some links cross
+if awk '{for(k=1;k<=NF;k++){split($k,p,"-"); if(p[1]<last) x=1; last=p[1]} last=-1} END{exit !x}' "$T/toy/train.align"; then
+    ok "toy_data_reorders_words"
+else
+    bad "toy_data_reorders_words" "no crossing alignment links"
+fi
+if cmp -s "$T/toy/train.src" "$T/toy/train.tgt"; then bad "toy_data_translates" "target equals source"; else ok "toy_data_translates"; fi
+for task in copy reverse; do "$QKV" toy-data "$T/$task" --task $task --train 3000 --valid 100 --test 100 >/dev/null; done
+if [[ $(head -1 "$T/reverse/test.src" | awk '{for(i=NF;i>0;i--) printf "%s%s", $i, (i>1?" ":"\n")}') == $(head -1 "$T/reverse/test.tgt") ]]; then
+    ok "toy_data_reverse_task"
+else
+    bad "toy_data_reverse_task" "target is not the reversed source"
+fi
+expect_error "toy_data_unknown_task" 2 "^qkv: unknown toy task 'sideways'" "$QKV" toy-data "$T/x" --task sideways
+
+# ---- commands and configs ------------------------------------------------------------------
+expect_error "unknown_command" 2 "^qkv: 'trian' is not a command; see 'qkv --help'" "$QKV" trian
+expect_error "config_missing_file" 2 "^qkv: $T/none.yaml: No such file" "$QKV" train "$T/none.yaml"
+
+base="data:
+  train: {src: $T/toy/train.src, tgt: $T/toy/train.tgt}
+  valid: {src: $T/toy/valid.src, tgt: $T/toy/valid.tgt}"
+printf '%s\nmodel:\n  d_modle: 64\n' "$base" >"$T/c1.yaml"
+expect_error "config_unknown_key" 2 "^qkv: $T/c1.yaml:5:3: unknown key 'model.d_modle' \(did you mean 'model.d_model'\?\)$" "$QKV" train "$T/c1.yaml"
+printf '%s\ntrain:\n  steps: ten\n' "$base" >"$T/c2.yaml"
+expect_error "config_wrong_type" 2 "^qkv: $T/c2.yaml:5:10: train.steps: expected an integer, got 'ten'$" "$QKV" train "$T/c2.yaml"
+printf '%s\nmodel:\n  d_model: 30\n  heads: 4\n' "$base" >"$T/c3.yaml"
+expect_error "config_d_model_not_divisible" 2 "^qkv: $T/c3.yaml:5:12: model.d_model \(30\) must be divisible by model.heads \(4\)$" "$QKV" train "$T/c3.yaml"
+printf '%s\nmodel:\n  dropout: 1\n' "$base" >"$T/c4.yaml"
+expect_error "config_dropout_range" 2 "^qkv: $T/c4.yaml:5:12: model.dropout: 1 is out of range \[0, 1\)$" "$QKV" train "$T/c4.yaml"
+printf '%s\nmodel:\n  encoder_layers: 0\n' "$base" >"$T/c5.yaml"
+expect_error "config_non_positive_size" 2 "^qkv: $T/c5.yaml:5:19: model.encoder_layers: 0 is out of range" "$QKV" train "$T/c5.yaml"
+printf 'data:\n  train: {src: %s/nope.src, tgt: %s/toy/train.tgt}\n' "$T" "$T" >"$T/c6.yaml"
+expect_error "config_missing_data_file" 2 "^qkv: $T/c6.yaml:2:16: data.train.src: '$T/nope.src': No such file or directory$" "$QKV" train "$T/c6.yaml"
+printf 'model:\n  d_model: 64\n' >"$T/c7.yaml"
+expect_error "config_missing_data_path" 2 "^qkv: $T/c7.yaml: data.train.src is required$" "$QKV" train "$T/c7.yaml"
+printf '%s\nmodel: {d_model: 64\n' "$base" >"$T/c8.yaml"
+expect_error "config_yaml_syntax_error" 2 "^qkv: $T/c8.yaml:[0-9]+:[0-9]+: YAML syntax error: " "$QKV" train "$T/c8.yaml"
+printf '%s\n' "$base" >"$T/ok.yaml"
+expect_error "config_set_unknown_key" 2 "^qkv: --set train.stepz=5: unknown key 'train.stepz' \(did you mean 'train.steps'\?\)$" "$QKV" train "$T/ok.yaml" --set train.stepz=5
+expect_error "config_set_bad_value" 2 "^qkv: --set model.dropout=-1: model.dropout: -1 is out of range" "$QKV" train "$T/ok.yaml" --set model.dropout=-1
+expect_error "config_bpe_not_yet" 2 "bpe' is not implemented yet" "$QKV" train "$T/ok.yaml" --set data.tokenizer=bpe --set run_dir="$T/bpe"
+
+# ---- corpora -------------------------------------------------------------------------------
+head -n 50 "$T/toy/train.src" >"$T/r.src"
+head -n 49 "$T/toy/train.tgt" >"$T/r.tgt"
+printf 'data:\n  train: {src: %s, tgt: %s}\nrun_dir: %s\n' "$T/r.src" "$T/r.tgt" "$T/ragged" >"$T/ragged.yaml"
+expect_error "corpus_ragged" 2 "^qkv: $T/r.src has 50 lines but $T/r.tgt has 49: parallel files must be line-aligned$" "$QKV" train "$T/ragged.yaml"
+printf 'data:\n  train: {src: %s, tgt: %s}\nrun_dir: %s\n' "$T/empty.src" "$T/empty.tgt" "$T/empty" >"$T/empty.yaml"
+: >"$T/empty.src"
+: >"$T/empty.tgt"
+expect_error "corpus_empty" 2 "^qkv: $T/empty.src: no usable sentence pairs" "$QKV" train "$T/empty.yaml"
+
+# ---- an end-to-end run on the copy task: files, metrics, translation of odd input ----------
+run="$T/copyrun"
+"$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$run" \
+    --set train.steps=60 --set train.log_every=20 --set train.valid_every=30 >"$T/copy.log" 2>&1
+rc=$?
+if [[ $rc -eq 0 && -f $run/config.yaml && -f $run/src.vocab && -f $run/tgt.vocab && -f $run/model.safetensors && ! -e $run/model.safetensors.tmp ]]; then
+    ok "train_writes_run_directory"
+else
+    bad "train_writes_run_directory" "exit $rc; $(tail -3 "$T/copy.log")"
+fi
+if [[ $(awk '{printf "%s ", $2}' "$run/metrics.jsonl") == "20, 30, 40, 60, " ]] &&
+    awk '!/"step": [0-9]+, "loss": [0-9.]+, "lr": [0-9.e+-]+, "tokens_per_s": [0-9.]+, "elapsed_s": [0-9.]+/{bad=1} END{exit bad}' "$run/metrics.jsonl" &&
+    [[ $(grep -c '"valid_loss"' "$run/metrics.jsonl") -eq 2 ]]; then
+    ok "train_metrics_jsonl"
+else
+    bad "train_metrics_jsonl" "$(cat "$run/metrics.jsonl")"
+fi
+if grep -q 'steps: 60' "$run/config.yaml" && grep -q 'd_model: 64' "$run/config.yaml" && grep -q 'warmup: 400' "$run/config.yaml"; then
+    ok "train_writes_resolved_config"
+else
+    bad "train_writes_resolved_config" "overrides or defaults missing from $run/config.yaml"
+fi
+expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; pass --force" "$QKV" train configs/toy.yaml --set run_dir="$run" \
+    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt"
+printf 'a b c\n\nzzz unknown words\n   \nb\n' >"$T/odd.src"
+out=$("$QKV" translate "$run" --greedy <"$T/odd.src" 2>/dev/null)
+rc=$?
+if [[ $rc -eq 0 && $(printf '%s\n' "$out" | wc -l) -eq 5 && -z $(printf '%s\n' "$out" | sed -n 2p) && -z $(printf '%s\n' "$out" | sed -n 4p) ]]; then
+    ok "translate_keeps_lines_and_empty_lines"
+else
+    bad "translate_keeps_lines_and_empty_lines" "exit $rc, output: $out"
+fi
+head -c 20000 /dev/urandom >"$T/garbage.src"
+lines=$(awk 'END{print NR}' "$T/garbage.src")
+out_lines=$("$QKV" translate "$run" <"$T/garbage.src" 2>/dev/null | wc -l)
+rc=${PIPESTATUS[0]}
+[[ $rc -eq 0 && $out_lines -eq $lines ]] && ok "translate_survives_binary_input" || bad "translate_survives_binary_input" "exit $rc, $out_lines of $lines lines"
+awk 'BEGIN{for(i=0;i<500;i++) printf "a "; print ""}' >"$T/long.src"
+out_lines=$("$QKV" translate "$run" <"$T/long.src" 2>/dev/null | wc -l)
+[[ $out_lines -eq 1 ]] && ok "translate_survives_overlong_line" || bad "translate_survives_overlong_line" "$out_lines lines"
+expect_error "translate_missing_run" 2 "^qkv: $T/nowhere: No such file or directory$" "$QKV" translate "$T/nowhere"
+mkdir -p "$T/notarun"
+expect_error "translate_not_a_run" 2 "^qkv: $T/notarun: not a run directory" "$QKV" translate "$T/notarun"
+head -c 100 "$run/model.safetensors" >"$T/cut.safetensors"
+cp "$run/config.yaml" "$run/src.vocab" "$run/tgt.vocab" "$T/" 2>/dev/null
+expect_error "translate_truncated_weights" 2 "^qkv: $T/cut.safetensors: " "$QKV" translate "$T/cut.safetensors"
+
+# ---- learning: the toy pair to >= 95% exact match on held-out sentences --------------------
+if [[ ${QKV_SKIP_LEARN:-0} == 1 ]]; then
+    echo "skip learning test (QKV_SKIP_LEARN=1)"
+else
+    "$QKV" toy-data "$T/learn" >/dev/null
+    steps=${QKV_LEARN_STEPS:-2500}
+    start=$(date +%s)
+    "$QKV" train configs/toy.yaml --set run_dir="$T/learnrun" --set train.steps="$steps" --set train.log_every=500 \
+        --set data.train.src="$T/learn/train.src" --set data.train.tgt="$T/learn/train.tgt" \
+        --set data.valid.src="$T/learn/valid.src" --set data.valid.tgt="$T/learn/valid.tgt" >"$T/learn.log" 2>&1
+    "$QKV" translate "$T/learnrun" --greedy <"$T/learn/test.src" >"$T/learn.hyp" 2>/dev/null
+    em=$(exact_match "$T/learn.hyp" "$T/learn/test.tgt")
+    echo "learning: $steps steps in $(($(date +%s) - start))s, exact match $em% on $(wc -l <"$T/learn/test.tgt") held-out pairs"
+    if awk -v em="$em" 'BEGIN{exit !(em >= 95)}'; then ok "learns_toy_pair_95_percent_exact"; else bad "learns_toy_pair_95_percent_exact" "exact match $em%; $(tail -2 "$T/learn.log")"; fi
+fi
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
