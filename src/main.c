@@ -84,7 +84,7 @@ static int cmd_translate(int argc, char **argv) {
     Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
     int *nonempty = xmalloc(sizeof(int) * (size_t)(n ? n : 1)), k = 0;
     for (int i = 0; i < n; i++) {
-        int *ids = xmalloc(sizeof(int) * (size_t)max_src + 1);
+        int *ids = xmalloc(sizeof(int) * (size_t)(max_src + 1));
         int len = encode_line(lines[i], tok, &r.src_vocab, ids, max_src + 1);
         if (len > max_src) len = max_src, truncated++;
         if (len == 0) {

@@ -127,39 +127,27 @@ int vocab_load(Vocab *v, const char *path) {
     char *text = read_file(path, &len);
     if (!text) return -1;
     vocab_init(v);
-    char *line = text;
-    int lineno = 0;
-    while (line < text + len) {
+    int rc = 0, lineno = 0;
+    for (char *line = text; rc == 0 && line < text + len; lineno++) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         if (!nl) {
-            vocab_free(v);
-            free(text);
-            return err_set("%s: last line is not terminated (truncated file?)", path);
+            rc = err_set("%s: last line is not terminated (truncated file?)", path);
+            break;
         }
         *nl = '\0';
         if (lineno < VOCAB_N_SPECIAL) {
-            if (strcmp(line, special_names[lineno]) != 0) {
-                vocab_free(v);
-                free(text);
-                return err_set("%s:%d: expected '%s', found '%s': not a qkv vocabulary", path, lineno + 1,
-                               special_names[lineno], line);
-            }
+            if (strcmp(line, special_names[lineno]) != 0)
+                rc = err_set("%s:%d: expected '%s', found '%.40s': not a qkv vocabulary", path, lineno + 1,
+                             special_names[lineno], line);
+        } else if (line[0] == '\0' || v->slots[find_slot(v, line, strlen(line))] >= 0) {
+            rc = err_set("%s:%d: duplicate or empty token", path, lineno + 1);
         } else {
-            if (vocab_lookup(v, line, strlen(line)) != VOCAB_UNK || line[0] == '\0') {
-                vocab_free(v);
-                free(text);
-                return err_set("%s:%d: duplicate or empty token", path, lineno + 1);
-            }
             add_token(v, line, strlen(line));
         }
-        lineno++;
         line = nl + 1;
     }
     free(text);
-    if (v->size < VOCAB_N_SPECIAL + 1) {
-        int n = v->size;
-        vocab_free(v);
-        return err_set("%s: only %d tokens: not a trained vocabulary", path, n);
-    }
-    return 0;
+    if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1) rc = err_set("%s: only %d tokens: not a trained vocabulary", path, v->size);
+    if (rc != 0) vocab_free(v);
+    return rc;
 }
