@@ -30,8 +30,9 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_PKG)
 
+# The allocator is wrapped in the test binary so a test can count allocations per step.
 $(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_PKG)
+	$(CC) $(CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $^ $(LDLIBS_PKG)
 
 # The unit tests (gradient checks, data, config) alone.
 unit: $(BUILD)/qkv_test

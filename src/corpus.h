@@ -13,7 +13,7 @@ typedef struct {
     int len;
 } Seq;
 
-typedef struct {
+typedef struct Corpus {
     int n; /* kept pairs */
     Seq *src, *tgt;
     char **src_text, **tgt_text; /* the kept lines, for vocabulary building */

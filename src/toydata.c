@@ -79,7 +79,8 @@ static void gen_np(Pair *p, NounPhrase *np, Rng *r) {
     }
     const Noun *n = &nouns[np->noun];
     np->src_det = p->ns;
-    add_src(p, np->det == 0 ? "the" : np->plural ? "some" : "a");
+    const char *next = np->n_adj ? adjs[np->adj[0]].en : np->plural ? n->pl : n->sg;
+    add_src(p, np->det == 0 ? "the" : np->plural ? "some" : strchr("aeiou", next[0]) ? "an" : "a");
     for (int i = 0; i < np->n_adj; i++) np->src_adj[i] = p->ns, add_src(p, adjs[np->adj[i]].en);
     np->src_noun = p->ns;
     add_src(p, np->plural ? n->pl : n->sg);

@@ -69,6 +69,19 @@ static int prepare_data(const Config *cfg, TrainData *d) {
     return 0;
 }
 
+double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
+    Model *m = t->model;
+    ModelBatch b;
+    *tokens = batcher_next(t->batches, &b);
+    model_zero_grad(m);
+    double loss = model_forward(m, &b, 1, t->seed, (uint64_t)step);
+    model_backward(m, &b);
+    clip_grad_norm(m->grads, m->n_params, t->clip_norm);
+    *lr = lr_at(&t->sched, step);
+    adam_step(t->adam, m->params, m->grads, m->tensors, m->n_tensors, *lr);
+    return loss;
+}
+
 /* Plain negative log-likelihood per target token over the whole validation set. */
 static double validate(Model *m, Batcher *vb) {
     double nll = 0.0;
@@ -162,8 +175,10 @@ int train_main(Config *cfg, int force) {
     Adam adam;
     adam_init(&adam, m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
-    LrSchedule sched = {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
-                        cfg->train.lr.value};
+    TrainStep ts = {&m, &adam, &tb,
+                    {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
+                     cfg->train.lr.value},
+                    cfg->train.clip_norm, (uint64_t)cfg->seed};
     printf("model: %.2fM parameters, d_model %d, %d heads, %d+%d layers, %s-LN; %d batches per epoch; "
            "activations %.1f MiB\n",
            (double)m.n_params / 1e6, mc.d_model, mc.heads, mc.encoder_layers, mc.decoder_layers,
@@ -186,14 +201,8 @@ int train_main(Config *cfg, int force) {
     long tok_acc = 0, loss_n = 0, step = 0;
     int steps = cfg->train.steps;
     for (step = 1; step <= steps && !stop_signal; step++) {
-        ModelBatch b;
-        int tokens = batcher_next(&tb, &b);
-        model_zero_grad(&m);
-        double loss = model_forward(&m, &b, 1, (uint64_t)cfg->seed, (uint64_t)step);
-        model_backward(&m, &b);
-        clip_grad_norm(m.grads, m.n_params, cfg->train.clip_norm);
-        double lr = lr_at(&sched, step);
-        adam_step(&adam, m.params, m.grads, m.tensors, m.n_tensors, lr);
+        int tokens;
+        double lr, loss = train_step(&ts, step, &tokens, &lr);
         if (!isfinite(loss)) {
             fprintf(stderr, "\nqkv: loss is %g at step %ld: training diverged (lower the learning rate)\n", loss, step);
             fclose(metrics);

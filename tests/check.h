@@ -26,5 +26,10 @@ extern const TestCase kernel_tests[];
 extern const TestCase model_tests[];
 extern const TestCase data_tests[];
 extern const TestCase config_tests[];
+extern const TestCase train_tests[];
+
+/* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
+struct Corpus;
+void make_corpus(struct Corpus *c, int n);
 
 #endif

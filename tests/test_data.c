@@ -111,8 +111,8 @@ static void test_corpus_ragged_and_filters(void) {
           err_msg());
 }
 
-/* Corpus of n pairs with lengths varying, already encoded. */
-static void make_corpus(Corpus *c, int n) {
+/* Corpus of n pairs with lengths varying, already encoded (ids 4..23). */
+void make_corpus(Corpus *c, int n) {
     memset(c, 0, sizeof *c);
     c->n = n;
     c->src = xmalloc(sizeof(Seq) * n), c->tgt = xmalloc(sizeof(Seq) * n);

@@ -1,0 +1,56 @@
+/* The training step: it allocates nothing, and it learns. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/train.h"
+#include "../src/util.h"
+#include "check.h"
+
+/* The test binary is linked with --wrap for the allocator (see the Makefile), so every
+ * malloc/calloc/realloc made by qkv's own code is counted here. */
+static long allocations;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t s);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t s) { return allocations++, __real_calloc(n, s); }
+void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, n); }
+
+static void test_step_allocates_nothing_and_learns(void) {
+    Corpus c;
+    make_corpus(&c, 200);
+    ModelConfig cfg = {.src_vocab = 24, .tgt_vocab = 24, .d_model = 16, .heads = 2, .d_ff = 32,
+                       .encoder_layers = 2, .decoder_layers = 2, .dropout = 0.1f, .tie_embeddings = 1,
+                       .label_smoothing = 0.1f, .max_positions = 32};
+    Model m;
+    CHECK(model_init(&m, &cfg) == 0, "%s", err_msg());
+    model_init_weights(&m, 1);
+    Batcher b;
+    batcher_init(&b, &c, 200, 3, 1);
+    size_t need = 0;
+    for (int k = 0; k < b.n_batches; k++) {
+        size_t n = model_arena_floats(&m, b.batches[k].count, b.batches[k].S, b.batches[k].T);
+        if (n > need) need = n;
+    }
+    model_reserve(&m, need);
+    Adam adam;
+    adam_init(&adam, m.n_params, 0.9, 0.98, 1e-9, 0.0);
+    TrainStep ts = {&m, &adam, &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5};
+    int tokens;
+    double lr, first = 0, last = 0;
+    for (int step = 1; step <= 3; step++) first += train_step(&ts, step, &tokens, &lr); /* warm-up */
+    long before = allocations;
+    for (int step = 4; step <= 3 * b.n_batches; step++) last = train_step(&ts, step, &tokens, &lr);
+    long during = allocations - before;
+    adam_free(&adam);
+    batcher_free(&b);
+    model_free(&m);
+    corpus_free(&c);
+    CHECK(during == 0, "%ld allocations inside training steps", during);
+    CHECK(last < 0.7 * first / 3, "loss went from %.3f to %.3f in three epochs", first / 3, last);
+}
+
+const TestCase train_tests[] = {
+    {"train_step_allocates_nothing_and_learns", test_step_allocates_nothing_and_learns},
+    {NULL, NULL},
+};
