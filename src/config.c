@@ -240,37 +240,59 @@ static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *
     return 0;
 }
 
-int config_load(Config *c, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set("%s: %s", path, strerror(errno));
-    snprintf(c->source, sizeof c->source, "%s", path);
+int config_parse(Config *c, const char *text, size_t len, const char *name) {
+    snprintf(c->source, sizeof c->source, "%s", name);
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     int rc = 0;
     if (!yaml_parser_load(&parser, &doc)) {
-        rc = err_set("%s:%zu:%zu: YAML syntax error: %s", path, parser.problem_mark.line + 1,
+        rc = err_set("%s:%zu:%zu: YAML syntax error: %s", name, parser.problem_mark.line + 1,
                      parser.problem_mark.column + 1, parser.problem ? parser.problem : "unreadable");
         yaml_parser_delete(&parser);
-        fclose(f);
         return rc;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root && !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)) rc = walk(c, &doc, root, "", path);
+    if (root && !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)) rc = walk(c, &doc, root, "", name);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
-    fclose(f);
     if (rc == 0 && c->name[0] == '\0') {
         /* the run is named after its config file unless it says otherwise */
-        const char *base = strrchr(path, '/');
-        base = base ? base + 1 : path;
+        const char *base = strrchr(name, '/');
+        base = base ? base + 1 : name;
         size_t n = strcspn(base, ".");
         if (n >= sizeof c->name) n = sizeof c->name - 1;
         memcpy(c->name, base, n);
         c->name[n] = '\0';
     }
     return rc;
+}
+
+int config_load(Config *c, const char *path) {
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) return -1;
+    int rc = config_parse(c, text, len, path);
+    free(text);
+    return rc;
+}
+
+int config_same_model(const Config *a, const Config *b, char *what, size_t n) {
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &keys[i];
+        if (strncmp(k->path, "model.", 6) != 0 && strcmp(k->path, "data.tokenizer") != 0 &&
+            strcmp(k->path, "data.shared_vocab") != 0)
+            continue;
+        if (strncmp(k->path, "model.dropout", 13) == 0) continue; /* no effect on the weights' meaning */
+        const char *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
+        int same = k->type == KEY_FLOAT ? *(const double *)x == *(const double *)y : *(const int *)x == *(const int *)y;
+        if (!same) {
+            snprintf(what, n, "%s", k->path);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int config_set(Config *c, const char *assignment) {

@@ -6,6 +6,7 @@
 #ifndef QKV_CONFIG_H
 #define QKV_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CONFIG_PATH_MAX 1024
@@ -54,6 +55,11 @@ typedef struct {
 void config_defaults(Config *c);
 /* Reads and applies a YAML file over the current values. -1 with the error set. */
 int config_load(Config *c, const char *path);
+/* The same from text in memory; name stands for the file in errors. */
+int config_parse(Config *c, const char *text, size_t len, const char *name);
+/* 1 if a and b describe the same model (model.* but dropout, tokenizer, shared vocab);
+ * else 0 with the first differing key in what. */
+int config_same_model(const Config *a, const Config *b, char *what, size_t n);
 /* Applies one "a.b=value" override with the same checks as the file. */
 int config_set(Config *c, const char *assignment);
 /* Cross-key checks and required keys; check_files also checks the data files exist. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "corpus.h"
 #include "decode.h"
@@ -77,7 +78,7 @@ static int cmd_translate(int argc, char **argv) {
     }
     Run r;
     if (run_open(&r, argv[optind]) != 0) return fail(2);
-    fprintf(stderr, "qkv: translating with %s\n", r.weights);
+    fprintf(stderr, "qkv: translating with %s (%s, step %lld)\n", r.weights, r.which, (long long)r.meta.step);
     int n;
     char **lines = read_lines(stdin, &n);
     int tok = r.cfg.data.tokenizer, max_src = r.model.cfg.max_positions - 1, truncated = 0;
@@ -154,6 +155,64 @@ static int cmd_toy_data(int argc, char **argv) {
     return 0;
 }
 
+static int cmd_resume(int argc, char **argv) {
+    static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {0}};
+    long steps = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
+        char *end;
+        if (c != 's') return 2;
+        errno = 0;
+        steps = strtol(optarg, &end, 10);
+        if (*end || errno || steps < 1 || steps > 2000000000) {
+            fprintf(stderr, "qkv: --steps: '%s' is not a positive step count\n", optarg);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: qkv resume RUN_DIR [--steps N]\n");
+        return 2;
+    }
+    return resume_main(argv[optind], (int)steps);
+}
+
+static int cmd_info(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: qkv info CHECKPOINT.safetensors\n");
+        return 2;
+    }
+    CkptFile f;
+    if (ckpt_open(&f, argv[1]) != 0) return fail(2);
+    const CkptMeta *m = &f.meta;
+    printf("%s: %s, %.2f MB\n", f.path, CKPT_FORMAT, (double)f.len / 1e6);
+    printf("step %lld (epoch %lld, batch %d of the epoch), seed %lld, %d threads\n", (long long)m->step,
+           (long long)m->epoch, m->batch_pos, (long long)m->seed, m->threads);
+    printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
+    Config cfg;
+    config_defaults(&cfg);
+    if (config_parse(&cfg, m->config, strlen(m->config), "config") == 0)
+        printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s-LN, %s embeddings; %s tokenizer; run %s\n",
+               cfg.model.d_model, cfg.model.heads, cfg.model.d_ff, cfg.model.encoder_layers, cfg.model.decoder_layers,
+               cfg.model.norm == NORM_PRE ? "pre" : "post", cfg.model.tie_embeddings ? "tied" : "separate",
+               cfg.data.tokenizer == TOKENIZER_CHAR ? "char" : "word", cfg.name);
+    size_t params = 0;
+    int weights = 0;
+    for (int i = 0; i < f.n_tensors; i++)
+        if (strncmp(f.tensors[i].name, "optim.", 6) != 0) weights++, params += (f.tensors[i].end - f.tensors[i].begin) / 4;
+    printf("tensors: %d weights (%zu parameters)%s\n", weights, params, f.has_optim ? " + Adam moments for each" : "");
+    for (int i = 0; i < f.n_tensors; i++) {
+        const CkptTensor *t = &f.tensors[i];
+        if (strncmp(t->name, "optim.", 6) == 0) continue;
+        char shape[64] = "";
+        for (int d = 0; d < t->ndim; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        printf("  %-44s F32 [%s]\n", t->name, shape);
+    }
+    printf("checksums: header OK, data OK\n");
+    ckpt_close(&f);
+    return 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct {
@@ -162,6 +221,8 @@ static const struct {
     const char *help;
 } commands[] = {
     {"train", cmd_train, "train a new model from a config: qkv train CONFIG.yaml [--set key=value ...] [--force]"},
+    {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N]"},
+    {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
     {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},
     {"help", cmd_help, "this list"},

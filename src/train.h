@@ -1,8 +1,9 @@
-/* train: the training loop of `qkv train`.
+/* train: the training loop of `qkv train` and `qkv resume`.
  *
  * Prepares the data (corpora, vocabularies) and the run directory, then runs the steps:
- * batch -> forward -> backward -> clip -> Adam, with logging, validation, progress and
- * metrics.jsonl. Stops cleanly on SIGINT/SIGTERM after the current step. */
+ * batch -> forward -> backward -> clip -> Adam, with logging, validation, progress,
+ * metrics.jsonl and checkpoints. SIGINT/SIGTERM finish the current step, write a
+ * checkpoint and stop; `qkv resume` continues bit-exactly from the latest checkpoint. */
 #ifndef QKV_TRAIN_H
 #define QKV_TRAIN_H
 
@@ -27,7 +28,9 @@ typedef struct {
  * batch's mean loss; *tokens gets its real token count and *lr the rate used. */
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr);
 
-/* Returns the process exit status: 0 done, 1 runtime failure, 2 bad input. */
+/* `qkv train`: a new run. Returns the exit status: 0 done, 1 runtime failure, 2 bad input. */
 int train_main(Config *cfg, int force);
+/* `qkv resume`: continue a run from its latest checkpoint; steps > 0 moves the goal. */
+int resume_main(const char *run_dir, int steps);
 
 #endif

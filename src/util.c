@@ -80,6 +80,24 @@ uint64_t hash64(uint64_t a, uint64_t b) {
     return rng_next(&r);
 }
 
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+uint64_t checksum64(const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint64_t h = 0x27D4EB2F165667C5ull ^ (uint64_t)n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = rotl64(h ^ (w * 0x9E3779B185EBCA87ull), 31) * 0xC2B2AE3D27D4EB4Full;
+    }
+    for (; i < n; i++) h = rotl64(h ^ (p[i] * 0x165667B19E3779F9ull), 23) * 0x9E3779B185EBCA87ull;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    return h;
+}
+
 double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -31,6 +31,10 @@ uint64_t rng_below(Rng *r, uint64_t n); /* [0, n), n > 0 */
  * (seed, step, site, index) and is reproduced exactly after a resume. */
 uint64_t hash64(uint64_t a, uint64_t b);
 
+/* A 64-bit checksum of a byte range (word-at-a-time multiply-rotate mixing); fast
+ * enough for checkpoint data, sensitive to every bit. Not cryptographic. */
+uint64_t checksum64(const void *data, size_t n);
+
 double now_seconds(void); /* monotonic */
 
 /* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */

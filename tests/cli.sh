@@ -7,28 +7,7 @@ cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
 T=$(mktemp -d /tmp/qkv-cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-
-# expect_error NAME EXIT_CODE REGEX command...: the command fails with that code and
-# prints exactly one line on stderr, matching REGEX.
-expect_error() {
-    local name=$1 code=$2 pattern=$3
-    shift 3
-    local err rc
-    err=$("$@" 2>&1 >/dev/null)
-    rc=$?
-    if [[ $rc -ne $code ]]; then bad "$name" "exit $rc, expected $code: $err"; return; fi
-    if [[ $(printf '%s\n' "$err" | wc -l) -ne 1 ]]; then bad "$name" "not one line: $err"; return; fi
-    if ! grep -qE -- "$pattern" <<<"$err"; then bad "$name" "'$err' does not match '$pattern'"; return; fi
-    ok "$name"
-}
-
-# exact_match HYP REF: percentage of identical lines
-exact_match() { awk 'NR==FNR{h[NR]=$0;next}{n++; if(h[FNR]==$0)c++}END{printf "%.1f", n?100*c/n:0}' "$1" "$2"; }
+source tests/lib.sh
 
 # ---- the toy generator ------------------------------------------------------------------
 "$QKV" toy-data "$T/toy" --train 2000 --valid 200 --test 200 >/dev/null
@@ -105,7 +84,8 @@ run="$T/copyrun"
     --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$run" \
     --set train.steps=60 --set train.log_every=20 --set train.valid_every=30 >"$T/copy.log" 2>&1
 rc=$?
-if [[ $rc -eq 0 && -f $run/config.yaml && -f $run/src.vocab && -f $run/tgt.vocab && -f $run/model.safetensors && ! -e $run/model.safetensors.tmp ]]; then
+if [[ $rc -eq 0 && -f $run/config.yaml && -f $run/src.vocab && -f $run/tgt.vocab && -f $run/ckpt/step-000060.safetensors &&
+    -f $run/ckpt/best.safetensors && -z $(find "$run" -name '*.tmp') ]]; then
     ok "train_writes_run_directory"
 else
     bad "train_writes_run_directory" "exit $rc; $(tail -3 "$T/copy.log")"
@@ -122,7 +102,7 @@ if grep -q 'steps: 60' "$run/config.yaml" && grep -q 'd_model: 64' "$run/config.
 else
     bad "train_writes_resolved_config" "overrides or defaults missing from $run/config.yaml"
 fi
-expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; pass --force" "$QKV" train configs/toy.yaml --set run_dir="$run" \
+expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; resume it with" "$QKV" train configs/toy.yaml --set run_dir="$run" \
     --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt"
 printf 'a b c\n\nzzz unknown words\n   \nb\n' >"$T/odd.src"
 out=$("$QKV" translate "$run" --greedy <"$T/odd.src" 2>/dev/null)
@@ -143,9 +123,9 @@ out_lines=$("$QKV" translate "$run" <"$T/long.src" 2>/dev/null | wc -l)
 expect_error "translate_missing_run" 2 "^qkv: $T/nowhere: No such file or directory$" "$QKV" translate "$T/nowhere"
 mkdir -p "$T/notarun"
 expect_error "translate_not_a_run" 2 "^qkv: $T/notarun: not a run directory" "$QKV" translate "$T/notarun"
-head -c 100 "$run/model.safetensors" >"$T/cut.safetensors"
-cp "$run/config.yaml" "$run/src.vocab" "$run/tgt.vocab" "$T/" 2>/dev/null
-expect_error "translate_truncated_weights" 2 "^qkv: $T/cut.safetensors: " "$QKV" translate "$T/cut.safetensors"
+head -c 1000 "$run/ckpt/step-000060.safetensors" >"$run/ckpt/cut.safetensors"
+expect_error "translate_truncated_checkpoint" 2 "^qkv: $run/ckpt/cut.safetensors: " "$QKV" translate "$run/ckpt/cut.safetensors"
+rm "$run/ckpt/cut.safetensors"
 
 # ---- learning: the toy pair to >= 95% exact match on held-out sentences --------------------
 if [[ ${QKV_SKIP_LEARN:-0} == 1 ]]; then
@@ -163,5 +143,4 @@ else
     if awk -v em="$em" 'BEGIN{exit !(em >= 95)}'; then ok "learns_toy_pair_95_percent_exact"; else bad "learns_toy_pair_95_percent_exact" "exact match $em%; $(tail -2 "$T/learn.log")"; fi
 fi
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

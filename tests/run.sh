@@ -16,16 +16,16 @@ else
     failed=$((failed + 1))
 fi
 
-if [[ -x tests/cli.sh ]]; then
-    out=$(tests/cli.sh 2>&1 | tee /dev/stderr | tail -n 1)
+for script in tests/cli.sh tests/resume.sh; do
+    out=$("$script" 2>&1 | tee /dev/stderr | tail -n 1)
     if [[ $out =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         passed=$((passed + BASH_REMATCH[1]))
         failed=$((failed + BASH_REMATCH[2]))
     else
-        echo "FAIL command-line tests ended abnormally" >&2
+        echo "FAIL $script ended abnormally" >&2
         failed=$((failed + 1))
     fi
-fi
+done
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

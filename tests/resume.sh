@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Checkpoints end to end: byte-identical resume (mid-epoch, across an epoch boundary,
+# after SIGINT, after SIGKILL), rotation and best, disk-full handling, bad checkpoints
+# through the command line. Ends with "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-resume.XXXXXX)
+[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+source tests/lib.sh
+
+"$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 50 >/dev/null
+# a small, quick model; 1500 pairs at 1024 tokens a batch make ~30 batches an epoch
+printf 'name: r
+data:
+  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}
+  valid: {src: %s/data/valid.src, tgt: %s/data/valid.tgt}
+model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
+train: {batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 10, keep_checkpoints: 3, threads: 2}
+' "$T" "$T" "$T" "$T" >"$T/r.yaml"
+
+train() { # train RUN_DIR STEPS [more --set ...]
+    local dir=$1 steps=$2
+    shift 2
+    "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps="$steps" "$@" >"$dir.log" 2>&1
+}
+
+N=50
+train "$T/straight" $N
+epoch=$(sed -n 's/.* \([0-9]*\) batches per epoch.*/\1/p' "$T/straight.log")
+straight="$T/straight/ckpt/step-0000$N.safetensors"
+[[ -f $straight && $epoch -gt 10 && $epoch -lt $N ]] || { echo "set-up failed: $(tail -3 "$T/straight.log")"; exit 1; }
+
+# ---- rotation and best ------------------------------------------------------------------
+kept=$(cd "$T/straight/ckpt" && ls step-*.safetensors | tr '\n' ' ')
+[[ $kept == "step-000030.safetensors step-000040.safetensors step-000050.safetensors " ]] &&
+    ok "keeps_the_last_k_checkpoints" || bad "keeps_the_last_k_checkpoints" "$kept"
+best_step=$("$QKV" info "$T/straight/ckpt/best.safetensors" | sed -n 's/^step \([0-9]*\) .*/\1/p')
+best_loss=$(grep -o '"valid_loss": [0-9.]*' "$T/straight/metrics.jsonl" | awk '{print $2}' | sort -g | head -1)
+grep -q "\"step\": $best_step,.*\"valid_loss\": $best_loss" "$T/straight/metrics.jsonl" &&
+    ok "best_is_the_lowest_validation_loss" || bad "best_is_the_lowest_validation_loss" "best at step $best_step, lowest $best_loss"
+"$QKV" info "$straight" >"$T/info.txt" 2>&1
+grep -q "^step $N (epoch" "$T/info.txt" && grep -q "checksums: header OK, data OK" "$T/info.txt" &&
+    grep -q "decoder.layers.1.cross_attn.w_k *F32 \[32, 32\]" "$T/info.txt" && ok "info_shows_step_tensors_checksums" ||
+    bad "info_shows_step_tensors_checksums" "$(head -5 "$T/info.txt")"
+"$QKV" translate "$T/straight" <"$T/data/test.src" 2>"$T/which.txt" >/dev/null
+grep -q "ckpt/best.safetensors (best, step $best_step)" "$T/which.txt" && ok "translate_says_which_checkpoint" ||
+    bad "translate_says_which_checkpoint" "$(cat "$T/which.txt")"
+
+# ---- byte-identical resume ----------------------------------------------------------------
+resume_case() { # NAME K: train K steps, resume to N, compare with the straight run
+    local name=$1 k=$2 dir="$T/$1"
+    train "$dir" "$k"
+    "$QKV" resume "$dir" --steps $N >"$dir.resume.log" 2>&1
+    if same_tensors "$dir/ckpt/step-0000$N.safetensors" "$straight"; then
+        ok "$name"
+    else
+        bad "$name" "weights or moments differ after $k + $((N - k)) steps; $(tail -2 "$dir.resume.log")"
+    fi
+}
+resume_case "resume_mid_epoch_is_byte_identical" 7
+resume_case "resume_across_epoch_boundary_is_byte_identical" $((epoch - 3))
+resume_case "resume_at_epoch_end_is_byte_identical" "$epoch"
+"$QKV" resume "$T/straight" >"$T/again.log" 2>&1 && grep -q "nothing to do" "$T/again.log" &&
+    ok "resume_when_done_does_nothing" || bad "resume_when_done_does_nothing" "$(cat "$T/again.log")"
+
+# ---- SIGINT / SIGTERM: finish the step, checkpoint, exit 0, say how to resume -------------
+for sig in INT TERM; do
+    dir="$T/sig$sig"
+    "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.checkpoint_every=100000 >"$dir.log" 2>&1 &
+    pid=$!
+    while ! grep -q "^step 20/" "$dir.log" 2>/dev/null; do sleep 0.05; done
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    stopped=$(sed -n 's/^stopped by signal [0-9]* after step \([0-9]*\);.*/\1/p' "$dir.log")
+    if [[ $rc -eq 0 && -n $stopped && -f $dir/ckpt/step-$(printf %06d "$stopped").safetensors ]] &&
+        grep -q "^resume with: qkv resume $dir$" "$dir.log"; then
+        ok "sig${sig}_checkpoints_and_exits_0"
+    else
+        bad "sig${sig}_checkpoints_and_exits_0" "exit $rc; $(tail -2 "$dir.log")"
+    fi
+done
+dir="$T/sigINT"
+stopped=$(sed -n 's/^stopped by signal [0-9]* after step \([0-9]*\);.*/\1/p' "$dir.log")
+target=$((stopped + 15))
+"$QKV" resume "$dir" --steps $target >"$dir.resume.log" 2>&1
+train "$T/sigref" $target
+same_tensors "$dir/ckpt/step-$(printf %06d $target).safetensors" "$T/sigref/ckpt/step-$(printf %06d $target).safetensors" &&
+    ok "resume_after_sigint_is_byte_identical" || bad "resume_after_sigint_is_byte_identical" "$(tail -2 "$dir.resume.log")"
+
+# ---- SIGKILL at arbitrary moments: a loadable checkpoint survives; replay gives the same --
+dir="$T/killed"
+M=300
+train "$T/killref" $M
+"$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=$M --set train.checkpoint_every=5 >"$dir.log" 2>&1 &
+pid=$!
+kills=0
+survived=1
+for round in 1 2 3; do
+    # wait for progress past the latest checkpoint, then kill at an arbitrary instant
+    start=$(ls "$dir"/ckpt/step-*.safetensors 2>/dev/null | tail -1)
+    for _ in $(seq 200); do
+        now=$(ls "$dir"/ckpt/step-*.safetensors 2>/dev/null | tail -1)
+        [[ -n $now && $now != "$start" ]] && break
+        sleep 0.02
+    done
+    sleep "0.0$((RANDOM % 10))"
+    kill -KILL $pid 2>/dev/null && kills=$((kills + 1))
+    wait $pid 2>/dev/null
+    latest=$(ls "$dir"/ckpt/step-*.safetensors 2>/dev/null | tail -1)
+    if [[ -z $latest ]] || ! "$QKV" info "$latest" >/dev/null 2>&1; then survived=0; fi
+    "$QKV" resume "$dir" >>"$dir.log" 2>&1 &
+    pid=$!
+done
+wait $pid
+[[ $survived -eq 1 && $kills -eq 3 ]] && ok "sigkill_leaves_a_loadable_checkpoint" || bad "sigkill_leaves_a_loadable_checkpoint" "$kills kills, survived=$survived"
+same_tensors "$dir/ckpt/step-000$M.safetensors" "$T/killref/ckpt/step-000$M.safetensors" &&
+    ok "resume_after_sigkill_is_byte_identical" || bad "resume_after_sigkill_is_byte_identical" "$(tail -3 "$dir.log")"
+
+# ---- a full disk: the write fails, the old checkpoint stays, training stops with exit 1 ----
+dir="$T/full"
+train "$dir" 10
+cp "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors"
+size_kb=$(($(stat -c %s "$T/before.safetensors") / 1024))
+err=$(trap '' XFSZ; ulimit -f $((size_kb / 2)); "$QKV" resume "$dir" --steps 30 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -eq 1 ]] && grep -q "^qkv: $dir/ckpt/step-000020.safetensors.tmp: write failed: File too large" <<<"$err" &&
+    cmp -s "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors" && [[ -z $(find "$dir" -name '*.tmp') ]] &&
+    [[ ! -e $dir/ckpt/step-000020.safetensors ]]; then
+    ok "disk_full_keeps_old_checkpoint_and_stops"
+else
+    bad "disk_full_keeps_old_checkpoint_and_stops" "exit $rc: $err"
+fi
+"$QKV" resume "$dir" --steps 30 >/dev/null 2>&1 && ok "resume_after_disk_full" || bad "resume_after_disk_full" "could not resume"
+
+# ---- bad checkpoints through the command line -----------------------------------------------
+ck="$T/straight/ckpt/step-000040.safetensors"
+size=$(stat -c %s "$ck")
+n_bad=0
+for cut in 0 5 8 9 100 1000 $((size / 2)) $((size - 1)); do
+    head -c $cut "$ck" >"$T/cut.safetensors"
+    err=$("$QKV" info "$T/cut.safetensors" 2>&1 >/dev/null)
+    [[ $? -eq 2 && $err == "qkv: $T/cut.safetensors: "* && $(wc -l <<<"$err") -eq 1 ]] || n_bad=$((n_bad + 1))
+done
+for at in 3 20 200 2000 $((size / 2)) $((size - 3)); do
+    cp "$ck" "$T/flip.safetensors"
+    printf '\x5a' | dd of="$T/flip.safetensors" bs=1 seek=$at conv=notrunc status=none
+    cmp -s "$ck" "$T/flip.safetensors" && continue
+    err=$("$QKV" info "$T/flip.safetensors" 2>&1 >/dev/null)
+    [[ $? -eq 2 && $err == "qkv: $T/flip.safetensors: "* && $(wc -l <<<"$err") -eq 1 ]] || n_bad=$((n_bad + 1))
+done
+[[ $n_bad -eq 0 ]] && ok "info_rejects_truncated_and_flipped" || bad "info_rejects_truncated_and_flipped" "$n_bad accepted or crashed"
+expect_error "info_rejects_a_config_file" 2 "^qkv: $T/r.yaml: " "$QKV" info "$T/r.yaml"
+mkdir -p "$T/nockpt"
+cp "$T/straight/config.yaml" "$T/straight/src.vocab" "$T/straight/tgt.vocab" "$T/nockpt/"
+expect_error "resume_without_checkpoint" 2 "^qkv: $T/nockpt: no checkpoint in $T/nockpt/ckpt" "$QKV" resume "$T/nockpt"
+expect_error "translate_without_checkpoint" 2 "^qkv: $T/nockpt: no checkpoint" "$QKV" translate "$T/nockpt"
+# a checkpoint of another config (wider model) dropped into this run
+train "$T/wide" 10 --set model.d_model=64
+mkdir -p "$T/nockpt/ckpt"
+cp "$T/wide/ckpt/step-000010.safetensors" "$T/nockpt/ckpt/step-000099.safetensors"
+expect_error "resume_rejects_other_config" 2 "^qkv: $T/nockpt/ckpt/step-000099.safetensors: trained with a different model.d_model" "$QKV" resume "$T/nockpt"
+# a checkpoint of the same config over other data (other vocabulary)
+"$QKV" toy-data "$T/other" --task copy --train 500 --valid 10 --test 10 >/dev/null
+train "$T/othervocab" 10 --set data.train.src="$T/other/train.src" --set data.train.tgt="$T/other/train.tgt"
+cp "$T/othervocab/ckpt/step-000010.safetensors" "$T/nockpt/ckpt/step-000099.safetensors"
+expect_error "translate_rejects_other_vocabulary" 2 "^qkv: $T/nockpt/ckpt/step-000099.safetensors: its vocabularies differ" "$QKV" translate "$T/nockpt"
+
+finish

@@ -1,0 +1,194 @@
+/* Checkpoints: exact round trip, and every kind of damage rejected with one message
+ * naming the file, never a crash and never a partly loaded model. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/checkpoint.h"
+#include "../src/util.h"
+#include "check.h"
+
+static const ModelConfig small = {.src_vocab = 6, .tgt_vocab = 7, .d_model = 8, .heads = 2, .d_ff = 16,
+                                  .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
+
+typedef struct {
+    Model m;
+    Adam adam;
+    char path[128];
+} Saved;
+
+static void save_one(Saved *s, uint64_t seed) {
+    model_init(&s->m, &small);
+    model_init_weights(&s->m, seed);
+    adam_init(&s->adam, s->m.n_params, 0.9, 0.98, 1e-9, 0);
+    Rng r = {seed};
+    for (size_t i = 0; i < s->m.n_params; i++) s->adam.m[i] = rng_normal(&r), s->adam.v[i] = (float)rng_uniform(&r);
+    snprintf(s->path, sizeof s->path, "/tmp/qkv-ckpt-test-%d-%llu.safetensors", (int)getpid(), (unsigned long long)seed);
+    CkptMeta meta = {.step = 42, .epoch = 3, .batch_pos = 7, .seed = 9, .threads = 2, .valid_loss = 1.5,
+                     .best_valid_loss = 1.25, .vocab_hash = 0xABCDEF, .data_hash = 0x123456, .config = "name: x\n"};
+    if (ckpt_save(s->path, &s->m, &s->adam, &meta) != 0) abort();
+}
+
+static void free_saved(Saved *s) {
+    unlink(s->path);
+    adam_free(&s->adam);
+    model_free(&s->m);
+}
+
+static void test_round_trip(void) {
+    Saved s;
+    save_one(&s, 1);
+    Model m;
+    Adam a;
+    model_init(&m, &small);
+    adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
+    CkptMeta meta;
+    CHECK(ckpt_load(s.path, &m, &a, &meta) == 0, "%s", err_msg());
+    CHECK(memcmp(m.params, s.m.params, 4 * m.n_params) == 0, "weights differ");
+    CHECK(memcmp(a.m, s.adam.m, 4 * m.n_params) == 0 && memcmp(a.v, s.adam.v, 4 * m.n_params) == 0, "moments differ");
+    CHECK(meta.step == 42 && a.t == 42 && meta.epoch == 3 && meta.batch_pos == 7 && meta.seed == 9 && meta.threads == 2,
+          "cursor or counters differ");
+    CHECK(meta.best_valid_loss == 1.25 && meta.vocab_hash == 0xABCDEF && meta.data_hash == 0x123456 &&
+              strcmp(meta.config, "name: x\n") == 0,
+          "metadata differs");
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", s.path);
+    CHECK(access(tmp, F_OK) != 0, "tmp file left behind");
+    ckpt_meta_free(&meta);
+    adam_free(&a);
+    model_free(&m);
+    free_saved(&s);
+}
+
+/* Loads path into a fresh model whose weights are set to a marker first; the load must
+ * fail, name the file, fit on one line, and leave the marker untouched. */
+static int rejected(const char *path, const char **why) {
+    Model m;
+    Adam a;
+    model_init(&m, &small);
+    adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
+    for (size_t i = 0; i < m.n_params; i++) m.params[i] = 7.0f, a.m[i] = 7.0f;
+    int failed = ckpt_load(path, &m, &a, NULL) != 0;
+    int untouched = 1;
+    for (size_t i = 0; i < m.n_params; i++) untouched &= m.params[i] == 7.0f && a.m[i] == 7.0f;
+    adam_free(&a);
+    model_free(&m);
+    *why = !failed ? "loaded" : !untouched ? "model changed by a failed load"
+         : strncmp(err_msg(), path, strlen(path)) != 0 ? "message does not start with the path"
+         : strchr(err_msg(), '\n') ? "message is not one line" : NULL;
+    return *why == NULL;
+}
+
+static void write_bytes(const char *path, const char *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+}
+
+static void test_truncated_at_every_header_byte_and_across_data(void) {
+    Saved s;
+    save_one(&s, 2);
+    size_t len;
+    char *bytes = read_file(s.path, &len);
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s.cut", s.path);
+    uint64_t hlen;
+    memcpy(&hlen, bytes, 8);
+    int tried = 0;
+    /* every cut inside the length and header, then 200 cuts spread over the data */
+    for (size_t cut = 0; cut < len; cut += cut < 8 + hlen + 16 ? 1 : (len - 8 - hlen) / 200 + 1) {
+        write_bytes(bad, bytes, cut);
+        const char *why;
+        CHECK(rejected(bad, &why), "cut at %zu of %zu: %s (%s)", cut, len, why, err_msg());
+        tried++;
+    }
+    CHECK(tried > 300, "only %d cuts", tried);
+    /* one byte too many is damage too */
+    char *longer = xmalloc(len + 1);
+    memcpy(longer, bytes, len);
+    longer[len] = 0;
+    write_bytes(bad, longer, len + 1);
+    const char *why;
+    CHECK(rejected(bad, &why), "appended byte: %s", why);
+    free(longer), free(bytes);
+    unlink(bad);
+    free_saved(&s);
+}
+
+static void test_flipped_byte_anywhere(void) {
+    Saved s;
+    save_one(&s, 3);
+    size_t len;
+    char *bytes = read_file(s.path, &len);
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s.flip", s.path);
+    Rng r = {77};
+    int tried = 0;
+    for (int k = 0; k < 400; k++) {
+        /* half the flips in the first 8+header bytes, half anywhere */
+        uint64_t hlen;
+        memcpy(&hlen, bytes, 8);
+        size_t at = k % 2 ? (size_t)rng_below(&r, len) : (size_t)rng_below(&r, 8 + hlen);
+        unsigned char bit = (unsigned char)(1u << rng_below(&r, 8));
+        bytes[at] ^= bit;
+        write_bytes(bad, bytes, len);
+        bytes[at] ^= bit;
+        const char *why;
+        CHECK(rejected(bad, &why), "bit flip at byte %zu of %zu: %s", at, len, why);
+        tried++;
+    }
+    CHECK(tried == 400, "flips");
+    free(bytes);
+    unlink(bad);
+    free_saved(&s);
+}
+
+static void test_foreign_files_and_other_configs(void) {
+    char p[128];
+    snprintf(p, sizeof p, "/tmp/qkv-ckpt-foreign-%d", (int)getpid());
+    const char *why;
+    write_bytes(p, "", 0);
+    CHECK(rejected(p, &why), "empty file: %s", why);
+    write_bytes(p, "name: toy\nseed: 1\n", 18);
+    CHECK(rejected(p, &why), "a YAML file: %s", why);
+    /* a well-formed safetensors file that is not ours */
+    const char other[] = "\x1c\0\0\0\0\0\0\0{\"x\":{\"dtype\":\"F32\",\"shape\":[]}}";
+    write_bytes(p, other, sizeof other - 1);
+    CHECK(rejected(p, &why), "foreign safetensors: %s", why);
+    CHECK(strstr(err_msg(), "header_checksum") || strstr(err_msg(), "header"), "says what: %s", err_msg());
+    unlink(p);
+    CHECK(rejected(p, &why) && strstr(err_msg(), "No such file"), "missing file: %s", err_msg());
+    /* another config's checkpoint: same file format, different shapes */
+    Saved s;
+    save_one(&s, 4);
+    ModelConfig wide = small;
+    wide.d_model = 16;
+    Model m;
+    model_init(&m, &wide);
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "shape"), "wider model loaded: %s", err_msg());
+    model_free(&m);
+    ModelConfig deeper = small;
+    deeper.encoder_layers = 2;
+    model_init(&m, &deeper);
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "another config"), "deeper: %s", err_msg());
+    model_free(&m);
+    /* weights only cannot resume */
+    CkptMeta meta = {.config = ""};
+    ckpt_save(s.path, &s.m, NULL, &meta);
+    model_init(&m, &small);
+    Adam a;
+    adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
+    CHECK(ckpt_load(s.path, &m, &a, NULL) != 0 && strstr(err_msg(), "no optimizer state"), "%s", err_msg());
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) == 0, "weights-only load for translation: %s", err_msg());
+    adam_free(&a);
+    model_free(&m);
+    free_saved(&s);
+}
+
+const TestCase checkpoint_tests[] = {
+    {"checkpoint_round_trip_weights_moments_metadata", test_round_trip},
+    {"checkpoint_truncated_anywhere_rejected", test_truncated_at_every_header_byte_and_across_data},
+    {"checkpoint_flipped_byte_anywhere_rejected", test_flipped_byte_anywhere},
+    {"checkpoint_foreign_files_and_other_configs_rejected", test_foreign_files_and_other_configs},
+    {NULL, NULL},
+};
