@@ -12,7 +12,7 @@ LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 
-.PHONY: all deps test unit demo clean install sanitize
+.PHONY: all deps test unit demo clean install sanitize parity
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test
 
@@ -45,6 +45,11 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
+
+# Loss and every gradient against PyTorch (installs python3-torch; not in `make test`).
+parity: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/parity.sh
 
 # Same tests under AddressSanitizer and UBSan, in a build tree of their own.
 sanitize: deps

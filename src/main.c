@@ -11,6 +11,7 @@
 #include "config.h"
 #include "corpus.h"
 #include "decode.h"
+#include "dump.h"
 #include "run.h"
 #include "tokenize.h"
 #include "toydata.h"
@@ -213,6 +214,32 @@ static int cmd_info(int argc, char **argv) {
     return 0;
 }
 
+static int cmd_grads(int argc, char **argv) {
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"batch", required_argument, 0, 'b'}, {0}};
+    const char *out = NULL;
+    long batch = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:b:", opts, NULL)) != -1) {
+        char *end;
+        if (c == 'o') out = optarg;
+        else if (c == 'b') {
+            errno = 0;
+            batch = strtol(optarg, &end, 10);
+            if (*end || errno || batch < 0 || batch > 1000000000) {
+                fprintf(stderr, "qkv: --batch: '%s' is not a batch number\n", optarg);
+                return 2;
+            }
+        } else return 2;
+    }
+    if (optind != argc - 1 || !out) {
+        fprintf(stderr, "usage: qkv grads RUN --out DIR [--batch K]\n");
+        return 2;
+    }
+    if (dump_grads(argv[optind], out, (int)batch) != 0) return fail(2);
+    printf("wrote %s/grads.safetensors and %s/batch.json\n", out, out);
+    return 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct {
@@ -224,6 +251,7 @@ static const struct {
     {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N]"},
     {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
+    {"grads", cmd_grads, "one batch's loss and gradients, for parity checks: qkv grads RUN --out DIR [--batch K]"},
     {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},
     {"help", cmd_help, "this list"},
 };
