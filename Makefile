@@ -8,7 +8,7 @@ LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 BUILD   ?= build
 
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c))
-LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/attnview.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 
@@ -22,6 +22,16 @@ deps:
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+
+# The attention viewer page is kept as plain HTML and compiled in as a C string.
+$(BUILD)/gen/attnview.c: src/attnview.html
+	@mkdir -p $(dir $@)
+	awk 'BEGIN { print "/* generated from src/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
+	     { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -38,7 +48,8 @@ $(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ)
 unit: $(BUILD)/qkv_test
 	$(BUILD)/qkv_test
 
-test: deps
+test:
+	@scripts/deps.sh --with-browser
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
 

@@ -18,6 +18,10 @@ head -n 5 data/toy/test.src >runs/toy/demo.src
 paste -d'\n' runs/toy/demo.src runs/toy/demo.hyp <(head -n 5 data/toy/test.tgt) /dev/null |
     awk 'NR%4==1{print "  source:     " $0} NR%4==2{h=$0; print "  qkv:        " $0} NR%4==3{print "  reference:  " $0 (h==$0 ? "   (exact)" : "   (differs)")} NR%4==0{print ""}'
 
+echo "== what the model looks at: cross-attention of a held-out sentence"
+"$QKV" attention runs/toy --text "$(sed -n 3p data/toy/test.src)" --out runs/toy/attention 2>/dev/null | tail -n +4
+echo
+
 echo "== the whole held-out split"
 "$QKV" translate runs/toy --greedy <data/toy/test.src >runs/toy/test.hyp
 awk 'NR==FNR{h[NR]=$0;next}{n++; if(h[FNR]==$0)c++}END{printf "exact match: %d of %d held-out sentences (%.1f%%)\n", c, n, 100*c/n}' \

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qkv needs, only those missing. A no-op when all are there.
 # Uses sudo when not root. QKV_EXTRA_PACKAGES adds more (e.g. for optional tools).
+# --with-browser also tries Chromium, for the attention viewer's browser test; failing
+# that is a warning (the test then says loudly that it was skipped), not an error.
 set -euo pipefail
 
 packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
+
+if [[ ${1:-} == --with-browser ]]; then
+    "$0" || exit 1
+    QKV_EXTRA_PACKAGES=chromium "$0" ||
+        echo "qkv: warning: could not install chromium; the browser test will be skipped" >&2
+    exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "commands.h"
 #include "config.h"
 #include "corpus.h"
 #include "decode.h"
@@ -251,6 +252,8 @@ static const struct {
     {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N]"},
     {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
+    {"attention", cmd_attention, "attention maps of one sentence: qkv attention RUN --text \"...\" [--target \"...\"] [--out DIR]"},
+    {"align", cmd_align, "word alignments from cross-attention: qkv align RUN --src F --tgt F [--gold F] [--layer L --head H]"},
     {"grads", cmd_grads, "one batch's loss and gradients, for parity checks: qkv grads RUN --out DIR [--batch K]"},
     {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},
     {"help", cmd_help, "this list"},

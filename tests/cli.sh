@@ -141,6 +141,12 @@ else
     em=$(exact_match "$T/learn.hyp" "$T/learn/test.tgt")
     echo "learning: $steps steps in $(($(date +%s) - start))s, exact match $em% on $(wc -l <"$T/learn/test.tgt") held-out pairs"
     if awk -v em="$em" 'BEGIN{exit !(em >= 95)}'; then ok "learns_toy_pair_95_percent_exact"; else bad "learns_toy_pair_95_percent_exact" "exact match $em%; $(tail -2 "$T/learn.log")"; fi
+    # the trained model's cross-attention aligns the toy pair: the default (last layer's
+    # head average) against the generator's gold alignments
+    "$QKV" align "$T/learnrun" --src "$T/learn/test.src" --tgt "$T/learn/test.tgt" --gold "$T/learn/test.align" >"$T/aer.txt" 2>&1
+    cat "$T/aer.txt"
+    aer=$(awk '/\(default\)/ {print $(NF-1)}' "$T/aer.txt")
+    if [[ -n $aer ]] && awk -v a="$aer" 'BEGIN{exit !(a < 0.25)}'; then ok "default_alignment_aer_below_0.25"; else bad "default_alignment_aer_below_0.25" "AER ${aer:-?}"; fi
 fi
 
 finish

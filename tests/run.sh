@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the C unit tests, then the command-line tests. Ends with "N passed, N failed".
+# Runs every test: the C unit tests, then the command-line suites. Each suite ends with
+# "N passed, N failed"; this script adds them up and ends with the same line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 QKV_TEST=${QKV_TEST:-build/qkv_test}
@@ -7,22 +8,18 @@ export QKV=${QKV:-build/qkv}
 
 passed=0
 failed=0
-out=$("$QKV_TEST" 2>&1 | tee /dev/stderr | tail -n 1)
-if [[ $out =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    passed=$((passed + BASH_REMATCH[1]))
-    failed=$((failed + BASH_REMATCH[2]))
-else
-    echo "FAIL unit test runner ended abnormally" >&2
-    failed=$((failed + 1))
-fi
-
-for script in tests/cli.sh tests/resume.sh; do
-    out=$("$script" 2>&1 | tee /dev/stderr | tail -n 1)
-    if [[ $out =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for suite in "$QKV_TEST" tests/cli.sh tests/resume.sh tests/attention.sh; do
+    echo "== $suite"
+    "$suite" >"$log" 2>&1
+    cat "$log"
+    last=$(tail -n 1 "$log")
+    if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         passed=$((passed + BASH_REMATCH[1]))
         failed=$((failed + BASH_REMATCH[2]))
     else
-        echo "FAIL $script ended abnormally" >&2
+        echo "FAIL $suite ended without its summary line"
         failed=$((failed + 1))
     fi
 done

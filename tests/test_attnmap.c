@@ -1,0 +1,132 @@
+/* Attention maps and alignments: shapes, row sums, masking, that the exported numbers
+ * are the ones the model used, and the alignment scores. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/align.h"
+#include "../src/attnmap.h"
+#include "../src/util.h"
+#include "check.h"
+
+static void make_vocab(Vocab *v, int n) {
+    vocab_init(v);
+    char w[16];
+    for (int i = 0; i < n; i++) snprintf(w, sizeof w, "w%d", i), vocab_count(v, w, strlen(w), 100 - i);
+    vocab_prune(v, 1000, 1);
+}
+
+static void setup(Model *m, Vocab *sv, Vocab *tv) {
+    make_vocab(sv, 10);
+    make_vocab(tv, 12);
+    ModelConfig cfg = {.src_vocab = sv->size, .tgt_vocab = tv->size, .d_model = 16, .heads = 4, .d_ff = 32,
+                       .encoder_layers = 2, .decoder_layers = 3, .tie_embeddings = 1, .max_positions = 32};
+    model_init(m, &cfg);
+    model_init_weights(m, 3);
+}
+
+static void test_capture_shapes_sums_masks_and_identity(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    int src[5] = {4, 5, 6, 7, 8}, tgt[3] = {9, 4, 10};
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, src, 5, tgt, 3, &a);
+    CHECK(a.S == 6 && a.T == 4 && a.heads == 4, "S %d T %d", a.S, a.T);
+    CHECK(a.layers[ATTN_ENC_SELF] == 2 && a.layers[ATTN_DEC_SELF] == 3 && a.layers[ATTN_CROSS] == 3, "layers");
+    CHECK(strcmp(a.src[5], "<eos>") == 0 && strcmp(a.tgt_in[0], "<bos>") == 0 && strcmp(a.tgt_out[3], "<eos>") == 0 &&
+              strcmp(a.tgt_out[0], a.tgt_in[1]) == 0,
+          "token labels");
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        int rows = attnmap_rows(&a, k), cols = attnmap_cols(&a, k);
+        for (int l = 0; l < a.layers[k]; l++)
+            for (int h = 0; h < a.heads; h++) {
+                const float *p = attnmap_at(&a, k, l, h);
+                for (int i = 0; i < rows; i++) {
+                    double sum = 0;
+                    for (int j = 0; j < cols; j++) {
+                        sum += p[i * cols + j];
+                        if (k == ATTN_DEC_SELF && j > i)
+                            CHECK(p[i * cols + j] == 0.0f, "decoder self: future key %d of query %d has %g", j, i, p[i * cols + j]);
+                    }
+                    CHECK(fabs(sum - 1.0) < 1e-5, "%s layer %d head %d row %d sums to %g", attnmap_kind_name(k), l, h, i, sum);
+                }
+            }
+    }
+    /* the exported numbers are the model's own: the last forward's probabilities */
+    const float *cross2 = attnmap_at(&a, ATTN_CROSS, 2, 1);
+    CHECK(memcmp(cross2, m.a.dec[2].cross_attn.p + 1 * a.T * a.S, sizeof(float) * a.T * a.S) == 0,
+          "cross map differs from the forward pass's probabilities");
+    CHECK(memcmp(attnmap_at(&a, ATTN_ENC_SELF, 1, 3), m.a.enc[1].attn.p + 3 * a.S * a.S, sizeof(float) * a.S * a.S) == 0,
+          "encoder map differs");
+    /* and what JSON carries is the same to the printed precision */
+    char *text = attnmap_json(&a);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    CHECK(root, "maps.json does not parse: %s", err.text);
+    json_t *c = json_object_get(root, "cross");
+    CHECK(json_array_size(c) == 3 && json_array_size(json_array_get(c, 0)) == 4, "cross is [L][H]...");
+    double worst = 0;
+    for (int i = 0; i < a.T; i++)
+        for (int j = 0; j < a.S; j++) {
+            double v = json_real_value(json_array_get(json_array_get(json_array_get(json_array_get(c, 2), 1), i), j)) +
+                       (double)json_integer_value(json_array_get(json_array_get(json_array_get(json_array_get(c, 2), 1), i), j));
+            worst = fmax(worst, fabs(v - cross2[i * a.S + j]));
+        }
+    CHECK(worst < 1e-6, "JSON differs from the map by %g", worst);
+    CHECK(json_array_size(json_object_get(root, "source")) == 6 && json_array_size(json_object_get(root, "target_out")) == 4,
+          "token lists");
+    json_decref(root);
+    free(text);
+    attnmap_free(&a);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
+static void test_svg_labels_legend_escaping(void) {
+    float map[6] = {0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
+    char *rows[2] = {"a<b", "c"}, *cols[3] = {"x", "y&z", "\"q\""};
+    char *svg = attnmap_svg(map, 2, 3, rows, cols, "test <map>");
+    CHECK(strstr(svg, "<svg") && strstr(svg, "</svg>"), "not an SVG");
+    CHECK(strstr(svg, "a&lt;b") && strstr(svg, "y&amp;z") && strstr(svg, "&quot;q&quot;") && strstr(svg, "test &lt;map&gt;"),
+          "labels not escaped");
+    CHECK(strstr(svg, "linearGradient") && strstr(svg, ">1.00<") && strstr(svg, ">0.00<"), "no colour legend");
+    CHECK(strstr(svg, "a&lt;b \xe2\x86\x92 y&amp;z: 0.500"), "cell tooltips");
+    int rects = 0;
+    for (const char *p = svg; (p = strstr(p, "<rect x=")); p++) rects++;
+    CHECK(rects == 6 + 1, "%d cell rects (6 cells + legend)", rects);
+    free(svg);
+}
+
+static void test_alignment_scores(void) {
+    int pairs[8][2];
+    CHECK(align_parse("0-0 2-1 1-2", pairs, 8) == 3 && pairs[1][0] == 2 && pairs[1][1] == 1, "parse");
+    CHECK(align_parse("0-0 x", pairs, 8) < 0 && align_parse("3", pairs, 8) < 0, "malformed accepted");
+    CHECK(align_parse("", pairs, 8) == 0, "empty line");
+    int links[3] = {0, 2, 0}; /* two of three right */
+    AlignCounts c = {0};
+    align_score(links, 3, pairs, align_parse("0-0 2-1 1-2", pairs, 8), &c);
+    CHECK(c.hits == 2 && c.predicted == 3 && c.gold == 3, "counts %ld %ld %ld", c.hits, c.predicted, c.gold);
+    CHECK(fabs(align_aer(&c) - (1.0 - 4.0 / 6.0)) < 1e-12 && fabs(align_precision(&c) - 2.0 / 3) < 1e-12, "AER");
+    /* pooling pieces to words: char pieces with the space marker */
+    char *toks[6] = {"a", "b", "\xE2\x96\x81", "c", "d", "<eos>"};
+    int word_of[6];
+    CHECK(align_words(toks, 6, 1, word_of) == 2 && word_of[1] == 0 && word_of[2] == -1 && word_of[4] == 1 &&
+              word_of[5] == -1,
+          "char pieces to words");
+    CHECK(align_words(toks, 2, 0, word_of) == 2 && word_of[1] == 1, "word tokens are words");
+    /* a map whose target word 0 looks at source word 1 */
+    float map[2 * 3] = {0.1f, 0.8f, 0.1f, 0.7f, 0.2f, 0.1f};
+    int tw[2] = {0, 1}, sw[3] = {0, 1, -1}, out[2];
+    align_from_map(map, 3, tw, 2, 2, sw, 3, 2, out);
+    CHECK(out[0] == 1 && out[1] == 0, "links %d %d", out[0], out[1]);
+}
+
+const TestCase attnmap_tests[] = {
+    {"attention_capture_shapes_sums_masks_identity", test_capture_shapes_sums_masks_and_identity},
+    {"attention_svg_labels_legend_escaping", test_svg_labels_legend_escaping},
+    {"alignment_parse_score_aer_pooling", test_alignment_scores},
+    {NULL, NULL},
+};
