@@ -12,7 +12,7 @@ LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/attnview.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 
-.PHONY: all deps test unit demo clean install sanitize parity
+.PHONY: all deps test unit demo clean install sanitize parity bench
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test
 
@@ -56,6 +56,12 @@ test:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
+
+# Speed against PyTorch on the same batches, with the machine's sgemm ceiling (a benchmark,
+# not a test: nothing here passes or fails on time).
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench.sh
 
 # Loss and every gradient against PyTorch (installs python3-torch; not in `make test`).
 parity: deps

@@ -11,14 +11,14 @@ tensor. Prints one row per tensor with its worst error relative to the tensor's 
 gradient; exits 1 if any error (or the loss's) is above 1e-4.
 """
 import json
-import math
 import struct
 import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import yaml
+
+from qkv_torch import forward
 
 TOLERANCE = 1e-4
 
@@ -36,89 +36,6 @@ def read_safetensors(path):
         arr = np.frombuffer(data[base + begin : base + end], dtype="<f4").reshape(info["shape"])
         tensors[name] = arr
     return tensors, meta
-
-
-def positions(T, d):
-    pe = torch.zeros(T, d, dtype=torch.float64)
-    for i in range(0, d, 2):
-        freq = math.exp(-math.log(10000.0) * i / d)
-        t = torch.arange(T, dtype=torch.float64)
-        pe[:, i] = torch.sin(t * freq)
-        if i + 1 < d:
-            pe[:, i + 1] = torch.cos(t * freq)
-    return pe
-
-
-def attention(p, prefix, xq, xkv, kv_len, causal, heads):
-    B, Tq, d = xq.shape
-    Tk = xkv.shape[1]
-    dh = d // heads
-    q = xq @ p[prefix + ".w_q"] + p[prefix + ".b_q"]
-    k = xkv @ p[prefix + ".w_k"] + p[prefix + ".b_k"]
-    v = xkv @ p[prefix + ".w_v"] + p[prefix + ".b_v"]
-    q = q.view(B, Tq, heads, dh).transpose(1, 2)
-    k = k.view(B, Tk, heads, dh).transpose(1, 2)
-    v = v.view(B, Tk, heads, dh).transpose(1, 2)
-    s = q @ k.transpose(-1, -2) / math.sqrt(dh)
-    keys = torch.arange(Tk).view(1, 1, 1, Tk)
-    mask = keys < kv_len.view(B, 1, 1, 1)
-    if causal:
-        mask = mask & (keys <= torch.arange(Tq).view(1, 1, Tq, 1))
-    s = s.masked_fill(~mask, float("-inf"))
-    o = torch.softmax(s, dim=-1) @ v
-    o = o.transpose(1, 2).reshape(B, Tq, d)
-    return o @ p[prefix + ".w_o"] + p[prefix + ".b_o"]
-
-
-def layernorm(p, prefix, x):
-    return F.layer_norm(x, (x.shape[-1],), p[prefix + ".weight"], p[prefix + ".bias"], eps=1e-5)
-
-
-def ffn(p, prefix, x):
-    return torch.relu(x @ p[prefix + ".w_1"] + p[prefix + ".b_1"]) @ p[prefix + ".w_2"] + p[prefix + ".b_2"]
-
-
-def block(p, norm, x, sublayer, pre):
-    """One residual sub-layer: pre-LN x + f(LN(x)), post-LN LN(x + f(x))."""
-    if pre:
-        return x + sublayer(layernorm(p, norm, x))
-    return layernorm(p, norm, x + sublayer(x))
-
-
-def forward(p, cfg, batch):
-    m = cfg["model"]
-    d, heads, pre = m["d_model"], m["heads"], m["norm"] == "pre"
-    B, S, T = batch["B"], batch["S"], batch["T"]
-    src = torch.tensor(batch["src"]).view(B, S)
-    tgt_in = torch.tensor(batch["tgt_in"]).view(B, T)
-    tgt_out = torch.tensor(batch["tgt_out"]).view(B, T)
-    src_len = torch.tensor(batch["src_len"])
-    tgt_len = torch.tensor(batch["tgt_len"])
-    pe = positions(max(S, T), d)
-
-    x = p["encoder.embed_tokens"][src] * math.sqrt(d) + pe[:S]
-    for l in range(m["encoder_layers"]):
-        n = f"encoder.layers.{l}"
-        x = block(p, n + ".norm1", x, lambda h: attention(p, n + ".self_attn", h, h, src_len, False, heads), pre)
-        x = block(p, n + ".norm2", x, lambda h: ffn(p, n + ".ffn", h), pre)
-    memory = layernorm(p, "encoder.norm", x) if pre else x
-
-    y = p["decoder.embed_tokens"][tgt_in] * math.sqrt(d) + pe[:T]
-    for l in range(m["decoder_layers"]):
-        n = f"decoder.layers.{l}"
-        y = block(p, n + ".norm1", y, lambda h: attention(p, n + ".self_attn", h, h, tgt_len, True, heads), pre)
-        y = block(p, n + ".norm2", y, lambda h: attention(p, n + ".cross_attn", h, memory, src_len, False, heads), pre)
-        y = block(p, n + ".norm3", y, lambda h: ffn(p, n + ".ffn", h), pre)
-    if pre:
-        y = layernorm(p, "decoder.norm", y)
-    generator = p["decoder.embed_tokens"] if m["tie_embeddings"] else p["generator"]
-    logits = y @ generator.T
-    return F.cross_entropy(
-        logits.reshape(B * T, -1),
-        tgt_out.reshape(-1),
-        ignore_index=0,
-        label_smoothing=cfg["train"]["label_smoothing"],
-    )
 
 
 def main():

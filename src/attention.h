@@ -36,7 +36,7 @@ typedef struct {
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
 typedef struct {
     float *dq, *dk, *dv, *dctx; /* (B*Tq, d), (B*Tk, d), (B*Tk, d), (B*Tq, d) */
-    float *dp;                  /* (Tq, Tk) one head at a time */
+    float *dp;                  /* (B, heads, Tq, Tk) */
 } AttnScratch;
 
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s);

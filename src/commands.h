@@ -5,5 +5,6 @@
 
 int cmd_attention(int argc, char **argv);
 int cmd_align(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -5,18 +5,22 @@
 #include <math.h>
 #include <string.h>
 
+#include "profile.h"
 #include "util.h"
 
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout) {
+    double t0_ = prof_start();
     if (bias) {
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * Cout, bias, sizeof(float) * (size_t)Cout);
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cout, Cin, 1.0f, inp, Cin, w, Cout, bias ? 1.0f : 0.0f,
                 out, Cout);
+    prof_stop(PROF_MATMUL, t0_);
 }
 
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
                      int Cin, int Cout) {
+    double t0_ = prof_start();
     if (dinp)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cin, Cout, 1.0f, dout, Cout, w, Cout, 1.0f, dinp, Cin);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Cin, Cout, N, 1.0f, inp, Cin, dout, Cout, 1.0f, dw, Cout);
@@ -26,6 +30,7 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, co
             for (int c = 0; c < Cout; c++) dbias[c] += row[c];
         }
     }
+    prof_stop(PROF_MATMUL, t0_);
 }
 
 void softmax_forward(float *p, const float *s, int cols, int valid) {
@@ -51,6 +56,7 @@ void softmax_backward(float *ds, const float *dp, const float *p, int cols) {
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma, const float *beta,
                        int N, int C) {
+    double t0_ = prof_start();
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
@@ -65,10 +71,12 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
         mean[n] = m;
         rstd[n] = r;
     }
+    prof_stop(PROF_LAYERNORM, t0_);
 }
 
 void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                         const float *gamma, const float *mean, const float *rstd, int N, int C) {
+    double t0_ = prof_start();
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
@@ -90,22 +98,29 @@ void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *d
             dx[c] += r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
         }
     }
+    prof_stop(PROF_LAYERNORM, t0_);
 }
 
 void relu_forward(float *out, const float *inp, size_t n) {
+    double t0_ = prof_start();
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    double t0_ = prof_start();
     for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
 void dropout_forward(float *out, float *mask, const float *inp, size_t n, float p, uint64_t key) {
+    double t0_ = prof_start();
     if (p <= 0.0f) {
         for (size_t i = 0; i < n; i++) {
             mask[i] = 1.0f;
             out[i] = inp[i];
         }
+        prof_stop(PROF_ELEMENTWISE, t0_);
         return;
     }
     float keep_scale = 1.0f / (1.0f - p);
@@ -119,14 +134,18 @@ void dropout_forward(float *out, float *mask, const float *inp, size_t n, float 
             out[i + k] = inp[i + k] * mask[i + k];
         }
     }
+    prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
 void dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
+    double t0_ = prof_start();
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * mask[i];
+    prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
 void embedding_forward(float *out, const int *tokens, const float *table, const float *pos, float scale, int B, int T,
                        int C) {
+    double t0_ = prof_start();
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t row = (size_t)b * T + t;
@@ -135,18 +154,22 @@ void embedding_forward(float *out, const int *tokens, const float *table, const 
             for (int c = 0; c < C; c++) o[c] = e[c] * scale + pe[c];
         }
     }
+    prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
 void embedding_backward(float *dtable, const float *dout, const int *tokens, float scale, int N, int C) {
+    double t0_ = prof_start();
     for (int n = 0; n < N; n++) {
         float *de = dtable + (size_t)tokens[n] * C;
         const float *d = dout + (size_t)n * C;
         for (int c = 0; c < C; c++) de[c] += d[c] * scale;
     }
+    prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
 double crossentropy_forward(float *probs, const float *logits, const int *targets, int N, int V, float eps, int pad,
                             int *count, double *nll_out) {
+    double t0_ = prof_start();
     double loss = 0.0, nll = 0.0;
     int counted = 0;
     for (int n = 0; n < N; n++) {
@@ -173,11 +196,13 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
     }
     *count = counted;
     if (nll_out) *nll_out = nll;
+    prof_stop(PROF_EMBED_LOSS, t0_);
     return loss;
 }
 
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
                            float scale) {
+    double t0_ = prof_start();
     float off = eps / (float)V;
     for (int n = 0; n < N; n++) {
         float *d = dlogits + (size_t)n * V;
@@ -189,6 +214,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
         for (int v = 0; v < V; v++) d[v] = (p[v] - off) * scale;
         d[targets[n]] -= (1.0f - eps) * scale;
     }
+    prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
 void positional_table(float *pe, int T, int C) {

@@ -254,6 +254,7 @@ static const struct {
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
     {"attention", cmd_attention, "attention maps of one sentence: qkv attention RUN --text \"...\" [--target \"...\"] [--out DIR]"},
     {"align", cmd_align, "word alignments from cross-attention: qkv align RUN --src F --tgt F [--gold F] [--layer L --head H]"},
+    {"bench", cmd_bench, "training and decoding speed, the sgemm ceiling, a per-op breakdown (make bench)"},
     {"grads", cmd_grads, "one batch's loss and gradients, for parity checks: qkv grads RUN --out DIR [--batch K]"},
     {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},
     {"help", cmd_help, "this list"},

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "profile.h"
 #include "util.h"
 
 /* ---- parameter table ---------------------------------------------------------------- */
@@ -239,7 +240,7 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
     a->attn.dk = take(&cv, Nmax * d);
     a->attn.dv = take(&cv, Nmax * d);
     a->attn.dctx = take(&cv, Nmax * d);
-    a->attn.dp = take(&cv, (size_t)Tmax * Tmax);
+    a->attn.dp = take(&cv, (size_t)B * H * Tmax * Tmax);
     return cv.used;
 }
 
@@ -282,7 +283,9 @@ static void residual_out(Residual *r, const NormParams *n, const float *x, const
                          float p, uint64_t key) {
     size_t cnt = (size_t)N * d;
     dropout_forward(r->sum, r->mask, y, cnt, p, key);
+    double t0 = prof_start();
     for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
+    prof_stop(PROF_ELEMENTWISE, t0);
     if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, N, d);
 }
 
@@ -297,10 +300,11 @@ static float *residual_out_backward(Residual *r, const NormParams *n, NormParams
         layernorm_backward(tmp_sum, gn->w, gn->b, dx, r->sum, n->w, r->mean, r->rstd, N, d);
         memcpy(dx, tmp_sum, sizeof(float) * cnt);
     }
+    double t0 = prof_start();
     for (size_t i = 0; i < cnt; i++) dsub[i] = dx[i] * r->mask[i];
-    if (!pre) return dx;
-    memset(tmp_in, 0, sizeof(float) * cnt);
-    return tmp_in;
+    if (pre) memset(tmp_in, 0, sizeof(float) * cnt);
+    prof_stop(PROF_ELEMENTWISE, t0);
+    return pre ? tmp_in : dx;
 }
 
 /* Backward of residual_in: for pre-LN, push the sub-layer's input gradient through LN. */
@@ -320,7 +324,9 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
     memset(dhidden, 0, sizeof(float) * (size_t)N * ff);
     matmul_backward(dhidden, g->w_2, g->b_2, dout, f->hidden, w->w_2, N, ff, d);
     /* ReLU backward in place: the gradient is kept where the activation was positive */
+    double t0 = prof_start();
     for (size_t i = 0; i < (size_t)N * ff; i++) dhidden[i] = f->hidden[i] > 0.0f ? dhidden[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0);
     matmul_backward(dx, g->w_1, g->b_1, dhidden, x, w->w_1, N, d, ff);
 }
 
@@ -386,8 +392,10 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     if (pre) layernorm_forward(a->tgt.out, a->tgt.norm_mean, a->tgt.norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
     else memcpy(a->tgt.out, x, sizeof(float) * (size_t)N * d);
     /* logits = h . generator^T */
+    double t0 = prof_start();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, c->tgt_vocab, d, 1.0f, a->tgt.out, d, m->p.generator, d,
                 0.0f, a->logits, c->tgt_vocab);
+    prof_stop(PROF_MATMUL, t0);
 }
 
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
@@ -422,7 +430,9 @@ void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params
 
 static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
     int d = m->cfg.d_model;
+    double t0 = prof_start();
     for (size_t i = 0; i < (size_t)N * d; i++) dx[i] *= s->emb_mask[i];
+    prof_stop(PROF_EMBED_LOSS, t0);
     embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
 }
 
@@ -434,9 +444,11 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
     /* loss and output projection */
     crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, QKV_PAD,
                           m->n_tokens ? 1.0f / (float)m->n_tokens : 0.0f);
+    double t0 = prof_start();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, d, V, 1.0f, a->logits, V, m->p.generator, d, 0.0f, dx, d);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, d, N, 1.0f, a->logits, V, a->tgt.out, d, 1.0f,
                 m->g.generator, d);
+    prof_stop(PROF_MATMUL, t0);
     if (pre) {
         const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
         memset(a->d_sum, 0, sizeof(float) * (size_t)N * d);

@@ -13,6 +13,7 @@
 
 #include "checkpoint.h"
 #include "corpus.h"
+#include "profile.h"
 #include "run.h"
 #include "util.h"
 
@@ -42,9 +43,11 @@ double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
     model_zero_grad(m);
     double loss = model_forward(m, &b, 1, t->seed, (uint64_t)step);
     model_backward(m, &b);
+    double t0 = prof_start();
     clip_grad_norm(m->grads, m->n_params, t->clip_norm);
     *lr = lr_at(&t->sched, step);
     adam_step(t->adam, m->params, m->grads, m->tensors, m->n_tensors, *lr);
+    prof_stop(PROF_OPTIM, t0);
     return loss;
 }
 

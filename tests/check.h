@@ -29,6 +29,7 @@ extern const TestCase config_tests[];
 extern const TestCase train_tests[];
 extern const TestCase checkpoint_tests[];
 extern const TestCase attnmap_tests[];
+extern const TestCase decode_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

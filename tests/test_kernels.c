@@ -199,7 +199,7 @@ static void check_attention(int Tq, int Tk, int causal, int self, const char *wh
     c.wout = alloc_normal(nq, &r, 1);
     c.a.q = xmalloc(nq * 4), c.a.k = xmalloc(nk * 4), c.a.v = xmalloc(nk * 4);
     c.a.p = xmalloc((size_t)B * H * Tq * Tk * 4), c.a.ctx = xmalloc(nq * 4), c.a.out = xmalloc(nq * 4);
-    AttnScratch sc = {xmalloc(nq * 4), xmalloc(nk * 4), xmalloc(nk * 4), xmalloc(nq * 4), xmalloc((size_t)Tq * Tk * 4)};
+    AttnScratch sc = {xmalloc(nq * 4), xmalloc(nk * 4), xmalloc(nk * 4), xmalloc(nq * 4), xmalloc((size_t)B * H * Tq * Tk * 4)};
     float *dxq = xcalloc(nq, 4), *dxkv = self ? dxq : xcalloc(nk, 4);
     attn_loss(&c);
     /* probabilities: rows sum to one, masked keys exactly zero */

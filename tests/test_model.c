@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/decode.h"
 #include "../src/model.h"
 #include "check.h"
 #include "gradcheck.h"
@@ -160,5 +161,57 @@ const TestCase model_tests[] = {
     {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},
     {"model_padding_is_invisible", test_padding_is_invisible},
+    {NULL, NULL},
+};
+
+/* Greedy decoding with cached keys and values gives the tokens that re-running the full
+ * decoder over each prefix would: at every position the full forward's argmax is the
+ * decoded token (or EOS at the end), unless the top two logits are a near tie. */
+static void test_cached_decoding_matches_full_forward(void) {
+    for (int pre = 0; pre < 2; pre++) {
+        ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 14, .d_model = 16, .heads = 4, .d_ff = 24,
+                           .encoder_layers = 2, .decoder_layers = 2, .pre_norm = pre, .tie_embeddings = !pre,
+                           .max_positions = 40};
+        Model m;
+        model_init(&m, &cfg);
+        model_init_weights(&m, 11 + (uint64_t)pre);
+        Rng r = {5};
+        enum { N = 7 };
+        Seq src[N], out[N];
+        for (int i = 0; i < N; i++) {
+            src[i].len = 2 + (int)rng_below(&r, 6);
+            src[i].ids = xmalloc(sizeof(int) * (size_t)src[i].len);
+            for (int k = 0; k < src[i].len; k++) src[i].ids[k] = 4 + (int)rng_below(&r, 8);
+        }
+        greedy_decode(&m, src, N, out);
+        for (int i = 0; i < N; i++) {
+            int S = src[i].len + 1, T = out[i].len + 1;
+            int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T);
+            memcpy(s, src[i].ids, sizeof(int) * (size_t)src[i].len);
+            s[S - 1] = 2;
+            tin[0] = 1;
+            memcpy(tin + 1, out[i].ids, sizeof(int) * (size_t)out[i].len);
+            ModelBatch b = {1, S, T, s, &S, tin, NULL, &T};
+            model_reserve(&m, model_arena_floats(&m, 1, S, T));
+            model_encode(&m, &b);
+            model_decode(&m, &b);
+            for (int t = 0; t < T; t++) {
+                const float *z = model_logits_at(&m, 0, t);
+                int want = t < out[i].len ? out[i].ids[t] : 2, best = 2;
+                for (int v = 3; v < cfg.tgt_vocab; v++)
+                    if (z[v] > z[best]) best = v;
+                int capped = t == out[i].len && out[i].len == decode_max_len(&m, src[i].len);
+                CHECK(best == want || capped || fabsf(z[best] - z[want]) < 1e-4f,
+                      "%s-LN: sentence %d position %d: cached decoding chose %d, the full forward %d", pre ? "pre" : "post",
+                      i, t, want, best);
+            }
+            free(s), free(tin), free(out[i].ids), free(src[i].ids);
+        }
+        model_free(&m);
+    }
+}
+
+const TestCase decode_tests[] = {
+    {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {NULL, NULL},
 };

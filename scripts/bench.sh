@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make bench: qkv against PyTorch on the same batches, for three model sizes, with the
+# machine's sgemm ceiling measured in the same run. Writes build/bench/table.txt.
+# QKV_BENCH_SIZES="tiny small" limits the sizes; QKV_BENCH_SCALE=2 doubles the steps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QKV_EXTRA_PACKAGES="python3-torch python3-yaml" scripts/deps.sh
+QKV=${QKV:-build/qkv}
+out=build/bench
+mkdir -p "$out"
+[[ -f data/toy/train.src ]] || "$QKV" toy-data data/toy >/dev/null
+scale=${QKV_BENCH_SCALE:-1}
+
+declare -A sets=(
+    [tiny]="model.d_model=64 model.heads=4 model.d_ff=256 model.encoder_layers=2 model.decoder_layers=2"
+    [small]="model.d_model=128 model.heads=4 model.d_ff=512 model.encoder_layers=3 model.decoder_layers=3"
+    [base]="model.d_model=256 model.heads=8 model.d_ff=1024 model.encoder_layers=3 model.decoder_layers=3"
+)
+declare -A steps=([tiny]=100 [small]=60 [base]=30)
+
+{
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+    echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-(not set)}"
+} | tee "$out/machine.txt"
+
+results=()
+for size in ${QKV_BENCH_SIZES:-tiny small base}; do
+    args=()
+    for s in ${sets[$size]}; do args+=(--set "$s"); done
+    n=$((steps[$size] * scale))
+    echo "== $size: qkv ($n steps)" >&2
+    "$QKV" bench configs/toy.yaml "${args[@]}" --steps "$n" --warmup 5 --decode 200 --dump "$out/$size.json" >"$out/$size.qkv.json"
+    cat "$out/$size.qkv.json" >&2
+    # PyTorch: one thread for both torch and OpenBLAS, and two torch threads; the faster is kept
+    best=""
+    for t in 1 2; do
+        echo "== $size: pytorch, $t thread(s)" >&2
+        OPENBLAS_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch.py "$out/$size.json" "$t" >"$out/$size.torch$t.json"
+        cat "$out/$size.torch$t.json" >&2
+        best=$(/usr/bin/python3 -c 'import json,sys
+a=[json.load(open(f)) for f in sys.argv[1:] if f]
+print(max(a, key=lambda r: r["tokens_per_s"])["threads"])' "$out/$size.torch$t.json" ${best:+"$out/$size.torch$best.json"})
+    done
+    results+=("$size:$out/$size.qkv.json:$out/$size.torch$best.json")
+done
+
+/usr/bin/python3 - "${results[@]}" <<'EOF' | tee "$out/table.txt"
+import json, sys
+rows = []
+for arg in sys.argv[1:]:
+    size, q, t = arg.split(":")
+    rows.append((size, json.load(open(q)), json.load(open(t))))
+q0 = rows[0][1]
+print(f"OpenBLAS {q0['corename']} kernels, {q0['threads']} threads; sgemm peak measured in this run: {q0['peak_gflops']:.1f} GFLOP/s")
+print()
+print(f"{'model':6s} {'impl':8s} {'tokens/s':>10s} {'step ms':>8s} {'GFLOP/s':>8s} {'MFU':>6s} {'RSS MB':>7s} {'decode sent/s':>14s}")
+for size, q, t in rows:
+    print(f"{size:6s} {'qkv':8s} {q['tokens_per_s']:10.0f} {q['step_ms']:8.2f} {q['gflops']:8.1f} {100*q['mfu']:5.1f}% {q['peak_rss_mb']:7.1f} {q['decode_sentences_per_s']:14.1f}")
+    gt = q['flops_per_step'] / (t['step_ms'] / 1e3) / 1e9
+    print(f"{'':6s} {'pytorch':8s} {t['tokens_per_s']:10.0f} {t['step_ms']:8.2f} {gt:8.1f} {100*gt/q['peak_gflops']:5.1f}% {t['peak_rss_mb']:7.1f} {t['decode_sentences_per_s']:14.1f}   ({t['threads']} torch thread(s), OPENBLAS_NUM_THREADS=1)")
+    print(f"{'':6s} {'ratio':8s} {q['tokens_per_s']/t['tokens_per_s']:9.2f}x {'':8s} {'':8s} {'':6s} {t['peak_rss_mb']/q['peak_rss_mb']:6.1f}x {q['decode_sentences_per_s']/t['decode_sentences_per_s']:13.1f}x")
+print()
+print("qkv time per step by kind of work (ms):")
+names = list(rows[0][1]["breakdown_ms"].keys())
+print(f"{'':24s}" + "".join(f"{size:>9s}" for size, _, _ in rows))
+for n in names:
+    print(f"{n:24s}" + "".join(f"{q['breakdown_ms'][n]:9.2f}" for _, q, _ in rows))
+print()
+print("FLOPs per step are counted from every matrix product (forward 2mnk, backward twice that) at the")
+print("padded batch shapes; MFU = achieved GFLOP/s / the sgemm peak above. RSS: peak resident set size.")
+EOF

@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""The PyTorch peer of `qkv bench`: the same architecture (scripts/qkv_torch.py), the same
+batches in the same order, the same optimizer step (label-smoothed loss, backward, norm
+clipping, Adam with the warmup schedule), dropout on, float32; then greedy decoding of the
+same sentences the same way (the decoder re-run over the prefix at each step).
+
+Usage: bench_torch.py DUMP.json THREADS     (DUMP.json from `qkv bench --dump`)
+Prints one JSON line like qkv bench's. Run it with OPENBLAS_NUM_THREADS set as wanted.
+"""
+import json
+import math
+import resource
+import sys
+import time
+
+import torch
+
+from qkv_torch import decode, encode, forward
+
+
+def main():
+    dump, threads = sys.argv[1], int(sys.argv[2])
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    with open(dump) as f:
+        job = json.load(f)
+    d, ff, V_src, V_tgt = job["d_model"], job["d_ff"], job["src_vocab"], job["tgt_vocab"]
+    m = {k: job[k] for k in ("d_model", "heads", "encoder_layers", "decoder_layers")}
+    m["norm"] = "pre" if job["pre_norm"] else "post"
+    m["tie_embeddings"] = bool(job["tie_embeddings"])
+    cfg = {"model": m, "train": {"label_smoothing": job["label_smoothing"]}}
+
+    shapes = {"encoder.embed_tokens": (V_src, d), "decoder.embed_tokens": (V_tgt, d)}
+    if not m["tie_embeddings"]:
+        shapes["generator"] = (V_tgt, d)
+    attn = [("w_q", (d, d)), ("b_q", (d,)), ("w_k", (d, d)), ("b_k", (d,)), ("w_v", (d, d)), ("b_v", (d,)),
+            ("w_o", (d, d)), ("b_o", (d,))]
+    ffn = [("w_1", (d, ff)), ("b_1", (ff,)), ("w_2", (ff, d)), ("b_2", (d,))]
+    norm = [("weight", (d,)), ("bias", (d,))]
+    for side, layers, subs in (("encoder", m["encoder_layers"], ["self_attn", "norm1", "ffn", "norm2"]),
+                               ("decoder", m["decoder_layers"],
+                                ["self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3"])):
+        for l in range(layers):
+            for sub in subs:
+                kind = attn if "attn" in sub else ffn if sub == "ffn" else norm
+                for leaf, shape in kind:
+                    shapes[f"{side}.layers.{l}.{sub}.{leaf}"] = shape
+        if m["norm"] == "pre":
+            for leaf, shape in norm:
+                shapes[f"{side}.norm.{leaf}"] = shape
+    params = {}
+    for name, shape in shapes.items():
+        if len(shape) == 2 and "embed" not in name and name != "generator":
+            w = torch.empty(shape)
+            torch.nn.init.xavier_uniform_(w)
+        elif len(shape) == 2:
+            w = torch.randn(shape) / math.sqrt(d)
+        else:
+            w = torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
+        params[name] = w.requires_grad_()
+    plist = list(params.values())
+    opt = torch.optim.Adam(plist, lr=1e-3, betas=(job["beta1"], job["beta2"]), eps=job["eps"])
+
+    def lr_at(step):
+        return job["lr_factor"] / math.sqrt(d) * min(step ** -0.5, step * job["warmup"] ** -1.5)
+
+    warm = job["warmup_steps"]
+    batches = job["batches"]
+    tokens = 0
+    t_train = 0.0
+    loss = None
+    for step, batch in enumerate(batches, start=1):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = forward(params, cfg, batch, dropout=job["dropout"])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(plist, job["clip_norm"])
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        opt.step()
+        dt = time.perf_counter() - t0
+        if step > warm:
+            t_train += dt
+            tokens += batch["tokens"]
+    steps = len(batches) - warm
+
+    # greedy decoding, groups of 64, the decoder re-run over the prefix at each step
+    sources = job["decode_src"]
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for g in range(0, len(sources), 64):
+            group = sources[g : g + 64]
+            B, S = len(group), max(len(s) for s in group) + 1
+            src = torch.zeros(B, S, dtype=torch.long)
+            for i, s in enumerate(group):
+                src[i, : len(s)] = torch.tensor(s)
+                src[i, len(s)] = 2
+            src_len = torch.tensor([len(s) + 1 for s in group])
+            memory = encode(params, m, src, src_len)
+            limit = [2 * len(s) + 10 for s in group]
+            out = torch.ones(B, 1, dtype=torch.long)  # BOS
+            done = torch.zeros(B, dtype=torch.bool)
+            for t in range(1, max(limit) + 1):
+                logits = decode(params, m, memory, src_len, out, torch.full((B,), t))
+                last = logits[:, -1, :].clone()
+                last[:, 0] = float("-inf")
+                last[:, 1] = float("-inf")
+                nxt = last.argmax(-1)
+                nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+                done = done | (nxt == 2) | (t >= torch.tensor(limit))
+                out = torch.cat([out, nxt.view(B, 1)], dim=1)
+                if bool(done.all()):
+                    break
+    t_decode = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({
+        "impl": "pytorch", "threads": threads, "steps": steps, "tokens_per_s": tokens / t_train,
+        "step_ms": 1e3 * t_train / steps, "peak_rss_mb": rss, "decode_sentences_per_s": len(sources) / t_decode,
+        "final_loss": float(loss), "torch": torch.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

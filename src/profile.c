@@ -1,0 +1,7 @@
+/* profile: see profile.h. */
+#include "profile.h"
+
+int prof_enabled;
+double prof_seconds[PROF_N];
+const char *prof_names[PROF_N] = {"matrix products", "attention products", "softmax", "layer norm",
+                                  "relu/dropout/residual", "embedding/loss", "optimizer"};
