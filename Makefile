@@ -1,8 +1,10 @@
 # qkv: `make` builds build/qkv; `make test` runs every test; `make demo` shows it working.
 CC      ?= cc
 PKGS    := openblas yaml-0.1 jansson
-CFLAGS  ?= -O2 -march=native -g
-CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP
+# -O3 measured faster than -O2 here (the element-wise loops vectorise); never -Ofast or
+# -ffast-math, which break the NaN guards. CFLAGS may be overridden; QKV_CFLAGS may not.
+CFLAGS  ?= -O3 -march=native -g
+QKV_CFLAGS := -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP -pthread
 CPPFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 BUILD   ?= build
@@ -21,7 +23,7 @@ deps:
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
 # The attention viewer page is kept as plain HTML and compiled in as a C string.
 $(BUILD)/gen/attnview.c: src/attnview.html
@@ -31,18 +33,18 @@ $(BUILD)/gen/attnview.c: src/attnview.html
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
 $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_PKG)
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $^ $(LDLIBS_PKG)
 
 # The allocator is wrapped in the test binary so a test can count allocations per step.
 $(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $^ $(LDLIBS_PKG)
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $^ $(LDLIBS_PKG)
 
 # The unit tests (gradient checks, data, config) alone.
 unit: $(BUILD)/qkv_test

@@ -122,16 +122,11 @@ int cmd_bench(int argc, char **argv) {
     model_init_weights(&m, (uint64_t)cfg.seed);
     Batcher tb;
     batcher_init(&tb, &train, cfg.train.batch_tokens, (uint64_t)cfg.seed, 1);
-    size_t need = 0;
-    for (int k = 0; k < tb.n_batches; k++) {
-        size_t n = model_arena_floats(&m, tb.batches[k].count, tb.batches[k].S, tb.batches[k].T);
-        if (n > need) need = n;
-    }
-    model_reserve(&m, need);
     Adam adam;
     adam_init(&adam, m.n_params, cfg.train.adam.beta1, cfg.train.adam.beta2, cfg.train.adam.eps,
               cfg.train.adam.weight_decay);
-    TrainStep ts = {&m, &adam, &tb,
+    Workers *workers = train_workers(&m, &adam, cfg.train.threads, &tb, 0);
+    TrainStep ts = {workers, &tb,
                     {cfg.train.lr.schedule, cfg.train.lr.factor, cfg.train.lr.warmup, cfg.model.d_model, cfg.train.lr.value},
                     cfg.train.clip_norm, (uint64_t)cfg.seed};
     FILE *df = NULL;
@@ -183,6 +178,8 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     prof_enabled = 0;
+    workers_stop(workers);
+    openblas_set_num_threads(cfg.train.threads); /* decoding uses OpenBLAS's own threads */
     /* greedy decoding of validation (else training) sources */
     const Corpus *dc = has_valid ? &valid : &train;
     int nd = n_decode < dc->n ? n_decode : dc->n;

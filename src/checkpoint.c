@@ -182,7 +182,7 @@ static int parse_meta(CkptFile *f, json_t *md) {
     const char *format = meta_str(md, "format");
     if (!format || strcmp(format, CKPT_FORMAT) != 0)
         return fault(f, "format '%s' is not %s", format ? format : "(none)", CKPT_FORMAT);
-    int64_t v;
+    int64_t v = 0;
     if (meta_int(f, md, "step", &m->step) || meta_int(f, md, "epoch", &m->epoch) || meta_int(f, md, "seed", &m->seed))
         return -1;
     if (meta_int(f, md, "batch_pos", &v)) return -1;
@@ -201,10 +201,20 @@ static int parse_meta(CkptFile *f, json_t *md) {
 }
 
 int ckpt_open(CkptFile *f, const char *path) {
+    size_t len;
+    char *bytes = read_file(path, &len);
+    if (!bytes) {
+        memset(f, 0, sizeof *f);
+        return -1;
+    }
+    return ckpt_parse(f, path, bytes, len);
+}
+
+int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    f->bytes = read_file(path, &f->len);
-    if (!f->bytes) return -1;
+    f->bytes = bytes;
+    f->len = len;
     json_t *root = NULL;
     int rc = -1;
     if (f->len < 8) {

@@ -59,6 +59,9 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
 
 /* Reads and verifies a file without a model (for `qkv info` and ckpt_load). */
 int ckpt_open(CkptFile *f, const char *path);
+/* The same over bytes already in memory (malloc'd; f owns them from here, even on
+ * failure); path names them in errors. */
+int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len);
 void ckpt_close(CkptFile *f);
 
 /* Copies a verified file into m (and adam when not NULL) after checking every tensor of

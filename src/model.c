@@ -43,7 +43,7 @@ static float *tensor(Binder *bd, const char *name, int rows, int cols) {
 }
 
 static void bind_attn(Binder *bd, AttnParams *a, const char *prefix, int d) {
-    char n[80];
+    char n[96];
 #define T2(field) (snprintf(n, sizeof n, "%s." #field, prefix), a->field = tensor(bd, n, d, d))
 #define T1(field) (snprintf(n, sizeof n, "%s." #field, prefix), a->field = tensor(bd, n, d, 0))
     T2(w_q), T1(b_q), T2(w_k), T1(b_k), T2(w_v), T1(b_v), T2(w_o), T1(b_o);
@@ -52,7 +52,7 @@ static void bind_attn(Binder *bd, AttnParams *a, const char *prefix, int d) {
 }
 
 static void bind_norm(Binder *bd, NormParams *p, const char *prefix, int d) {
-    char n[80];
+    char n[96];
     snprintf(n, sizeof n, "%s.weight", prefix);
     p->w = tensor(bd, n, d, 0);
     snprintf(n, sizeof n, "%s.bias", prefix);
@@ -60,7 +60,7 @@ static void bind_norm(Binder *bd, NormParams *p, const char *prefix, int d) {
 }
 
 static void bind_ffn(Binder *bd, FfnParams *p, const char *prefix, int d, int ff) {
-    char n[80];
+    char n[96];
     snprintf(n, sizeof n, "%s.w_1", prefix);
     p->w_1 = tensor(bd, n, d, ff);
     snprintf(n, sizeof n, "%s.b_1", prefix);
@@ -74,7 +74,7 @@ static void bind_ffn(Binder *bd, FfnParams *p, const char *prefix, int d, int ff
 static void bind_params(Binder *bd, Params *p) {
     const ModelConfig *c = &bd->m->cfg;
     int d = c->d_model;
-    char n[80];
+    char n[64];
     p->src_embed = tensor(bd, "encoder.embed_tokens", c->src_vocab, d);
     p->tgt_embed = tensor(bd, "decoder.embed_tokens", c->tgt_vocab, d);
     p->generator = c->tie_embeddings ? p->tgt_embed : tensor(bd, "generator", c->tgt_vocab, d);
@@ -122,12 +122,25 @@ int model_init(Model *m, const ModelConfig *cfg) {
     return 0;
 }
 
+void model_init_replica(Model *r, const Model *m) {
+    *r = *m;
+    r->is_replica = 1;
+    r->grads = xcalloc(m->n_params, sizeof(float));
+    Binder bd = {.m = r, .base = r->grads};
+    bind_params(&bd, &r->g);
+    r->arena = NULL;
+    r->arena_floats = 0;
+    r->B = r->S = r->T = -1;
+}
+
 void model_free(Model *m) {
     if (!m) return;
-    free(m->tensors);
-    free(m->params);
+    if (!m->is_replica) {
+        free(m->tensors);
+        free(m->params);
+        free(m->pos_table);
+    }
     free(m->grads);
-    free(m->pos_table);
     free(m->arena);
     memset(m, 0, sizeof *m);
 }
@@ -406,7 +419,7 @@ double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, ui
     int count = 0;
     m->loss_sum = crossentropy_forward(m->a.logits, m->a.logits, b->tgt_out, b->B * b->T, m->cfg.tgt_vocab,
                                        m->cfg.label_smoothing, QKV_PAD, &count, &m->nll_sum);
-    m->n_tokens = count;
+    m->n_tokens = m->loss_tokens = count;
     return count ? m->loss_sum / count : 0.0;
 }
 
@@ -443,7 +456,7 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
     float *dx = a->d_tgt;
     /* loss and output projection */
     crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, QKV_PAD,
-                          m->n_tokens ? 1.0f / (float)m->n_tokens : 0.0f);
+                          m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f);
     double t0 = prof_start();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, d, V, 1.0f, a->logits, V, m->p.generator, d, 0.0f, dx, d);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, d, N, 1.0f, a->logits, V, a->tgt.out, d, 1.0f,

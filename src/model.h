@@ -58,7 +58,7 @@ typedef struct {
 } Params;
 
 typedef struct {
-    char name[80];
+    char name[96];
     int ndim;
     int shape[2];
     size_t offset, size; /* in floats */
@@ -133,11 +133,17 @@ typedef struct {
     /* results of the last model_forward */
     double loss_sum, nll_sum;
     int n_tokens;
+    int loss_tokens; /* the backward pass divides by this: n_tokens, or a whole batch's when
+                        the batch is split across replicas (parallel.c) */
+    int is_replica;  /* shares params, table and positions with another Model */
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
 int model_init(Model *m, const ModelConfig *cfg);
 void model_free(Model *m);
+/* A second Model over the same parameters with its own gradients and activations, for
+ * working on part of a batch on another thread. Freed with model_free. */
+void model_init_replica(Model *r, const Model *m);
 /* Xavier-uniform matrices, N(0, d^-1/2) embeddings, zero biases, unit norms. */
 void model_init_weights(Model *m, uint64_t seed);
 

@@ -28,23 +28,31 @@ void adam_free(Adam *a) {
     a->m = a->v = NULL;
 }
 
-void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr) {
-    a->t++;
+void adam_update_range(const Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors,
+                       double lr, int64_t t, size_t begin, size_t end) {
     float b1 = (float)a->beta1, b2 = (float)a->beta2;
-    float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)a->t)));
-    float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)a->t)));
+    float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)t)));
+    float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)t)));
     float eps = (float)a->eps, flr = (float)lr;
     for (int k = 0; k < n_tensors; k++) {
-        const TensorInfo *t = &tensors[k];
-        float decay = t->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
-        float *w = params + t->offset, *m = a->m + t->offset, *v = a->v + t->offset;
-        const float *g = grads + t->offset;
-        for (size_t i = 0; i < t->size; i++) {
-            m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-            v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        const TensorInfo *ti = &tensors[k];
+        size_t lo = ti->offset > begin ? ti->offset : begin, hi = ti->offset + ti->size < end ? ti->offset + ti->size : end;
+        if (lo >= hi) continue;
+        float decay = ti->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
+        float *w = params, *m = a->m, *v = a->v;
+        for (size_t i = lo; i < hi; i++) {
+            m[i] = b1 * m[i] + (1.0f - b1) * grads[i];
+            v[i] = b2 * v[i] + (1.0f - b2) * grads[i] * grads[i];
             w[i] -= flr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps) + decay * w[i];
         }
     }
+}
+
+void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr) {
+    a->t++;
+    size_t n = 0;
+    for (int k = 0; k < n_tensors; k++) n = tensors[k].offset + tensors[k].size > n ? tensors[k].offset + tensors[k].size : n;
+    adam_update_range(a, params, grads, tensors, n_tensors, lr, a->t, 0, n);
 }
 
 double clip_grad_norm(float *grads, size_t n, double max_norm) {

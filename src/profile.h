@@ -8,12 +8,13 @@
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_SOFTMAX, PROF_LAYERNORM, PROF_ELEMENTWISE, PROF_EMBED_LOSS, PROF_OPTIM, PROF_N };
 
 extern int prof_enabled;
+extern _Thread_local int prof_elsewhere; /* set on worker threads: only the main thread counts */
 extern double prof_seconds[PROF_N];
 extern const char *prof_names[PROF_N];
 
-static inline double prof_start(void) { return prof_enabled ? now_seconds() : 0.0; }
+static inline double prof_start(void) { return prof_enabled && !prof_elsewhere ? now_seconds() : 0.0; }
 static inline void prof_stop(int bucket, double t0) {
-    if (prof_enabled) prof_seconds[bucket] += now_seconds() - t0;
+    if (prof_enabled && !prof_elsewhere) prof_seconds[bucket] += now_seconds() - t0;
 }
 
 #endif

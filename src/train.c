@@ -28,6 +28,7 @@ typedef struct {
     Model m;
     Adam adam;
     Batcher tb, vb;
+    Workers *workers;
     TrainStep ts;
     int64_t step; /* steps done */
     double last_valid, best_valid;
@@ -37,18 +38,22 @@ typedef struct {
 } Trainer;
 
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
-    Model *m = t->model;
     ModelBatch b;
     *tokens = batcher_next(t->batches, &b);
-    model_zero_grad(m);
-    double loss = model_forward(m, &b, 1, t->seed, (uint64_t)step);
-    model_backward(m, &b);
-    double t0 = prof_start();
-    clip_grad_norm(m->grads, m->n_params, t->clip_norm);
     *lr = lr_at(&t->sched, step);
-    adam_step(t->adam, m->params, m->grads, m->tensors, m->n_tensors, *lr);
-    prof_stop(PROF_OPTIM, t0);
-    return loss;
+    return workers_step(t->workers, &b, t->seed, (uint64_t)step, t->clip_norm, *lr);
+}
+
+Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats) {
+    Workers *w = workers_start(m, adam, threads);
+    size_t need = 0;
+    for (int k = 0; k < b->n_batches; k++) {
+        size_t n = workers_arena_floats(w, b->batches[k].count, b->batches[k].S, b->batches[k].T);
+        if (n > need) need = n;
+    }
+    workers_reserve(w, need);
+    model_reserve(m, need > extra_floats ? need : extra_floats);
+    return w;
 }
 
 /* ---- data ---------------------------------------------------------------------------- */
@@ -120,21 +125,18 @@ static size_t arena_need(const Model *m, const Batcher *b, size_t need) {
 /* Model, optimizer, batches, arena: everything but the weights' values. */
 static int setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
-    openblas_set_num_threads(cfg->train.threads);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
-    printf("openblas: %s kernels%s, %d threads\n", openblas_get_corename(),
-           coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", openblas_get_num_threads());
+    printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
+           openblas_get_corename(), coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", cfg->train.threads);
     ModelConfig mc = run_model_config(cfg, t->run.src_vocab.size, t->run.tgt_vocab.size);
     if (model_init(&t->m, &mc) != 0) return err_set("%s: %s", cfg->source, err_msg());
     model_init_weights(&t->m, (uint64_t)cfg->seed);
     batcher_init(&t->tb, &t->train, cfg->train.batch_tokens, (uint64_t)cfg->seed, 1);
     if (t->has_valid) batcher_init(&t->vb, &t->valid, cfg->train.batch_tokens, 0, 0);
-    size_t need = arena_need(&t->m, &t->tb, 0);
-    if (t->has_valid) need = arena_need(&t->m, &t->vb, need);
-    model_reserve(&t->m, need);
     adam_init(&t->adam, t->m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
-    t->ts = (TrainStep){&t->m, &t->adam, &t->tb,
+    t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, t->has_valid ? arena_need(&t->m, &t->vb, 0) : 0);
+    t->ts = (TrainStep){t->workers, &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
                          cfg->train.lr.value},
                         cfg->train.clip_norm, (uint64_t)cfg->seed};
@@ -149,6 +151,7 @@ static int setup(Trainer *t) {
 
 static void trainer_free(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
+    workers_stop(t->workers);
     adam_free(&t->adam);
     batcher_free(&t->tb);
     if (t->has_valid) batcher_free(&t->vb);

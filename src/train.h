@@ -13,16 +13,20 @@
 #include "config.h"
 #include "model.h"
 #include "optim.h"
+#include "parallel.h"
 
 /* What one optimisation step needs. */
 typedef struct {
-    Model *model;
-    Adam *adam;
+    Workers *workers; /* the model and Adam, over train.threads threads (parallel.h) */
     Batcher *batches;
     LrSchedule sched;
     double clip_norm;
     uint64_t seed; /* dropout masks are keyed by (seed, step) */
 } TrainStep;
+
+/* Starts the threads for m and adam and reserves every arena for the largest share of
+ * any batch (and for extra_floats on the main model, e.g. validation). */
+Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats);
 
 /* One step: next batch, forward, backward, clip, Adam. Allocates nothing. Returns the
  * batch's mean loss; *tokens gets its real token count and *lr the rate used. */

@@ -27,21 +27,16 @@ static void test_step_allocates_nothing_and_learns(void) {
     model_init_weights(&m, 1);
     Batcher b;
     batcher_init(&b, &c, 200, 3, 1);
-    size_t need = 0;
-    for (int k = 0; k < b.n_batches; k++) {
-        size_t n = model_arena_floats(&m, b.batches[k].count, b.batches[k].S, b.batches[k].T);
-        if (n > need) need = n;
-    }
-    model_reserve(&m, need);
     Adam adam;
     adam_init(&adam, m.n_params, 0.9, 0.98, 1e-9, 0.0);
-    TrainStep ts = {&m, &adam, &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5};
+    TrainStep ts = {train_workers(&m, &adam, 2, &b, 0), &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5};
     int tokens;
     double lr, first = 0, last = 0;
     for (int step = 1; step <= 3; step++) first += train_step(&ts, step, &tokens, &lr); /* warm-up */
     long before = allocations;
     for (int step = 4; step <= 3 * b.n_batches; step++) last = train_step(&ts, step, &tokens, &lr);
     long during = allocations - before;
+    workers_stop(ts.workers);
     adam_free(&adam);
     batcher_free(&b);
     model_free(&m);
