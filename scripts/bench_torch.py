@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from parity import read_safetensors
 from qkv_torch import decode, encode, forward
 
 
@@ -84,8 +85,14 @@ def main():
             tokens += batch["tokens"]
     steps = len(batches) - warm
 
-    # greedy decoding, groups of 64, the decoder re-run over the prefix at each step
+    # greedy decoding with the weights qkv trained (so both decode the same sentences to
+    # the same translations: the same work), groups of 64, the decoder re-run over the
+    # prefix at each step
+    if job.get("weights"):
+        trained, _ = read_safetensors(job["weights"])
+        params = {name: torch.tensor(w) for name, w in trained.items()}
     sources = job["decode_src"]
+    produced = 0
     t0 = time.perf_counter()
     with torch.no_grad():
         for g in range(0, len(sources), 64):
@@ -100,6 +107,7 @@ def main():
             limit = [2 * len(s) + 10 for s in group]
             out = torch.ones(B, 1, dtype=torch.long)  # BOS
             done = torch.zeros(B, dtype=torch.bool)
+            lengths = torch.zeros(B, dtype=torch.long)
             for t in range(1, max(limit) + 1):
                 logits = decode(params, m, memory, src_len, out, torch.full((B,), t))
                 last = logits[:, -1, :].clone()
@@ -107,15 +115,18 @@ def main():
                 last[:, 1] = float("-inf")
                 nxt = last.argmax(-1)
                 nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+                lengths += (~done & (nxt != 2)).long()
                 done = done | (nxt == 2) | (t >= torch.tensor(limit))
                 out = torch.cat([out, nxt.view(B, 1)], dim=1)
                 if bool(done.all()):
                     break
+            produced += int(lengths.sum())
     t_decode = time.perf_counter() - t0
+    out_tokens = int(produced)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({
         "impl": "pytorch", "threads": threads, "steps": steps, "tokens_per_s": tokens / t_train,
-        "step_ms": 1e3 * t_train / steps, "peak_rss_mb": rss, "decode_sentences_per_s": len(sources) / t_decode,
+        "step_ms": 1e3 * t_train / steps, "peak_rss_mb": rss, "decode_sentences_per_s": len(sources) / t_decode, "decoded_tokens": out_tokens,
         "final_loss": float(loss), "torch": torch.__version__,
     }))
 

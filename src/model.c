@@ -195,13 +195,15 @@ static void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre) {
     r->out = pre ? r->sum : r->ln;
 }
 
-static void carve_attn(Carver *cv, AttnActs *a, int B, int Tq, int Tk, int d, int H) {
+/* `out` is only read by the residual right after it is written, never by a backward
+ * pass, so every sub-layer's output shares one buffer. */
+static void carve_attn(Carver *cv, AttnActs *a, int B, int Tq, int Tk, int d, int H, float *shared_out) {
     a->q = take(cv, (size_t)B * Tq * d);
     a->k = take(cv, (size_t)B * Tk * d);
     a->v = take(cv, (size_t)B * Tk * d);
     a->p = take(cv, (size_t)B * H * Tq * Tk);
     a->ctx = take(cv, (size_t)B * Tq * d);
-    a->out = take(cv, (size_t)B * Tq * d);
+    a->out = shared_out;
 }
 
 static void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
@@ -220,25 +222,27 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
     int d = c->d_model, H = c->heads, ff = c->d_ff, pre = c->pre_norm;
     size_t Ns = (size_t)B * S, Nt = (size_t)B * T, Nmax = Ns > Nt ? Ns : Nt;
     Carver cv = {.base = base};
+    float *shared_out = NULL; /* carved after the encoder's part, set just below */
     carve_stack(&cv, &a->src, Ns, d);
     for (int l = 0; l < c->encoder_layers; l++) {
         EncoderLayerActs *e = &a->enc[l];
         carve_residual(&cv, &e->r1, Ns, d, pre);
-        carve_attn(&cv, &e->attn, B, S, S, d, H);
+        carve_attn(&cv, &e->attn, B, S, S, d, H, shared_out);
         carve_residual(&cv, &e->r2, Ns, d, pre);
         e->ffn.hidden = take(&cv, Ns * ff);
-        e->ffn.out = take(&cv, Ns * d);
     }
+    shared_out = take(&cv, Nmax * d);
+    for (int l = 0; l < c->encoder_layers; l++) a->enc[l].attn.out = a->enc[l].ffn.out = shared_out;
     carve_stack(&cv, &a->tgt, Nt, d);
     for (int l = 0; l < c->decoder_layers; l++) {
         DecoderLayerActs *e = &a->dec[l];
         carve_residual(&cv, &e->r1, Nt, d, pre);
-        carve_attn(&cv, &e->self_attn, B, T, T, d, H);
+        carve_attn(&cv, &e->self_attn, B, T, T, d, H, shared_out);
         carve_residual(&cv, &e->r2, Nt, d, pre);
-        carve_attn(&cv, &e->cross_attn, B, T, S, d, H);
+        carve_attn(&cv, &e->cross_attn, B, T, S, d, H, shared_out);
         carve_residual(&cv, &e->r3, Nt, d, pre);
         e->ffn.hidden = take(&cv, Nt * ff);
-        e->ffn.out = take(&cv, Nt * d);
+        e->ffn.out = shared_out;
     }
     a->logits = take(&cv, Nt * c->tgt_vocab);
     a->d_src = take(&cv, Ns * d);
