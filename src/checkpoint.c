@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,7 @@ static int by_begin(const void *a, const void *b) {
 }
 
 static int parse_tensor(CkptFile *f, const char *name, json_t *e, CkptTensor *t) {
+    memset(t, 0, sizeof *t);
     if (strlen(name) >= sizeof t->name) return fault(f, "tensor name '%.40s...' is too long", name);
     snprintf(t->name, sizeof t->name, "%s", name);
     const char *dtype = json_string_value(json_object_get(e, "dtype"));
@@ -160,8 +162,10 @@ static int parse_tensor(CkptFile *f, const char *name, json_t *e, CkptTensor *t)
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1ll << 40))
             return fault(f, "tensor '%s' has a malformed shape", name);
         t->shape[d] = json_integer_value(v);
+        /* checked before multiplying: a product of large dimensions must not wrap */
+        if (t->shape[d] && count > (1ull << 40) / (uint64_t)t->shape[d])
+            return fault(f, "tensor '%s' is impossibly large", name);
         count *= (uint64_t)t->shape[d];
-        if (count > (1ull << 40)) return fault(f, "tensor '%s' is impossibly large", name);
     }
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(json_array_get(offs, 0)) ||
         !json_is_integer(json_array_get(offs, 1)))
@@ -186,8 +190,10 @@ static int parse_meta(CkptFile *f, json_t *md) {
     if (meta_int(f, md, "step", &m->step) || meta_int(f, md, "epoch", &m->epoch) || meta_int(f, md, "seed", &m->seed))
         return -1;
     if (meta_int(f, md, "batch_pos", &v)) return -1;
+    if (v > INT_MAX) return fault(f, "metadata 'batch_pos' is out of range");
     m->batch_pos = (int)v;
     if (meta_int(f, md, "threads", &v)) return -1;
+    if (v > INT_MAX) return fault(f, "metadata 'threads' is out of range");
     m->threads = (int)v;
     if (meta_float(f, md, "valid_loss", &m->valid_loss) || meta_float(f, md, "best_valid_loss", &m->best_valid_loss))
         return -1;

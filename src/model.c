@@ -182,7 +182,7 @@ typedef struct {
 
 static float *take(Carver *cv, size_t n) {
     float *p = cv->base ? cv->base + cv->used : NULL;
-    cv->used += (n + 15) & ~(size_t)15; /* 64-byte aligned slices */
+    cv->used += (n + 15) & ~(size_t)15; /* slices start at multiples of 64 bytes from the arena start */
     return p;
 }
 

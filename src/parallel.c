@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,12 +124,15 @@ Workers *workers_start(Model *m, Adam *adam, int n) {
     w->begin[n] = m->n_params;
     openblas_set_num_threads(1);
     if (n > 1) {
-        pthread_barrier_init(&w->start, NULL, (unsigned)n);
-        pthread_barrier_init(&w->phase, NULL, (unsigned)n);
-        pthread_barrier_init(&w->done, NULL, (unsigned)n);
-        for (int i = 1; i < n; i++) {
+        int rc = pthread_barrier_init(&w->start, NULL, (unsigned)n) | pthread_barrier_init(&w->phase, NULL, (unsigned)n) |
+                 pthread_barrier_init(&w->done, NULL, (unsigned)n);
+        for (int i = 1; i < n && rc == 0; i++) {
             w->arg[i] = (ThreadArg){w, i};
-            pthread_create(&w->thread[i], NULL, worker, &w->arg[i]);
+            rc = pthread_create(&w->thread[i], NULL, worker, &w->arg[i]);
+        }
+        if (rc != 0) { /* a runtime failure nothing here can repair; the barriers would hang */
+            fprintf(stderr, "qkv: cannot start %d training threads (error %d)\n", n, rc);
+            exit(1);
         }
     }
     return w;
