@@ -161,8 +161,13 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
     fprintf(f, "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
                "words)\n",
             L - 1, a->heads);
+    if (cols > 10) { /* column numbers past 9 get a tens line above the units */
+        fprintf(f, "%*s ", w, "");
+        for (int j = 0; j < cols; j++) j >= 10 ? fprintf(f, "%2d", j / 10 % 10) : fprintf(f, "  ");
+        fprintf(f, "\n");
+    }
     fprintf(f, "%*s ", w, "");
-    for (int j = 0; j < cols; j++) fprintf(f, "%2d", j % 100);
+    for (int j = 0; j < cols; j++) fprintf(f, "%2d", j % 10);
     fprintf(f, "\n");
     for (int t = 0; t < rows; t++) {
         fprintf(f, "%*.*s ", w, 16, a->tgt_out[t]);
