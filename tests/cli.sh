@@ -103,7 +103,8 @@ else
     bad "train_writes_resolved_config" "overrides or defaults missing from $run/config.yaml"
 fi
 expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; resume it with" "$QKV" train configs/toy.yaml --set run_dir="$run" \
-    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt"
+    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt"
 printf 'a b c\n\nzzz unknown words\n   \nb\n' >"$T/odd.src"
 out=$("$QKV" translate "$run" --greedy <"$T/odd.src" 2>/dev/null)
 rc=$?
