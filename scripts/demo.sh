@@ -22,6 +22,9 @@ echo "== what the model looks at: cross-attention of a held-out sentence"
 "$QKV" attention runs/toy --text "$(sed -n 3p data/toy/test.src)" --out runs/toy/attention 2>/dev/null | tail -n +4
 echo
 
+echo "== training curves: runs/toy/curves.svg; attention viewer: runs/toy/attention/index.html"
+echo
+
 echo "== the whole held-out split"
 "$QKV" translate runs/toy --greedy <data/toy/test.src >runs/toy/test.hyp
 awk 'NR==FNR{h[NR]=$0;next}{n++; if(h[FNR]==$0)c++}END{printf "exact match: %d of %d held-out sentences (%.1f%%)\n", c, n, 100*c/n}' \

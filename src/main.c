@@ -12,6 +12,7 @@
 #include "config.h"
 #include "corpus.h"
 #include "decode.h"
+#include "plot.h"
 #include "dump.h"
 #include "run.h"
 #include "tokenize.h"
@@ -241,6 +242,19 @@ static int cmd_grads(int argc, char **argv) {
     return 0;
 }
 
+static int cmd_plot(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: qkv plot RUN_DIR   (writes RUN_DIR/curves.svg from RUN_DIR/metrics.jsonl)\n");
+        return 2;
+    }
+    char m[2048], s[2048];
+    snprintf(m, sizeof m, "%s/metrics.jsonl", argv[1]);
+    snprintf(s, sizeof s, "%s/curves.svg", argv[1]);
+    if (plot_metrics(m, s) != 0) return fail(2);
+    printf("wrote %s\n", s);
+    return 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct {
@@ -254,6 +268,7 @@ static const struct {
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
     {"attention", cmd_attention, "attention maps of one sentence: qkv attention RUN --text \"...\" [--target \"...\"] [--out DIR]"},
     {"align", cmd_align, "word alignments from cross-attention: qkv align RUN --src F --tgt F [--gold F] [--layer L --head H]"},
+    {"plot", cmd_plot, "training curves as a picture: qkv plot RUN (RUN/curves.svg; train draws it too)"},
     {"bench", cmd_bench, "training and decoding speed, the sgemm ceiling, a per-op breakdown (make bench)"},
     {"grads", cmd_grads, "one batch's loss and gradients, for parity checks: qkv grads RUN --out DIR [--batch K]"},
     {"toy-data", cmd_toy_data, "write the synthetic toy corpora: qkv toy-data DIR [--task translate|copy|reverse]"},

@@ -13,6 +13,7 @@
 
 #include "checkpoint.h"
 #include "corpus.h"
+#include "plot.h"
 #include "profile.h"
 #include "run.h"
 #include "util.h"
@@ -205,6 +206,15 @@ static int checkpoint(Trainer *t) {
     return 0;
 }
 
+/* curves.svg beside metrics.jsonl: a picture is only ever a convenience, so a failure
+ * to draw it is reported and training goes on */
+static void redraw_curves(Trainer *t) {
+    char m[CONFIG_PATH_MAX + 32], s[CONFIG_PATH_MAX + 32];
+    run_path(m, sizeof m, t->run.cfg.run_dir, "metrics.jsonl");
+    if (plot_metrics(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0)
+        fprintf(stderr, "qkv: warning: %s\n", err_msg());
+}
+
 static void format_duration(char *buf, size_t n, double s) {
     if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
     else if (s < 60) snprintf(buf, n, "%.0fs", s);
@@ -255,6 +265,7 @@ static int loop(Trainer *t) {
             }
             fprintf(t->metrics, "}\n");
             fflush(t->metrics);
+            if (valid_now || step == steps) redraw_curves(t);
             if (tty) printf("\r\033[K");
             if (!tty || valid_now || step == steps)
                 printf("step %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  %.1fs%s\n", (long long)step, steps, mean, tps, lr,

@@ -97,6 +97,12 @@ if [[ $(awk '{printf "%s ", $2}' "$run/metrics.jsonl") == "20, 30, 40, 60, " ]] 
 else
     bad "train_metrics_jsonl" "$(cat "$run/metrics.jsonl")"
 fi
+if grep -q '<polyline' "$run/curves.svg" && grep -q 'validation loss' "$run/curves.svg" && "$QKV" plot "$run" >/dev/null; then
+    ok "train_draws_curves_svg"
+else
+    bad "train_draws_curves_svg" "no curves.svg with both curves"
+fi
+expect_error "plot_without_metrics" 2 "^qkv: $T/nowhere/metrics.jsonl: No such file" "$QKV" plot "$T/nowhere"
 if grep -q 'steps: 60' "$run/config.yaml" && grep -q 'd_model: 64' "$run/config.yaml" && grep -q 'warmup: 400' "$run/config.yaml"; then
     ok "train_writes_resolved_config"
 else
