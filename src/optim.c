@@ -28,8 +28,8 @@ void adam_free(Adam *a) {
     a->m = a->v = NULL;
 }
 
-void adam_update_range(const Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors,
-                       double lr, int64_t t, size_t begin, size_t end) {
+void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors,
+                       double lr, int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads) {
     float b1 = (float)a->beta1, b2 = (float)a->beta2;
     float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)t)));
     float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)t)));
@@ -41,9 +41,11 @@ void adam_update_range(const Adam *a, float *params, const float *grads, const T
         float decay = ti->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
         float *w = params, *m = a->m, *v = a->v;
         for (size_t i = lo; i < hi; i++) {
-            m[i] = b1 * m[i] + (1.0f - b1) * grads[i];
-            v[i] = b2 * v[i] + (1.0f - b2) * grads[i] * grads[i];
+            float g = grads[i] * grad_scale;
+            m[i] = b1 * m[i] + (1.0f - b1) * g;
+            v[i] = b2 * v[i] + (1.0f - b2) * g * g;
             w[i] -= flr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps) + decay * w[i];
+            if (zero_grads) grads[i] = 0.0f;
         }
     }
 }
@@ -52,7 +54,7 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
     a->t++;
     size_t n = 0;
     for (int k = 0; k < n_tensors; k++) n = tensors[k].offset + tensors[k].size > n ? tensors[k].offset + tensors[k].size : n;
-    adam_update_range(a, params, grads, tensors, n_tensors, lr, a->t, 0, n);
+    adam_update_range(a, params, (float *)grads, tensors, n_tensors, lr, a->t, 0, n, 1.0f, 0);
 }
 
 double clip_grad_norm(float *grads, size_t n, double max_norm) {

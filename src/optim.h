@@ -32,10 +32,12 @@ void adam_free(Adam *a);
 /* One update of params from grads with bias correction; decoupled weight decay (AdamW)
  * on 2-D tensors. */
 void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr);
-/* The update of elements [begin, end) only, as step number t (1-based); adam_step is
- * this over everything after t++. For splitting one update across threads. */
-void adam_update_range(const Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors,
-                       double lr, int64_t t, size_t begin, size_t end);
+/* The update of elements [begin, end) only, as step number t (1-based), with the
+ * gradients multiplied by grad_scale (clipping) and, if zero_grads, zeroed once used
+ * (saving the next step a pass over memory). adam_step is this over everything after
+ * t++, scale 1, no zeroing. For splitting one update across threads. */
+void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors,
+                       double lr, int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads);
 
 /* Scales grads so their global L2 norm is at most max_norm (<= 0: no clipping).
  * Returns the norm before clipping. */

@@ -50,10 +50,8 @@ static void meet(Workers *w) {
 static void work(Workers *w, int i) {
     Model *m = replica(w, i);
     const ModelBatch *b = &w->part[i];
-    /* 1. forward, then backward on this thread's rows */
-    double t0 = prof_start();
-    memset(m->grads, 0, sizeof(float) * m->n_params);
-    prof_stop(PROF_OPTIM, t0);
+    /* 1. forward, then backward on this thread's rows (the gradients are all zero here:
+     * phases 2 and 3 of the previous step zeroed each slice once it was used) */
     if (b->B > 0) model_forward(m, b, 1, w->seed, w->step);
     meet(w);
     /* every replica's token count is known now: normalise by the whole batch's */
@@ -65,13 +63,13 @@ static void work(Workers *w, int i) {
     }
     meet(w);
     /* 2. this thread's slice of the gradients: sum over replicas, sum of squares */
-    t0 = prof_start();
     size_t lo = w->begin[i], hi = w->begin[i + 1];
     float *g = w->model->grads;
+    double t0 = prof_start();
     double ss = 0.0;
     for (int k = 1; k < w->n; k++) {
-        const float *gk = w->replica[k].grads;
-        for (size_t j = lo; j < hi; j++) g[j] += gk[j];
+        float *gk = w->replica[k].grads;
+        for (size_t j = lo; j < hi; j++) g[j] += gk[j], gk[j] = 0.0f;
     }
     for (size_t j = lo; j < hi; j++) ss += (double)g[j] * g[j];
     w->sumsq[i] = ss;
@@ -82,11 +80,9 @@ static void work(Workers *w, int i) {
     double norm = 0.0;
     for (int k = 0; k < w->n; k++) norm += w->sumsq[k];
     norm = sqrt(norm);
-    if (w->clip_norm > 0 && norm > w->clip_norm) {
-        float scale = (float)(w->clip_norm / (norm + 1e-6));
-        for (size_t j = lo; j < hi; j++) g[j] *= scale;
-    }
-    adam_update_range(w->adam, w->model->params, g, w->model->tensors, w->model->n_tensors, w->lr, w->adam->t + 1, lo, hi);
+    float scale = w->clip_norm > 0 && norm > w->clip_norm ? (float)(w->clip_norm / (norm + 1e-6)) : 1.0f;
+    adam_update_range(w->adam, w->model->params, g, w->model->tensors, w->model->n_tensors, w->lr, w->adam->t + 1, lo, hi,
+                      scale, 1);
     prof_stop(PROF_OPTIM, t0);
 }
 
