@@ -17,7 +17,7 @@
 #include "util.h"
 #include "vocab.h"
 
-#define GROUP 128 /* sentences decoded together (after sorting by length) */
+#define GROUP 64 /* sentences decoded together (after sorting by length) */
 
 int decode_max_len(const Model *m, int src_len) {
     int n = 2 * src_len + 10, cap = m->cfg.max_positions - 1;

@@ -113,33 +113,32 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-void dropout_forward(float *out, float *mask, const float *inp, size_t n, float p, uint64_t key) {
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key) {
     double t0_ = prof_start();
     if (p <= 0.0f) {
-        for (size_t i = 0; i < n; i++) {
-            mask[i] = 1.0f;
-            out[i] = inp[i];
-        }
+        memset(mask, 1, n);
+        if (out != inp) memcpy(out, inp, sizeof(float) * n);
         prof_stop(PROF_ELEMENTWISE, t0_);
         return;
     }
-    float keep_scale = 1.0f / (1.0f - p);
+    float keep_scale = dropout_scale(p);
     /* One 64-bit hash gives four 16-bit uniforms; a resolution of 1/65536 is plenty for p. */
     uint32_t threshold = (uint32_t)(p * 65536.0f);
     for (size_t i = 0; i < n; i += 4) {
         uint64_t h = hash64(key, i);
         for (size_t k = 0; k < 4 && i + k < n; k++) {
             uint32_t u = (uint32_t)(h >> (16 * k)) & 0xFFFFu;
-            mask[i + k] = u < threshold ? 0.0f : keep_scale;
-            out[i + k] = inp[i + k] * mask[i + k];
+            mask[i + k] = u >= threshold;
+            out[i + k] = mask[i + k] ? inp[i + k] * keep_scale : 0.0f;
         }
     }
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-void dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
+void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p) {
     double t0_ = prof_start();
-    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * mask[i];
+    float scale = dropout_scale(p);
+    for (size_t i = 0; i < n; i++) dinp[i] += mask[i] ? dout[i] * scale : 0.0f;
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 

@@ -31,10 +31,14 @@ void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *d
 void relu_forward(float *out, const float *inp, size_t n);
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 
-/* Inverted dropout with a counter-based mask: mask[i] is 0 or 1/(1-p), a pure function of
- * (key, i). p == 0 makes out a copy and the mask all ones. out may alias inp. */
-void dropout_forward(float *out, float *mask, const float *inp, size_t n, float p, uint64_t key);
-void dropout_backward(float *dinp, const float *dout, const float *mask, size_t n);
+/* Inverted dropout with a counter-based mask: mask[i] is 1 (kept, scaled by 1/(1-p)) or
+ * 0 (dropped), a pure function of (key, i); one byte each, a quarter of a float mask's
+ * memory. p == 0 makes out a copy and the mask all ones. out may alias inp. */
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key);
+/* dinp += dout * mask / (1-p). */
+void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);
+/* The scale a kept element gets: 1/(1-p), or 1 for p == 0. */
+static inline float dropout_scale(float p) { return p > 0.0f ? 1.0f / (1.0f - p) : 1.0f; }
 
 /* out[t] = table[tokens[t]] * scale + pos[t % T]; rows = B*T, C features each. */
 void embedding_forward(float *out, const int *tokens, const float *table, const float *pos, float scale, int B, int T,

@@ -180,6 +180,10 @@ typedef struct {
     size_t used;
 } Carver;
 
+static float *take(Carver *cv, size_t n);
+/* n bytes, for masks */
+static uint8_t *take_bytes(Carver *cv, size_t n) { return (uint8_t *)take(cv, (n + 3) / 4); }
+
 static float *take(Carver *cv, size_t n) {
     float *p = cv->base ? cv->base + cv->used : NULL;
     cv->used += (n + 15) & ~(size_t)15; /* slices start at multiples of 64 bytes from the arena start */
@@ -190,7 +194,7 @@ static void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre) {
     r->ln = take(cv, N * d);
     r->mean = take(cv, N);
     r->rstd = take(cv, N);
-    r->mask = take(cv, N * d);
+    r->mask = take_bytes(cv, N * d);
     r->sum = take(cv, N * d);
     r->out = pre ? r->sum : r->ln;
 }
@@ -208,7 +212,7 @@ static void carve_attn(Carver *cv, AttnActs *a, int B, int Tq, int Tk, int d, in
 
 static void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
     s->emb = take(cv, N * d);
-    s->emb_mask = take(cv, N * d);
+    s->emb_mask = take_bytes(cv, N * d);
     s->x = take(cv, N * d);
     s->out = take(cv, N * d);
     s->norm_mean = take(cv, N);
@@ -245,18 +249,22 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         e->ffn.out = shared_out;
     }
     a->logits = take(&cv, Nt * c->tgt_vocab);
-    a->d_src = take(&cv, Ns * d);
-    a->d_tgt = take(&cv, Nt * d);
+    /* the decoder's stream gradient is dead once the encoder's backward starts, and
+     * d_sum (post-LN) and d_in (pre-LN) are never needed by the same block: each pair
+     * shares a buffer */
+    a->d_src = a->d_tgt = take(&cv, Nmax * d);
     a->d_enc_out = take(&cv, Ns * d);
     a->d_sub = take(&cv, Nmax * d);
-    a->d_sum = take(&cv, Nmax * d);
-    a->d_in = take(&cv, Nmax * d);
-    a->d_hidden = take(&cv, Nmax * ff);
+    a->d_sum = a->d_in = take(&cv, Nmax * d);
     int Tmax = S > T ? S : T;
-    a->attn.dq = take(&cv, Nmax * d);
-    a->attn.dk = take(&cv, Nmax * d);
-    a->attn.dv = take(&cv, Nmax * d);
-    a->attn.dctx = take(&cv, Nmax * d);
+    /* the feed-forward and the attention backward passes never run at once: their
+     * scratch shares one block */
+    float *block = take(&cv, Nmax * (ff > 4 * d ? ff : 4 * d));
+    a->d_hidden = block;
+    a->attn.dq = block;
+    a->attn.dk = block + Nmax * d;
+    a->attn.dv = block + 2 * Nmax * d;
+    a->attn.dctx = block + 3 * Nmax * d;
     a->attn.dp = take(&cv, (size_t)B * H * Tmax * Tmax);
     return cv.used;
 }
@@ -310,7 +318,7 @@ static void residual_out(Residual *r, const NormParams *n, const float *x, const
  * it holds the residual path's share of the gradient of x, and dsub the gradient of the
  * sub-layer output. Returns where the sub-layer must add the gradient of its input. */
 static float *residual_out_backward(Residual *r, const NormParams *n, NormParams *gn, float *dx, float *dsub,
-                                    float *tmp_sum, float *tmp_in, int N, int d, int pre) {
+                                    float *tmp_sum, float *tmp_in, int N, int d, int pre, float p) {
     size_t cnt = (size_t)N * d;
     if (!pre) {
         memset(tmp_sum, 0, sizeof(float) * cnt);
@@ -318,7 +326,8 @@ static float *residual_out_backward(Residual *r, const NormParams *n, NormParams
         memcpy(dx, tmp_sum, sizeof(float) * cnt);
     }
     double t0 = prof_start();
-    for (size_t i = 0; i < cnt; i++) dsub[i] = dx[i] * r->mask[i];
+    float scale = dropout_scale(p);
+    for (size_t i = 0; i < cnt; i++) dsub[i] = r->mask[i] ? dx[i] * scale : 0.0f;
     if (pre) memset(tmp_in, 0, sizeof(float) * cnt);
     prof_stop(PROF_ELEMENTWISE, t0);
     return pre ? tmp_in : dx;
@@ -417,6 +426,7 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
 
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
     float p = train ? m->cfg.dropout : 0.0f;
+    m->dropout_p = p;
     use_shape(m, b->B, b->S, b->T);
     encoder_forward(m, b, p, seed, step);
     decoder_forward(m, b, p, seed, step);
@@ -448,7 +458,8 @@ void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params
 static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
     int d = m->cfg.d_model;
     double t0 = prof_start();
-    for (size_t i = 0; i < (size_t)N * d; i++) dx[i] *= s->emb_mask[i];
+    float scale = dropout_scale(m->dropout_p);
+    for (size_t i = 0; i < (size_t)N * d; i++) dx[i] = s->emb_mask[i] ? dx[i] * scale : 0.0f;
     prof_stop(PROF_EMBED_LOSS, t0);
     embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
 }
@@ -482,18 +493,18 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         DecoderLayerParams *g = &m->g.dec[l];
         const float *x1 = l ? a->dec[l - 1].r3.out : a->tgt.x, *x2 = e->r1.out, *x3 = e->r2.out;
         /* feed-forward block */
-        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre);
+        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
         const float *in = pre ? e->r3.ln : x3;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r3, &w->norm3, &g->norm3, dx, din, x3, N, d, pre);
         /* cross-attention block: K/V gradients flow into the encoder output */
-        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre);
+        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r2.ln : x2;
         attention_backward(&g->cross_attn, din, a->d_enc_out, a->d_sub, &e->cross_attn, &w->cross_attn, in, a->src.out,
                            &cross, &a->attn);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
         /* masked self-attention block */
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->self_attn, &w->self_attn, in, in, &self, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
@@ -520,11 +531,11 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         const EncoderLayerParams *w = &m->p.enc[l];
         EncoderLayerParams *g = &m->g.enc[l];
         const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
-        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre);
+        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
         const float *in = pre ? e->r2.ln : x2;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);

@@ -68,7 +68,7 @@ typedef struct {
 typedef struct {
     float *ln;          /* (N, d) layer-norm output: the sub-layer input (pre) or the block output (post) */
     float *mean, *rstd; /* (N) */
-    float *mask;        /* (N, d) dropout mask on f's output */
+    uint8_t *mask;      /* (N, d) dropout mask on f's output, one byte each */
     float *sum;         /* (N, d) x + drop(f(.)) */
     float *out;         /* block output: sum (pre) or ln (post) */
 } Residual;
@@ -91,7 +91,8 @@ typedef struct {
 } DecoderLayerActs;
 
 typedef struct {
-    float *emb, *emb_mask, *x; /* (N, d): scaled embedding + position, dropout mask, dropped */
+    float *emb, *x;     /* (N, d): scaled embedding + position; after dropout */
+    uint8_t *emb_mask;  /* (N, d) */
     float *out;                /* (N, d) the stack's output (after the final norm for pre-LN) */
     float *norm_mean, *norm_rstd;
 } StackActs;
@@ -136,6 +137,7 @@ typedef struct {
     int loss_tokens; /* the backward pass divides by this: n_tokens, or a whole batch's when
                         the batch is split across replicas (parallel.c) */
     int is_replica;  /* shares params, table and positions with another Model */
+    float dropout_p; /* the rate the last forward used (0 when not training) */
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */

@@ -89,7 +89,7 @@ static void test_relu(void) {
 }
 
 /* ---- dropout ---- */
-typedef struct { float *x, *out, *mask, *w; } DropCtx;
+typedef struct { float *x, *out; uint8_t *mask; float *w; } DropCtx;
 static double drop_loss(void *p) {
     DropCtx *c = p;
     dropout_forward(c->out, c->mask, c->x, 64, 0.25f, 77);
@@ -97,17 +97,19 @@ static double drop_loss(void *p) {
 }
 static void test_dropout(void) {
     Rng r = {5};
-    float x[64], out[64], mask[64], w[64], dx[64] = {0};
+    float x[64], out[64], w[64], dx[64] = {0};
+    uint8_t mask[64];
     fill_normal(x, 64, 1, &r), fill_normal(w, 64, 1, &r);
     DropCtx c = {x, out, mask, w};
     drop_loss(&c);
     int zeros = 0;
     for (int i = 0; i < 64; i++) {
-        CHECK(mask[i] == 0.0f || fabsf(mask[i] - 1.0f / 0.75f) < 1e-6f, "mask value %g", mask[i]);
-        zeros += mask[i] == 0.0f;
+        CHECK(mask[i] <= 1, "mask value %d", mask[i]);
+        CHECK(mask[i] ? fabsf(out[i] - x[i] / 0.75f) < 1e-5f : out[i] == 0.0f, "kept values scaled, dropped ones 0");
+        zeros += mask[i] == 0;
     }
     CHECK(zeros > 4 && zeros < 32, "%d of 64 dropped at p=0.25", zeros);
-    dropout_backward(dx, w, mask, 64);
+    dropout_backward(dx, w, mask, 64, 0.25f);
     CHECK(gradcheck(drop_loss, &c, x, dx, 64, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
 }
 
