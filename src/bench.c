@@ -113,11 +113,8 @@ int cmd_bench(int argc, char **argv) {
         corpus_read(&valid, cfg.data.valid.src, cfg.data.valid.tgt, cfg.data.tokenizer, cfg.data.max_len) != 0)
         goto bad_input;
     Vocab sv, tv;
-    vocab_init(&sv), vocab_init(&tv);
-    corpus_count(&train, 0, cfg.data.tokenizer, &sv);
-    corpus_count(&train, 1, cfg.data.tokenizer, &tv);
-    vocab_prune(&sv, cfg.data.vocab_size, cfg.data.min_freq);
-    vocab_prune(&tv, cfg.data.vocab_size, cfg.data.min_freq);
+    corpus_build_vocabs(&train, cfg.data.tokenizer, cfg.data.vocab_size, cfg.data.min_freq, cfg.data.shared_vocab, &sv,
+                        &tv);
     corpus_encode(&train, cfg.data.tokenizer, &sv, &tv);
     if (has_valid) corpus_encode(&valid, cfg.data.tokenizer, &sv, &tv);
 

@@ -116,29 +116,14 @@ done:
 /* ---- align -------------------------------------------------------------------------------- */
 
 static char **read_all_lines(const char *path, int *n) {
-    size_t len;
-    char *text = read_file(path, &len);
-    if (!text) return NULL;
-    int cap = 256;
-    char **lines = xmalloc(sizeof(char *) * (size_t)cap);
-    *n = 0;
-    for (char *p = text; p < text + len;) {
-        char *nl = memchr(p, '\n', (size_t)(text + len - p));
-        size_t l = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
-        if (*n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
-        lines[*n] = xmalloc(l + 1);
-        memcpy(lines[*n], p, l);
-        lines[*n][l] = '\0';
-        (*n)++;
-        p += l + 1;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        err_set("%s: %s", path, strerror(errno));
+        return NULL;
     }
-    free(text);
+    char **lines = read_lines(f, n);
+    fclose(f);
     return lines;
-}
-
-static void free_lines(char **lines, int n) {
-    for (int i = 0; i < n && lines; i++) free(lines[i]);
-    free(lines);
 }
 
 /* Selections: every (layer, head), each layer's head average, and all layers' average. */

@@ -14,7 +14,7 @@ typedef struct {
 } Lines;
 
 /* Splits a file into lines in place; a final line without '\n' still counts. */
-static int read_lines(Lines *l, const char *path) {
+static int split_file(Lines *l, const char *path) {
     size_t len;
     l->text = read_file(path, &len);
     if (!l->text) return -1;
@@ -52,8 +52,8 @@ static int blank(const char *s) {
 int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int tokenizer, int max_len) {
     memset(c, 0, sizeof *c);
     Lines s = {0}, t = {0};
-    if (read_lines(&s, src_path) != 0) return -1;
-    if (read_lines(&t, tgt_path) != 0) {
+    if (split_file(&s, src_path) != 0) return -1;
+    if (split_file(&t, tgt_path) != 0) {
         free(s.text), free(s.lines);
         return -1;
     }
@@ -106,6 +106,22 @@ static void vocab_add(const char *tok, size_t len, void *ctx) { vocab_count(((Co
 void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v) {
     CountCtx ctx = {v};
     for (int i = 0; i < c->n; i++) tokenize_line(tokenizer, side == 0 ? c->src_text[i] : c->tgt_text[i], vocab_add, &ctx);
+}
+
+void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,
+                         Vocab *tgt) {
+    vocab_init(src);
+    vocab_init(tgt);
+    corpus_count(c, 0, tokenizer, src);
+    corpus_count(c, 1, tokenizer, shared ? src : tgt);
+    vocab_prune(src, max_size, min_freq);
+    if (shared) {
+        vocab_free(tgt);
+        vocab_init(tgt);
+        for (int i = VOCAB_N_SPECIAL; i < src->size; i++) vocab_count(tgt, src->tokens[i], strlen(src->tokens[i]), 1);
+    } else {
+        vocab_prune(tgt, max_size, min_freq);
+    }
 }
 
 typedef struct {

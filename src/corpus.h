@@ -24,6 +24,10 @@ typedef struct Corpus {
 int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int tokenizer, int max_len);
 /* Counts the tokens of one side into a vocabulary (before vocab_prune). */
 void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v);
+/* Both vocabularies from the corpus (one shared list, copied into both, when shared),
+ * as `qkv train` makes them. */
+void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,
+                         Vocab *tgt);
 /* Encodes both sides with the given vocabularies; the lines are freed afterwards. */
 void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab);
 void corpus_free(Corpus *c);

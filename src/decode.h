@@ -1,7 +1,7 @@
 /* decode: greedy search with the trained model.
  *
- * Sentences are decoded in groups; each step re-runs the decoder over the prefix so far
- * (causal masking makes that exact). Beam search and a key/value cache come later. */
+ * Sentences are decoded in groups of similar length; each step feeds one token through
+ * the decoder with cached keys and values (see decode.c). Beam search comes later. */
 #ifndef QKV_DECODE_H
 #define QKV_DECODE_H
 

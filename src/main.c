@@ -48,23 +48,6 @@ static int cmd_train(int argc, char **argv) {
     return train_main(&cfg, force);
 }
 
-/* Reads all of stdin as lines (the last may lack '\n'). */
-static char **read_lines(FILE *f, int *n_out) {
-    int n = 0, cap = 256;
-    char **lines = xmalloc(sizeof(char *) * (size_t)cap);
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &lcap, f)) >= 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-        if (n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
-        lines[n++] = xstrdup(line);
-    }
-    free(line);
-    *n_out = n;
-    return lines;
-}
-
 static int cmd_translate(int argc, char **argv) {
     static const struct option opts[] = {{"greedy", no_argument, 0, 'g'}, {"beam", required_argument, 0, 'b'}, {0}};
     int c;

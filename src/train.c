@@ -69,25 +69,6 @@ static int read_split(Corpus *c, const PathPair *p, const Config *cfg, const cha
     return 0;
 }
 
-/* Builds the vocabularies from the training side. */
-static void build_vocab(Trainer *t) {
-    const Config *cfg = &t->run.cfg;
-    Vocab *src = &t->run.src_vocab, *tgt = &t->run.tgt_vocab;
-    int tok = cfg->data.tokenizer;
-    vocab_init(src);
-    vocab_init(tgt);
-    corpus_count(&t->train, 0, tok, src);
-    corpus_count(&t->train, 1, tok, cfg->data.shared_vocab ? src : tgt);
-    vocab_prune(src, cfg->data.vocab_size, cfg->data.min_freq);
-    if (cfg->data.shared_vocab) {
-        vocab_free(tgt);
-        vocab_init(tgt);
-        for (int i = VOCAB_N_SPECIAL; i < src->size; i++) vocab_count(tgt, src->tokens[i], strlen(src->tokens[i]), 1);
-    } else {
-        vocab_prune(tgt, cfg->data.vocab_size, cfg->data.min_freq);
-    }
-}
-
 /* What the batches are made of: a resume must see exactly the same training data. */
 static uint64_t corpus_hash(const Corpus *c) {
     uint64_t h = (uint64_t)c->n;
@@ -104,7 +85,9 @@ static int load_data(Trainer *t, int build) {
     if (read_split(&t->train, &cfg->data.train, cfg, "train") != 0) return -1;
     t->has_valid = cfg->data.valid.src[0] != '\0';
     if (t->has_valid && read_split(&t->valid, &cfg->data.valid, cfg, "valid") != 0) return -1;
-    if (build) build_vocab(t);
+    if (build)
+        corpus_build_vocabs(&t->train, cfg->data.tokenizer, cfg->data.vocab_size, cfg->data.min_freq,
+                            cfg->data.shared_vocab, &t->run.src_vocab, &t->run.tgt_vocab);
     printf("vocab: %d source, %d target tokens (%s)\n", t->run.src_vocab.size, t->run.tgt_vocab.size,
            cfg->data.shared_vocab ? "shared" : "separate");
     corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);

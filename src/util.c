@@ -130,6 +130,27 @@ char *read_file(const char *path, size_t *len_out) {
     return buf;
 }
 
+char **read_lines(FILE *f, int *n_out) {
+    int n = 0, cap = 256;
+    char **lines = xmalloc(sizeof(char *) * (size_t)cap);
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
+        lines[n++] = xstrdup(line);
+    }
+    free(line);
+    *n_out = n;
+    return lines;
+}
+
+void free_lines(char **lines, int n) {
+    for (int i = 0; i < n && lines; i++) free(lines[i]);
+    free(lines);
+}
+
 int make_dirs(const char *path) {
     char tmp[4096];
     size_t n = strlen(path);

@@ -40,6 +40,11 @@ double now_seconds(void); /* monotonic */
 /* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */
 char *read_file(const char *path, size_t *len_out);
 
+/* All lines of f, without their '\n' or "\r\n" (the last may lack one); free_lines
+ * frees them. */
+char **read_lines(FILE *f, int *n_out);
+void free_lines(char **lines, int n);
+
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);
 
