@@ -4,12 +4,12 @@ PKGS    := openblas yaml-0.1 jansson
 # -O3 measured faster than -O2 here (the element-wise loops vectorise); never -Ofast or
 # -ffast-math, which break the NaN guards. CFLAGS may be overridden; QKV_CFLAGS may not.
 CFLAGS  ?= -O3 -march=native -g
-QKV_CFLAGS := -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP -pthread
+QKV_CFLAGS := -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP -pthread -Isrc
 CPPFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 BUILD   ?= build
 
-LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/attnview.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
@@ -26,9 +26,9 @@ $(BUILD)/obj/%.o: src/%.c
 	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
 # The attention viewer page is kept as plain HTML and compiled in as a C string.
-$(BUILD)/gen/attnview.c: src/attnview.html
+$(BUILD)/gen/attnview.c: src/infer/attnview.html
 	@mkdir -p $(dir $@)
-	awk 'BEGIN { print "/* generated from src/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
+	awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
 	     { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
@@ -82,4 +82,4 @@ install: $(BUILD)/qkv
 clean:
 	rm -rf build
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/tests/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)

@@ -7,17 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "commands.h"
+#include "train/checkpoint.h"
+#include "cmd/commands.h"
 #include "config.h"
-#include "corpus.h"
-#include "decode.h"
-#include "plot.h"
-#include "dump.h"
-#include "run.h"
-#include "tokenize.h"
-#include "toydata.h"
-#include "train.h"
+#include "data/corpus.h"
+#include "infer/decode.h"
+#include "train/plot.h"
+#include "train/dump.h"
+#include "train/run.h"
+#include "data/tokenize.h"
+#include "data/toydata.h"
+#include "train/train.h"
 #include "util.h"
 
 static int fail(int code) {

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "../src/util.h"
+#include "util.h"
 
 typedef double (*LossFn)(void *ctx);
 

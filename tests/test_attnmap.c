@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/align.h"
-#include "../src/attnmap.h"
-#include "../src/util.h"
+#include "infer/align.h"
+#include "infer/attnmap.h"
+#include "util.h"
 #include "check.h"
 
 static void make_vocab(Vocab *v, int n) {

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/checkpoint.h"
-#include "../src/util.h"
+#include "train/checkpoint.h"
+#include "util.h"
 #include "check.h"
 
 static const ModelConfig small = {.src_vocab = 6, .tgt_vocab = 7, .d_model = 8, .heads = 2, .d_ff = 16,

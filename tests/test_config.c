@@ -3,8 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/config.h"
-#include "../src/util.h"
+#include "config.h"
+#include "util.h"
 #include "check.h"
 
 static const char *cfg_path(void) {

@@ -3,12 +3,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/batch.h"
-#include "../src/config.h"
-#include "../src/corpus.h"
-#include "../src/optim.h"
-#include "../src/tokenize.h"
-#include "../src/vocab.h"
+#include "data/batch.h"
+#include "config.h"
+#include "data/corpus.h"
+#include "nn/optim.h"
+#include "data/tokenize.h"
+#include "data/vocab.h"
 #include "check.h"
 #include "gradcheck.h"
 

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/attention.h"
-#include "../src/kernels.h"
+#include "nn/attention.h"
+#include "nn/kernels.h"
 #include "check.h"
 #include "gradcheck.h"
 

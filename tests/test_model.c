@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/decode.h"
-#include "../src/model.h"
+#include "infer/decode.h"
+#include "nn/model.h"
 #include "check.h"
 #include "gradcheck.h"
 

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/train.h"
-#include "../src/util.h"
+#include "train/train.h"
+#include "util.h"
 #include "check.h"
 
 /* The test binary is linked with --wrap for the allocator (see the Makefile), so every

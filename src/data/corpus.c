@@ -1,0 +1,173 @@
+/* corpus: see corpus.h. */
+#include "data/corpus.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenize.h"
+#include "util.h"
+
+typedef struct {
+    char *text;
+    char **lines;
+    int n;
+} Lines;
+
+/* Splits a file into lines in place; a final line without '\n' still counts. */
+static int split_file(Lines *l, const char *path) {
+    size_t len;
+    l->text = read_file(path, &len);
+    if (!l->text) return -1;
+    if (memchr(l->text, '\0', len)) {
+        free(l->text);
+        return err_set("%s: contains NUL bytes: not a text file", path);
+    }
+    int cap = 1024;
+    l->lines = xmalloc(sizeof(char *) * (size_t)cap);
+    l->n = 0;
+    char *p = l->text, *end = l->text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *stop = nl ? nl : end;
+        *stop = '\0';
+        if (stop > p && stop[-1] == '\r') stop[-1] = '\0';
+        if (l->n == cap) l->lines = xrealloc(l->lines, sizeof(char *) * (size_t)(cap *= 2));
+        l->lines[l->n++] = p;
+        p = stop + 1;
+    }
+    return 0;
+}
+
+static void count_token(const char *tok, size_t len, void *ctx) {
+    (void)tok, (void)len;
+    (*(int *)ctx)++;
+}
+
+static int blank(const char *s) {
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r') return 0;
+    return 1;
+}
+
+int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int tokenizer, int max_len) {
+    memset(c, 0, sizeof *c);
+    Lines s = {0}, t = {0};
+    if (split_file(&s, src_path) != 0) return -1;
+    if (split_file(&t, tgt_path) != 0) {
+        free(s.text), free(s.lines);
+        return -1;
+    }
+    int rc = 0;
+    if (s.n != t.n) {
+        rc = err_set("%s has %d lines but %s has %d: parallel files must be line-aligned", src_path, s.n, tgt_path, t.n);
+        goto done;
+    }
+    c->lines = s.n;
+    c->src_text = xmalloc(sizeof(char *) * (size_t)(s.n ? s.n : 1));
+    c->tgt_text = xmalloc(sizeof(char *) * (size_t)(s.n ? s.n : 1));
+    for (int i = 0; i < s.n; i++) {
+        if (!utf8_valid(s.lines[i], strlen(s.lines[i]))) {
+            rc = err_set("%s:%d: invalid UTF-8", src_path, i + 1);
+            goto done;
+        }
+        if (!utf8_valid(t.lines[i], strlen(t.lines[i]))) {
+            rc = err_set("%s:%d: invalid UTF-8", tgt_path, i + 1);
+            goto done;
+        }
+        if (blank(s.lines[i]) || blank(t.lines[i])) {
+            c->dropped_empty++;
+            continue;
+        }
+        int ns = 0, nt = 0;
+        tokenize_line(tokenizer, s.lines[i], count_token, &ns);
+        tokenize_line(tokenizer, t.lines[i], count_token, &nt);
+        if (ns > max_len || nt > max_len) {
+            c->dropped_long++;
+            continue;
+        }
+        c->src_text[c->n] = xstrdup(s.lines[i]);
+        c->tgt_text[c->n] = xstrdup(t.lines[i]);
+        c->n++;
+    }
+    if (c->n == 0) rc = err_set("%s: no usable sentence pairs (%d lines, %d empty, %d over max_len %d)", src_path,
+                                c->lines, c->dropped_empty, c->dropped_long, max_len);
+done:
+    free(s.text), free(s.lines), free(t.text), free(t.lines);
+    if (rc != 0) corpus_free(c);
+    return rc;
+}
+
+typedef struct {
+    Vocab *v;
+} CountCtx;
+
+static void vocab_add(const char *tok, size_t len, void *ctx) { vocab_count(((CountCtx *)ctx)->v, tok, len, 1); }
+
+void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v) {
+    CountCtx ctx = {v};
+    for (int i = 0; i < c->n; i++) tokenize_line(tokenizer, side == 0 ? c->src_text[i] : c->tgt_text[i], vocab_add, &ctx);
+}
+
+void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,
+                         Vocab *tgt) {
+    vocab_init(src);
+    vocab_init(tgt);
+    corpus_count(c, 0, tokenizer, src);
+    corpus_count(c, 1, tokenizer, shared ? src : tgt);
+    vocab_prune(src, max_size, min_freq);
+    if (shared) {
+        vocab_free(tgt);
+        vocab_init(tgt);
+        for (int i = VOCAB_N_SPECIAL; i < src->size; i++) vocab_count(tgt, src->tokens[i], strlen(src->tokens[i]), 1);
+    } else {
+        vocab_prune(tgt, max_size, min_freq);
+    }
+}
+
+typedef struct {
+    const Vocab *v;
+    int *ids;
+    int n, max;
+} EncodeCtx;
+
+static void encode_token(const char *tok, size_t len, void *ctx) {
+    EncodeCtx *e = ctx;
+    if (e->n < e->max) e->ids[e->n++] = vocab_lookup(e->v, tok, len);
+}
+
+int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max) {
+    EncodeCtx e = {v, ids, 0, max};
+    tokenize_line(tokenizer, line, encode_token, &e);
+    return e.n;
+}
+
+static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
+    int n = 0;
+    tokenize_line(tokenizer, line, count_token, &n);
+    Seq s = {xmalloc(sizeof(int) * (size_t)(n ? n : 1)), 0};
+    s.len = encode_line(line, tokenizer, v, s.ids, n);
+    return s;
+}
+
+void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab) {
+    c->src = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));
+    c->tgt = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));
+    for (int i = 0; i < c->n; i++) {
+        c->src[i] = encode_seq(c->src_text[i], tokenizer, src_vocab);
+        c->tgt[i] = encode_seq(c->tgt_text[i], tokenizer, tgt_vocab);
+        free(c->src_text[i]), free(c->tgt_text[i]);
+    }
+    free(c->src_text), free(c->tgt_text);
+    c->src_text = c->tgt_text = NULL;
+}
+
+void corpus_free(Corpus *c) {
+    if (!c) return;
+    if (c->src_text)
+        for (int i = 0; i < c->n; i++) free(c->src_text[i]), free(c->tgt_text[i]);
+    free(c->src_text), free(c->tgt_text);
+    if (c->src)
+        for (int i = 0; i < c->n; i++) free(c->src[i].ids), free(c->tgt[i].ids);
+    free(c->src), free(c->tgt);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,38 @@
+/* corpus: line-aligned parallel files -> pairs of token id sequences.
+ *
+ * Reads both sides, checks they have the same number of lines and are UTF-8, drops
+ * empty pairs and pairs over max_len tokens (counting each reason), builds vocabularies
+ * from the training side when asked, and encodes. Knows nothing of batches or models. */
+#ifndef QKV_CORPUS_H
+#define QKV_CORPUS_H
+
+#include "data/vocab.h"
+
+typedef struct {
+    int *ids; /* tokens without BOS/EOS */
+    int len;
+} Seq;
+
+typedef struct Corpus {
+    int n; /* kept pairs */
+    Seq *src, *tgt;
+    char **src_text, **tgt_text; /* the kept lines, for vocabulary building */
+    int lines, dropped_empty, dropped_long;
+} Corpus;
+
+/* Reads and filters; -1 with the error set (ragged files name both files and counts). */
+int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int tokenizer, int max_len);
+/* Counts the tokens of one side into a vocabulary (before vocab_prune). */
+void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v);
+/* Both vocabularies from the corpus (one shared list, copied into both, when shared),
+ * as `qkv train` makes them. */
+void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,
+                         Vocab *tgt);
+/* Encodes both sides with the given vocabularies; the lines are freed afterwards. */
+void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab);
+void corpus_free(Corpus *c);
+
+/* Encodes one line (unknown tokens -> UNK), at most max ids; returns the count. */
+int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max);
+
+#endif

@@ -1,0 +1,31 @@
+/* attnhtml: the one-file HTML viewer. The page itself is src/attnview.html (readable
+ * HTML and JavaScript, turned into the string attnview_html at build time); this file
+ * puts the maps' JSON where the page's marker is. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer/attnmap.h"
+#include "util.h"
+
+extern const char attnview_html[];
+
+#define MARKER "__QKV_DATA__"
+
+int attnmap_write_html(const AttnMaps *a, const char *path) {
+    const char *at = strstr(attnview_html, MARKER);
+    if (!at) return err_set("built without the viewer page's data marker");
+    char *json = attnmap_json(a);
+    StrBuf sb = {0};
+    sb_append(&sb, attnview_html, (size_t)(at - attnview_html));
+    /* inside <script> the only sequence to defuse is "</": a token could be "</script>" */
+    for (const char *p = json; *p; p++) {
+        if (p[0] == '<' && p[1] == '/') sb_append(&sb, "<\\/", 3), p++;
+        else sb_append(&sb, p, 1);
+    }
+    const char *rest = at + strlen(MARKER);
+    sb_append(&sb, rest, strlen(rest));
+    free(json);
+    int rc = write_file_atomic(path, sb.buf, sb.len);
+    sb_free(&sb);
+    return rc;
+}

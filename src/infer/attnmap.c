@@ -1,0 +1,187 @@
+/* attnmap: capture, JSON and the terminal view; see attnmap.h. */
+#include "infer/attnmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *kind_names[ATTN_KINDS] = {"encoder_self", "decoder_self", "cross"};
+static const char *kind_titles[ATTN_KINDS] = {"encoder self-attention", "decoder masked self-attention",
+                                              "cross-attention (Q: decoder, K/V: encoder)"};
+
+const char *attnmap_kind_name(int kind) { return kind_names[kind]; }
+const char *attnmap_kind_title(int kind) { return kind_titles[kind]; }
+
+int attnmap_rows(const AttnMaps *a, int kind) { return kind == ATTN_ENC_SELF ? a->S : a->T; }
+int attnmap_cols(const AttnMaps *a, int kind) { return kind == ATTN_DEC_SELF ? a->T : a->S; }
+
+const float *attnmap_at(const AttnMaps *a, int kind, int layer, int head) {
+    size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
+    return a->maps[kind] + ((size_t)layer * a->heads + head) * per;
+}
+
+void attnmap_head_average(const AttnMaps *a, int kind, int layer, float *out) {
+    size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
+    memset(out, 0, sizeof(float) * per);
+    for (int h = 0; h < a->heads; h++) {
+        const float *p = attnmap_at(a, kind, layer, h);
+        for (size_t i = 0; i < per; i++) out[i] += p[i] / (float)a->heads;
+    }
+}
+
+char **attnmap_row_labels(const AttnMaps *a, int kind) { return kind == ATTN_ENC_SELF ? a->src : a->tgt_out; }
+char **attnmap_col_labels(const AttnMaps *a, int kind) {
+    return kind == ATTN_DEC_SELF ? a->tgt_in : a->src;
+}
+
+/* Copies one attention's (B=1, H, Tq, Tk) probabilities into place. */
+static void copy_probs(float *dst, const float *p, size_t n) { memcpy(dst, p, sizeof(float) * n); }
+
+void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src, int n_src, const int *tgt, int n_tgt,
+                     AttnMaps *out) {
+    memset(out, 0, sizeof *out);
+    int S = n_src + 1, T = n_tgt + 1, H = m->cfg.heads;
+    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T),
+        *tout = xmalloc(sizeof(int) * (size_t)T);
+    memcpy(s, src, sizeof(int) * (size_t)n_src);
+    s[n_src] = VOCAB_EOS;
+    tin[0] = VOCAB_BOS;
+    memcpy(tin + 1, tgt, sizeof(int) * (size_t)n_tgt);
+    memcpy(tout, tgt, sizeof(int) * (size_t)n_tgt);
+    tout[n_tgt] = VOCAB_EOS;
+    ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
+    model_reserve(m, model_arena_floats(m, 1, S, T));
+    model_forward(m, &b, 0, 0, 0);
+    out->S = S, out->T = T, out->heads = H;
+    out->layers[ATTN_ENC_SELF] = m->cfg.encoder_layers;
+    out->layers[ATTN_DEC_SELF] = out->layers[ATTN_CROSS] = m->cfg.decoder_layers;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t per = (size_t)H * attnmap_rows(out, k) * attnmap_cols(out, k);
+        out->maps[k] = xmalloc(sizeof(float) * per * (size_t)out->layers[k]);
+        for (int l = 0; l < out->layers[k]; l++) {
+            const float *p = k == ATTN_ENC_SELF ? m->a.enc[l].attn.p
+                           : k == ATTN_DEC_SELF ? m->a.dec[l].self_attn.p
+                                                : m->a.dec[l].cross_attn.p;
+            copy_probs(out->maps[k] + per * (size_t)l, p, per);
+        }
+    }
+    out->src = xmalloc(sizeof(char *) * (size_t)S);
+    out->tgt_in = xmalloc(sizeof(char *) * (size_t)T);
+    out->tgt_out = xmalloc(sizeof(char *) * (size_t)T);
+    for (int i = 0; i < S; i++) out->src[i] = xstrdup(vocab_token(sv, s[i]));
+    for (int t = 0; t < T; t++) out->tgt_in[t] = xstrdup(vocab_token(tv, tin[t]));
+    for (int t = 0; t < T; t++) out->tgt_out[t] = xstrdup(vocab_token(tv, tout[t]));
+    free(s), free(tin), free(tout);
+}
+
+void attnmap_free(AttnMaps *a) {
+    if (!a) return;
+    for (int i = 0; i < a->S && a->src; i++) free(a->src[i]);
+    for (int t = 0; t < a->T && a->tgt_in; t++) free(a->tgt_in[t]), free(a->tgt_out[t]);
+    free(a->src), free(a->tgt_in), free(a->tgt_out);
+    for (int k = 0; k < ATTN_KINDS; k++) free(a->maps[k]);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------- */
+
+static void json_string(StrBuf *sb, const char *s) {
+    sb_append(sb, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
+        else if (*p < 0x20) sb_printf(sb, "\\u%04x", *p);
+        else sb_append(sb, (const char *)p, 1);
+    }
+    sb_append(sb, "\"", 1);
+}
+
+static void json_tokens(StrBuf *sb, const char *key, char **tokens, int n) {
+    sb_printf(sb, "  \"%s\": [", key);
+    for (int i = 0; i < n; i++) {
+        if (i) sb_append(sb, ", ", 2);
+        json_string(sb, tokens[i]);
+    }
+    sb_printf(sb, "],\n");
+}
+
+/* maps.json: see README ("Attention maps") for the schema. */
+static void json_body(const AttnMaps *a, StrBuf *sb) {
+    sb_printf(sb, "{\n  \"format\": \"qkv-attention-1\",\n  \"heads\": %d,\n", a->heads);
+    json_tokens(sb, "source", a->src, a->S);
+    json_tokens(sb, "target_in", a->tgt_in, a->T);
+    json_tokens(sb, "target_out", a->tgt_out, a->T);
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
+        sb_printf(sb, "  \"%s\": [", kind_names[k]);
+        for (int l = 0; l < a->layers[k]; l++) {
+            sb_printf(sb, "%s\n    [", l ? "," : "");
+            for (int h = 0; h < a->heads; h++) {
+                const float *p = attnmap_at(a, k, l, h);
+                sb_printf(sb, "%s[", h ? ",\n     " : "");
+                for (int i = 0; i < rows; i++) {
+                    sb_printf(sb, "%s[", i ? "," : "");
+                    for (int j = 0; j < cols; j++) sb_printf(sb, "%s%.6g", j ? "," : "", p[(size_t)i * cols + j]);
+                    sb_append(sb, "]", 1);
+                }
+                sb_append(sb, "]", 1);
+            }
+            sb_append(sb, "]", 1);
+        }
+        sb_printf(sb, "\n  ]%s\n", k + 1 < ATTN_KINDS ? "," : "");
+    }
+    sb_printf(sb, "}\n");
+}
+
+char *attnmap_json(const AttnMaps *a) {
+    StrBuf sb = {0};
+    json_body(a, &sb);
+    return sb.buf;
+}
+
+int attnmap_write_json(const AttnMaps *a, const char *path) {
+    char *text = attnmap_json(a);
+    int rc = write_file_atomic(path, text, strlen(text));
+    free(text);
+    return rc;
+}
+
+/* ---- terminal ---------------------------------------------------------------------------- */
+
+void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
+    static const char *shades[] = {"  ", "░░", "▒▒", "▓▓", "██"};
+    int L = a->layers[ATTN_CROSS], rows = a->T, cols = a->S;
+    float *avg = xmalloc(sizeof(float) * (size_t)rows * cols);
+    attnmap_head_average(a, ATTN_CROSS, L - 1, avg);
+    int w = 6;
+    for (int t = 0; t < rows; t++) {
+        int n = (int)strlen(a->tgt_out[t]);
+        if (n > w) w = n < 16 ? n : 16;
+    }
+    fprintf(f, "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
+               "words)\n",
+            L - 1, a->heads);
+    if (cols > 10) { /* column numbers past 9 get a tens line above the units */
+        fprintf(f, "%*s ", w, "");
+        for (int j = 0; j < cols; j++) j >= 10 ? fprintf(f, "%2d", j / 10 % 10) : fprintf(f, "  ");
+        fprintf(f, "\n");
+    }
+    fprintf(f, "%*s ", w, "");
+    for (int j = 0; j < cols; j++) fprintf(f, "%2d", j % 10);
+    fprintf(f, "\n");
+    for (int t = 0; t < rows; t++) {
+        fprintf(f, "%*.*s ", w, 16, a->tgt_out[t]);
+        int best = 0;
+        for (int j = 0; j < cols; j++) {
+            float p = avg[(size_t)t * cols + j];
+            int level = p < 0.05f ? 0 : p < 0.25f ? 1 : p < 0.5f ? 2 : p < 0.75f ? 3 : 4;
+            fputs(shades[level], f);
+            if (p > avg[(size_t)t * cols + best]) best = j;
+        }
+        fprintf(f, "  -> %s\n", a->src[best]);
+    }
+    fprintf(f, "%*s ", w, "");
+    for (int j = 0; j < cols; j++) fprintf(f, "%s%d=%s", j ? "  " : "", j, a->src[j]);
+    fprintf(f, "\nshades: '  ' < 0.05 <= '░░' < 0.25 <= '▒▒' < 0.5 <= '▓▓' < 0.75 <= '██'\n");
+    free(avg);
+}

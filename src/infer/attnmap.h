@@ -1,0 +1,60 @@
+/* attnmap: the attention probabilities of one sentence pair, and the ways out of qkv:
+ * JSON (attnmap.c), SVG heatmaps (attnsvg.c), a one-file HTML viewer (attnhtml.c) and a
+ * terminal heatmap (attnmap.c).
+ *
+ * The maps are copied from the probabilities the forward pass computed and kept for its
+ * backward pass (AttnActs.p): there is no second implementation of attention here.
+ *
+ * Rows are queries, columns keys. Decoder position t reads tgt_in[t] (BOS, y1, ...) and
+ * predicts tgt_out[t] (y1, ..., EOS); cross-attention row t is therefore what the model
+ * looked at in the source while producing the target word tgt_out[t]. */
+#ifndef QKV_ATTNMAP_H
+#define QKV_ATTNMAP_H
+
+#include <stdio.h>
+
+#include "nn/model.h"
+#include "data/vocab.h"
+
+enum { ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS, ATTN_KINDS };
+
+typedef struct {
+    int S, T;      /* source positions (tokens + EOS), decoder positions (target tokens + 1) */
+    int layers[ATTN_KINDS], heads;
+    char **src;     /* (S) source tokens, EOS last */
+    char **tgt_in;  /* (T) what each decoder position reads */
+    char **tgt_out; /* (T) what each decoder position predicts */
+    float *maps[ATTN_KINDS]; /* enc self (Le,H,S,S), dec self (Ld,H,T,T), cross (Ld,H,T,S) */
+} AttnMaps;
+
+/* Runs the model on src (n_src ids) force-decoding tgt (n_tgt ids) and copies every
+ * layer's and head's probabilities. */
+void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src, int n_src, const int *tgt, int n_tgt,
+                     AttnMaps *out);
+void attnmap_free(AttnMaps *a);
+
+/* Query and key counts of a kind, and one (layer, head) map of it. */
+int attnmap_rows(const AttnMaps *a, int kind);
+int attnmap_cols(const AttnMaps *a, int kind);
+const float *attnmap_at(const AttnMaps *a, int kind, int layer, int head);
+/* Head average of one layer into out (rows x cols). */
+void attnmap_head_average(const AttnMaps *a, int kind, int layer, float *out);
+/* Row and column labels of a kind. */
+char **attnmap_row_labels(const AttnMaps *a, int kind);
+char **attnmap_col_labels(const AttnMaps *a, int kind);
+const char *attnmap_kind_name(int kind); /* "encoder_self", "decoder_self", "cross" */
+const char *attnmap_kind_title(int kind);
+
+/* maps.json text (caller frees), and the file. */
+char *attnmap_json(const AttnMaps *a);
+int attnmap_write_json(const AttnMaps *a, const char *path);
+/* One SVG per (kind, layer, head) and per (kind, layer) head average, into dir. */
+int attnmap_write_svgs(const AttnMaps *a, const char *dir, int *count);
+int attnmap_write_html(const AttnMaps *a, const char *path);
+/* The last decoder layer's head-averaged cross-attention in Unicode shades. */
+void attnmap_print_terminal(const AttnMaps *a, FILE *f);
+
+/* SVG text of one heatmap (caller frees); shared by the SVG files and the tests. */
+char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char **col_labels, const char *title);
+
+#endif

@@ -1,0 +1,82 @@
+/* attention: see attention.h. Heads are column slices of the (tokens, d) projections, so
+ * each head's products are strided sgemm calls with leading dimension d: no transposes,
+ * no copies. */
+#include "nn/attention.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "nn/kernels.h"
+#include "nn/profile.h"
+
+/* Three phases over all (sequence, head) pairs: scores, softmax, weighted values. Kept
+ * apart so each kind of work is one loop (and one profile bucket). */
+void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s) {
+    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H;
+    float scale = 1.0f / sqrtf((float)dh);
+    matmul_forward(a->q, xq, w->w_q, w->b_q, B * Tq, d, d);
+    matmul_forward(a->k, xkv, w->w_k, w->b_k, B * Tk, d, d);
+    matmul_forward(a->v, xkv, w->w_v, w->b_v, B * Tk, d, d);
+    double t0 = prof_start();
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh, d,
+                        a->k + (size_t)b * Tk * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+    prof_stop(PROF_ATTENTION, t0);
+    t0 = prof_start();
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
+            for (int i = 0; i < Tq; i++) softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, Tk, attention_valid_keys(s, b, i));
+        }
+    prof_stop(PROF_SOFTMAX, t0);
+    t0 = prof_start();
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk,
+                        a->v + (size_t)b * Tk * d + h * dh, d, 0.0f, a->ctx + (size_t)b * Tq * d + h * dh, d);
+    prof_stop(PROF_ATTENTION, t0);
+    matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
+}
+
+void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,
+                        const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s,
+                        const AttnScratch *sc) {
+    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H;
+    float scale = 1.0f / sqrtf((float)dh);
+    size_t nq = (size_t)B * Tq * d, nk = (size_t)B * Tk * d, per = (size_t)Tq * Tk;
+    memset(sc->dctx, 0, sizeof(float) * nq);
+    memset(sc->dk, 0, sizeof(float) * nk);
+    memset(sc->dv, 0, sizeof(float) * nk);
+    matmul_backward(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, B * Tq, d, d);
+    double t0 = prof_start();
+    /* dP = dO V^T and dV = P^T dO */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh, poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff, d, 0.0f,
+                        sc->dp + poff, Tk);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, 1.0f, a->p + poff, Tk, sc->dctx + qoff, d, 1.0f,
+                        sc->dv + koff, d);
+        }
+    prof_stop(PROF_ATTENTION, t0);
+    /* dS = P (dP - rowsum(dP P)); masked keys have P = 0, so their dS is 0 too */
+    t0 = prof_start();
+    for (size_t r = 0; r < (size_t)B * H * Tq; r++) softmax_backward(sc->dp + r * Tk, sc->dp + r * Tk, a->p + r * Tk, Tk);
+    prof_stop(PROF_SOFTMAX, t0);
+    /* dQ = dS K / sqrt(dh) and dK = dS^T Q / sqrt(dh) */
+    t0 = prof_start();
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh, poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, scale, sc->dp + poff, Tk, a->k + koff, d, 0.0f,
+                        sc->dq + qoff, d);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, scale, sc->dp + poff, Tk, a->q + qoff, d, 1.0f,
+                        sc->dk + koff, d);
+        }
+    prof_stop(PROF_ATTENTION, t0);
+    matmul_backward(dxq, g->w_q, g->b_q, sc->dq, xq, w->w_q, B * Tq, d, d);
+    matmul_backward(dxkv, g->w_k, g->b_k, sc->dk, xkv, w->w_k, B * Tk, d, d);
+    matmul_backward(dxkv, g->w_v, g->b_v, sc->dv, xkv, w->w_v, B * Tk, d, d);
+}

@@ -1,0 +1,227 @@
+/* kernels: see kernels.h. Matrix products go to OpenBLAS; the rest are plain loops. */
+#include "nn/kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "nn/profile.h"
+#include "util.h"
+
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout) {
+    double t0_ = prof_start();
+    if (bias) {
+        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * Cout, bias, sizeof(float) * (size_t)Cout);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cout, Cin, 1.0f, inp, Cin, w, Cout, bias ? 1.0f : 0.0f,
+                out, Cout);
+    prof_stop(PROF_MATMUL, t0_);
+}
+
+void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
+                     int Cin, int Cout) {
+    double t0_ = prof_start();
+    if (dinp)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cin, Cout, 1.0f, dout, Cout, w, Cout, 1.0f, dinp, Cin);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Cin, Cout, N, 1.0f, inp, Cin, dout, Cout, 1.0f, dw, Cout);
+    if (dbias) {
+        for (int n = 0; n < N; n++) {
+            const float *row = dout + (size_t)n * Cout;
+            for (int c = 0; c < Cout; c++) dbias[c] += row[c];
+        }
+    }
+    prof_stop(PROF_MATMUL, t0_);
+}
+
+void softmax_forward(float *p, const float *s, int cols, int valid) {
+    float maxv = -INFINITY;
+    for (int j = 0; j < valid; j++) maxv = s[j] > maxv ? s[j] : maxv;
+    float sum = 0.0f;
+    for (int j = 0; j < valid; j++) {
+        p[j] = expf(s[j] - maxv);
+        sum += p[j];
+    }
+    float inv = valid > 0 ? 1.0f / sum : 0.0f;
+    for (int j = 0; j < valid; j++) p[j] *= inv;
+    for (int j = valid; j < cols; j++) p[j] = 0.0f;
+}
+
+void softmax_backward(float *ds, const float *dp, const float *p, int cols) {
+    float dot = 0.0f;
+    for (int j = 0; j < cols; j++) dot += dp[j] * p[j];
+    for (int j = 0; j < cols; j++) ds[j] = p[j] * (dp[j] - dot);
+}
+
+#define LN_EPS 1e-5f /* PyTorch's default, so weights move between the two unchanged */
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma, const float *beta,
+                       int N, int C) {
+    double t0_ = prof_start();
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *y = out + (size_t)n * C;
+        float m = 0.0f;
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= (float)C;
+        float v = 0.0f;
+        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+        v /= (float)C;
+        float r = 1.0f / sqrtf(v + LN_EPS);
+        for (int c = 0; c < C; c++) y[c] = (x[c] - m) * r * gamma[c] + beta[c];
+        mean[n] = m;
+        rstd[n] = r;
+    }
+    prof_stop(PROF_LAYERNORM, t0_);
+}
+
+void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                        const float *gamma, const float *mean, const float *rstd, int N, int C) {
+    double t0_ = prof_start();
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float m = mean[n], r = rstd[n];
+        /* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma */
+        float gsum = 0.0f, gxsum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * r;
+            float g = dy[c] * gamma[c];
+            gsum += g;
+            gxsum += g * xhat;
+            dgamma[c] += dy[c] * xhat;
+            dbeta[c] += dy[c];
+        }
+        gsum /= (float)C;
+        gxsum /= (float)C;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * r;
+            dx[c] += r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
+        }
+    }
+    prof_stop(PROF_LAYERNORM, t0_);
+}
+
+void relu_forward(float *out, const float *inp, size_t n) {
+    double t0_ = prof_start();
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0_);
+}
+
+void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    double t0_ = prof_start();
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0_);
+}
+
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key) {
+    double t0_ = prof_start();
+    if (p <= 0.0f) {
+        memset(mask, 1, n);
+        if (out != inp) memcpy(out, inp, sizeof(float) * n);
+        prof_stop(PROF_ELEMENTWISE, t0_);
+        return;
+    }
+    float keep_scale = dropout_scale(p);
+    /* One 64-bit hash gives four 16-bit uniforms; a resolution of 1/65536 is plenty for p. */
+    uint32_t threshold = (uint32_t)(p * 65536.0f);
+    for (size_t i = 0; i < n; i += 4) {
+        uint64_t h = hash64(key, i);
+        for (size_t k = 0; k < 4 && i + k < n; k++) {
+            uint32_t u = (uint32_t)(h >> (16 * k)) & 0xFFFFu;
+            mask[i + k] = u >= threshold;
+            out[i + k] = mask[i + k] ? inp[i + k] * keep_scale : 0.0f;
+        }
+    }
+    prof_stop(PROF_ELEMENTWISE, t0_);
+}
+
+void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p) {
+    double t0_ = prof_start();
+    float scale = dropout_scale(p);
+    for (size_t i = 0; i < n; i++) dinp[i] += mask[i] ? dout[i] * scale : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0_);
+}
+
+void embedding_forward(float *out, const int *tokens, const float *table, const float *pos, float scale, int B, int T,
+                       int C) {
+    double t0_ = prof_start();
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            size_t row = (size_t)b * T + t;
+            const float *e = table + (size_t)tokens[row] * C, *pe = pos + (size_t)t * C;
+            float *o = out + row * C;
+            for (int c = 0; c < C; c++) o[c] = e[c] * scale + pe[c];
+        }
+    }
+    prof_stop(PROF_EMBED_LOSS, t0_);
+}
+
+void embedding_backward(float *dtable, const float *dout, const int *tokens, float scale, int N, int C) {
+    double t0_ = prof_start();
+    for (int n = 0; n < N; n++) {
+        float *de = dtable + (size_t)tokens[n] * C;
+        const float *d = dout + (size_t)n * C;
+        for (int c = 0; c < C; c++) de[c] += d[c] * scale;
+    }
+    prof_stop(PROF_EMBED_LOSS, t0_);
+}
+
+double crossentropy_forward(float *probs, const float *logits, const int *targets, int N, int V, float eps, int pad,
+                            int *count, double *nll_out) {
+    double t0_ = prof_start();
+    double loss = 0.0, nll = 0.0;
+    int counted = 0;
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * V;
+        float *p = probs + (size_t)n * V;
+        float maxv = z[0];
+        for (int v = 1; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
+        double sum = 0.0, zsum = 0.0;
+        float z_target = targets[n] == pad ? 0.0f : z[targets[n]]; /* read before probs overwrite it */
+        for (int v = 0; v < V; v++) {
+            zsum += z[v];
+            p[v] = expf(z[v] - maxv);
+            sum += p[v];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) p[v] *= inv;
+        if (targets[n] == pad) continue;
+        double logz = maxv + log(sum);
+        double nll_row = logz - z_target;
+        double uniform_row = logz - zsum / V; /* mean over classes of -log p */
+        loss += (1.0 - eps) * nll_row + eps * uniform_row;
+        nll += nll_row;
+        counted++;
+    }
+    *count = counted;
+    if (nll_out) *nll_out = nll;
+    prof_stop(PROF_EMBED_LOSS, t0_);
+    return loss;
+}
+
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
+                           float scale) {
+    double t0_ = prof_start();
+    float off = eps / (float)V;
+    for (int n = 0; n < N; n++) {
+        float *d = dlogits + (size_t)n * V;
+        const float *p = probs + (size_t)n * V;
+        if (targets[n] == pad) {
+            memset(d, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        for (int v = 0; v < V; v++) d[v] = (p[v] - off) * scale;
+        d[targets[n]] -= (1.0f - eps) * scale;
+    }
+    prof_stop(PROF_EMBED_LOSS, t0_);
+}
+
+void positional_table(float *pe, int T, int C) {
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < C; i += 2) {
+            double freq = exp(-log(10000.0) * (double)i / (double)C);
+            pe[(size_t)t * C + i] = (float)sin(t * freq);
+            if (i + 1 < C) pe[(size_t)t * C + i + 1] = (float)cos(t * freq);
+        }
+    }
+}

@@ -1,0 +1,549 @@
+/* model: see model.h.
+ *
+ * The parameter table and the activation arena are both described by one "bind"
+ * function each, written once and used for every buffer (params, grads; counting and
+ * carving), so the forward and the backward pass can never disagree about layout. */
+#include "nn/model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/kernels.h"
+#include "nn/profile.h"
+#include "util.h"
+
+/* ---- parameter table ---------------------------------------------------------------- */
+
+typedef struct {
+    Model *m;
+    float *base;   /* NULL while building the table */
+    int index;     /* next tensor */
+    int building;
+} Binder;
+
+static float *tensor(Binder *bd, const char *name, int rows, int cols) {
+    Model *m = bd->m;
+    if (bd->building) {
+        m->tensors = xrealloc(m->tensors, sizeof(TensorInfo) * (size_t)(m->n_tensors + 1));
+        TensorInfo *t = &m->tensors[m->n_tensors++];
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->ndim = cols > 0 ? 2 : 1;
+        t->shape[0] = rows;
+        t->shape[1] = cols > 0 ? cols : 1;
+        t->size = (size_t)rows * (size_t)(cols > 0 ? cols : 1);
+        t->offset = m->n_params;
+        m->n_params += t->size;
+        return NULL;
+    }
+    TensorInfo *t = &m->tensors[bd->index++];
+    return bd->base + t->offset;
+}
+
+static void bind_attn(Binder *bd, AttnParams *a, const char *prefix, int d) {
+    char n[96];
+#define T2(field) (snprintf(n, sizeof n, "%s." #field, prefix), a->field = tensor(bd, n, d, d))
+#define T1(field) (snprintf(n, sizeof n, "%s." #field, prefix), a->field = tensor(bd, n, d, 0))
+    T2(w_q), T1(b_q), T2(w_k), T1(b_k), T2(w_v), T1(b_v), T2(w_o), T1(b_o);
+#undef T2
+#undef T1
+}
+
+static void bind_norm(Binder *bd, NormParams *p, const char *prefix, int d) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    p->w = tensor(bd, n, d, 0);
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    p->b = tensor(bd, n, d, 0);
+}
+
+static void bind_ffn(Binder *bd, FfnParams *p, const char *prefix, int d, int ff) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.w_1", prefix);
+    p->w_1 = tensor(bd, n, d, ff);
+    snprintf(n, sizeof n, "%s.b_1", prefix);
+    p->b_1 = tensor(bd, n, ff, 0);
+    snprintf(n, sizeof n, "%s.w_2", prefix);
+    p->w_2 = tensor(bd, n, ff, d);
+    snprintf(n, sizeof n, "%s.b_2", prefix);
+    p->b_2 = tensor(bd, n, d, 0);
+}
+
+static void bind_params(Binder *bd, Params *p) {
+    const ModelConfig *c = &bd->m->cfg;
+    int d = c->d_model;
+    char n[64];
+    p->src_embed = tensor(bd, "encoder.embed_tokens", c->src_vocab, d);
+    p->tgt_embed = tensor(bd, "decoder.embed_tokens", c->tgt_vocab, d);
+    p->generator = c->tie_embeddings ? p->tgt_embed : tensor(bd, "generator", c->tgt_vocab, d);
+    for (int l = 0; l < c->encoder_layers; l++) {
+        EncoderLayerParams *e = &p->enc[l];
+        snprintf(n, sizeof n, "encoder.layers.%d.self_attn", l), bind_attn(bd, &e->self_attn, n, d);
+        snprintf(n, sizeof n, "encoder.layers.%d.norm1", l), bind_norm(bd, &e->norm1, n, d);
+        snprintf(n, sizeof n, "encoder.layers.%d.ffn", l), bind_ffn(bd, &e->ffn, n, d, c->d_ff);
+        snprintf(n, sizeof n, "encoder.layers.%d.norm2", l), bind_norm(bd, &e->norm2, n, d);
+    }
+    for (int l = 0; l < c->decoder_layers; l++) {
+        DecoderLayerParams *e = &p->dec[l];
+        snprintf(n, sizeof n, "decoder.layers.%d.self_attn", l), bind_attn(bd, &e->self_attn, n, d);
+        snprintf(n, sizeof n, "decoder.layers.%d.norm1", l), bind_norm(bd, &e->norm1, n, d);
+        snprintf(n, sizeof n, "decoder.layers.%d.cross_attn", l), bind_attn(bd, &e->cross_attn, n, d);
+        snprintf(n, sizeof n, "decoder.layers.%d.norm2", l), bind_norm(bd, &e->norm2, n, d);
+        snprintf(n, sizeof n, "decoder.layers.%d.ffn", l), bind_ffn(bd, &e->ffn, n, d, c->d_ff);
+        snprintf(n, sizeof n, "decoder.layers.%d.norm3", l), bind_norm(bd, &e->norm3, n, d);
+    }
+    if (c->pre_norm) {
+        bind_norm(bd, &p->enc_norm, "encoder.norm", d);
+        bind_norm(bd, &p->dec_norm, "decoder.norm", d);
+    }
+}
+
+int model_init(Model *m, const ModelConfig *cfg) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    const ModelConfig *c = cfg;
+    if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0) return err_set("d_model must be a positive multiple of heads");
+    if (c->encoder_layers < 1 || c->encoder_layers > QKV_MAX_LAYERS || c->decoder_layers < 1 ||
+        c->decoder_layers > QKV_MAX_LAYERS)
+        return err_set("layer counts must be between 1 and %d", QKV_MAX_LAYERS);
+    if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_ff <= 0 || c->max_positions <= 0) return err_set("bad model sizes");
+    Binder bd = {.m = m, .building = 1};
+    bind_params(&bd, &m->p);
+    m->params = xcalloc(m->n_params, sizeof(float));
+    m->grads = xcalloc(m->n_params, sizeof(float));
+    bd = (Binder){.m = m, .base = m->params};
+    bind_params(&bd, &m->p);
+    bd = (Binder){.m = m, .base = m->grads};
+    bind_params(&bd, &m->g);
+    m->pos_table = xmalloc(sizeof(float) * (size_t)c->max_positions * c->d_model);
+    positional_table(m->pos_table, c->max_positions, c->d_model);
+    return 0;
+}
+
+void model_init_replica(Model *r, const Model *m) {
+    *r = *m;
+    r->is_replica = 1;
+    r->grads = xcalloc(m->n_params, sizeof(float));
+    Binder bd = {.m = r, .base = r->grads};
+    bind_params(&bd, &r->g);
+    r->arena = NULL;
+    r->arena_floats = 0;
+    r->B = r->S = r->T = -1;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    if (!m->is_replica) {
+        free(m->tensors);
+        free(m->params);
+        free(m->pos_table);
+    }
+    free(m->grads);
+    free(m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+void model_init_weights(Model *m, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        float *w = m->params + t->offset;
+        const char *leaf = strrchr(t->name, '.');
+        leaf = leaf ? leaf + 1 : t->name;
+        if (strstr(t->name, "embed_tokens") || strcmp(t->name, "generator") == 0) {
+            float std = 1.0f / sqrtf((float)m->cfg.d_model);
+            for (size_t j = 0; j < t->size; j++) w[j] = std * rng_normal(&r);
+        } else if (t->ndim == 2) {
+            float a = sqrtf(6.0f / (float)(t->shape[0] + t->shape[1]));
+            for (size_t j = 0; j < t->size; j++) w[j] = a * (2.0f * (float)rng_uniform(&r) - 1.0f);
+        } else if (strcmp(leaf, "weight") == 0) {
+            for (size_t j = 0; j < t->size; j++) w[j] = 1.0f;
+        } else {
+            memset(w, 0, sizeof(float) * t->size);
+        }
+    }
+}
+
+const TensorInfo *model_find_tensor(const Model *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+/* ---- activation arena ---------------------------------------------------------------- */
+
+typedef struct {
+    float *base; /* NULL: only count */
+    size_t used;
+} Carver;
+
+static float *take(Carver *cv, size_t n);
+/* n bytes, for masks */
+static uint8_t *take_bytes(Carver *cv, size_t n) { return (uint8_t *)take(cv, (n + 3) / 4); }
+
+static float *take(Carver *cv, size_t n) {
+    float *p = cv->base ? cv->base + cv->used : NULL;
+    cv->used += (n + 15) & ~(size_t)15; /* slices start at multiples of 64 bytes from the arena start */
+    return p;
+}
+
+static void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre) {
+    r->ln = take(cv, N * d);
+    r->mean = take(cv, N);
+    r->rstd = take(cv, N);
+    r->mask = take_bytes(cv, N * d);
+    r->sum = take(cv, N * d);
+    r->out = pre ? r->sum : r->ln;
+}
+
+/* `out` is only read by the residual right after it is written, never by a backward
+ * pass, so every sub-layer's output shares one buffer. */
+static void carve_attn(Carver *cv, AttnActs *a, int B, int Tq, int Tk, int d, int H, float *shared_out) {
+    a->q = take(cv, (size_t)B * Tq * d);
+    a->k = take(cv, (size_t)B * Tk * d);
+    a->v = take(cv, (size_t)B * Tk * d);
+    a->p = take(cv, (size_t)B * H * Tq * Tk);
+    a->ctx = take(cv, (size_t)B * Tq * d);
+    a->out = shared_out;
+}
+
+static void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
+    s->emb = take(cv, N * d);
+    s->emb_mask = take_bytes(cv, N * d);
+    s->x = take(cv, N * d);
+    s->out = take(cv, N * d);
+    s->norm_mean = take(cv, N);
+    s->norm_rstd = take(cv, N);
+}
+
+/* Encoder activations come first and depend only on (B, S), so re-carving for a longer
+ * target while decoding leaves the encoder output where it is. */
+static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
+    const ModelConfig *c = &m->cfg;
+    int d = c->d_model, H = c->heads, ff = c->d_ff, pre = c->pre_norm;
+    size_t Ns = (size_t)B * S, Nt = (size_t)B * T, Nmax = Ns > Nt ? Ns : Nt;
+    Carver cv = {.base = base};
+    float *shared_out = NULL; /* carved after the encoder's part, set just below */
+    carve_stack(&cv, &a->src, Ns, d);
+    for (int l = 0; l < c->encoder_layers; l++) {
+        EncoderLayerActs *e = &a->enc[l];
+        carve_residual(&cv, &e->r1, Ns, d, pre);
+        carve_attn(&cv, &e->attn, B, S, S, d, H, shared_out);
+        carve_residual(&cv, &e->r2, Ns, d, pre);
+        e->ffn.hidden = take(&cv, Ns * ff);
+    }
+    shared_out = take(&cv, Nmax * d);
+    for (int l = 0; l < c->encoder_layers; l++) a->enc[l].attn.out = a->enc[l].ffn.out = shared_out;
+    carve_stack(&cv, &a->tgt, Nt, d);
+    for (int l = 0; l < c->decoder_layers; l++) {
+        DecoderLayerActs *e = &a->dec[l];
+        carve_residual(&cv, &e->r1, Nt, d, pre);
+        carve_attn(&cv, &e->self_attn, B, T, T, d, H, shared_out);
+        carve_residual(&cv, &e->r2, Nt, d, pre);
+        carve_attn(&cv, &e->cross_attn, B, T, S, d, H, shared_out);
+        carve_residual(&cv, &e->r3, Nt, d, pre);
+        e->ffn.hidden = take(&cv, Nt * ff);
+        e->ffn.out = shared_out;
+    }
+    a->logits = take(&cv, Nt * c->tgt_vocab);
+    /* the decoder's stream gradient is dead once the encoder's backward starts, and
+     * d_sum (post-LN) and d_in (pre-LN) are never needed by the same block: each pair
+     * shares a buffer */
+    a->d_src = a->d_tgt = take(&cv, Nmax * d);
+    a->d_enc_out = take(&cv, Ns * d);
+    a->d_sub = take(&cv, Nmax * d);
+    a->d_sum = a->d_in = take(&cv, Nmax * d);
+    int Tmax = S > T ? S : T;
+    /* the feed-forward and the attention backward passes never run at once: their
+     * scratch shares one block */
+    float *block = take(&cv, Nmax * (ff > 4 * d ? ff : 4 * d));
+    a->d_hidden = block;
+    a->attn.dq = block;
+    a->attn.dk = block + Nmax * d;
+    a->attn.dv = block + 2 * Nmax * d;
+    a->attn.dctx = block + 3 * Nmax * d;
+    a->attn.dp = take(&cv, (size_t)B * H * Tmax * Tmax);
+    return cv.used;
+}
+
+size_t model_arena_floats(const Model *m, int B, int S, int T) {
+    Acts scratch;
+    return carve(m, &scratch, NULL, B, S, T);
+}
+
+void model_reserve(Model *m, size_t need) {
+    if (need > m->arena_floats) {
+        /* realloc keeps the prefix, so an encoder output survives a longer decoder shape */
+        m->arena = xrealloc(m->arena, need * sizeof(float));
+        memset(m->arena + m->arena_floats, 0, (need - m->arena_floats) * sizeof(float));
+        m->arena_floats = need;
+        m->B = m->S = m->T = -1;
+    }
+}
+
+static void use_shape(Model *m, int B, int S, int T) {
+    if (m->B == B && m->S == S && m->T == T) return;
+    if (model_arena_floats(m, B, S, T) > m->arena_floats) {
+        /* A caller forgot model_reserve: grow rather than corrupt memory, and say so loudly. */
+        fprintf(stderr, "qkv: warning: activation arena grown inside a step (B=%d S=%d T=%d)\n", B, S, T);
+        model_reserve(m, model_arena_floats(m, B, S, T));
+    }
+    carve(m, &m->a, m->arena, B, S, T);
+    m->B = B, m->S = S, m->T = T;
+}
+
+/* ---- residual blocks ------------------------------------------------------------------ */
+
+/* Returns what the sub-layer reads: LN(x) for pre-LN, x itself for post-LN. */
+static const float *residual_in(Residual *r, const NormParams *n, const float *x, int N, int d, int pre) {
+    if (!pre) return x;
+    layernorm_forward(r->ln, r->mean, r->rstd, x, n->w, n->b, N, d);
+    return r->ln;
+}
+
+static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
+                         float p, uint64_t key) {
+    size_t cnt = (size_t)N * d;
+    dropout_forward(r->sum, r->mask, y, cnt, p, key);
+    double t0 = prof_start();
+    for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
+    prof_stop(PROF_ELEMENTWISE, t0);
+    if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, N, d);
+}
+
+/* Backward of residual_out. On entry dx holds the gradient of the block output; on exit
+ * it holds the residual path's share of the gradient of x, and dsub the gradient of the
+ * sub-layer output. Returns where the sub-layer must add the gradient of its input. */
+static float *residual_out_backward(Residual *r, const NormParams *n, NormParams *gn, float *dx, float *dsub,
+                                    float *tmp_sum, float *tmp_in, int N, int d, int pre, float p) {
+    size_t cnt = (size_t)N * d;
+    if (!pre) {
+        memset(tmp_sum, 0, sizeof(float) * cnt);
+        layernorm_backward(tmp_sum, gn->w, gn->b, dx, r->sum, n->w, r->mean, r->rstd, N, d);
+        memcpy(dx, tmp_sum, sizeof(float) * cnt);
+    }
+    double t0 = prof_start();
+    float scale = dropout_scale(p);
+    for (size_t i = 0; i < cnt; i++) dsub[i] = r->mask[i] ? dx[i] * scale : 0.0f;
+    if (pre) memset(tmp_in, 0, sizeof(float) * cnt);
+    prof_stop(PROF_ELEMENTWISE, t0);
+    return pre ? tmp_in : dx;
+}
+
+/* Backward of residual_in: for pre-LN, push the sub-layer's input gradient through LN. */
+static void residual_in_backward(Residual *r, const NormParams *n, NormParams *gn, float *dx, const float *dsub_in,
+                                 const float *x, int N, int d, int pre) {
+    if (pre) layernorm_backward(dx, gn->w, gn->b, dsub_in, x, n->w, r->mean, r->rstd, N, d);
+}
+
+static void ffn_forward(FfnActs *f, const FfnParams *w, const float *x, int N, int d, int ff) {
+    matmul_forward(f->hidden, x, w->w_1, w->b_1, N, d, ff);
+    relu_forward(f->hidden, f->hidden, (size_t)N * ff);
+    matmul_forward(f->out, f->hidden, w->w_2, w->b_2, N, ff, d);
+}
+
+static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhidden, const FfnActs *f,
+                         const FfnParams *w, const float *x, int N, int d, int ff) {
+    memset(dhidden, 0, sizeof(float) * (size_t)N * ff);
+    matmul_backward(dhidden, g->w_2, g->b_2, dout, f->hidden, w->w_2, N, ff, d);
+    /* ReLU backward in place: the gradient is kept where the activation was positive */
+    double t0 = prof_start();
+    for (size_t i = 0; i < (size_t)N * ff; i++) dhidden[i] = f->hidden[i] > 0.0f ? dhidden[i] : 0.0f;
+    prof_stop(PROF_ELEMENTWISE, t0);
+    matmul_backward(dx, g->w_1, g->b_1, dhidden, x, w->w_1, N, d, ff);
+}
+
+/* ---- forward ------------------------------------------------------------------------- */
+
+/* Dropout sites: every mask gets its own key from (seed, step, site). */
+static uint64_t site_key(uint64_t seed, uint64_t step, int site) { return hash64(hash64(seed, step), (uint64_t)site); }
+
+static void stack_embed(Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, float p,
+                        uint64_t key) {
+    int d = m->cfg.d_model;
+    embedding_forward(s->emb, tokens, table, m->pos_table, sqrtf((float)d), B, T, d);
+    dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, key);
+}
+
+static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
+    const ModelConfig *c = &m->cfg;
+    Acts *a = &m->a;
+    int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
+    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, p, site_key(seed, step, 1));
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0};
+    const float *x = a->src.x;
+    for (int l = 0; l < c->encoder_layers; l++) {
+        EncoderLayerActs *e = &a->enc[l];
+        const EncoderLayerParams *w = &m->p.enc[l];
+        const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
+        attention_forward(&e->attn, &w->self_attn, in, in, &shape);
+        residual_out(&e->r1, &w->norm1, x, e->attn.out, N, d, pre, p, site_key(seed, step, 100 + 4 * l));
+        x = e->r1.out;
+        in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
+        ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
+        residual_out(&e->r2, &w->norm2, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 101 + 4 * l));
+        x = e->r2.out;
+    }
+    if (pre) layernorm_forward(a->src.out, a->src.norm_mean, a->src.norm_rstd, x, m->p.enc_norm.w, m->p.enc_norm.b, N, d);
+    else memcpy(a->src.out, x, sizeof(float) * (size_t)N * d);
+}
+
+static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
+    const ModelConfig *c = &m->cfg;
+    Acts *a = &m->a;
+    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm;
+    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, p, site_key(seed, step, 2));
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0};
+    const float *x = a->tgt.x, *mem = a->src.out;
+    for (int l = 0; l < c->decoder_layers; l++) {
+        DecoderLayerActs *e = &a->dec[l];
+        const DecoderLayerParams *w = &m->p.dec[l];
+        const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
+        attention_forward(&e->self_attn, &w->self_attn, in, in, &self);
+        residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, site_key(seed, step, 500 + 4 * l));
+        x = e->r1.out;
+        in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
+        attention_forward(&e->cross_attn, &w->cross_attn, in, mem, &cross);
+        residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, site_key(seed, step, 501 + 4 * l));
+        x = e->r2.out;
+        in = residual_in(&e->r3, &w->norm3, x, N, d, pre);
+        ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
+        residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 502 + 4 * l));
+        x = e->r3.out;
+    }
+    if (pre) layernorm_forward(a->tgt.out, a->tgt.norm_mean, a->tgt.norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
+    else memcpy(a->tgt.out, x, sizeof(float) * (size_t)N * d);
+    /* logits = h . generator^T */
+    double t0 = prof_start();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, c->tgt_vocab, d, 1.0f, a->tgt.out, d, m->p.generator, d,
+                0.0f, a->logits, c->tgt_vocab);
+    prof_stop(PROF_MATMUL, t0);
+}
+
+double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
+    float p = train ? m->cfg.dropout : 0.0f;
+    m->dropout_p = p;
+    use_shape(m, b->B, b->S, b->T);
+    encoder_forward(m, b, p, seed, step);
+    decoder_forward(m, b, p, seed, step);
+    int count = 0;
+    m->loss_sum = crossentropy_forward(m->a.logits, m->a.logits, b->tgt_out, b->B * b->T, m->cfg.tgt_vocab,
+                                       m->cfg.label_smoothing, QKV_PAD, &count, &m->nll_sum);
+    m->n_tokens = m->loss_tokens = count;
+    return count ? m->loss_sum / count : 0.0;
+}
+
+void model_encode(Model *m, const ModelBatch *b) {
+    use_shape(m, b->B, b->S, b->T);
+    encoder_forward(m, b, 0.0f, 0, 0);
+}
+
+void model_decode(Model *m, const ModelBatch *b) {
+    use_shape(m, b->B, b->S, b->T);
+    decoder_forward(m, b, 0.0f, 0, 0);
+}
+
+const float *model_logits_at(Model *m, int i, int t) {
+    return m->a.logits + ((size_t)i * m->T + t) * m->cfg.tgt_vocab;
+}
+
+/* ---- backward ------------------------------------------------------------------------ */
+
+void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params); }
+
+static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
+    int d = m->cfg.d_model;
+    double t0 = prof_start();
+    float scale = dropout_scale(m->dropout_p);
+    for (size_t i = 0; i < (size_t)N * d; i++) dx[i] = s->emb_mask[i] ? dx[i] * scale : 0.0f;
+    prof_stop(PROF_EMBED_LOSS, t0);
+    embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
+}
+
+static void decoder_backward(Model *m, const ModelBatch *b) {
+    const ModelConfig *c = &m->cfg;
+    Acts *a = &m->a;
+    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm, V = c->tgt_vocab;
+    float *dx = a->d_tgt;
+    /* loss and output projection */
+    crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, QKV_PAD,
+                          m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f);
+    double t0 = prof_start();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, d, V, 1.0f, a->logits, V, m->p.generator, d, 0.0f, dx, d);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, d, N, 1.0f, a->logits, V, a->tgt.out, d, 1.0f,
+                m->g.generator, d);
+    prof_stop(PROF_MATMUL, t0);
+    if (pre) {
+        const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
+        memset(a->d_sum, 0, sizeof(float) * (size_t)N * d);
+        layernorm_backward(a->d_sum, m->g.dec_norm.w, m->g.dec_norm.b, dx, last, m->p.dec_norm.w, a->tgt.norm_mean,
+                           a->tgt.norm_rstd, N, d);
+        memcpy(dx, a->d_sum, sizeof(float) * (size_t)N * d);
+    }
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0};
+    memset(a->d_enc_out, 0, sizeof(float) * (size_t)B * b->S * d);
+    for (int l = c->decoder_layers - 1; l >= 0; l--) {
+        DecoderLayerActs *e = &a->dec[l];
+        const DecoderLayerParams *w = &m->p.dec[l];
+        DecoderLayerParams *g = &m->g.dec[l];
+        const float *x1 = l ? a->dec[l - 1].r3.out : a->tgt.x, *x2 = e->r1.out, *x3 = e->r2.out;
+        /* feed-forward block */
+        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        const float *in = pre ? e->r3.ln : x3;
+        ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
+        residual_in_backward(&e->r3, &w->norm3, &g->norm3, dx, din, x3, N, d, pre);
+        /* cross-attention block: K/V gradients flow into the encoder output */
+        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        in = pre ? e->r2.ln : x2;
+        attention_backward(&g->cross_attn, din, a->d_enc_out, a->d_sub, &e->cross_attn, &w->cross_attn, in, a->src.out,
+                           &cross, &a->attn);
+        residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
+        /* masked self-attention block */
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        in = pre ? e->r1.ln : x1;
+        attention_backward(&g->self_attn, din, din, a->d_sub, &e->self_attn, &w->self_attn, in, in, &self, &a->attn);
+        residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
+    }
+    stack_embed_backward(m, &a->tgt, m->g.tgt_embed, dx, b->tgt_in, N);
+}
+
+static void encoder_backward(Model *m, const ModelBatch *b) {
+    const ModelConfig *c = &m->cfg;
+    Acts *a = &m->a;
+    int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
+    float *dx = a->d_src;
+    if (pre) {
+        const float *last = a->enc[c->encoder_layers - 1].r2.out;
+        memset(dx, 0, sizeof(float) * (size_t)N * d);
+        layernorm_backward(dx, m->g.enc_norm.w, m->g.enc_norm.b, a->d_enc_out, last, m->p.enc_norm.w,
+                           a->src.norm_mean, a->src.norm_rstd, N, d);
+    } else {
+        memcpy(dx, a->d_enc_out, sizeof(float) * (size_t)N * d);
+    }
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0};
+    for (int l = c->encoder_layers - 1; l >= 0; l--) {
+        EncoderLayerActs *e = &a->enc[l];
+        const EncoderLayerParams *w = &m->p.enc[l];
+        EncoderLayerParams *g = &m->g.enc[l];
+        const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
+        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        const float *in = pre ? e->r2.ln : x2;
+        ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
+        residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        in = pre ? e->r1.ln : x1;
+        attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
+        residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
+    }
+    stack_embed_backward(m, &a->src, m->g.src_embed, dx, b->src, N);
+}
+
+void model_backward(Model *m, const ModelBatch *b) {
+    decoder_backward(m, b);
+    encoder_backward(m, b);
+}

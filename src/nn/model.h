@@ -1,0 +1,173 @@
+/* model: the Transformer encoder-decoder of "Attention Is All You Need".
+ *
+ * Owns the parameter table (one float buffer, named tensors), the activation arena, and
+ * the forward and backward passes of the whole model with its loss. Knows nothing of
+ * files, vocabularies or configs: it is handed sizes and token ids.
+ *
+ * Memory: params, grads and the two Adam moments are four buffers of model.n_params
+ * floats over the same table. Activations live in one arena reserved up front for the
+ * largest batch shape (model_reserve); a training step only carves pointers into it. */
+#ifndef QKV_MODEL_H
+#define QKV_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/attention.h"
+
+#define QKV_MAX_LAYERS 16
+#define QKV_PAD 0 /* token id 0 is padding everywhere */
+
+typedef struct {
+    int src_vocab, tgt_vocab;
+    int d_model, heads, d_ff;
+    int encoder_layers, decoder_layers;
+    float dropout;
+    int pre_norm;       /* 0: post-LN (the paper), 1: pre-LN */
+    int tie_embeddings; /* output projection = target embedding */
+    float label_smoothing;
+    int max_positions; /* rows of the positional table: longest sequence + BOS/EOS */
+} ModelConfig;
+
+typedef struct { float *w, *b; } NormParams;              /* (d), (d) */
+typedef struct { float *w_1, *b_1, *w_2, *b_2; } FfnParams; /* (d, ff), (ff), (ff, d), (d) */
+
+typedef struct {
+    AttnParams self_attn;
+    NormParams norm1;
+    FfnParams ffn;
+    NormParams norm2;
+} EncoderLayerParams;
+
+typedef struct {
+    AttnParams self_attn;
+    NormParams norm1;
+    AttnParams cross_attn;
+    NormParams norm2;
+    FfnParams ffn;
+    NormParams norm3;
+} DecoderLayerParams;
+
+typedef struct {
+    float *src_embed; /* (src_vocab, d) */
+    float *tgt_embed; /* (tgt_vocab, d) */
+    float *generator; /* (tgt_vocab, d): logits = h . generator^T; == tgt_embed when tied */
+    EncoderLayerParams enc[QKV_MAX_LAYERS];
+    DecoderLayerParams dec[QKV_MAX_LAYERS];
+    NormParams enc_norm, dec_norm; /* final norms, pre-LN only */
+} Params;
+
+typedef struct {
+    char name[96];
+    int ndim;
+    int shape[2];
+    size_t offset, size; /* in floats */
+} TensorInfo;
+
+/* One residual sub-layer: pre-LN computes x + drop(f(LN(x))), post-LN LN(x + drop(f(x))). */
+typedef struct {
+    float *ln;          /* (N, d) layer-norm output: the sub-layer input (pre) or the block output (post) */
+    float *mean, *rstd; /* (N) */
+    uint8_t *mask;      /* (N, d) dropout mask on f's output, one byte each */
+    float *sum;         /* (N, d) x + drop(f(.)) */
+    float *out;         /* block output: sum (pre) or ln (post) */
+} Residual;
+
+typedef struct {
+    float *hidden; /* (N, ff) after ReLU */
+    float *out;    /* (N, d) */
+} FfnActs;
+
+typedef struct {
+    Residual r1, r2;
+    AttnActs attn;
+    FfnActs ffn;
+} EncoderLayerActs;
+
+typedef struct {
+    Residual r1, r2, r3;
+    AttnActs self_attn, cross_attn;
+    FfnActs ffn;
+} DecoderLayerActs;
+
+typedef struct {
+    float *emb, *x;     /* (N, d): scaled embedding + position; after dropout */
+    uint8_t *emb_mask;  /* (N, d) */
+    float *out;                /* (N, d) the stack's output (after the final norm for pre-LN) */
+    float *norm_mean, *norm_rstd;
+} StackActs;
+
+typedef struct {
+    StackActs src, tgt;
+    EncoderLayerActs enc[QKV_MAX_LAYERS];
+    DecoderLayerActs dec[QKV_MAX_LAYERS];
+    float *logits; /* (B*T, tgt_vocab): logits, then probabilities, then their gradient */
+    /* backward scratch, shared */
+    float *d_src, *d_tgt, *d_enc_out;   /* stream gradients (N, d) */
+    float *d_sub, *d_sum, *d_in;        /* (max N, d) */
+    float *d_hidden;                    /* (max N, ff) */
+    AttnScratch attn;
+} Acts;
+
+/* What the model is fed: token ids (B, S) and (B, T), padded with QKV_PAD. */
+typedef struct {
+    int B, S, T;
+    const int *src;     /* (B, S) source tokens ending in EOS */
+    const int *src_len; /* (B) */
+    const int *tgt_in;  /* (B, T) BOS y1 .. yn */
+    const int *tgt_out; /* (B, T) y1 .. yn EOS; may be NULL when only decoding */
+    const int *tgt_len; /* (B) */
+} ModelBatch;
+
+typedef struct {
+    ModelConfig cfg;
+    TensorInfo *tensors;
+    int n_tensors;
+    size_t n_params;
+    float *params, *grads;
+    Params p, g;
+    float *pos_table; /* (max_positions, d) */
+    float *arena;
+    size_t arena_floats;
+    Acts a;
+    int B, S, T; /* the shape the arena is carved for now */
+    /* results of the last model_forward */
+    double loss_sum, nll_sum;
+    int n_tokens;
+    int loss_tokens; /* the backward pass divides by this: n_tokens, or a whole batch's when
+                        the batch is split across replicas (parallel.c) */
+    int is_replica;  /* shares params, table and positions with another Model */
+    float dropout_p; /* the rate the last forward used (0 when not training) */
+} Model;
+
+/* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
+int model_init(Model *m, const ModelConfig *cfg);
+void model_free(Model *m);
+/* A second Model over the same parameters with its own gradients and activations, for
+ * working on part of a batch on another thread. Freed with model_free. */
+void model_init_replica(Model *r, const Model *m);
+/* Xavier-uniform matrices, N(0, d^-1/2) embeddings, zero biases, unit norms. */
+void model_init_weights(Model *m, uint64_t seed);
+
+/* Grows the arena to at least `floats` (see model_arena_floats); done before training,
+ * with the largest need over all batch shapes, so that steps never allocate. */
+void model_reserve(Model *m, size_t floats);
+/* Floats the arena needs for one shape. */
+size_t model_arena_floats(const Model *m, int B, int S, int T);
+
+/* Full forward with loss; returns the mean label-smoothed loss over non-pad targets.
+ * train=1 enables dropout with masks keyed by (seed, step). */
+double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step);
+/* Backward of the last model_forward; adds into m->grads. */
+void model_backward(Model *m, const ModelBatch *b);
+void model_zero_grad(Model *m);
+
+/* For decoding: run the encoder on b->src, then the decoder on b->tgt_in (T columns);
+ * afterwards model_logits_at gives the logits of position t of sequence i. */
+void model_encode(Model *m, const ModelBatch *b);
+void model_decode(Model *m, const ModelBatch *b);
+const float *model_logits_at(Model *m, int i, int t);
+
+const TensorInfo *model_find_tensor(const Model *m, const char *name);
+
+#endif

@@ -1,0 +1,69 @@
+/* optim: see optim.h. */
+#include "nn/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "util.h"
+
+double lr_at(const LrSchedule *s, int64_t step) {
+    if (s->kind == LR_CONSTANT) return s->value;
+    double st = step < 1 ? 1.0 : (double)step;
+    double w = (double)s->warmup;
+    return s->factor / sqrt((double)s->d_model) * fmin(1.0 / sqrt(st), st / (w * sqrt(w)));
+}
+
+void adam_init(Adam *a, size_t n, double beta1, double beta2, double eps, double weight_decay) {
+    a->beta1 = beta1, a->beta2 = beta2, a->eps = eps, a->weight_decay = weight_decay;
+    a->n = n;
+    a->t = 0;
+    a->m = xcalloc(n, sizeof(float));
+    a->v = xcalloc(n, sizeof(float));
+}
+
+void adam_free(Adam *a) {
+    if (!a) return;
+    free(a->m), free(a->v);
+    a->m = a->v = NULL;
+}
+
+void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors,
+                       double lr, int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads) {
+    float b1 = (float)a->beta1, b2 = (float)a->beta2;
+    float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)t)));
+    float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)t)));
+    float eps = (float)a->eps, flr = (float)lr;
+    for (int k = 0; k < n_tensors; k++) {
+        const TensorInfo *ti = &tensors[k];
+        size_t lo = ti->offset > begin ? ti->offset : begin, hi = ti->offset + ti->size < end ? ti->offset + ti->size : end;
+        if (lo >= hi) continue;
+        float decay = ti->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
+        float *w = params, *m = a->m, *v = a->v;
+        for (size_t i = lo; i < hi; i++) {
+            float g = grads[i] * grad_scale;
+            m[i] = b1 * m[i] + (1.0f - b1) * g;
+            v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+            w[i] -= flr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps) + decay * w[i];
+            if (zero_grads) grads[i] = 0.0f;
+        }
+    }
+}
+
+void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr) {
+    a->t++;
+    size_t n = 0;
+    for (int k = 0; k < n_tensors; k++) n = tensors[k].offset + tensors[k].size > n ? tensors[k].offset + tensors[k].size : n;
+    adam_update_range(a, params, (float *)grads, tensors, n_tensors, lr, a->t, 0, n, 1.0f, 0);
+}
+
+double clip_grad_norm(float *grads, size_t n, double max_norm) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += (double)grads[i] * grads[i];
+    double norm = sqrt(sum);
+    if (max_norm > 0 && norm > max_norm) {
+        float scale = (float)(max_norm / (norm + 1e-6));
+        for (size_t i = 0; i < n; i++) grads[i] *= scale;
+    }
+    return norm;
+}

@@ -1,8 +1,0 @@
-/* profile: see profile.h. */
-#include "profile.h"
-
-int prof_enabled;
-_Thread_local int prof_elsewhere;
-double prof_seconds[PROF_N];
-const char *prof_names[PROF_N] = {"matrix products", "attention products", "softmax", "layer norm",
-                                  "relu/dropout/residual", "embedding/loss", "optimizer"};

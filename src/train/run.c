@@ -1,0 +1,206 @@
+/* run: see run.h. */
+#define _DEFAULT_SOURCE /* DT_REG, linkat friends */
+#include "train/run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab) {
+    return (ModelConfig){
+        .src_vocab = src_vocab,
+        .tgt_vocab = tgt_vocab,
+        .d_model = c->model.d_model,
+        .heads = c->model.heads,
+        .d_ff = c->model.d_ff,
+        .encoder_layers = c->model.encoder_layers,
+        .decoder_layers = c->model.decoder_layers,
+        .dropout = (float)c->model.dropout,
+        .pre_norm = c->model.norm == NORM_PRE,
+        .tie_embeddings = c->model.tie_embeddings,
+        .label_smoothing = (float)c->train.label_smoothing,
+        /* room for outputs up to twice the longest training sentence; the sinusoidal
+         * table has no weights, so its length costs nothing in a checkpoint */
+        .max_positions = 2 * c->data.max_len + 12,
+    };
+}
+
+const char *run_path(char *buf, size_t n, const char *dir, const char *file) {
+    snprintf(buf, n, "%s/%s", dir, file);
+    return buf;
+}
+
+const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step) {
+    snprintf(buf, n, "%s/ckpt/step-%06lld.safetensors", dir, step);
+    return buf;
+}
+
+uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt) { return hash64(vocab_hash(src), vocab_hash(tgt)); }
+
+/* Step numbers of the run's step checkpoints, ascending; returns the count. */
+static int list_steps(const char *dir, long long **steps_out) {
+    char ck[CONFIG_PATH_MAX + 16];
+    run_path(ck, sizeof ck, dir, "ckpt");
+    DIR *d = opendir(ck);
+    int n = 0, cap = 16;
+    long long *steps = xmalloc(sizeof(long long) * (size_t)cap);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            long long s;
+            char tail[32];
+            if (sscanf(e->d_name, "step-%lld.safetensor%31s", &s, tail) == 2 && strcmp(tail, "s") == 0 && s >= 0) {
+                if (n == cap) steps = xrealloc(steps, sizeof(long long) * (size_t)(cap *= 2));
+                steps[n++] = s;
+            }
+        }
+        closedir(d);
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
+        for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
+            long long t = steps[j];
+            steps[j] = steps[j - 1], steps[j - 1] = t;
+        }
+    *steps_out = steps;
+    return n;
+}
+
+int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
+    long long *steps;
+    int count = list_steps(dir, &steps);
+    if (count == 0) {
+        free(steps);
+        return err_set("%s: no checkpoint in %s/ckpt (train first)", dir, dir);
+    }
+    run_step_checkpoint(buf, n, dir, steps[count - 1]);
+    free(steps);
+    return 0;
+}
+
+void run_rotate_checkpoints(const char *dir, int keep) {
+    long long *steps;
+    int count = list_steps(dir, &steps);
+    char p[CONFIG_PATH_MAX + 64];
+    for (int i = 0; i + keep < count; i++) unlink(run_step_checkpoint(p, sizeof p, dir, steps[i]));
+    free(steps);
+    char ck[CONFIG_PATH_MAX + 16];
+    DIR *d = opendir(run_path(ck, sizeof ck, dir, "ckpt"));
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
+            snprintf(p, sizeof p, "%s/%s", ck, e->d_name);
+            unlink(p);
+        }
+    }
+    closedir(d);
+}
+
+void run_clear_checkpoints(const char *dir) {
+    run_rotate_checkpoints(dir, 0);
+    char p[CONFIG_PATH_MAX + 64];
+    unlink(run_path(p, sizeof p, dir, "ckpt/best.safetensors"));
+}
+
+int run_mark_best(const char *dir, const char *ckpt_path) {
+    char best[CONFIG_PATH_MAX + 64], tmp[CONFIG_PATH_MAX + 80];
+    run_path(best, sizeof best, dir, "ckpt/best.safetensors");
+    snprintf(tmp, sizeof tmp, "%s.tmp", best);
+    unlink(tmp);
+    /* a hard link costs no space and survives the rotation deleting the step file */
+    if (link(ckpt_path, tmp) != 0) return err_set("%s: cannot link: %s", tmp, strerror(errno));
+    if (rename(tmp, best) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return err_set("%s: cannot rename into place: %s", best, strerror(e));
+    }
+    return 0;
+}
+
+int run_load_config_and_vocab(Run *r, const char *dir) {
+    struct stat st;
+    char p[CONFIG_PATH_MAX + 32];
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    config_defaults(&r->cfg);
+    run_path(p, sizeof p, r->dir, "config.yaml");
+    if (stat(p, &st) != 0) return err_set("%s: not a run directory (no config.yaml)", r->dir);
+    if (config_load(&r->cfg, p) != 0 || config_validate(&r->cfg, 0) != 0) return -1;
+    if (vocab_load(&r->src_vocab, run_path(p, sizeof p, r->dir, "src.vocab")) != 0) return -1;
+    if (vocab_load(&r->tgt_vocab, run_path(p, sizeof p, r->dir, "tgt.vocab")) != 0) return -1;
+    return 0;
+}
+
+int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta) {
+    if (meta->vocab_hash != run_vocab_hash(&r->src_vocab, &r->tgt_vocab))
+        return err_set("%s: its vocabularies differ from those of %s: a checkpoint of another run", ckpt_path, r->dir);
+    Config theirs;
+    config_defaults(&theirs);
+    if (config_parse(&theirs, meta->config, strlen(meta->config), ckpt_path) != 0)
+        return err_set("%s: the config it holds does not parse", ckpt_path);
+    char what[64];
+    if (!config_same_model(&theirs, &r->cfg, what, sizeof what))
+        return err_set("%s: trained with a different %s than %s/config.yaml says: a checkpoint of another config",
+                       ckpt_path, what, r->dir);
+    return 0;
+}
+
+int run_open(Run *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    struct stat st;
+    if (stat(path, &st) != 0) return err_set("%s: %s", path, strerror(errno));
+    char dir[CONFIG_PATH_MAX];
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(dir, sizeof dir, "%s", path);
+    } else {
+        /* a checkpoint lives in <run>/ckpt/ */
+        snprintf(dir, sizeof dir, "%s", path);
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(dir, '/');
+            if (slash) *slash = '\0';
+            else snprintf(dir, sizeof dir, "%s", up ? "." : "..");
+        }
+        snprintf(r->weights, sizeof r->weights, "%s", path);
+        r->which = "given";
+    }
+    if (run_load_config_and_vocab(r, dir) != 0) {
+        run_close(r);
+        return -1;
+    }
+    if (!r->which) {
+        run_path(r->weights, sizeof r->weights, dir, "ckpt/best.safetensors");
+        r->which = "best";
+        if (stat(r->weights, &st) != 0) {
+            r->which = "latest";
+            if (run_latest_checkpoint(dir, r->weights, sizeof r->weights) != 0) {
+                run_close(r);
+                return -1;
+            }
+        }
+    }
+    ModelConfig mc = run_model_config(&r->cfg, r->src_vocab.size, r->tgt_vocab.size);
+    CkptFile f;
+    int rc = model_init(&r->model, &mc);
+    if (rc == 0) rc = ckpt_open(&f, r->weights);
+    if (rc == 0) {
+        rc = run_check_checkpoint(r, r->weights, &f.meta);
+        if (rc == 0) rc = ckpt_read(&f, &r->model, NULL);
+        if (rc == 0) r->meta = f.meta, f.meta.config = NULL;
+        ckpt_close(&f);
+    }
+    if (rc != 0) run_close(r);
+    return rc;
+}
+
+void run_close(Run *r) {
+    vocab_free(&r->src_vocab);
+    vocab_free(&r->tgt_vocab);
+    model_free(&r->model);
+    ckpt_meta_free(&r->meta);
+}

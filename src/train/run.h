@@ -1,0 +1,59 @@
+/* run: a run directory, the unit of work.
+ *
+ *   runs/<name>/config.yaml                    the resolved config (every key)
+ *   runs/<name>/src.vocab, tgt.vocab
+ *   runs/<name>/metrics.jsonl                  one JSON object per log step
+ *   runs/<name>/ckpt/step-000500.safetensors   the last train.keep_checkpoints checkpoints
+ *   runs/<name>/ckpt/best.safetensors          the best by validation loss (a hard link)
+ *
+ * Opens a run (or one checkpoint inside one) for the commands that use a trained model,
+ * and keeps the checkpoint directory: naming, finding, rotating. */
+#ifndef QKV_RUN_H
+#define QKV_RUN_H
+
+#include "train/checkpoint.h"
+#include "config.h"
+#include "nn/model.h"
+#include "data/vocab.h"
+
+typedef struct {
+    char dir[CONFIG_PATH_MAX];
+    char weights[CONFIG_PATH_MAX + 64]; /* the checkpoint the model was loaded from */
+    const char *which;                  /* "best", "latest" or "given" */
+    Config cfg;
+    Vocab src_vocab, tgt_vocab;
+    Model model;
+    CkptMeta meta;
+} Run;
+
+/* The model's shape from the config and the vocabulary sizes. */
+ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
+
+/* path: a run directory (its best checkpoint, else its latest) or a checkpoint file in
+ * a run's ckpt/ directory. Checks the checkpoint belongs to the run (vocabulary hash,
+ * model config). -1 with the error set. */
+int run_open(Run *r, const char *path);
+void run_close(Run *r);
+
+/* Loads the run's config.yaml and vocabularies (no model). */
+int run_load_config_and_vocab(Run *r, const char *dir);
+
+/* Checks a checkpoint's metadata against the run's vocabularies and config. */
+int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta);
+
+/* "<dir>/<file>" into buf. */
+const char *run_path(char *buf, size_t n, const char *dir, const char *file);
+/* "<dir>/ckpt/step-%06lld.safetensors" into buf. */
+const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step);
+/* The highest-step checkpoint of a run; -1 (error set) when there is none. */
+int run_latest_checkpoint(const char *dir, char *buf, size_t n);
+/* Deletes step checkpoints beyond the newest `keep`, and stale .tmp files. */
+void run_rotate_checkpoints(const char *dir, int keep);
+/* Makes ckpt/best.safetensors the same file as `ckpt_path` (atomically). */
+int run_mark_best(const char *dir, const char *ckpt_path);
+/* Removes every checkpoint of a run (for train --force). */
+void run_clear_checkpoints(const char *dir);
+
+uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt);
+
+#endif
