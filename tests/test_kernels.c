@@ -28,6 +28,27 @@ static void test_matmul(void) {
     CHECK(gradcheck(matmul_loss, &c, b, db, 3, 1e-2f, 1e-1, NULL, NULL) < TOL, "d bias");
 }
 
+/* ---- logits against a row-per-class table ---- */
+typedef struct { float *x, *table, *out, *w; } LogitsCtx;
+static double logits_loss(void *p) {
+    LogitsCtx *c = p;
+    logits_forward(c->out, c->x, c->table, 3, 4, 5);
+    return weighted_sum(c->w, c->out, 15);
+}
+static void test_logits(void) {
+    Rng r = {12};
+    float x[12], table[20], out[15], dout[15], dx[12], dtable[20] = {0};
+    fill_normal(x, 12, 1, &r), fill_normal(table, 20, 1, &r), fill_normal(dout, 15, 1, &r);
+    fill_normal(dx, 12, 1, &r); /* backward adds into dinp: start from something */
+    float dx0[12];
+    memcpy(dx0, dx, sizeof dx);
+    LogitsCtx c = {x, table, out, dout};
+    logits_backward(dx, dtable, dout, x, table, 3, 4, 5);
+    for (int i = 0; i < 12; i++) dx[i] -= dx0[i];
+    CHECK(gradcheck(logits_loss, &c, x, dx, 12, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+    CHECK(gradcheck(logits_loss, &c, table, dtable, 20, 1e-2f, 1e-1, NULL, NULL) < TOL, "d table");
+}
+
 /* ---- softmax (one masked row) ---- */
 typedef struct { int cols, valid; float *s, *p, *w; } SoftmaxCtx;
 static double softmax_loss(void *p) {
@@ -86,6 +107,11 @@ static void test_relu(void) {
     relu_loss(&c);
     relu_backward(dx, w, out, 16);
     CHECK(gradcheck(relu_loss, &c, x, dx, 16, 1e-2f, 1e-1, relu_kink, NULL) < TOL, "d input");
+    /* in place, as the feed-forward backward runs it: the same gradient */
+    float inplace[16];
+    memcpy(inplace, w, sizeof inplace);
+    relu_backward(inplace, inplace, out, 16);
+    CHECK(memcmp(inplace, dx, sizeof dx) == 0, "in-place backward differs");
 }
 
 /* ---- dropout ---- */
@@ -111,6 +137,11 @@ static void test_dropout(void) {
     CHECK(zeros > 4 && zeros < 32, "%d of 64 dropped at p=0.25", zeros);
     dropout_backward(dx, w, mask, 64, 0.25f);
     CHECK(gradcheck(drop_loss, &c, x, dx, 64, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+    /* in place, as the residual and embedding backward passes run it */
+    float inplace[64];
+    memcpy(inplace, w, sizeof inplace);
+    dropout_backward(inplace, inplace, mask, 64, 0.25f);
+    CHECK(memcmp(inplace, dx, sizeof dx) == 0, "in-place backward differs");
 }
 
 /* ---- embedding ---- */
@@ -186,7 +217,7 @@ static void check_attention(int Tq, int Tk, int causal, int self, const char *wh
     enum { B = 2, d = 8, H = 2 };
     Rng r = {8 + (uint64_t)Tq * 31 + (uint64_t)Tk + (uint64_t)causal};
     int kv_len[B] = {Tk, Tk - 2};
-    AttnCtx c = {.s = {B, Tq, Tk, d, H, kv_len, causal}};
+    AttnCtx c = {.s = {B, Tq, Tk, d, H, kv_len, causal, Tk}};
     float **wp[8] = {&c.w.w_q, &c.w.b_q, &c.w.w_k, &c.w.b_k, &c.w.w_v, &c.w.b_v, &c.w.w_o, &c.w.b_o};
     AttnParams g;
     float **gp[8] = {&g.w_q, &g.b_q, &g.w_k, &g.b_k, &g.w_v, &g.b_v, &g.w_o, &g.b_o};
@@ -243,6 +274,7 @@ static void test_attention_cross(void) { check_attention(4, 6, 0, 0, "cross"); }
 
 const TestCase kernel_tests[] = {
     {"kernel_matmul_grad", test_matmul},
+    {"kernel_logits_grad", test_logits},
     {"kernel_softmax_grad_and_mask", test_softmax},
     {"kernel_layernorm_grad", test_layernorm},
     {"kernel_relu_grad", test_relu},

@@ -10,19 +10,30 @@
 #include "nn/kernels.h"
 #include "nn/profile.h"
 
+void attention_project_kv(float *k, float *v, const AttnParams *w, const float *xkv, int rows, int d) {
+    matmul_forward(k, xkv, w->w_k, w->b_k, rows, d, d);
+    matmul_forward(v, xkv, w->w_v, w->b_v, rows, d, d);
+}
+
 /* Three phases over all (sequence, head) pairs: scores, softmax, weighted values. Kept
  * apart so each kind of work is one loop (and one profile bucket). */
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s) {
     int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H;
+    size_t kv_rows = (size_t)(s->kv_stride ? s->kv_stride : Tk);
     float scale = 1.0f / sqrtf((float)dh);
     matmul_forward(a->q, xq, w->w_q, w->b_q, B * Tq, d, d);
-    matmul_forward(a->k, xkv, w->w_k, w->b_k, B * Tk, d, d);
-    matmul_forward(a->v, xkv, w->w_v, w->b_v, B * Tk, d, d);
+    if (xkv) attention_project_kv(a->k, a->v, w, xkv, B * Tk, d);
+    /* One query row per sequence (incremental decoding): matrix-vector products, because
+     * sgemm's packing of its operands costs more than the arithmetic at that size. */
+    int one_query = Tq == 1;
     double t0 = prof_start();
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh, d,
-                        a->k + (size_t)b * Tk * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+        for (int h = 0; h < H; h++) {
+            const float *q = a->q + (size_t)b * Tq * d + h * dh, *k = a->k + b * kv_rows * d + h * dh;
+            float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
+            if (one_query) cblas_sgemv(CblasRowMajor, CblasNoTrans, Tk, dh, scale, k, d, q, 1, 0.0f, p, 1);
+            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, q, d, k, d, 0.0f, p, Tk);
+        }
     prof_stop(PROF_ATTENTION, t0);
     t0 = prof_start();
     for (int b = 0; b < B; b++)
@@ -33,9 +44,12 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     prof_stop(PROF_SOFTMAX, t0);
     t0 = prof_start();
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk,
-                        a->v + (size_t)b * Tk * d + h * dh, d, 0.0f, a->ctx + (size_t)b * Tq * d + h * dh, d);
+        for (int h = 0; h < H; h++) {
+            const float *p = a->p + ((size_t)b * H + h) * Tq * Tk, *v = a->v + b * kv_rows * d + h * dh;
+            float *ctx = a->ctx + (size_t)b * Tq * d + h * dh;
+            if (one_query) cblas_sgemv(CblasRowMajor, CblasTrans, Tk, dh, 1.0f, v, d, p, 1, 0.0f, ctx, 1);
+            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, p, Tk, v, d, 0.0f, ctx, d);
+        }
     prof_stop(PROF_ATTENTION, t0);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
 }

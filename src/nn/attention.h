@@ -22,6 +22,8 @@ typedef struct {
     int B, Tq, Tk, d, heads;
     const int *kv_len; /* (B) number of valid keys of each sequence */
     int causal;        /* query i may see keys 0..i only */
+    int kv_stride;     /* rows from one sequence's keys to the next's: Tk, or (0) Tk; an
+                          incremental decoder's cache holds more rows than it has filled */
 } AttnShape;
 
 typedef struct {
@@ -39,10 +41,14 @@ typedef struct {
     float *dp;                  /* (B, heads, Tq, Tk) */
 } AttnScratch;
 
+/* xkv NULL: the keys and values are already in a->k and a->v (an incremental decoder's
+ * cache, kv_stride rows per sequence); otherwise they are projected from xkv. */
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s);
+/* k = xkv W_K + b_K, v = xkv W_V + b_V over `rows` rows. */
+void attention_project_kv(float *k, float *v, const AttnParams *w, const float *xkv, int rows, int d);
 
 /* Adds the parameter gradients into g and the input gradients into dxq and dxkv (which
- * may be the same buffer for self-attention). */
+ * may be the same buffer for self-attention). Training shapes only: kv_stride is Tk. */
 void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,
                         const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s,
                         const AttnScratch *scratch);

@@ -33,6 +33,20 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, co
     prof_stop(PROF_MATMUL, t0_);
 }
 
+void logits_forward(float *out, const float *inp, const float *table, int N, int C, int V) {
+    double t0_ = prof_start();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, V, C, 1.0f, inp, C, table, C, 0.0f, out, V);
+    prof_stop(PROF_MATMUL, t0_);
+}
+
+void logits_backward(float *dinp, float *dtable, const float *dout, const float *inp, const float *table, int N, int C,
+                     int V) {
+    double t0_ = prof_start();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, V, 1.0f, dout, V, table, C, 1.0f, dinp, C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, N, 1.0f, dout, V, inp, C, 1.0f, dtable, C);
+    prof_stop(PROF_MATMUL, t0_);
+}
+
 void softmax_forward(float *p, const float *s, int cols, int valid) {
     float maxv = -INFINITY;
     for (int j = 0; j < valid; j++) maxv = s[j] > maxv ? s[j] : maxv;
@@ -109,7 +123,7 @@ void relu_forward(float *out, const float *inp, size_t n) {
 
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     double t0_ = prof_start();
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
@@ -138,7 +152,7 @@ void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, floa
 void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p) {
     double t0_ = prof_start();
     float scale = dropout_scale(p);
-    for (size_t i = 0; i < n; i++) dinp[i] += mask[i] ? dout[i] * scale : 0.0f;
+    for (size_t i = 0; i < n; i++) dinp[i] = mask[i] ? dout[i] * scale : 0.0f;
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 

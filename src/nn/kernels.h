@@ -27,7 +27,15 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                         const float *gamma, const float *mean, const float *rstd, int N, int C);
 
-/* out = max(x, 0); out may alias inp. Backward uses the output: d/dx is 1 where out > 0. */
+/* out (N, V) = inp (N, C) . table (V, C)^T: the output projection against a table stored
+ * one row per class (the target embedding when tied). */
+void logits_forward(float *out, const float *inp, const float *table, int N, int C, int V);
+/* dinp += dout . table; dtable += dout^T . inp. */
+void logits_backward(float *dinp, float *dtable, const float *dout, const float *inp, const float *table, int N, int C,
+                     int V);
+
+/* out = max(x, 0); out may alias inp. Backward uses the output: d/dx is 1 where out > 0.
+ * It overwrites dinp (which may alias dout): the ReLU is its input's only consumer. */
 void relu_forward(float *out, const float *inp, size_t n);
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 
@@ -35,7 +43,8 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
  * 0 (dropped), a pure function of (key, i); one byte each, a quarter of a float mask's
  * memory. p == 0 makes out a copy and the mask all ones. out may alias inp. */
 void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key);
-/* dinp += dout * mask / (1-p). */
+/* dinp = dout * mask / (1-p). Overwrites dinp (which may alias dout): a dropout's input
+ * feeds nothing else. */
 void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);
 /* The scale a kept element gets: 1/(1-p), or 1 for p == 0. */
 static inline float dropout_scale(float p) { return p > 0.0f ? 1.0f / (1.0f - p) : 1.0f; }

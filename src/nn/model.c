@@ -5,9 +5,8 @@
  * carving), so the forward and the backward pass can never disagree about layout. */
 #include "nn/model.h"
 
-#include <cblas.h>
 #include <math.h>
-#include <stdio.h>
+#include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,8 +286,9 @@ void model_reserve(Model *m, size_t need) {
 static void use_shape(Model *m, int B, int S, int T) {
     if (m->B == B && m->S == S && m->T == T) return;
     if (model_arena_floats(m, B, S, T) > m->arena_floats) {
-        /* A caller forgot model_reserve: grow rather than corrupt memory, and say so loudly. */
-        fprintf(stderr, "qkv: warning: activation arena grown inside a step (B=%d S=%d T=%d)\n", B, S, T);
+        /* A caller forgot model_reserve: grow rather than corrupt memory, and count it (the
+         * allocation tests see it; a training step must never get here). */
+        m->arena_regrowths++;
         model_reserve(m, model_arena_floats(m, B, S, T));
     }
     carve(m, &m->a, m->arena, B, S, T);
@@ -325,11 +325,8 @@ static float *residual_out_backward(Residual *r, const NormParams *n, NormParams
         layernorm_backward(tmp_sum, gn->w, gn->b, dx, r->sum, n->w, r->mean, r->rstd, N, d);
         memcpy(dx, tmp_sum, sizeof(float) * cnt);
     }
-    double t0 = prof_start();
-    float scale = dropout_scale(p);
-    for (size_t i = 0; i < cnt; i++) dsub[i] = r->mask[i] ? dx[i] * scale : 0.0f;
+    dropout_backward(dsub, dx, r->mask, cnt, p);
     if (pre) memset(tmp_in, 0, sizeof(float) * cnt);
-    prof_stop(PROF_ELEMENTWISE, t0);
     return pre ? tmp_in : dx;
 }
 
@@ -349,10 +346,7 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
                          const FfnParams *w, const float *x, int N, int d, int ff) {
     memset(dhidden, 0, sizeof(float) * (size_t)N * ff);
     matmul_backward(dhidden, g->w_2, g->b_2, dout, f->hidden, w->w_2, N, ff, d);
-    /* ReLU backward in place: the gradient is kept where the activation was positive */
-    double t0 = prof_start();
-    for (size_t i = 0; i < (size_t)N * ff; i++) dhidden[i] = f->hidden[i] > 0.0f ? dhidden[i] : 0.0f;
-    prof_stop(PROF_ELEMENTWISE, t0);
+    relu_backward(dhidden, dhidden, f->hidden, (size_t)N * ff);
     matmul_backward(dx, g->w_1, g->b_1, dhidden, x, w->w_1, N, d, ff);
 }
 
@@ -361,10 +355,11 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
 /* Dropout sites: every mask gets its own key from (seed, step, site). */
 static uint64_t site_key(uint64_t seed, uint64_t step, int site) { return hash64(hash64(seed, step), (uint64_t)site); }
 
-static void stack_embed(Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, float p,
-                        uint64_t key) {
+/* Rows are positions first..first+T-1 of B sequences. */
+static void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first,
+                        float p, uint64_t key) {
     int d = m->cfg.d_model;
-    embedding_forward(s->emb, tokens, table, m->pos_table, sqrtf((float)d), B, T, d);
+    embedding_forward(s->emb, tokens, table, m->pos_table + (size_t)first * d, sqrtf((float)d), B, T, d);
     dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, key);
 }
 
@@ -372,8 +367,8 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
     int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
-    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, p, site_key(seed, step, 1));
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0};
+    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, site_key(seed, step, 1));
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S};
     const float *x = a->src.x;
     for (int l = 0; l < c->encoder_layers; l++) {
         EncoderLayerActs *e = &a->enc[l];
@@ -391,37 +386,58 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     else memcpy(a->src.out, x, sizeof(float) * (size_t)N * d);
 }
 
+/* One decoder layer over the rows of x. Without a DecodeState, its keys and values come
+ * from this pass (training, the full forward): self-attention from its own input,
+ * cross-attention from the encoder output mem. With one (incremental decoding), the new
+ * rows' self-attention keys and values join the cache at position st->t and the
+ * cross-attention reads the cached encoder keys and values. */
+static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
+                                          const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
+                                          uint64_t seed, uint64_t step) {
+    const DecoderLayerParams *w = &m->p.dec[l];
+    int d = m->cfg.d_model, N = self->B * self->Tq, pre = m->cfg.pre_norm;
+    const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
+    if (st) {
+        float *k_new = st->kv_new, *v_new = st->kv_new + (size_t)N * d;
+        attention_project_kv(k_new, v_new, &w->self_attn, in, N, d);
+        for (int b = 0; b < N; b++) {
+            size_t row = ((size_t)b * st->max_len + st->t) * d;
+            memcpy(e->self_attn.k + row, k_new + (size_t)b * d, sizeof(float) * (size_t)d);
+            memcpy(e->self_attn.v + row, v_new + (size_t)b * d, sizeof(float) * (size_t)d);
+        }
+    }
+    attention_forward(&e->self_attn, &w->self_attn, in, st ? NULL : in, self);
+    residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, site_key(seed, step, 500 + 4 * l));
+    x = e->r1.out;
+    in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
+    attention_forward(&e->cross_attn, &w->cross_attn, in, st ? NULL : mem, cross);
+    residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, site_key(seed, step, 501 + 4 * l));
+    x = e->r2.out;
+    in = residual_in(&e->r3, &w->norm3, x, N, d, pre);
+    ffn_forward(&e->ffn, &w->ffn, in, N, d, m->cfg.d_ff);
+    residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 502 + 4 * l));
+    return e->r3.out;
+}
+
+/* The decoder stack's output (after the final norm for pre-LN) into s->out, and the logits. */
+static void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
+    int d = m->cfg.d_model;
+    if (m->cfg.pre_norm) layernorm_forward(s->out, s->norm_mean, s->norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
+    else memcpy(s->out, x, sizeof(float) * (size_t)N * d);
+    logits_forward(logits, s->out, m->p.generator, N, d, m->cfg.tgt_vocab);
+}
+
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm;
-    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, p, site_key(seed, step, 2));
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0};
-    const float *x = a->tgt.x, *mem = a->src.out;
-    for (int l = 0; l < c->decoder_layers; l++) {
-        DecoderLayerActs *e = &a->dec[l];
-        const DecoderLayerParams *w = &m->p.dec[l];
-        const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
-        attention_forward(&e->self_attn, &w->self_attn, in, in, &self);
-        residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, site_key(seed, step, 500 + 4 * l));
-        x = e->r1.out;
-        in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
-        attention_forward(&e->cross_attn, &w->cross_attn, in, mem, &cross);
-        residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, site_key(seed, step, 501 + 4 * l));
-        x = e->r2.out;
-        in = residual_in(&e->r3, &w->norm3, x, N, d, pre);
-        ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
-        residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 502 + 4 * l));
-        x = e->r3.out;
-    }
-    if (pre) layernorm_forward(a->tgt.out, a->tgt.norm_mean, a->tgt.norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
-    else memcpy(a->tgt.out, x, sizeof(float) * (size_t)N * d);
-    /* logits = h . generator^T */
-    double t0 = prof_start();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, c->tgt_vocab, d, 1.0f, a->tgt.out, d, m->p.generator, d,
-                0.0f, a->logits, c->tgt_vocab);
-    prof_stop(PROF_MATMUL, t0);
+    int d = c->d_model, B = b->B, T = b->T;
+    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, site_key(seed, step, 2));
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
+    const float *x = a->tgt.x;
+    for (int l = 0; l < c->decoder_layers; l++)
+        x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, seed, step);
+    decoder_head(m, &a->tgt, x, B * T, a->logits);
 }
 
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
@@ -432,7 +448,7 @@ double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, ui
     decoder_forward(m, b, p, seed, step);
     int count = 0;
     m->loss_sum = crossentropy_forward(m->a.logits, m->a.logits, b->tgt_out, b->B * b->T, m->cfg.tgt_vocab,
-                                       m->cfg.label_smoothing, QKV_PAD, &count, &m->nll_sum);
+                                       m->cfg.label_smoothing, m->cfg.pad_id, &count, &m->nll_sum);
     m->n_tokens = m->loss_tokens = count;
     return count ? m->loss_sum / count : 0.0;
 }
@@ -457,10 +473,7 @@ void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params
 
 static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
     int d = m->cfg.d_model;
-    double t0 = prof_start();
-    float scale = dropout_scale(m->dropout_p);
-    for (size_t i = 0; i < (size_t)N * d; i++) dx[i] = s->emb_mask[i] ? dx[i] * scale : 0.0f;
-    prof_stop(PROF_EMBED_LOSS, t0);
+    dropout_backward(dx, dx, s->emb_mask, (size_t)N * d, m->dropout_p);
     embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
 }
 
@@ -470,13 +483,10 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
     int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm, V = c->tgt_vocab;
     float *dx = a->d_tgt;
     /* loss and output projection */
-    crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, QKV_PAD,
+    crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, m->cfg.pad_id,
                           m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f);
-    double t0 = prof_start();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, d, V, 1.0f, a->logits, V, m->p.generator, d, 0.0f, dx, d);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, d, N, 1.0f, a->logits, V, a->tgt.out, d, 1.0f,
-                m->g.generator, d);
-    prof_stop(PROF_MATMUL, t0);
+    memset(dx, 0, sizeof(float) * (size_t)N * d);
+    logits_backward(dx, m->g.generator, a->logits, a->tgt.out, m->p.generator, N, d, V);
     if (pre) {
         const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
         memset(a->d_sum, 0, sizeof(float) * (size_t)N * d);
@@ -484,8 +494,8 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
                            a->tgt.norm_rstd, N, d);
         memcpy(dx, a->d_sum, sizeof(float) * (size_t)N * d);
     }
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0};
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
     memset(a->d_enc_out, 0, sizeof(float) * (size_t)B * b->S * d);
     for (int l = c->decoder_layers - 1; l >= 0; l--) {
         DecoderLayerActs *e = &a->dec[l];
@@ -525,7 +535,7 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
     } else {
         memcpy(dx, a->d_enc_out, sizeof(float) * (size_t)N * d);
     }
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0};
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S};
     for (int l = c->encoder_layers - 1; l >= 0; l--) {
         EncoderLayerActs *e = &a->enc[l];
         const EncoderLayerParams *w = &m->p.enc[l];
@@ -546,4 +556,94 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
 void model_backward(Model *m, const ModelBatch *b) {
     decoder_backward(m, b);
     encoder_backward(m, b);
+}
+
+/* ---- incremental decoding -------------------------------------------------------------- */
+
+/* The step's activations: B rows, one set per decoder layer (a layer's residual reads the
+ * previous layer's output, so layers cannot share), with the attention keys and values
+ * carved at cache size. */
+static size_t carve_step(const Model *m, DecodeState *st, float *base) {
+    const ModelConfig *c = &m->cfg;
+    int d = c->d_model, H = c->heads, pre = c->pre_norm, B = st->B;
+    int widest = st->max_len > st->S ? st->max_len : st->S;
+    Carver cv = {.base = base};
+    float *shared_out = take(&cv, (size_t)B * d);
+    for (int l = 0; l < c->decoder_layers; l++) {
+        DecoderLayerActs *e = &st->layer[l];
+        carve_residual(&cv, &e->r1, (size_t)B, d, pre);
+        carve_attn(&cv, &e->self_attn, B, 1, st->max_len, d, H, shared_out);
+        carve_residual(&cv, &e->r2, (size_t)B, d, pre);
+        carve_attn(&cv, &e->cross_attn, B, 1, st->S, d, H, shared_out);
+        carve_residual(&cv, &e->r3, (size_t)B, d, pre);
+        e->ffn.hidden = take(&cv, (size_t)B * c->d_ff);
+        e->ffn.out = shared_out;
+    }
+    carve_stack(&cv, &st->tgt, (size_t)B, d);
+    st->kv_new = take(&cv, 2 * (size_t)B * d);
+    st->logits = take(&cv, (size_t)B * c->tgt_vocab);
+    st->scratch = take(&cv, (size_t)B * widest * d);
+    return cv.used;
+}
+
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len) {
+    int B = b->B, S = b->S, d = m->cfg.d_model;
+    if (max_len > m->cfg.max_positions) max_len = m->cfg.max_positions;
+    *st = (DecodeState){.B = B, .S = S, .max_len = max_len};
+    st->buf = xcalloc(carve_step(m, st, NULL), sizeof(float));
+    carve_step(m, st, st->buf);
+    st->src_len = xmalloc(sizeof(int) * 2 * (size_t)B);
+    st->self_len = st->src_len + B;
+    memcpy(st->src_len, b->src_len, sizeof(int) * (size_t)B);
+    model_reserve(m, model_arena_floats(m, B, S, 1));
+    model_encode(m, b);
+    for (int l = 0; l < m->cfg.decoder_layers; l++) {
+        AttnActs *x = &st->layer[l].cross_attn;
+        attention_project_kv(x->k, x->v, &m->p.dec[l].cross_attn, m->a.src.out, B * S, d);
+    }
+}
+
+const float *model_step(Model *m, DecodeState *st, const int *tokens) {
+    const ModelConfig *c = &m->cfg;
+    int B = st->B, t = st->t, d = c->d_model;
+    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, 0);
+    for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
+    /* one query per sequence: position t sees the cached positions 0..t, all of them */
+    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len};
+    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S};
+    const float *x = st->tgt.x;
+    for (int l = 0; l < c->decoder_layers; l++)
+        x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, 0, 0);
+    decoder_head(m, &st->tgt, x, B, st->logits);
+    st->t++;
+    return st->logits;
+}
+
+/* rows (B, per, d): row block i becomes a copy of block from[i], through tmp. */
+static void gather_rows(float *rows, float *tmp, const int *from, int B, int per, int d) {
+    size_t block = (size_t)per * d;
+    for (int i = 0; i < B; i++) memcpy(tmp + i * block, rows + (size_t)from[i] * block, sizeof(float) * block);
+    memcpy(rows, tmp, sizeof(float) * block * (size_t)B);
+}
+
+void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
+    int B = st->B, d = m->cfg.d_model;
+    float *tmp = st->scratch;
+    for (int l = 0; l < m->cfg.decoder_layers; l++) {
+        DecoderLayerActs *e = &st->layer[l];
+        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, d);
+        gather_rows(e->self_attn.v, tmp, from, B, st->max_len, d);
+        gather_rows(e->cross_attn.k, tmp, from, B, st->S, d);
+        gather_rows(e->cross_attn.v, tmp, from, B, st->S, d);
+    }
+    int *len = (int *)tmp;
+    for (int i = 0; i < B; i++) len[i] = st->src_len[from[i]];
+    memcpy(st->src_len, len, sizeof(int) * (size_t)B);
+}
+
+void model_step_end(DecodeState *st) {
+    if (!st) return;
+    free(st->buf);
+    free(st->src_len);
+    memset(st, 0, sizeof *st);
 }

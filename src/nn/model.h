@@ -16,7 +16,6 @@
 #include "nn/attention.h"
 
 #define QKV_MAX_LAYERS 16
-#define QKV_PAD 0 /* token id 0 is padding everywhere */
 
 typedef struct {
     int src_vocab, tgt_vocab;
@@ -27,6 +26,7 @@ typedef struct {
     int tie_embeddings; /* output projection = target embedding */
     float label_smoothing;
     int max_positions; /* rows of the positional table: longest sequence + BOS/EOS */
+    int pad_id;        /* the padding token: targets equal to it carry no loss */
 } ModelConfig;
 
 typedef struct { float *w, *b; } NormParams;              /* (d), (d) */
@@ -109,7 +109,7 @@ typedef struct {
     AttnScratch attn;
 } Acts;
 
-/* What the model is fed: token ids (B, S) and (B, T), padded with QKV_PAD. */
+/* What the model is fed: token ids (B, S) and (B, T), padded with cfg.pad_id. */
 typedef struct {
     int B, S, T;
     const int *src;     /* (B, S) source tokens ending in EOS */
@@ -138,6 +138,7 @@ typedef struct {
                         the batch is split across replicas (parallel.c) */
     int is_replica;  /* shares params, table and positions with another Model */
     float dropout_p; /* the rate the last forward used (0 when not training) */
+    int arena_regrowths; /* shapes that outgrew the reserved arena (0 when reserved right) */
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
@@ -169,5 +170,33 @@ void model_decode(Model *m, const ModelBatch *b);
 const float *model_logits_at(Model *m, int i, int t);
 
 const TensorInfo *model_find_tensor(const Model *m, const char *name);
+
+/* ---- incremental decoding ----------------------------------------------------------------
+ * The decoder run one position at a time over B sequences, for search. Each new position
+ * goes through the same attention, residual and feed-forward code as training (one query
+ * row per sequence); its self-attention keys and values join a per-layer cache, and the
+ * cross-attention keys and values are computed once from the encoder output. */
+typedef struct {
+    int B, S, max_len; /* sequences, source width, positions the cache holds */
+    int t;             /* positions fed so far */
+    int *src_len, *self_len;              /* (B) keys each query may see */
+    DecoderLayerActs layer[QKV_MAX_LAYERS]; /* B rows; self_attn.k/v are the cache (B, max_len, d),
+                                               cross_attn.k/v the encoder's (B, S, d) */
+    StackActs tgt;                        /* (B, d) embedding in, decoder output out */
+    float *kv_new;                        /* (2, B, d) the new position's keys and values */
+    float *logits;                        /* (B, tgt_vocab) of the last step */
+    float *scratch;                       /* (B, max(max_len, S), d) for model_step_reorder */
+    float *buf;                           /* the one allocation behind all of the above */
+} DecodeState;
+
+/* Runs the encoder on b->src and b->src_len (B, S) and caches every layer's cross-attention
+ * keys and values; up to max_len positions may follow (at most cfg.max_positions). */
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len);
+/* Feeds tokens[i] (B) at the next position of every sequence; returns the logits (B, tgt_vocab). */
+const float *model_step(Model *m, DecodeState *st, const int *tokens);
+/* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
+ * hypotheses this way); from is a permutation with repeats allowed. */
+void model_step_reorder(DecodeState *st, const Model *m, const int *from);
+void model_step_end(DecodeState *st);
 
 #endif
