@@ -201,7 +201,8 @@ static void test_cached_decoding_matches_full_forward(void) {
                 int want = t < out[i].len ? out[i].ids[t] : 2, best = 2;
                 for (int v = 3; v < cfg.tgt_vocab; v++)
                     if (z[v] > z[best]) best = v;
-                int capped = t == out[i].len && out[i].len == decode_max_len(&m, src[i].len);
+                DecodeOptions o = decode_defaults();
+                int capped = t == out[i].len && out[i].len == decode_max_len(&m, &o, src[i].len);
                 CHECK(best == want || capped || fabsf(z[best] - z[want]) < 1e-4f,
                       "%s-LN: sentence %d position %d: cached decoding chose %d, the full forward %d", pre ? "pre" : "post",
                       i, t, want, best);
@@ -243,7 +244,7 @@ static void test_step_matches_full_forward(void) {
             for (int i = 0; i < SB; i++)
                 for (int t = 0; t < ST; t++) memcpy(full + ((size_t)i * ST + t) * V, model_logits_at(&m, i, t), sizeof(float) * V);
             DecodeState st;
-            model_step_begin(&m, &st, &b, ST);
+            model_step_begin(&m, &st, &b, ST, 1);
             double worst = 0.0;
             for (int t = 0; t < ST; t++) {
                 int tok[SB];
@@ -277,8 +278,8 @@ static void test_step_reorder(void) {
     }
     ModelBatch pb = {SB, SS, 1, perm_src, perm_len, step_tgt, NULL, &one};
     DecodeState a, p;
-    model_step_begin(&m, &a, &b, ST);
-    model_step_begin(&m, &p, &pb, ST);
+    model_step_begin(&m, &a, &b, ST, 1);
+    model_step_begin(&m, &p, &pb, ST, 1);
     double worst = 0.0;
     for (int t = 0; t < ST; t++) {
         int tok[SB], ptok[SB];
@@ -295,7 +296,117 @@ static void test_step_reorder(void) {
     CHECK(worst < 1e-5, "reordered state differs from the permuted batch by %g", worst);
 }
 
+/* Sources for the search tests: lengths 1..9, ids 4..11. */
+static void search_sources(Seq *src, int n) {
+    Rng r = {23};
+    for (int i = 0; i < n; i++) {
+        src[i].len = 1 + (int)rng_below(&r, 9);
+        src[i].ids = xmalloc(sizeof(int) * (size_t)src[i].len);
+        for (int k = 0; k < src[i].len; k++) src[i].ids[k] = 4 + (int)rng_below(&r, 8);
+    }
+}
+
+static void search_model(Model *m, int pre) {
+    ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 9, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 1,
+                       .decoder_layers = 2, .pre_norm = pre, .tie_embeddings = 1, .max_positions = 24};
+    model_init(m, &cfg);
+    model_init_weights(m, 31 + (uint64_t)pre);
+    Rng r = {7};
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] += 1.0f * rng_normal(&r);
+}
+
+/* Beam search with one beam makes greedy search's choices, token for token. */
+static void test_beam_one_is_greedy(void) {
+    enum { N = 40 };
+    for (int pre = 0; pre < 2; pre++) {
+        Model m;
+        search_model(&m, pre);
+        Seq src[N], greedy[N], beam[N];
+        search_sources(src, N);
+        greedy_decode(&m, src, N, greedy);
+        DecodeOptions o = decode_defaults();
+        o.beam = 1;
+        const Seq *ps[N];
+        Seq *pb[N];
+        for (int i = 0; i < N; i++) ps[i] = &src[i], pb[i] = &beam[i];
+        beam_search_group(&m, ps, N, &o, pb, NULL);
+        int same = 1, capped = 0;
+        for (int i = 0; i < N; i++) {
+            same &= greedy[i].len == beam[i].len && memcmp(greedy[i].ids, beam[i].ids, sizeof(int) * (size_t)beam[i].len) == 0;
+            capped += greedy[i].len == decode_max_len(&m, &o, src[i].len);
+            free(greedy[i].ids), free(beam[i].ids), free(src[i].ids);
+        }
+        model_free(&m);
+        CHECK(same, "%s-LN: beam 1 and greedy differ", pre ? "pre" : "post");
+        CHECK(capped < N, "every output ran to the length limit: the test sees no EOS decisions");
+    }
+}
+
+/* Log P of ids (+ EOS when with_eos) given src, by the full forward pass. */
+static double full_logp(Model *m, const Seq *src, const int *ids, int len, int with_eos) {
+    int S = src->len + 1, T = len + with_eos;
+    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T), *tout = xmalloc(sizeof(int) * (size_t)T);
+    memcpy(s, src->ids, sizeof(int) * (size_t)src->len);
+    s[S - 1] = 2;
+    tin[0] = 1;
+    for (int t = 0; t < T; t++) {
+        if (t + 1 < T) tin[t + 1] = ids[t];
+        tout[t] = t < len ? ids[t] : 2;
+    }
+    ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
+    model_reserve(m, model_arena_floats(m, 1, S, T));
+    model_forward(m, &b, 0, 0, 0);
+    free(s), free(tin), free(tout);
+    return -m->nll_sum;
+}
+
+/* Beam 4 returns 4 distinct hypotheses per sentence, best first, each scored with its
+ * own log-probability under the full forward pass divided by length^alpha; with
+ * no-repeat-ngram 2 no bigram repeats. (Beam search is not promised to beat greedy search
+ * sentence by sentence: the greedy prefix can fall out of the beam.) */
+static void test_beam_scores_and_order(void) {
+    enum { N = 12, K = 4 };
+    Model m;
+    search_model(&m, 0);
+    Seq src[N], out[N * K];
+    double score[N * K];
+    search_sources(src, N);
+    DecodeOptions o = decode_defaults();
+    o.beam = K, o.nbest = K, o.length_penalty = 0.6;
+    decode(&m, src, N, &o, out, score);
+    double worst = 0.0;
+    int ordered = 1, distinct = 1, eos = 0;
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < K; k++) {
+            const Seq *h = &out[i * K + k];
+            int ended = h->len < decode_max_len(&m, &o, src[i].len);
+            eos += ended;
+            double want = full_logp(&m, &src[i], h->ids, h->len, ended) / pow(h->len + ended, o.length_penalty);
+            worst = fmax(worst, fabs(want - score[i * K + k]));
+            if (k) ordered &= score[i * K + k] <= score[i * K + k - 1];
+            for (int j = 0; j < k; j++)
+                distinct &= !(out[i * K + j].len == h->len && memcmp(out[i * K + j].ids, h->ids, sizeof(int) * (size_t)h->len) == 0);
+        }
+    }
+    CHECK(worst < 1e-4, "a beam score differs from the full forward's log P by %g", worst);
+    CHECK(ordered && distinct, "n-best list not sorted or not distinct");
+    CHECK(eos > 0, "no hypothesis ended with EOS: the test sees only the length limit");
+    for (int i = 0; i < N * K; i++) free(out[i].ids);
+    o.no_repeat_ngram = 2, o.nbest = 1;
+    decode(&m, src, N, &o, out, NULL);
+    int repeats = 0;
+    for (int i = 0; i < N; i++) {
+        for (int a = 0; a + 1 < out[i].len; a++)
+            for (int b = a + 1; b + 1 < out[i].len; b++) repeats += out[i].ids[a] == out[i].ids[b] && out[i].ids[a + 1] == out[i].ids[b + 1];
+        free(out[i].ids), free(src[i].ids);
+    }
+    model_free(&m);
+    CHECK(repeats == 0, "%d repeated bigrams with --no-repeat-ngram 2", repeats);
+}
+
 const TestCase decode_tests[] = {
+    {"decode_beam_one_is_greedy", test_beam_one_is_greedy},
+    {"decode_beam_scores_order_and_no_repeat", test_beam_scores_and_order},
     {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},
     {"model_step_reorder_follows_the_chosen_rows", test_step_reorder},

@@ -1,9 +1,11 @@
 /* decode: see decode.h.
  *
  * Search only: the network is the model's incremental step (model_step), the same code
- * that training runs, one query row per sentence with cached keys and values. */
+ * that training runs, one query row per hypothesis with cached keys and values. This file
+ * holds what both searches share and greedy search; beam.c holds beam search. */
 #include "infer/decode.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,11 +14,52 @@
 
 #define GROUP 64 /* sentences decoded together (after sorting by length) */
 
-int decode_max_len(const Model *m, int src_len) {
-    int n = 2 * src_len + 10, cap = m->cfg.max_positions - 1;
-    return n < cap ? n : cap;
+DecodeOptions decode_defaults(void) {
+    return (DecodeOptions){.beam = 5, .nbest = 1, .length_penalty = 1.0, .max_len_a = 2.0, .max_len_b = 10};
 }
 
+int decode_check(const DecodeOptions *o) {
+    if (o->beam < 1 || o->beam > 64) return err_set("--beam: %d is not between 1 and 64", o->beam);
+    if (o->nbest < 1 || o->nbest > o->beam) return err_set("--nbest: %d is not between 1 and the beam (%d)", o->nbest, o->beam);
+    if (!(o->length_penalty >= 0.0 && o->length_penalty <= 10.0))
+        return err_set("--length-penalty: %g is not between 0 and 10", o->length_penalty);
+    if (!(o->max_len_a >= 0.0 && o->max_len_a <= 100.0) || o->max_len_b < 0 || o->max_len_b > 100000)
+        return err_set("--max-len-a/--max-len-b: %g, %d out of range (0..100, 0..100000)", o->max_len_a, o->max_len_b);
+    if (o->no_repeat_ngram < 0 || o->no_repeat_ngram > 100)
+        return err_set("--no-repeat-ngram: %d is not between 0 and 100", o->no_repeat_ngram);
+    return 0;
+}
+
+int decode_max_len(const Model *m, const DecodeOptions *o, int src_len) {
+    double n = o->max_len_a * src_len + o->max_len_b;
+    int cap = m->cfg.max_positions - 1;
+    return n < cap ? (n < 1 ? 1 : (int)n) : cap;
+}
+
+/* The framed source batch of a group: ids, EOS, padding; the caller frees both arrays. */
+void decode_source_batch(const Seq *const *src, int n, int **ids_out, int **len_out, int *width) {
+    int S = 1;
+    for (int i = 0; i < n; i++)
+        if (src[i]->len + 1 > S) S = src[i]->len + 1;
+    int *ids = xcalloc((size_t)n * S, sizeof(int)), *len = xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        memcpy(ids + (size_t)i * S, src[i]->ids, sizeof(int) * (size_t)src[i]->len);
+        ids[(size_t)i * S + src[i]->len] = VOCAB_EOS;
+        len[i] = src[i]->len + 1;
+    }
+    *ids_out = ids, *len_out = len, *width = S;
+}
+
+double decode_log_normaliser(const float *logits, int V) {
+    float mx = logits[0];
+    for (int v = 1; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) sum += expf(logits[v] - mx);
+    return (double)mx + log(sum);
+}
+
+/* EOS first, then the ordinary tokens, UNK only when strictly better: the order in which
+ * ties are broken (beam.c ranks candidates the same way). */
 static int argmax_token(const float *logits, int V) {
     int best = VOCAB_EOS;
     for (int v = VOCAB_N_SPECIAL; v < V; v++)
@@ -25,38 +68,42 @@ static int argmax_token(const float *logits, int V) {
     return best;
 }
 
-static void decode_group(Model *m, const Seq *const *src, int B, Seq *const *out) {
-    int S = 1, Tmax = 1;
+static void greedy_group(Model *m, const Seq *const *src, int B, const DecodeOptions *o, Seq *const *out,
+                         double *const *scores) {
+    int Tmax = 1;
     for (int i = 0; i < B; i++) {
-        if (src[i]->len + 1 > S) S = src[i]->len + 1;
-        int t = decode_max_len(m, src[i]->len) + 1;
+        int t = decode_max_len(m, o, src[i]->len) + 1;
         if (t > Tmax) Tmax = t;
     }
-    int *src_ids = xcalloc((size_t)B * S, sizeof(int)), *src_len = xmalloc(sizeof(int) * (size_t)B);
-    int *tok = xmalloc(sizeof(int) * (size_t)B), *done = xcalloc((size_t)B, sizeof(int)), one = 1;
+    int *src_ids, *src_len, S, one = 1;
+    decode_source_batch(src, B, &src_ids, &src_len, &S);
+    int *tok = xmalloc(sizeof(int) * (size_t)B), *done = xcalloc((size_t)B, sizeof(int));
+    double *logp = xcalloc((size_t)B, sizeof(double));
     for (int i = 0; i < B; i++) {
-        memcpy(src_ids + (size_t)i * S, src[i]->ids, sizeof(int) * (size_t)src[i]->len);
-        src_ids[(size_t)i * S + src[i]->len] = VOCAB_EOS;
-        src_len[i] = src[i]->len + 1;
         out[i]->ids = xmalloc(sizeof(int) * (size_t)Tmax);
         out[i]->len = 0;
         tok[i] = VOCAB_BOS;
     }
     ModelBatch b = {B, S, 1, src_ids, src_len, tok, NULL, &one};
     DecodeState st;
-    model_step_begin(m, &st, &b, Tmax);
+    model_step_begin(m, &st, &b, Tmax, 1);
     int remaining = B, V = m->cfg.tgt_vocab;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {
         const float *logits = model_step(m, &st, tok);
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
-            int best = argmax_token(logits + (size_t)i * V, V);
+            const float *z = logits + (size_t)i * V;
+            int best = argmax_token(z, V);
+            if (scores) logp[i] += z[best] - decode_log_normaliser(z, V);
             if (best != VOCAB_EOS) out[i]->ids[out[i]->len++] = tok[i] = best;
-            if (best == VOCAB_EOS || out[i]->len >= decode_max_len(m, src[i]->len)) done[i] = 1, remaining--;
+            if (best == VOCAB_EOS || out[i]->len >= decode_max_len(m, o, src[i]->len)) {
+                done[i] = 1, remaining--;
+                if (scores) *scores[i] = logp[i] / pow(out[i]->len + (best == VOCAB_EOS), o->length_penalty);
+            }
         }
     }
     model_step_end(&st);
-    free(src_ids), free(src_len), free(tok), free(done);
+    free(src_ids), free(src_len), free(tok), free(done), free(logp);
 }
 
 static int by_src_len(const void *a, const void *b) {
@@ -64,13 +111,33 @@ static int by_src_len(const void *a, const void *b) {
     return (x->len > y->len) - (x->len < y->len);
 }
 
-void greedy_decode(Model *m, const Seq *src, int n, Seq *out) {
+void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores) {
     /* similar lengths together: less padding in the encoder and fewer idle rows */
-    const Seq **order = xmalloc(sizeof(Seq *) * (size_t)(n ? n : 1));
+    int K = o->nbest, greedy = o->beam == 1 && o->no_repeat_ngram == 0;
+    size_t slots = (size_t)(n ? n : 1);
+    const Seq **order = xmalloc(sizeof(Seq *) * slots);
     for (int i = 0; i < n; i++) order[i] = &src[i];
     qsort(order, (size_t)n, sizeof(Seq *), by_src_len);
-    Seq **outs = xmalloc(sizeof(Seq *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) outs[i] = &out[order[i] - src];
-    for (int i = 0; i < n; i += GROUP) decode_group(m, order + i, n - i < GROUP ? n - i : GROUP, outs + i);
-    free(order), free(outs);
+    Seq **outs = xmalloc(sizeof(Seq *) * slots * K);
+    double **score_at = xmalloc(sizeof(double *) * slots * K);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < K; k++) {
+            size_t at = (size_t)(order[i] - src) * K + k;
+            outs[(size_t)i * K + k] = &out[at];
+            score_at[(size_t)i * K + k] = scores ? &scores[at] : NULL;
+        }
+    /* a group holds GROUP hypotheses' rows in all */
+    int group = greedy ? GROUP : (GROUP / o->beam > 1 ? GROUP / o->beam : 1);
+    for (int i = 0; i < n; i += group) {
+        int g = n - i < group ? n - i : group;
+        if (greedy) greedy_group(m, order + i, g, o, outs + i, scores ? score_at + i : NULL);
+        else beam_search_group(m, order + i, g, o, outs + (size_t)i * K, scores ? score_at + (size_t)i * K : NULL);
+    }
+    free(order), free(outs), free(score_at);
+}
+
+void greedy_decode(Model *m, const Seq *src, int n, Seq *out) {
+    DecodeOptions o = decode_defaults();
+    o.beam = 1;
+    decode(m, src, n, &o, out, NULL);
 }

@@ -582,24 +582,31 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
     carve_stack(&cv, &st->tgt, (size_t)B, d);
     st->kv_new = take(&cv, 2 * (size_t)B * d);
     st->logits = take(&cv, (size_t)B * c->tgt_vocab);
-    st->scratch = take(&cv, (size_t)B * widest * d);
+    st->scratch = take(&cv, 2 * (size_t)B * widest * d);
     return cv.used;
 }
 
-void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len) {
-    int B = b->B, S = b->S, d = m->cfg.d_model;
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len, int copies) {
+    int G = b->B, B = G * copies, S = b->S, d = m->cfg.d_model;
     if (max_len > m->cfg.max_positions) max_len = m->cfg.max_positions;
     *st = (DecodeState){.B = B, .S = S, .max_len = max_len};
     st->buf = xcalloc(carve_step(m, st, NULL), sizeof(float));
     carve_step(m, st, st->buf);
     st->src_len = xmalloc(sizeof(int) * 2 * (size_t)B);
     st->self_len = st->src_len + B;
-    memcpy(st->src_len, b->src_len, sizeof(int) * (size_t)B);
-    model_reserve(m, model_arena_floats(m, B, S, 1));
+    for (int i = 0; i < B; i++) st->src_len[i] = b->src_len[i / copies];
+    model_reserve(m, model_arena_floats(m, G, S, 1));
     model_encode(m, b);
+    /* each source's keys and values, projected once, then copied to its decoder rows */
+    size_t block = (size_t)S * d;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         AttnActs *x = &st->layer[l].cross_attn;
-        attention_project_kv(x->k, x->v, &m->p.dec[l].cross_attn, m->a.src.out, B * S, d);
+        float *k = st->scratch, *v = st->scratch + (size_t)G * block;
+        attention_project_kv(k, v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
+        for (int i = 0; i < B; i++) {
+            memcpy(x->k + i * block, k + (size_t)(i / copies) * block, sizeof(float) * block);
+            memcpy(x->v + i * block, v + (size_t)(i / copies) * block, sizeof(float) * block);
+        }
     }
 }
 

@@ -185,13 +185,15 @@ typedef struct {
     StackActs tgt;                        /* (B, d) embedding in, decoder output out */
     float *kv_new;                        /* (2, B, d) the new position's keys and values */
     float *logits;                        /* (B, tgt_vocab) of the last step */
-    float *scratch;                       /* (B, max(max_len, S), d) for model_step_reorder */
+    float *scratch;                       /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                           /* the one allocation behind all of the above */
 } DecodeState;
 
-/* Runs the encoder on b->src and b->src_len (B, S) and caches every layer's cross-attention
- * keys and values; up to max_len positions may follow (at most cfg.max_positions). */
-void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len);
+/* Runs the encoder on b->src and b->src_len (b->B sources, S wide) and caches every layer's
+ * cross-attention keys and values for `copies` decoder rows per source (beam search keeps
+ * several hypotheses of one sentence), rows i*copies .. i*copies+copies-1 for source i; up
+ * to max_len positions may follow (at most cfg.max_positions). */
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len, int copies);
 /* Feeds tokens[i] (B) at the next position of every sequence; returns the logits (B, tgt_vocab). */
 const float *model_step(Model *m, DecodeState *st, const int *tokens);
 /* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
