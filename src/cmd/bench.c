@@ -128,6 +128,10 @@ int cmd_bench(int argc, char **argv) {
     adam_init(&adam, m.n_params, cfg.train.adam.beta1, cfg.train.adam.beta2, cfg.train.adam.eps,
               cfg.train.adam.weight_decay);
     Workers *workers = train_workers(&m, &adam, cfg.train.threads, &tb, 0);
+    if (!workers) {
+        fprintf(stderr, "qkv: %s\n", err_msg());
+        return 1;
+    }
     TrainStep ts = {workers, &tb,
                     {cfg.train.lr.schedule, cfg.train.lr.factor, cfg.train.lr.warmup, cfg.model.d_model, cfg.train.lr.value},
                     cfg.train.clip_norm, (uint64_t)cfg.seed};

@@ -47,6 +47,7 @@ double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
 
 Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats) {
     Workers *w = workers_start(m, adam, threads);
+    if (!w) return NULL;
     size_t need = 0;
     for (int k = 0; k < b->n_batches; k++) {
         size_t n = workers_arena_floats(w, b->batches[k].count, b->batches[k].S, b->batches[k].T);
@@ -120,6 +121,7 @@ static int setup(Trainer *t) {
     adam_init(&t->adam, t->m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
     t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, t->has_valid ? arena_need(&t->m, &t->vb, 0) : 0);
+    if (!t->workers) return -1;
     t->ts = (TrainStep){t->workers, &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
                          cfg->train.lr.value},
