@@ -134,7 +134,7 @@ int cmd_bench(int argc, char **argv) {
     }
     TrainStep ts = {workers, &tb,
                     {cfg.train.lr.schedule, cfg.train.lr.factor, cfg.train.lr.warmup, cfg.model.d_model, cfg.train.lr.value},
-                    cfg.train.clip_norm, (uint64_t)cfg.seed};
+                    cfg.train.clip_norm, (uint64_t)cfg.seed, {0}};
     FILE *df = NULL;
     if (dump) {
         df = fopen(dump, "w");
