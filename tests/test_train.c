@@ -29,7 +29,7 @@ static void test_step_allocates_nothing_and_learns(void) {
     batcher_init(&b, &c, 200, 3, 1);
     Adam adam;
     adam_init(&adam, m.n_params, 0.9, 0.98, 1e-9, 0.0);
-    TrainStep ts = {train_workers(&m, &adam, 2, &b, 0), &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5};
+    TrainStep ts = {train_workers(&m, &adam, 2, &b, 0), &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5, {0}};
     int tokens;
     double lr, first = 0, last = 0;
     for (int step = 1; step <= 3; step++) first += train_step(&ts, step, &tokens, &lr); /* warm-up */

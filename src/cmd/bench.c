@@ -4,8 +4,9 @@
  * configured model on its corpus with a per-op time breakdown, achieved GFLOP/s from the
  * counted FLOPs of every matrix product, peak RSS, and greedy decoding speed. The
  * batches it trains on (and the sentences it decodes) can be written out so the PyTorch
- * reference (scripts/bench_torch.py) runs exactly the same work. Prints one JSON line. */
-#define _POSIX_C_SOURCE 200809L
+ * reference (scripts/bench_torch.py) runs exactly the same work. Prints one JSON line
+ * (scripts/bench.sh reads it). The set-up is the training set-up of train/train.h,
+ * without a run directory. */
 #include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,15 +16,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "data/batch.h"
-#include "train/checkpoint.h"
+#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "config.h"
-#include "data/corpus.h"
 #include "infer/decode.h"
-#include "nn/optim.h"
 #include "nn/profile.h"
-#include "train/run.h"
+#include "train/checkpoint.h"
+#include "train/jsonout.h"
 #include "train/train.h"
 #include "util.h"
 
@@ -47,7 +46,7 @@ static double sgemm_gflops(int n) {
 /* FLOPs of one training step: every matrix product forward (2mnk), and twice that
  * backward (the input and the weight gradients; for attention, the four products of
  * dP, dV, dQ, dK). Element-wise work is not counted. Padded shapes: what is computed. */
-double bench_step_flops(const ModelConfig *c, int B, int S, int T) {
+static double step_flops(const ModelConfig *c, int B, int S, int T) {
     double d = c->d_model, ff = c->d_ff, Ns = (double)B * S, Nt = (double)B * T, V = c->tgt_vocab;
     double enc = 4 * 2 * Ns * d * d + 2 * 2 * Ns * d * ff + 2 * 2 * (double)B * S * S * d;
     double dec = 4 * 2 * Nt * d * d + 2 * 2 * (double)B * T * T * d   /* masked self */
@@ -57,175 +56,247 @@ double bench_step_flops(const ModelConfig *c, int B, int S, int T) {
     return 3 * fwd;
 }
 
-static void json_ints(FILE *f, const int *v, int n) {
-    fputc('[', f);
-    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", v[i]);
-    fputc(']', f);
-}
+typedef struct {
+    char *sets[64];
+    int n_sets, steps, warmup, n_decode, peak_only;
+    double ceiling;
+    const char *config, *dump;
+} BenchOpts;
 
-int cmd_bench(int argc, char **argv) {
+/* 0, or the exit status to return. */
+static int parse_options(int argc, char **argv, BenchOpts *o) {
     static const struct option opts[] = {{"set", required_argument, 0, 's'},    {"steps", required_argument, 0, 'n'},
                                          {"warmup", required_argument, 0, 'w'}, {"dump", required_argument, 0, 'd'},
                                          {"decode", required_argument, 0, 'k'}, {"peak", no_argument, 0, 'p'},
                                          {"ceiling", required_argument, 0, 'c'}, {0}};
-    char *sets[64];
-    int n_sets = 0, steps = 50, warmup = 5, n_decode = 200, peak_only = 0, c;
-    double ceiling = 0;
-    const char *dump = NULL;
-    while ((c = getopt_long(argc, argv, "s:n:w:d:k:p", opts, NULL)) != -1) {
+    *o = (BenchOpts){.steps = 50, .warmup = 5, .n_decode = 200};
+    int c, rc = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "s:n:w:d:k:p", opts, NULL)) != -1) {
         switch (c) {
-        case 's': if (n_sets < 64) sets[n_sets++] = optarg; break;
-        case 'n': steps = atoi(optarg); break;
-        case 'w': warmup = atoi(optarg); break;
-        case 'd': dump = optarg; break;
-        case 'k': n_decode = atoi(optarg); break;
-        case 'p': peak_only = 1; break;
-        case 'c': ceiling = atof(optarg); break;
+        case 's': if (o->n_sets < 64) o->sets[o->n_sets++] = optarg; break;
+        case 'n': rc = cmd_int("--steps", "a positive step count", optarg, 1, 100000000, &o->steps); break;
+        case 'w': rc = cmd_int("--warmup", "a step count", optarg, 0, 100000000, &o->warmup); break;
+        case 'd': o->dump = optarg; break;
+        case 'k': rc = cmd_int("--decode", "a sentence count", optarg, 0, 100000000, &o->n_decode); break;
+        case 'p': o->peak_only = 1; break;
+        case 'c': rc = cmd_double("--ceiling", "a GFLOP/s figure", optarg, 0, 1e9, &o->ceiling); break;
         default: return 2;
         }
     }
-    if (optind != argc - 1 || steps < 1 || warmup < 0 || n_decode < 0) {
-        fprintf(stderr, "usage: qkv bench CONFIG.yaml [--set key=value ...] [--steps N] [--warmup N] [--decode N] "
-                        "[--dump FILE.json] [--peak | --ceiling GFLOPS]\n");
-        return 2;
-    }
-    Config cfg;
-    config_defaults(&cfg);
-    if (config_load(&cfg, argv[optind]) != 0) goto bad_input;
-    for (int i = 0; i < n_sets; i++)
-        if (config_set(&cfg, sets[i]) != 0) goto bad_input;
-    if (config_validate(&cfg, 1) != 0) goto bad_input;
-    openblas_set_num_threads(cfg.train.threads);
-    /* the ceiling: measured here, or given (measured by an earlier `qkv bench --peak` in
-     * the same benchmark run, so that its 48 MB of matrices do not count in peak RSS) */
-    double peak = ceiling > 0 ? ceiling : fmax(sgemm_gflops(1024), sgemm_gflops(2048));
-    if (peak_only) {
-        printf("{\"corename\": \"%s\", \"threads\": %d, \"peak_gflops\": %.1f}\n", openblas_get_corename(),
-               openblas_get_num_threads(), peak);
-        return 0;
-    }
-    /* data and vocabularies as `qkv train` makes them, without a run directory */
-    Corpus train, valid = {0};
-    if (corpus_read(&train, cfg.data.train.src, cfg.data.train.tgt, cfg.data.tokenizer, cfg.data.max_len) != 0)
-        goto bad_input;
-    int has_valid = cfg.data.valid.src[0] != '\0';
-    if (has_valid &&
-        corpus_read(&valid, cfg.data.valid.src, cfg.data.valid.tgt, cfg.data.tokenizer, cfg.data.max_len) != 0)
-        goto bad_input;
-    Vocab sv, tv;
-    corpus_build_vocabs(&train, cfg.data.tokenizer, cfg.data.vocab_size, cfg.data.min_freq, cfg.data.shared_vocab, &sv,
-                        &tv);
-    corpus_encode(&train, cfg.data.tokenizer, &sv, &tv);
-    if (has_valid) corpus_encode(&valid, cfg.data.tokenizer, &sv, &tv);
+    if (rc != 0) return cmd_fail(2);
+    if (optind != argc - 1)
+        return cmd_usage("qkv bench CONFIG.yaml [--set key=value ...] [--steps N] [--warmup N] [--decode N] "
+                         "[--dump FILE.json] [--peak | --ceiling GFLOPS]");
+    o->config = argv[optind];
+    return 0;
+}
 
-    ModelConfig mc = run_model_config(&cfg, sv.size, tv.size);
-    Model m;
-    if (model_init(&m, &mc) != 0) goto bad_input;
-    model_init_weights(&m, (uint64_t)cfg.seed);
-    Batcher tb;
-    batcher_init(&tb, &train, cfg.train.batch_tokens, (uint64_t)cfg.seed, 1);
-    Adam adam;
-    adam_init(&adam, m.n_params, cfg.train.adam.beta1, cfg.train.adam.beta2, cfg.train.adam.eps,
-              cfg.train.adam.weight_decay);
-    Workers *workers = train_workers(&m, &adam, cfg.train.threads, &tb, 0);
-    TrainStep ts = {workers, &tb,
-                    {cfg.train.lr.schedule, cfg.train.lr.factor, cfg.train.lr.warmup, cfg.model.d_model, cfg.train.lr.value},
-                    cfg.train.clip_norm, (uint64_t)cfg.seed};
-    FILE *df = NULL;
-    if (dump) {
-        df = fopen(dump, "w");
-        if (!df) {
-            err_set("%s: %s", dump, strerror(errno));
-            goto bad_input;
-        }
-        fprintf(df, "{\"src_vocab\": %d, \"tgt_vocab\": %d, \"d_model\": %d, \"heads\": %d, \"d_ff\": %d, "
-                    "\"encoder_layers\": %d, \"decoder_layers\": %d, \"dropout\": %g, \"pre_norm\": %d, "
-                    "\"tie_embeddings\": %d, \"label_smoothing\": %g, \"clip_norm\": %g, \"lr_factor\": %g, "
-                    "\"warmup\": %d, \"beta1\": %g, \"beta2\": %g, \"eps\": %g, \"warmup_steps\": %d, \"batches\": [",
-                mc.src_vocab, mc.tgt_vocab, mc.d_model, mc.heads, mc.d_ff, mc.encoder_layers, mc.decoder_layers,
-                mc.dropout, mc.pre_norm, mc.tie_embeddings, mc.label_smoothing, cfg.train.clip_norm, cfg.train.lr.factor,
-                cfg.train.lr.warmup, cfg.train.adam.beta1, cfg.train.adam.beta2, cfg.train.adam.eps, warmup);
-    }
-    double flops = 0, t_train = 0;
-    long tokens = 0;
-    int tok, bmax = 0;
-    double lr, loss = 0;
-    for (int step = 1; step <= warmup + steps; step++) {
-        /* peek at the batch this step will take, for the FLOP count and the dump */
-        if (tb.pos >= tb.n_batches) batcher_seek(&tb, tb.epoch + 1, 0);
-        int k = tb.perm[tb.pos];
-        const BatchSpec *spec = &tb.batches[k];
-        if (df) {
-            ModelBatch mb;
-            batcher_get(&tb, k, &mb);
-            fprintf(df, "%s\n{\"B\": %d, \"S\": %d, \"T\": %d, \"tokens\": %d, \"src\": ", step > 1 ? "," : "", mb.B, mb.S,
-                    mb.T, spec->tokens);
-            json_ints(df, mb.src, mb.B * mb.S), fprintf(df, ", \"src_len\": "), json_ints(df, mb.src_len, mb.B);
-            fprintf(df, ", \"tgt_in\": "), json_ints(df, mb.tgt_in, mb.B * mb.T);
-            fprintf(df, ", \"tgt_out\": "), json_ints(df, mb.tgt_out, mb.B * mb.T);
-            fprintf(df, ", \"tgt_len\": "), json_ints(df, mb.tgt_len, mb.B), fprintf(df, "}");
-        }
-        if (step == warmup + 1) {
+static int load_config(Config *cfg, const BenchOpts *o) {
+    config_defaults(cfg);
+    if (config_load(cfg, o->config) != 0) return -1;
+    for (int i = 0; i < o->n_sets; i++)
+        if (config_set(cfg, o->sets[i]) != 0) return -1;
+    return config_validate(cfg, 1);
+}
+
+/* Data, vocabularies, model, optimizer and threads as `qkv train` makes them, with no
+ * run directory; the validation corpus (for decoding only) into *valid. 0, or the
+ * exit status to return (the error reported). */
+static int bench_setup(Trainer *t, Corpus *valid, int *has_valid) {
+    const Config *cfg = &t->run.cfg;
+    /* the trainer gets no validation set: it would reserve arena for validating, which
+     * a benchmark of training steps does not do */
+    *has_valid = cfg->data.valid.src[0] != '\0';
+    if (trainer_read(t, 0) != 0) return cmd_fail(2);
+    if (*has_valid &&
+        corpus_read(valid, cfg->data.valid.src, cfg->data.valid.tgt, cfg->data.tokenizer, cfg->data.max_len) != 0)
+        return cmd_fail(2);
+    trainer_encode(t, 1);
+    if (*has_valid) corpus_encode(valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
+    int rc = trainer_setup(t);
+    return rc == 0 ? 0 : cmd_fail(rc == -2 ? 1 : 2);
+}
+
+/* The model and optimizer settings the PyTorch peer needs, as the dump's first keys. */
+static json_t *dump_header(const Trainer *t, int warmup) {
+    const ModelConfig *mc = &t->m.cfg;
+    const Config *cfg = &t->run.cfg;
+    json_t *o = json_object();
+    json_put(o, "src_vocab", json_integer(mc->src_vocab));
+    json_put(o, "tgt_vocab", json_integer(mc->tgt_vocab));
+    json_put(o, "d_model", json_integer(mc->d_model));
+    json_put(o, "heads", json_integer(mc->heads));
+    json_put(o, "d_ff", json_integer(mc->d_ff));
+    json_put(o, "encoder_layers", json_integer(mc->encoder_layers));
+    json_put(o, "decoder_layers", json_integer(mc->decoder_layers));
+    json_put(o, "dropout", json_fmt("%g", mc->dropout));
+    json_put(o, "pre_norm", json_integer(mc->pre_norm));
+    json_put(o, "tie_embeddings", json_integer(mc->tie_embeddings));
+    json_put(o, "label_smoothing", json_fmt("%g", mc->label_smoothing));
+    json_put(o, "clip_norm", json_fmt("%g", cfg->train.clip_norm));
+    json_put(o, "lr_factor", json_fmt("%g", cfg->train.lr.factor));
+    json_put(o, "warmup", json_integer(cfg->train.lr.warmup));
+    json_put(o, "beta1", json_fmt("%g", cfg->train.adam.beta1));
+    json_put(o, "beta2", json_fmt("%g", cfg->train.adam.beta2));
+    json_put(o, "eps", json_fmt("%g", cfg->train.adam.eps));
+    json_put(o, "warmup_steps", json_integer(warmup));
+    return o;
+}
+
+static json_t *dump_batch(const ModelBatch *mb, int tokens) {
+    json_t *o = json_object();
+    json_put(o, "B", json_integer(mb->B));
+    json_put(o, "S", json_integer(mb->S));
+    json_put(o, "T", json_integer(mb->T));
+    json_put(o, "tokens", json_integer(tokens));
+    json_put(o, "src", json_ints(mb->src, mb->B * mb->S));
+    json_put(o, "src_len", json_ints(mb->src_len, mb->B));
+    json_put(o, "tgt_in", json_ints(mb->tgt_in, mb->B * mb->T));
+    json_put(o, "tgt_out", json_ints(mb->tgt_out, mb->B * mb->T));
+    json_put(o, "tgt_len", json_ints(mb->tgt_len, mb->B));
+    return o;
+}
+
+typedef struct {
+    double flops, seconds, loss;
+    long tokens;
+} TrainTimes;
+
+/* warmup + steps training steps, the last `steps` timed and profiled; each step's batch
+ * appended to batches (may be NULL). */
+static TrainTimes time_training(Trainer *t, const BenchOpts *o, json_t *batches) {
+    TrainTimes r = {0};
+    for (int step = 1; step <= o->warmup + o->steps; step++) {
+        if (step == o->warmup + 1) {
             memset(prof_seconds, 0, sizeof prof_seconds);
             prof_enabled = 1;
         }
-        double t0 = now_seconds();
-        loss = train_step(&ts, step, &tok, &lr);
+        int tok;
+        double lr, t0 = now_seconds();
+        r.loss = train_step(&t->ts, step, &tok, &lr);
         double dt = now_seconds() - t0;
-        if (step > warmup) {
-            t_train += dt;
-            tokens += tok;
-            flops += bench_step_flops(&mc, spec->count, spec->S, spec->T);
-            if (spec->count > bmax) bmax = spec->count;
+        const ModelBatch *mb = &t->ts.batch; /* still the step's batch: untimed from here */
+        if (batches) json_array_append_new(batches, dump_batch(mb, tok));
+        if (step > o->warmup) {
+            r.seconds += dt;
+            r.tokens += tok;
+            r.flops += step_flops(&t->m.cfg, mb->B, mb->S, mb->T);
         }
     }
     prof_enabled = 0;
-    workers_stop(workers);
-    /* the trained weights, so the peer decodes with the very same model (same work) */
-    char weights[1100] = "";
-    if (dump) {
-        snprintf(weights, sizeof weights, "%s.safetensors", dump);
-        CkptMeta meta = {.valid_loss = NAN, .best_valid_loss = NAN, .config = ""};
-        if (ckpt_save(weights, &m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
-    }
-    openblas_set_num_threads(cfg.train.threads); /* decoding uses OpenBLAS's own threads */
-    /* greedy decoding of validation (else training) sources */
-    const Corpus *dc = has_valid ? &valid : &train;
-    int nd = n_decode < dc->n ? n_decode : dc->n;
-    Seq *out = xmalloc(sizeof(Seq) * (size_t)(nd ? nd : 1));
-    double t0 = now_seconds();
-    greedy_decode(&m, dc->src, nd, out);
-    double t_decode = now_seconds() - t0;
-    long out_tokens = 0;
-    for (int i = 0; i < nd; i++) out_tokens += out[i].len;
-    if (df) {
-        fprintf(df, "],\n\"decode_src\": [");
-        for (int i = 0; i < nd; i++) fprintf(df, "%s", i ? "," : ""), json_ints(df, dc->src[i].ids, dc->src[i].len);
-        fprintf(df, "],\n\"decode_out_tokens\": %ld, \"steps\": %d, \"weights\": \"%s\"}\n", out_tokens, steps, weights);
-        if (fclose(df) != 0) fprintf(stderr, "qkv: %s: write failed\n", dump);
-    }
+    return r;
+}
+
+/* The result line (scripts/bench.sh and the table read these keys). */
+static void print_result(const Trainer *t, const BenchOpts *o, double peak, const TrainTimes *tr, double t_decode,
+                         int nd, long out_tokens, const char *weights) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double prof_total = 0;
+    double prof_total = 0, secs = tr->seconds;
     for (int i = 0; i < PROF_N; i++) prof_total += prof_seconds[i];
-    printf("{\"impl\": \"qkv\", \"corename\": \"%s\", \"threads\": %d, \"peak_gflops\": %.1f, \"params\": %zu, "
-           "\"steps\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"gflops\": %.2f, \"mfu\": %.4f, "
-           "\"flops_per_step\": %.4g, \"peak_rss_mb\": %.1f, \"decode_sentences_per_s\": %.1f, \"decoded\": %d, \"decoded_tokens\": %ld, "
-           "\"final_loss\": %.4f, \"arena_mb\": %.1f, \"weights\": \"%s\", \"breakdown_ms\": {",
-           openblas_get_corename(), openblas_get_num_threads(), peak, m.n_params, steps, tokens / t_train,
-           1e3 * t_train / steps, flops / t_train / 1e9, flops / t_train / 1e9 / peak, flops / steps,
-           ru.ru_maxrss / 1024.0, nd / t_decode, nd, out_tokens, loss, m.arena_floats * 4.0 / (1 << 20), weights);
-    for (int i = 0; i < PROF_N; i++) printf("%s\"%s\": %.3f", i ? ", " : "", prof_names[i], 1e3 * prof_seconds[i] / steps);
-    printf(", \"other\": %.3f}}\n", 1e3 * (t_train - prof_total) / steps);
-    for (int i = 0; i < nd; i++) free(out[i].ids);
+    json_t *r = json_object(), *b = json_object();
+    json_put(r, "impl", json_string("qkv"));
+    json_put(r, "corename", json_string(openblas_get_corename()));
+    json_put(r, "threads", json_integer(openblas_get_num_threads()));
+    json_put(r, "peak_gflops", json_fmt("%.1f", peak));
+    json_put(r, "params", json_integer((json_int_t)t->m.n_params));
+    json_put(r, "steps", json_integer(o->steps));
+    json_put(r, "tokens_per_s", json_fmt("%.1f", tr->tokens / secs));
+    json_put(r, "step_ms", json_fmt("%.3f", 1e3 * secs / o->steps));
+    json_put(r, "gflops", json_fmt("%.2f", tr->flops / secs / 1e9));
+    json_put(r, "mfu", json_fmt("%.4f", tr->flops / secs / 1e9 / peak));
+    json_put(r, "flops_per_step", json_fmt("%.4g", tr->flops / o->steps));
+    json_put(r, "peak_rss_mb", json_fmt("%.1f", ru.ru_maxrss / 1024.0));
+    json_put(r, "decode_sentences_per_s", json_fmt("%.1f", nd / t_decode));
+    json_put(r, "decoded", json_integer(nd));
+    json_put(r, "decoded_tokens", json_integer(out_tokens));
+    json_put(r, "final_loss", json_fmt("%.4f", tr->loss));
+    json_put(r, "arena_mb", json_fmt("%.1f", t->m.arena_floats * 4.0 / (1 << 20)));
+    json_put(r, "weights", json_string(weights));
+    for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[i] / o->steps));
+    json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
+    json_put(r, "breakdown_ms", b);
+    char *text = json_dumps(r, JSONOUT_FLAGS);
+    printf("%s\n", text);
+    free(text);
+    json_decref(r);
+}
+
+/* After training: save the weights (for the peer), decode, print, write the dump. */
+static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, double peak, const TrainTimes *tr,
+                              json_t *dump, FILE *df) {
+    /* the trained weights, so the peer decodes with the very same model (same work) */
+    char weights[1100] = "";
+    if (df) {
+        snprintf(weights, sizeof weights, "%s.safetensors", o->dump);
+        CkptMeta meta = {.valid_loss = NAN, .best_valid_loss = NAN, .config = ""};
+        if (ckpt_save(weights, &t->m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
+    }
+    openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */
+    int nd = o->n_decode < dc->n ? o->n_decode : dc->n;
+    Seq *out = xmalloc(sizeof(Seq) * (size_t)(nd ? nd : 1));
+    double t0 = now_seconds();
+    greedy_decode(&t->m, dc->src, nd, out);
+    double t_decode = now_seconds() - t0;
+    long out_tokens = 0;
+    for (int i = 0; i < nd; i++) out_tokens += out[i].len, free(out[i].ids);
     free(out);
-    adam_free(&adam);
-    batcher_free(&tb);
-    model_free(&m);
-    corpus_free(&train), corpus_free(&valid);
-    vocab_free(&sv), vocab_free(&tv);
+    if (df) {
+        json_t *src = json_array();
+        for (int i = 0; i < nd; i++) json_array_append_new(src, json_ints(dc->src[i].ids, dc->src[i].len));
+        json_put(dump, "decode_src", src);
+        json_put(dump, "decode_out_tokens", json_integer(out_tokens));
+        json_put(dump, "steps", json_integer(o->steps));
+        json_put(dump, "weights", json_string(weights));
+        if (json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF || fclose(df) != 0)
+            fprintf(stderr, "qkv: %s: write failed\n", o->dump);
+    }
+    print_result(t, o, peak, tr, t_decode, nd, out_tokens, weights);
+}
+
+/* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
+static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
+    int has_valid, rc = bench_setup(t, valid, &has_valid);
+    if (rc != 0) return rc;
+    FILE *df = NULL;
+    if (o->dump && !(df = fopen(o->dump, "w"))) {
+        err_set("%s: %s", o->dump, strerror(errno));
+        return cmd_fail(2);
+    }
+    json_t *dump = df ? dump_header(t, o->warmup) : NULL, *batches = df ? json_array() : NULL;
+    TrainTimes tr = time_training(t, o, batches);
+    workers_stop(t->workers); /* the training threads are idle from here on */
+    t->workers = t->ts.workers = NULL;
+    if (dump) json_put(dump, "batches", batches);
+    decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
+    json_decref(dump);
     return 0;
-bad_input:
-    fprintf(stderr, "qkv: %s\n", err_msg());
-    return 2;
+}
+
+int cmd_bench(int argc, char **argv) {
+    BenchOpts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0) return rc;
+    Trainer t = {0};
+    if (load_config(&t.run.cfg, &o) != 0) return cmd_fail(2);
+    openblas_set_num_threads(t.run.cfg.train.threads);
+    /* the ceiling: measured here, or given (measured by an earlier `qkv bench --peak` in
+     * the same benchmark run, so that its 48 MB of matrices do not count in peak RSS) */
+    double peak = o.ceiling > 0 ? o.ceiling : fmax(sgemm_gflops(1024), sgemm_gflops(2048));
+    if (o.peak_only) {
+        json_t *r = json_object();
+        json_put(r, "corename", json_string(openblas_get_corename()));
+        json_put(r, "threads", json_integer(openblas_get_num_threads()));
+        json_put(r, "peak_gflops", json_fmt("%.1f", peak));
+        char *text = json_dumps(r, JSONOUT_FLAGS);
+        printf("%s\n", text);
+        free(text);
+        json_decref(r);
+        return 0;
+    }
+    Corpus valid = {0};
+    rc = bench(&t, &o, peak, &valid);
+    corpus_free(&valid);
+    trainer_free(&t);
+    return rc;
 }

@@ -57,13 +57,20 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
     adam_update_range(a, params, (float *)grads, tensors, n_tensors, lr, a->t, 0, n, 1.0f, 0);
 }
 
-double clip_grad_norm(float *grads, size_t n, double max_norm) {
+double grad_sumsq(const float *grads, size_t begin, size_t end) {
     double sum = 0.0;
-    for (size_t i = 0; i < n; i++) sum += (double)grads[i] * grads[i];
-    double norm = sqrt(sum);
-    if (max_norm > 0 && norm > max_norm) {
-        float scale = (float)(max_norm / (norm + 1e-6));
+    for (size_t i = begin; i < end; i++) sum += (double)grads[i] * grads[i];
+    return sum;
+}
+
+float clip_scale(double norm, double max_norm) {
+    return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+}
+
+double clip_grad_norm(float *grads, size_t n, double max_norm) {
+    double norm = sqrt(grad_sumsq(grads, 0, n));
+    float scale = clip_scale(norm, max_norm);
+    if (scale != 1.0f)
         for (size_t i = 0; i < n; i++) grads[i] *= scale;
-    }
     return norm;
 }

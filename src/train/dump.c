@@ -9,18 +9,46 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data/batch.h"
 #include "train/checkpoint.h"
+#include "train/jsonout.h"
 #include "data/corpus.h"
 #include "train/run.h"
 #include "util.h"
 
-static void put_ints(StrBuf *sb, const char *key, const int *v, int n) {
-    sb_printf(sb, "  \"%s\": [", key);
-    for (int i = 0; i < n; i++) sb_printf(sb, "%s%d", i ? ", " : "", v[i]);
-    sb_printf(sb, "],\n");
+/* OUT/batch.json: the checkpoint used, the loss, the model switches the reference
+ * needs, and the batch's token ids and lengths. */
+static int write_batch_json(const char *path, const Run *r, const ModelBatch *mb, double loss, double nll, int tokens) {
+    const ModelConfig *mc = &r->model.cfg;
+    json_t *o = json_object();
+    json_put(o, "checkpoint", json_string(r->weights));
+    json_put(o, "loss", json_fmt("%.9g", loss));
+    json_put(o, "nll_sum", json_fmt("%.9g", nll));
+    json_put(o, "tokens", json_integer(tokens));
+    json_put(o, "B", json_integer(mb->B));
+    json_put(o, "S", json_integer(mb->S));
+    json_put(o, "T", json_integer(mb->T));
+    json_put(o, "label_smoothing", json_fmt("%.9g", mc->label_smoothing));
+    json_put(o, "heads", json_integer(mc->heads));
+    json_put(o, "pre_norm", json_integer(mc->pre_norm));
+    json_put(o, "tie_embeddings", json_integer(mc->tie_embeddings));
+    json_put(o, "src_len", json_ints(mb->src_len, mb->B));
+    json_put(o, "tgt_len", json_ints(mb->tgt_len, mb->B));
+    json_put(o, "src", json_ints(mb->src, mb->B * mb->S));
+    json_put(o, "tgt_in", json_ints(mb->tgt_in, mb->B * mb->T));
+    json_put(o, "tgt_out", json_ints(mb->tgt_out, mb->B * mb->T));
+    json_put(o, "end", json_true());
+    StrBuf sb = {0};
+    char *text = json_dumps(o, JSONOUT_FLAGS);
+    json_decref(o);
+    sb_printf(&sb, "%s\n", text);
+    free(text);
+    int rc = write_file_atomic(path, sb.buf, sb.len);
+    sb_free(&sb);
+    return rc;
 }
 
 int dump_grads(const char *run_path_arg, const char *out_dir, int batch_index) {
@@ -63,22 +91,8 @@ int dump_grads(const char *run_path_arg, const char *out_dir, int batch_index) {
         rc = -1;
         goto done;
     }
-    StrBuf sb = {0};
-    sb_printf(&sb, "{\n  \"checkpoint\": \"%s\",\n  \"loss\": %.9g,\n  \"nll_sum\": %.9g,\n  \"tokens\": %d,\n", r.weights,
-              loss, nll, tokens);
-    sb_printf(&sb, "  \"B\": %d, \"S\": %d, \"T\": %d,\n  \"label_smoothing\": %.9g,\n", mb.B, mb.S, mb.T,
-              (double)m->cfg.label_smoothing);
-    sb_printf(&sb, "  \"heads\": %d, \"pre_norm\": %d, \"tie_embeddings\": %d,\n", m->cfg.heads, m->cfg.pre_norm,
-              m->cfg.tie_embeddings);
-    put_ints(&sb, "src_len", mb.src_len, mb.B);
-    put_ints(&sb, "tgt_len", mb.tgt_len, mb.B);
-    put_ints(&sb, "src", mb.src, mb.B * mb.S);
-    put_ints(&sb, "tgt_in", mb.tgt_in, mb.B * mb.T);
-    put_ints(&sb, "tgt_out", mb.tgt_out, mb.B * mb.T);
-    sb_printf(&sb, "  \"end\": true\n}\n");
     snprintf(path, sizeof path, "%s/batch.json", out_dir);
-    rc = write_file_atomic(path, sb.buf, sb.len);
-    sb_free(&sb);
+    rc = write_batch_json(path, &r, &mb, loss, nll, tokens);
 done:
     batcher_free(&b);
     corpus_free(&c);

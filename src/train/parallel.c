@@ -4,7 +4,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +23,7 @@ struct Workers {
     Adam *adam;
     pthread_t thread[PARALLEL_MAX];
     pthread_barrier_t start, phase, done;
+    pthread_mutex_t gate; /* held by workers_start until every thread is running */
     int quit;
     /* the current step */
     ModelBatch part[PARALLEL_MAX];
@@ -66,21 +66,19 @@ static void work(Workers *w, int i) {
     size_t lo = w->begin[i], hi = w->begin[i + 1];
     float *g = w->model->grads;
     double t0 = prof_start();
-    double ss = 0.0;
     for (int k = 1; k < w->n; k++) {
         float *gk = w->replica[k].grads;
         for (size_t j = lo; j < hi; j++) g[j] += gk[j], gk[j] = 0.0f;
     }
-    for (size_t j = lo; j < hi; j++) ss += (double)g[j] * g[j];
-    w->sumsq[i] = ss;
+    w->sumsq[i] = grad_sumsq(g, lo, hi);
     prof_stop(PROF_OPTIM, t0);
     meet(w);
-    /* 3. clip with the global norm (every thread computes it the same way), Adam */
+    /* 3. clip with the global norm (every thread computes it the same way, slices in
+     * order), folding the factor into Adam's pass rather than scaling memory first */
     t0 = prof_start();
     double norm = 0.0;
     for (int k = 0; k < w->n; k++) norm += w->sumsq[k];
-    norm = sqrt(norm);
-    float scale = w->clip_norm > 0 && norm > w->clip_norm ? (float)(w->clip_norm / (norm + 1e-6)) : 1.0f;
+    float scale = clip_scale(sqrt(norm), w->clip_norm);
     adam_update_range(w->adam, w->model->params, g, w->model->tensors, w->model->n_tensors, w->lr, w->adam->t + 1, lo, hi,
                       scale, 1);
     prof_stop(PROF_OPTIM, t0);
@@ -89,6 +87,10 @@ static void work(Workers *w, int i) {
 static void *worker(void *p) {
     ThreadArg *a = p;
     prof_elsewhere = 1;
+    /* wait until every thread has started (or one failed to, and we are told to quit) */
+    pthread_mutex_lock(&a->w->gate);
+    pthread_mutex_unlock(&a->w->gate);
+    if (a->w->quit) return NULL;
     for (;;) {
         pthread_barrier_wait(&a->w->start);
         if (a->w->quit) break;
@@ -96,6 +98,36 @@ static void *worker(void *p) {
         pthread_barrier_wait(&a->w->done);
     }
     return NULL;
+}
+
+/* Starts threads 1..n-1. They first pass the gate, which stays locked until all are
+ * running: if one cannot be started, those already running are told to quit there
+ * instead of waiting forever at a barrier sized for n. */
+static int start_threads(Workers *w) {
+    int n = w->n, started = 1;
+    if (pthread_barrier_init(&w->start, NULL, (unsigned)n) != 0) return err_set("cannot create thread barriers");
+    if (pthread_barrier_init(&w->phase, NULL, (unsigned)n) != 0) {
+        pthread_barrier_destroy(&w->start);
+        return err_set("cannot create thread barriers");
+    }
+    if (pthread_barrier_init(&w->done, NULL, (unsigned)n) != 0) {
+        pthread_barrier_destroy(&w->start), pthread_barrier_destroy(&w->phase);
+        return err_set("cannot create thread barriers");
+    }
+    pthread_mutex_init(&w->gate, NULL);
+    pthread_mutex_lock(&w->gate);
+    int rc = 0;
+    for (; started < n; started++) {
+        w->arg[started] = (ThreadArg){w, started};
+        if ((rc = pthread_create(&w->thread[started], NULL, worker, &w->arg[started])) != 0) break;
+    }
+    if (rc != 0) w->quit = 1;
+    pthread_mutex_unlock(&w->gate);
+    if (rc == 0) return 0;
+    for (int i = 1; i < started; i++) pthread_join(w->thread[i], NULL);
+    pthread_barrier_destroy(&w->start), pthread_barrier_destroy(&w->phase), pthread_barrier_destroy(&w->done);
+    pthread_mutex_destroy(&w->gate);
+    return err_set("cannot start %d training threads: %s", n, strerror(rc));
 }
 
 Workers *workers_start(Model *m, Adam *adam, int n) {
@@ -119,17 +151,10 @@ Workers *workers_start(Model *m, Adam *adam, int n) {
     }
     w->begin[n] = m->n_params;
     openblas_set_num_threads(1);
-    if (n > 1) {
-        int rc = pthread_barrier_init(&w->start, NULL, (unsigned)n) | pthread_barrier_init(&w->phase, NULL, (unsigned)n) |
-                 pthread_barrier_init(&w->done, NULL, (unsigned)n);
-        for (int i = 1; i < n && rc == 0; i++) {
-            w->arg[i] = (ThreadArg){w, i};
-            rc = pthread_create(&w->thread[i], NULL, worker, &w->arg[i]);
-        }
-        if (rc != 0) { /* a runtime failure nothing here can repair; the barriers would hang */
-            fprintf(stderr, "qkv: cannot start %d training threads (error %d)\n", n, rc);
-            exit(1);
-        }
+    if (n > 1 && start_threads(w) != 0) {
+        for (int i = 1; i < n; i++) model_free(&w->replica[i]);
+        free(w);
+        return NULL;
     }
     return w;
 }
@@ -143,6 +168,7 @@ void workers_stop(Workers *w) {
         pthread_barrier_destroy(&w->start);
         pthread_barrier_destroy(&w->phase);
         pthread_barrier_destroy(&w->done);
+        pthread_mutex_destroy(&w->gate);
     }
     for (int i = 1; i < w->n; i++) model_free(&w->replica[i]);
     free(w);

@@ -20,7 +20,8 @@
 
 typedef struct Workers Workers;
 
-/* Starts n-1 threads and replicas of m (n = 1: no threads). */
+/* Starts n-1 threads and replicas of m (n = 1: no threads). NULL with the error set
+ * when the threads cannot be started (a runtime failure). */
 Workers *workers_start(Model *m, Adam *adam, int n);
 void workers_stop(Workers *w);
 int workers_count(const Workers *w);

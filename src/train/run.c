@@ -124,6 +124,40 @@ int run_mark_best(const char *dir, const char *ckpt_path) {
     return 0;
 }
 
+int run_create(const Config *cfg, int force) {
+    char p[CONFIG_PATH_MAX + 32];
+    struct stat st;
+    if (!force && stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) == 0)
+        return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
+                       cfg->run_dir, cfg->run_dir);
+    return make_dirs(cfg->run_dir);
+}
+
+int run_write_files(const Run *r) {
+    const char *dir = r->cfg.run_dir;
+    char p[CONFIG_PATH_MAX + 32];
+    run_clear_checkpoints(dir);
+    if (make_dirs(run_path(p, sizeof p, dir, "ckpt")) != 0 ||
+        config_write(&r->cfg, run_path(p, sizeof p, dir, "config.yaml")) != 0 ||
+        vocab_save(&r->src_vocab, run_path(p, sizeof p, dir, "src.vocab")) != 0 ||
+        vocab_save(&r->tgt_vocab, run_path(p, sizeof p, dir, "tgt.vocab")) != 0)
+        return -1;
+    return 0;
+}
+
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
+    if (run_load_config_and_vocab(r, dir) != 0) return -1;
+    snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
+    run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
+    return run_latest_checkpoint(dir, ckpt, n);
+}
+
+int run_set_steps(Run *r, int steps) {
+    char p[CONFIG_PATH_MAX + 32];
+    r->cfg.train.steps = steps;
+    return config_write(&r->cfg, run_path(p, sizeof p, r->cfg.run_dir, "config.yaml"));
+}
+
 int run_load_config_and_vocab(Run *r, const char *dir) {
     struct stat st;
     char p[CONFIG_PATH_MAX + 32];

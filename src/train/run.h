@@ -6,8 +6,9 @@
  *   runs/<name>/ckpt/step-000500.safetensors   the last train.keep_checkpoints checkpoints
  *   runs/<name>/ckpt/best.safetensors          the best by validation loss (a hard link)
  *
- * Opens a run (or one checkpoint inside one) for the commands that use a trained model,
- * and keeps the checkpoint directory: naming, finding, rotating. */
+ * Creates a run directory for `qkv train`, opens one for `qkv resume`, opens a run (or
+ * one checkpoint inside one) for the commands that use a trained model, and keeps the
+ * checkpoint directory: naming, finding, rotating. */
 #ifndef QKV_RUN_H
 #define QKV_RUN_H
 
@@ -34,6 +35,20 @@ ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
  * model config). -1 with the error set. */
 int run_open(Run *r, const char *path);
 void run_close(Run *r);
+
+/* A new run in cfg->run_dir: refuses a directory that already holds one unless force
+ * (then its checkpoints go when run_write_files runs), and creates the directory.
+ * -1 with the error set (a user error). */
+int run_create(const Config *cfg, int force);
+/* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
+ * resolved config.yaml and both vocabularies. -1 with the error set. */
+int run_write_files(const Run *r);
+/* The run in dir, for training on: config and vocabularies loaded, the directory given
+ * here recorded as the run's (it wins over the one in config.yaml), stale .tmp files
+ * of a killed run swept, and its latest checkpoint's path in ckpt. -1 with the error set. */
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n);
+/* Moves the run's goal to `steps` and records it in its config.yaml. */
+int run_set_steps(Run *r, int steps);
 
 /* Loads the run's config.yaml and vocabularies (no model). */
 int run_load_config_and_vocab(Run *r, const char *dir);

@@ -2,51 +2,31 @@
 #define _POSIX_C_SOURCE 200809L
 #include "train/train.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "train/checkpoint.h"
-#include "data/corpus.h"
+#include "train/jsonout.h"
 #include "train/plot.h"
-#include "nn/profile.h"
-#include "train/run.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-/* Everything a training run holds; the Run carries config and vocabularies. */
-typedef struct {
-    Run run;
-    Corpus train, valid;
-    int has_valid;
-    Model m;
-    Adam adam;
-    Batcher tb, vb;
-    Workers *workers;
-    TrainStep ts;
-    int64_t step; /* steps done */
-    double last_valid, best_valid;
-    int64_t last_valid_step;
-    uint64_t data_hash;
-    FILE *metrics;
-} Trainer;
-
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
     ModelBatch b;
     *tokens = batcher_next(t->batches, &b);
     *lr = lr_at(&t->sched, step);
+    t->batch = b;
     return workers_step(t->workers, &b, t->seed, (uint64_t)step, t->clip_norm, *lr);
 }
 
 Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats) {
     Workers *w = workers_start(m, adam, threads);
+    if (!w) return NULL;
     size_t need = 0;
     for (int k = 0; k < b->n_batches; k++) {
         size_t n = workers_arena_floats(w, b->batches[k].count, b->batches[k].S, b->batches[k].T);
@@ -59,14 +39,11 @@ Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size
 
 /* ---- data ---------------------------------------------------------------------------- */
 
-static int read_split(Corpus *c, const PathPair *p, const Config *cfg, const char *what) {
-    if (corpus_read(c, p->src, p->tgt, cfg->data.tokenizer, cfg->data.max_len) != 0) return -1;
-    printf("%s: %d pairs from %d lines", what, c->n, c->lines);
-    if (c->dropped_empty || c->dropped_long)
-        printf(" (skipped %d with an empty side, %d longer than max_len %d)", c->dropped_empty, c->dropped_long,
-               cfg->data.max_len);
-    printf("\n");
-    return 0;
+int trainer_read(Trainer *t, int valid) {
+    const Config *cfg = &t->run.cfg;
+    const PathPair *p = valid ? &cfg->data.valid : &cfg->data.train;
+    if (valid) t->has_valid = 1;
+    return corpus_read(valid ? &t->valid : &t->train, p->src, p->tgt, cfg->data.tokenizer, cfg->data.max_len);
 }
 
 /* What the batches are made of: a resume must see exactly the same training data. */
@@ -79,21 +56,14 @@ static uint64_t corpus_hash(const Corpus *c) {
     return h;
 }
 
-/* Reads the corpora; builds vocabularies when the run has none yet; encodes. */
-static int load_data(Trainer *t, int build) {
+void trainer_encode(Trainer *t, int build) {
     const Config *cfg = &t->run.cfg;
-    if (read_split(&t->train, &cfg->data.train, cfg, "train") != 0) return -1;
-    t->has_valid = cfg->data.valid.src[0] != '\0';
-    if (t->has_valid && read_split(&t->valid, &cfg->data.valid, cfg, "valid") != 0) return -1;
     if (build)
         corpus_build_vocabs(&t->train, cfg->data.tokenizer, cfg->data.vocab_size, cfg->data.min_freq,
                             cfg->data.shared_vocab, &t->run.src_vocab, &t->run.tgt_vocab);
-    printf("vocab: %d source, %d target tokens (%s)\n", t->run.src_vocab.size, t->run.tgt_vocab.size,
-           cfg->data.shared_vocab ? "shared" : "separate");
     corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
     if (t->has_valid) corpus_encode(&t->valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
     t->data_hash = corpus_hash(&t->train);
-    return 0;
 }
 
 /* ---- set-up and tear-down ----------------------------------------------------------------- */
@@ -106,12 +76,8 @@ static size_t arena_need(const Model *m, const Batcher *b, size_t need) {
     return need;
 }
 
-/* Model, optimizer, batches, arena: everything but the weights' values. */
-static int setup(Trainer *t) {
+int trainer_setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
-           openblas_get_corename(), coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", cfg->train.threads);
     ModelConfig mc = run_model_config(cfg, t->run.src_vocab.size, t->run.tgt_vocab.size);
     if (model_init(&t->m, &mc) != 0) return err_set("%s: %s", cfg->source, err_msg());
     model_init_weights(&t->m, (uint64_t)cfg->seed);
@@ -120,20 +86,17 @@ static int setup(Trainer *t) {
     adam_init(&t->adam, t->m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
     t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, t->has_valid ? arena_need(&t->m, &t->vb, 0) : 0);
+    if (!t->workers) return -2;
     t->ts = (TrainStep){t->workers, &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
                          cfg->train.lr.value},
-                        cfg->train.clip_norm, (uint64_t)cfg->seed};
+                        cfg->train.clip_norm, (uint64_t)cfg->seed, {0}};
     t->best_valid = t->last_valid = NAN;
     t->last_valid_step = -1;
-    printf("model: %.2fM parameters, d_model %d, %d heads, %d+%d layers, %s-LN; %d batches per epoch; "
-           "activations %.1f MiB\n",
-           (double)t->m.n_params / 1e6, mc.d_model, mc.heads, mc.encoder_layers, mc.decoder_layers,
-           mc.pre_norm ? "pre" : "post", t->tb.n_batches, (double)t->m.arena_floats * 4 / (1 << 20));
     return 0;
 }
 
-static void trainer_free(Trainer *t) {
+void trainer_free(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
     workers_stop(t->workers);
     adam_free(&t->adam);
@@ -191,190 +154,114 @@ static int checkpoint(Trainer *t) {
 
 /* curves.svg beside metrics.jsonl: a picture is only ever a convenience, so a failure
  * to draw it is reported and training goes on */
-static void redraw_curves(Trainer *t) {
+static void redraw_curves(Trainer *t, const TrainReporter *r) {
     char m[CONFIG_PATH_MAX + 32], s[CONFIG_PATH_MAX + 32];
     run_path(m, sizeof m, t->run.cfg.run_dir, "metrics.jsonl");
-    if (plot_metrics(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0)
-        fprintf(stderr, "qkv: warning: %s\n", err_msg());
+    if (plot_metrics(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0) r->warn(r->ctx, err_msg());
 }
 
-static void format_duration(char *buf, size_t n, double s) {
-    if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
-    else if (s < 60) snprintf(buf, n, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+/* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
+ * "elapsed_s": ..[, "valid_loss": .., "valid_ppl": ..]}. */
+static void write_metrics(FILE *f, const TrainProgress *p) {
+    json_t *o = json_object();
+    json_put(o, "step", json_integer(p->step));
+    json_put(o, "loss", json_fmt("%.6f", p->loss));
+    json_put(o, "lr", json_fmt("%.6e", p->lr));
+    json_put(o, "tokens_per_s", json_fmt("%.1f", p->tokens_per_s));
+    json_put(o, "elapsed_s", json_fmt("%.3f", p->elapsed_s));
+    if (p->validated) {
+        json_put(o, "valid_loss", json_fmt("%.6f", p->valid_loss));
+        json_put(o, "valid_ppl", json_fmt("%.4f", exp(p->valid_loss)));
+    }
+    json_dumpf(o, f, JSONOUT_FLAGS);
+    fputc('\n', f);
+    fflush(f); /* whole lines on disk: a kill leaves at most the last one cut (plot skips it) */
+    json_decref(o);
 }
 
-static int loop(Trainer *t) {
+
+/* One step and what follows it: the reporter, metrics and validation at log steps, a
+ * checkpoint when one is due. *acc holds the sums since the last log. */
+typedef struct {
+    double t0, t_log, loss;
+    long tokens, n;
+    int64_t first;
+} LoopAcc;
+
+static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     const Config *cfg = &t->run.cfg;
+    int tokens, steps = cfg->train.steps;
+    double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr);
+    int64_t step = t->step;
+    if (!isfinite(loss)) {
+        err_set("loss is %g at step %lld: training diverged (lower the learning rate)", loss, (long long)step);
+        return TRAIN_DIVERGED;
+    }
+    acc->loss += loss, acc->n++, acc->tokens += tokens;
+    double now = now_seconds(), elapsed = now - acc->t0;
+    TrainProgress p = {.step = step, .steps = steps, .loss = loss, .tokens_per_s = acc->tokens / fmax(now - acc->t_log, 1e-9),
+                       .lr = lr, .elapsed_s = elapsed,
+                       .eta_s = elapsed / (double)(step - acc->first + 1) * (double)(steps - step),
+                       .log_now = step % cfg->train.log_every == 0 || step == steps};
+    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps);
+    r->progress(r->ctx, &p);
+    if (p.log_now || valid_now) {
+        p.loss = acc->loss / (double)acc->n;
+        if (valid_now) p.validated = 1, p.valid_loss = validate(t);
+        write_metrics(t->metrics, &p);
+        if (valid_now || step == steps) redraw_curves(t, r);
+        r->log(r->ctx, &p);
+        acc->loss = 0, acc->n = 0, acc->tokens = 0;
+        acc->t_log = now_seconds();
+    }
+    if (step % cfg->train.checkpoint_every == 0 || step == steps || stop_signal)
+        if (checkpoint(t) != 0) return TRAIN_CKPT_FAILED;
+    return TRAIN_DONE;
+}
+
+TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int tty = isatty(STDOUT_FILENO), steps = cfg->train.steps;
-    int64_t first = t->step + 1;
-    double t0 = now_seconds(), t_log = t0, t_draw = 0, loss_acc = 0;
-    long tok_acc = 0, loss_n = 0;
-    while (t->step < steps && !stop_signal) {
-        int tokens;
-        double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr);
-        int64_t step = t->step;
-        if (!isfinite(loss)) {
-            fprintf(stderr, "%sqkv: loss is %g at step %lld: training diverged (lower the learning rate)\n",
-                    tty ? "\n" : "", loss, (long long)step);
-            return 1;
-        }
-        loss_acc += loss, loss_n++, tok_acc += tokens;
-        double now = now_seconds(), elapsed = now - t0;
-        int log_now = step % cfg->train.log_every == 0 || step == steps;
-        int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps);
-        if (tty && (now - t_draw > 0.1 || log_now)) {
-            char eta[32];
-            format_duration(eta, sizeof eta, elapsed / (double)(step - first + 1) * (double)(steps - step));
-            printf("\r\033[Kstep %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)step, steps, loss,
-                   tok_acc / fmax(now - t_log, 1e-9), lr, eta);
-            fflush(stdout);
-            t_draw = now;
-        }
-        if (log_now || valid_now) {
-            double tps = tok_acc / fmax(now - t_log, 1e-9), mean = loss_acc / (double)loss_n;
-            fprintf(t->metrics, "{\"step\": %lld, \"loss\": %.6f, \"lr\": %.6e, \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f",
-                    (long long)step, mean, lr, tps, elapsed);
-            char vbuf[64] = "";
-            if (valid_now) {
-                double vl = validate(t);
-                fprintf(t->metrics, ", \"valid_loss\": %.6f, \"valid_ppl\": %.4f", vl, exp(vl));
-                snprintf(vbuf, sizeof vbuf, "  valid %.4f (ppl %.2f)", vl, exp(vl));
-            }
-            fprintf(t->metrics, "}\n");
-            fflush(t->metrics);
-            if (valid_now || step == steps) redraw_curves(t);
-            if (tty) printf("\r\033[K");
-            if (!tty || valid_now || step == steps)
-                printf("step %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  %.1fs%s\n", (long long)step, steps, mean, tps, lr,
-                       elapsed, vbuf);
-            fflush(stdout);
-            loss_acc = 0, loss_n = 0, tok_acc = 0;
-            t_log = now_seconds();
-        }
-        if (step % cfg->train.checkpoint_every == 0 || step == steps || stop_signal) {
-            if (checkpoint(t) != 0) {
-                fprintf(stderr, "%sqkv: %s\nqkv: stopping: training cannot go on without checkpoints\n",
-                        tty ? "\n" : "", err_msg());
-                return 1;
-            }
-        }
-    }
-    if (tty) printf("\r\033[K");
+    LoopAcc acc = {.first = t->step + 1};
+    acc.t0 = acc.t_log = now_seconds();
+    TrainEnd end = TRAIN_DONE;
+    while (t->step < t->run.cfg.train.steps && !stop_signal && end == TRAIN_DONE) end = one_step(t, r, &acc);
+    t->seconds = now_seconds() - acc.t0;
+    t->stop_signal = stop_signal;
+    if (end != TRAIN_DONE) return end;
     if (ferror(t->metrics)) {
-        fprintf(stderr, "qkv: %s/metrics.jsonl: write failed\n", cfg->run_dir);
-        return 1;
+        err_set("%s/metrics.jsonl: write failed", t->run.cfg.run_dir);
+        return TRAIN_WRITE_FAILED;
     }
-    char last[CONFIG_PATH_MAX + 64];
-    run_step_checkpoint(last, sizeof last, cfg->run_dir, t->step);
-    if (stop_signal) {
-        printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", (int)stop_signal,
-               (long long)t->step, last, cfg->run_dir);
-    } else {
-        printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, steps, now_seconds() - t0, last);
-    }
-    return 0;
+    return stop_signal ? TRAIN_STOPPED : TRAIN_DONE;
 }
 
-/* ---- the two commands ------------------------------------------------------------------- */
-
-/* The end of both commands: on success run the loop (metrics opened with `mode`), on
- * failure report; either way free everything. Returns the exit status. */
-static int finish(Trainer *t, int rc, const char *mode) {
+int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
-    if (rc == 0) {
-        t->metrics = fopen(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), mode);
-        if (t->metrics) rc = loop(t);
-        else rc = 1, err_set("%s: cannot open for writing", p);
-    }
-    if (rc != 0 && !t->metrics) fprintf(stderr, "qkv: %s\n", err_msg());
-    trainer_free(t);
-    return rc;
+    t->metrics = fopen(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), append ? "a" : "w");
+    return t->metrics ? 0 : err_set("%s: cannot open for writing", p);
 }
 
-int train_main(Config *cfg, int force) {
-    if (cfg->data.tokenizer == TOKENIZER_BPE) {
-        fprintf(stderr, "qkv: %s: data.tokenizer: 'bpe' is not implemented yet; use word or char\n", cfg->source);
-        return 2;
-    }
-    Trainer t = {0};
-    t.run.cfg = *cfg;
-    snprintf(t.run.dir, sizeof t.run.dir, "%s", cfg->run_dir);
-    char p[CONFIG_PATH_MAX + 32];
-    struct stat st;
-    int rc = 2;
-    if (!force && stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) == 0) {
-        err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over", cfg->run_dir,
-                cfg->run_dir);
-        goto fail;
-    }
-    if (make_dirs(cfg->run_dir) != 0 || load_data(&t, 1) != 0) goto fail;
-    rc = 1;
-    run_clear_checkpoints(cfg->run_dir);
-    if (make_dirs(run_path(p, sizeof p, cfg->run_dir, "ckpt")) != 0 ||
-        config_write(cfg, run_path(p, sizeof p, cfg->run_dir, "config.yaml")) != 0 ||
-        vocab_save(&t.run.src_vocab, run_path(p, sizeof p, cfg->run_dir, "src.vocab")) != 0 ||
-        vocab_save(&t.run.tgt_vocab, run_path(p, sizeof p, cfg->run_dir, "tgt.vocab")) != 0)
-        goto fail;
-    if (setup(&t) != 0) {
-        rc = 2;
-        goto fail;
-    }
-    return finish(&t, 0, "w");
-fail:
-    return finish(&t, rc, NULL);
-}
-
-int resume_main(const char *run_dir, int steps) {
-    Trainer t = {0};
-    int rc = 2;
-    char ckpt[CONFIG_PATH_MAX + 64], p[CONFIG_PATH_MAX + 32];
-    if (run_load_config_and_vocab(&t.run, run_dir) != 0) goto fail;
-    Config *cfg = &t.run.cfg;
-    /* the run directory given on the command line wins over the one recorded */
-    snprintf(cfg->run_dir, sizeof cfg->run_dir, "%s", run_dir);
-    run_rotate_checkpoints(run_dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
-    if (run_latest_checkpoint(run_dir, ckpt, sizeof ckpt) != 0) goto fail;
-    if (load_data(&t, 0) != 0 || setup(&t) != 0) goto fail;
+int trainer_restore(Trainer *t, const char *ckpt, int *threads) {
     CkptFile f;
-    if (ckpt_open(&f, ckpt) != 0) goto fail;
+    if (ckpt_open(&f, ckpt) != 0) return -1;
     /* the run's own checks first: they say more than a shape mismatch would */
-    int ok = run_check_checkpoint(&t.run, ckpt, &f.meta) == 0 && ckpt_read(&f, &t.m, &t.adam) == 0;
+    int ok = run_check_checkpoint(&t->run, ckpt, &f.meta) == 0 && ckpt_read(&f, &t->m, &t->adam) == 0;
     CkptMeta meta = f.meta;
     f.meta.config = NULL;
     ckpt_close(&f);
-    if (ok && meta.data_hash != t.data_hash)
+    if (ok && meta.data_hash != t->data_hash)
         ok = 0, err_set("%s: the training data differs from what this checkpoint was trained on", ckpt);
-    if (ok && (meta.batch_pos < 0 || meta.batch_pos > t.tb.n_batches))
-        ok = 0, err_set("%s: data cursor %d is outside the %d batches of an epoch", ckpt, meta.batch_pos, t.tb.n_batches);
-    if (!ok) {
-        ckpt_meta_free(&meta);
-        goto fail;
+    if (ok && (meta.batch_pos < 0 || meta.batch_pos > t->tb.n_batches))
+        ok = 0, err_set("%s: data cursor %d is outside the %d batches of an epoch", ckpt, meta.batch_pos, t->tb.n_batches);
+    if (ok) {
+        *threads = meta.threads;
+        t->step = meta.step;
+        t->best_valid = meta.best_valid_loss;
+        batcher_seek(&t->tb, meta.epoch, meta.batch_pos);
     }
-    if (meta.threads != cfg->train.threads)
-        fprintf(stderr, "qkv: warning: trained with %d threads, resuming with %d: results will not be bit-identical\n",
-                meta.threads, cfg->train.threads);
-    t.step = meta.step;
-    t.best_valid = meta.best_valid_loss;
-    batcher_seek(&t.tb, meta.epoch, meta.batch_pos);
     ckpt_meta_free(&meta);
-    rc = 1;
-    if (steps > 0 && steps != cfg->train.steps) {
-        cfg->train.steps = steps;
-        if (config_write(cfg, run_path(p, sizeof p, run_dir, "config.yaml")) != 0) goto fail;
-    }
-    printf("resuming %s from %s (step %lld of %d)\n", run_dir, ckpt, (long long)t.step, cfg->train.steps);
-    if (t.step >= cfg->train.steps) {
-        printf("already at step %lld; nothing to do (pass --steps N to train longer)\n", (long long)t.step);
-        trainer_free(&t);
-        return 0;
-    }
-    return finish(&t, 0, "a");
-fail:
-    return finish(&t, rc, NULL);
+    return ok ? 0 : -1;
 }

@@ -1,19 +1,24 @@
-/* train: the training loop of `qkv train` and `qkv resume`.
+/* train: the training loop behind `qkv train` and `qkv resume`.
  *
- * Prepares the data (corpora, vocabularies) and the run directory, then runs the steps:
- * batch -> forward -> backward -> clip -> Adam, with logging, validation, progress,
- * metrics.jsonl and checkpoints. SIGINT/SIGTERM finish the current step, write a
- * checkpoint and stop; `qkv resume` continues bit-exactly from the latest checkpoint. */
+ * A Trainer is built in phases the command drives (read the corpora, encode them,
+ * set up model/optimizer/threads, optionally restore a checkpoint, open the metrics),
+ * then trainer_run runs the steps: batch -> forward -> backward -> clip -> Adam, with
+ * validation, metrics.jsonl, curves.svg and checkpoints. It prints nothing: progress
+ * and warnings go to a TrainReporter the command supplies. SIGINT/SIGTERM finish the
+ * current step, write a checkpoint and stop; a resume continues bit-exactly. */
 #ifndef QKV_TRAIN_H
 #define QKV_TRAIN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
-#include "data/batch.h"
 #include "config.h"
+#include "data/batch.h"
+#include "data/corpus.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "train/parallel.h"
+#include "train/run.h"
 
 /* What one optimisation step needs. */
 typedef struct {
@@ -21,20 +26,84 @@ typedef struct {
     Batcher *batches;
     LrSchedule sched;
     double clip_norm;
-    uint64_t seed; /* dropout masks are keyed by (seed, step) */
+    uint64_t seed;    /* dropout masks are keyed by (seed, step) */
+    ModelBatch batch; /* the batch the last step took (valid until the next step) */
 } TrainStep;
 
 /* Starts the threads for m and adam and reserves every arena for the largest share of
- * any batch (and for extra_floats on the main model, e.g. validation). */
+ * any batch (and for extra_floats on the main model, e.g. validation). NULL with the
+ * error set when the threads cannot be started. */
 Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats);
 
 /* One step: next batch, forward, backward, clip, Adam. Allocates nothing. Returns the
  * batch's mean loss; *tokens gets its real token count and *lr the rate used. */
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr);
 
-/* `qkv train`: a new run. Returns the exit status: 0 done, 1 runtime failure, 2 bad input. */
-int train_main(Config *cfg, int force);
-/* `qkv resume`: continue a run from its latest checkpoint; steps > 0 moves the goal. */
-int resume_main(const char *run_dir, int steps);
+/* Everything a training run holds; the Run carries config and vocabularies. */
+typedef struct {
+    Run run;
+    Corpus train, valid;
+    int has_valid;
+    Model m;
+    Adam adam;
+    Batcher tb, vb;
+    Workers *workers;
+    TrainStep ts;
+    int64_t step; /* steps done */
+    double last_valid, best_valid;
+    int64_t last_valid_step;
+    uint64_t data_hash;
+    FILE *metrics;
+    int stop_signal; /* after trainer_run: the signal that stopped it, else 0 */
+    double seconds;  /* after trainer_run: how long it ran */
+} Trainer;
+
+/* Reads the training (valid = 0) or validation (valid = 1) corpus the config names. */
+int trainer_read(Trainer *t, int valid);
+/* Builds the vocabularies from the training corpus when build is set (else the Run's
+ * loaded ones are used), then encodes both corpora. */
+void trainer_encode(Trainer *t, int build);
+/* Model, optimizer, batches, threads: everything but the weights' values (which are
+ * initialised from the seed). -1: the config describes no model (error set, bad
+ * input); -2: the threads could not start (error set, runtime). */
+int trainer_setup(Trainer *t);
+/* Restores weights, moments, step, best loss and data cursor from checkpoint `path`,
+ * after checking it belongs to this run and data; *threads gets the thread count it
+ * was trained with. -1 with the error set. */
+int trainer_restore(Trainer *t, const char *path, int *threads);
+/* Opens the run's metrics.jsonl, appending or starting over. -1 with the error set. */
+int trainer_open_metrics(Trainer *t, int append);
+void trainer_free(Trainer *t);
+
+/* What the reporter hears after each step. */
+typedef struct {
+    int64_t step;
+    int steps;
+    double loss;         /* this step's loss; for a log, the mean since the last log */
+    double tokens_per_s; /* since the last log */
+    double lr, elapsed_s;
+    double eta_s;        /* progress only */
+    int log_now;         /* progress only: a log follows this step */
+    int validated;       /* log only: valid_loss holds this step's validation loss */
+    double valid_loss;
+} TrainProgress;
+
+typedef struct {
+    void *ctx;
+    void (*progress)(void *ctx, const TrainProgress *p); /* after every step */
+    void (*log)(void *ctx, const TrainProgress *p);      /* at log steps, after metrics.jsonl has them */
+    void (*warn)(void *ctx, const char *msg);            /* a fault training goes on after */
+} TrainReporter;
+
+typedef enum {
+    TRAIN_DONE,         /* train.steps reached */
+    TRAIN_STOPPED,      /* by a signal, after a checkpoint */
+    TRAIN_DIVERGED,     /* the loss is not finite (error set) */
+    TRAIN_CKPT_FAILED,  /* a checkpoint could not be written (error set) */
+    TRAIN_WRITE_FAILED, /* metrics.jsonl could not be written (error set) */
+} TrainEnd;
+
+/* The loop, from t->step to train.steps. */
+TrainEnd trainer_run(Trainer *t, const TrainReporter *r);
 
 #endif

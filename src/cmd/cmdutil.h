@@ -1,0 +1,21 @@
+/* cmdutil: what every command shares: reporting a library error as one line and
+ * returning the exit status, and reading numbers from options with a one-line error.
+ * Only the command layer includes this. */
+#ifndef QKV_CMDUTIL_H
+#define QKV_CMDUTIL_H
+
+/* Prints "qkv: <err_msg()>" to stderr; returns code (1 runtime, 2 usage/input). */
+int cmd_fail(int code);
+
+/* Prints the usage line (without "usage: ") to stderr; returns 2. */
+int cmd_usage(const char *usage);
+
+/* arg as a whole decimal integer in [lo, hi] into *out; otherwise -1 with the error
+ * "<where>: '<arg>' is not <what>" set (e.g. "--steps", "a positive step count"). */
+int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out);
+/* The same for an int. */
+int cmd_int(const char *where, const char *what, const char *arg, int lo, int hi, int *out);
+/* The same for a finite real number in [lo, hi]. */
+int cmd_double(const char *where, const char *what, const char *arg, double lo, double hi, double *out);
+
+#endif

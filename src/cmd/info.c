@@ -1,0 +1,52 @@
+/* info: `qkv info CHECKPOINT`, what a checkpoint holds, after verifying all of it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "config.h"
+#include "train/checkpoint.h"
+
+/* The model line, from the config the checkpoint carries (left out if it does not parse). */
+static void print_model(const CkptMeta *m) {
+    Config cfg;
+    config_defaults(&cfg);
+    if (config_parse(&cfg, m->config, strlen(m->config), "config") != 0) return;
+    printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s-LN, %s embeddings; %s tokenizer; run %s\n",
+           cfg.model.d_model, cfg.model.heads, cfg.model.d_ff, cfg.model.encoder_layers, cfg.model.decoder_layers,
+           cfg.model.norm == NORM_PRE ? "pre" : "post", cfg.model.tie_embeddings ? "tied" : "separate",
+           cfg.data.tokenizer == TOKENIZER_CHAR ? "char" : "word", cfg.name);
+}
+
+static void print_tensors(const CkptFile *f) {
+    size_t params = 0;
+    int weights = 0;
+    for (int i = 0; i < f->n_tensors; i++)
+        if (strncmp(f->tensors[i].name, "optim.", 6) != 0)
+            weights++, params += (f->tensors[i].end - f->tensors[i].begin) / 4;
+    printf("tensors: %d weights (%zu parameters)%s\n", weights, params, f->has_optim ? " + Adam moments for each" : "");
+    for (int i = 0; i < f->n_tensors; i++) {
+        const CkptTensor *t = &f->tensors[i];
+        if (strncmp(t->name, "optim.", 6) == 0) continue;
+        char shape[64] = "";
+        for (int d = 0; d < t->ndim; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        printf("  %-44s F32 [%s]\n", t->name, shape);
+    }
+}
+
+int cmd_info(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') return cmd_usage("qkv info CHECKPOINT.safetensors");
+    CkptFile f;
+    if (ckpt_open(&f, argv[1]) != 0) return cmd_fail(2);
+    const CkptMeta *m = &f.meta;
+    printf("%s: %s, %.2f MB\n", f.path, CKPT_FORMAT, (double)f.len / 1e6);
+    printf("step %lld (epoch %lld, batch %d of the epoch), seed %lld, %d threads\n", (long long)m->step,
+           (long long)m->epoch, m->batch_pos, (long long)m->seed, m->threads);
+    printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
+    print_model(m);
+    print_tensors(&f);
+    printf("checksums: header OK, data OK\n");
+    ckpt_close(&f);
+    return 0;
+}

@@ -1,0 +1,200 @@
+/* train: `qkv train CONFIG` (a new run) and `qkv resume RUN` (continue one).
+ *
+ * Drives the phases of a Trainer (train/train.h) and does all the printing: the data,
+ * vocabulary and model summaries, the live progress line on a terminal, a line per log
+ * step, warnings, and how the run ended. */
+#include <cblas.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "config.h"
+#include "train/run.h"
+#include "train/train.h"
+#include "util.h"
+
+/* ---- what the user sees ------------------------------------------------------------ */
+
+static void print_split(const char *what, const Corpus *c, int max_len) {
+    printf("%s: %d pairs from %d lines", what, c->n, c->lines);
+    if (c->dropped_empty || c->dropped_long)
+        printf(" (skipped %d with an empty side, %d longer than max_len %d)", c->dropped_empty, c->dropped_long, max_len);
+    printf("\n");
+}
+
+/* Reads the corpora and encodes them (building the vocabularies if build), printing
+ * what each holds. -1 with the error set. */
+static int read_data(Trainer *t, int build) {
+    const Config *cfg = &t->run.cfg;
+    if (trainer_read(t, 0) != 0) return -1;
+    print_split("train", &t->train, cfg->data.max_len);
+    if (cfg->data.valid.src[0] != '\0') {
+        if (trainer_read(t, 1) != 0) return -1;
+        print_split("valid", &t->valid, cfg->data.max_len);
+    }
+    trainer_encode(t, build);
+    printf("vocab: %d source, %d target tokens (%s)\n", t->run.src_vocab.size, t->run.tgt_vocab.size,
+           cfg->data.shared_vocab ? "shared" : "separate");
+    return 0;
+}
+
+/* trainer_setup between its two summary lines; returns the exit status. */
+static int setup(Trainer *t) {
+    const Config *cfg = &t->run.cfg;
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
+           openblas_get_corename(), coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", cfg->train.threads);
+    int rc = trainer_setup(t);
+    if (rc != 0) return rc == -2 ? 1 : 2;
+    const ModelConfig *mc = &t->m.cfg;
+    printf("model: %.2fM parameters, d_model %d, %d heads, %d+%d layers, %s-LN; %d batches per epoch; "
+           "activations %.1f MiB\n",
+           (double)t->m.n_params / 1e6, mc->d_model, mc->heads, mc->encoder_layers, mc->decoder_layers,
+           mc->pre_norm ? "pre" : "post", t->tb.n_batches, (double)t->m.arena_floats * 4 / (1 << 20));
+    return 0;
+}
+
+typedef struct {
+    int tty;       /* stdout is a terminal: a live progress line, redrawn in place */
+    double t_draw; /* when it was last drawn */
+} Screen;
+
+static void format_duration(char *buf, size_t n, double s) {
+    if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
+    else if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+static void on_progress(void *ctx, const TrainProgress *p) {
+    Screen *s = ctx;
+    double now = now_seconds();
+    if (!s->tty || !(now - s->t_draw > 0.1 || p->log_now)) return;
+    char eta[32];
+    format_duration(eta, sizeof eta, p->eta_s);
+    printf("\r\033[Kstep %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)p->step, p->steps, p->loss,
+           p->tokens_per_s, p->lr, eta);
+    fflush(stdout);
+    s->t_draw = now;
+}
+
+/* On a terminal only validation steps and the last keep a line; elsewhere every log step. */
+static void on_log(void *ctx, const TrainProgress *p) {
+    Screen *s = ctx;
+    char vbuf[64] = "";
+    if (p->validated) snprintf(vbuf, sizeof vbuf, "  valid %.4f (ppl %.2f)", p->valid_loss, exp(p->valid_loss));
+    if (s->tty) printf("\r\033[K");
+    if (!s->tty || p->validated || p->step == p->steps)
+        printf("step %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  %.1fs%s\n", (long long)p->step, p->steps, p->loss,
+               p->tokens_per_s, p->lr, p->elapsed_s, vbuf);
+    fflush(stdout);
+}
+
+static void on_warn(void *ctx, const char *msg) {
+    (void)ctx;
+    fprintf(stderr, "qkv: warning: %s\n", msg);
+}
+
+/* Runs the loop and says how it ended; returns the exit status. */
+static int run_loop(Trainer *t) {
+    Screen screen = {isatty(STDOUT_FILENO), 0};
+    TrainReporter rep = {&screen, on_progress, on_log, on_warn};
+    TrainEnd end = trainer_run(t, &rep);
+    const Config *cfg = &t->run.cfg;
+    if (end == TRAIN_DIVERGED || end == TRAIN_CKPT_FAILED) {
+        fprintf(stderr, "%sqkv: %s\n", screen.tty ? "\n" : "", err_msg());
+        if (end == TRAIN_CKPT_FAILED) fprintf(stderr, "qkv: stopping: training cannot go on without checkpoints\n");
+        return 1;
+    }
+    if (screen.tty) printf("\r\033[K");
+    if (end == TRAIN_WRITE_FAILED) return cmd_fail(1);
+    char last[CONFIG_PATH_MAX + 64];
+    run_step_checkpoint(last, sizeof last, cfg->run_dir, t->step);
+    if (end == TRAIN_STOPPED)
+        printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", t->stop_signal,
+               (long long)t->step, last, cfg->run_dir);
+    else
+        printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds, last);
+    return 0;
+}
+
+/* ---- the two commands -------------------------------------------------------------- */
+
+/* A new run: directory, data, vocabularies, files, model; then the loop. */
+static int train_new(Trainer *t, int force) {
+    const Config *cfg = &t->run.cfg;
+    if (cfg->data.tokenizer == TOKENIZER_BPE) {
+        fprintf(stderr, "qkv: %s: data.tokenizer: 'bpe' is not implemented yet; use word or char\n", cfg->source);
+        return 2;
+    }
+    if (run_create(cfg, force) != 0 || read_data(t, 1) != 0) return cmd_fail(2);
+    if (run_write_files(&t->run) != 0) return cmd_fail(1);
+    int rc = setup(t);
+    if (rc != 0) return cmd_fail(rc);
+    if (trainer_open_metrics(t, 0) != 0) return cmd_fail(1);
+    return run_loop(t);
+}
+
+int cmd_train(int argc, char **argv) {
+    static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"force", no_argument, 0, 'f'}, {0}};
+    int force = 0, c;
+    char *sets[64];
+    int n_sets = 0;
+    while ((c = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
+        if (c == 's' && n_sets < 64) sets[n_sets++] = optarg;
+        else if (c == 'f') force = 1;
+        else return 2;
+    }
+    if (optind != argc - 1) return cmd_usage("qkv train CONFIG.yaml [--set key=value ...] [--force]");
+    Trainer t = {0};
+    Config *cfg = &t.run.cfg;
+    config_defaults(cfg);
+    if (config_load(cfg, argv[optind]) != 0) return cmd_fail(2);
+    for (int i = 0; i < n_sets; i++)
+        if (config_set(cfg, sets[i]) != 0) return cmd_fail(2);
+    if (config_validate(cfg, 1) != 0) return cmd_fail(2);
+    snprintf(t.run.dir, sizeof t.run.dir, "%s", cfg->run_dir);
+    int rc = train_new(&t, force);
+    trainer_free(&t);
+    return rc;
+}
+
+/* An existing run from its latest checkpoint; steps > 0 moves the goal. */
+static int resume(Trainer *t, const char *dir, int steps) {
+    char ckpt[CONFIG_PATH_MAX + 64];
+    int threads;
+    if (run_open_for_training(&t->run, dir, ckpt, sizeof ckpt) != 0 || read_data(t, 0) != 0) return cmd_fail(2);
+    int rc = setup(t);
+    if (rc != 0) return cmd_fail(rc);
+    if (trainer_restore(t, ckpt, &threads) != 0) return cmd_fail(2);
+    const Config *cfg = &t->run.cfg;
+    if (threads != cfg->train.threads)
+        fprintf(stderr, "qkv: warning: trained with %d threads, resuming with %d: results will not be bit-identical\n",
+                threads, cfg->train.threads);
+    if (steps > 0 && steps != cfg->train.steps && run_set_steps(&t->run, steps) != 0) return cmd_fail(1);
+    printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
+    if (t->step >= cfg->train.steps) {
+        printf("already at step %lld; nothing to do (pass --steps N to train longer)\n", (long long)t->step);
+        return 0;
+    }
+    if (trainer_open_metrics(t, 1) != 0) return cmd_fail(1);
+    return run_loop(t);
+}
+
+int cmd_resume(int argc, char **argv) {
+    static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {0}};
+    int steps = 0, c;
+    while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
+        if (c != 's') return 2;
+        if (cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
+    }
+    if (optind != argc - 1) return cmd_usage("qkv resume RUN_DIR [--steps N]");
+    Trainer t = {0};
+    int rc = resume(&t, argv[optind], steps);
+    trainer_free(&t);
+    return rc;
+}

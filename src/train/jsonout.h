@@ -1,0 +1,21 @@
+/* jsonout: small helpers for the JSON files qkv writes with jansson (metrics.jsonl,
+ * batch.json, the benchmark's output and dumps), so that none is printed by hand. */
+#ifndef QKV_JSONOUT_H
+#define QKV_JSONOUT_H
+
+#include <jansson.h>
+
+/* Every writer passes these flags: keys in insertion order, "a": 1, "b": 2 spacing,
+ * and 15 significant digits, which print a json_fmt value back exactly as formatted. */
+#define JSONOUT_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+/* v as it reads when printed with the printf format fmt ("%.6f", "%g", ...): a file
+ * keeps the precision it means to, without the noise of the last binary digits.
+ * NULL (so json_object_set_new drops the key) when v is not finite. */
+json_t *json_fmt(const char *fmt, double v);
+/* An array of n ints. */
+json_t *json_ints(const int *v, int n);
+/* Sets key in o to value, taking the reference (json_object_set_new), ignoring NULL. */
+void json_put(json_t *o, const char *key, json_t *value);
+
+#endif
