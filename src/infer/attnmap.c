@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/batch.h"
 #include "util.h"
 
 static const char *kind_names[ATTN_KINDS] = {"encoder_self", "decoder_self", "cross"};
@@ -44,12 +45,8 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     int S = n_src + 1, T = n_tgt + 1, H = m->cfg.heads;
     int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T),
         *tout = xmalloc(sizeof(int) * (size_t)T);
-    memcpy(s, src, sizeof(int) * (size_t)n_src);
-    s[n_src] = VOCAB_EOS;
-    tin[0] = VOCAB_BOS;
-    memcpy(tin + 1, tgt, sizeof(int) * (size_t)n_tgt);
-    memcpy(tout, tgt, sizeof(int) * (size_t)n_tgt);
-    tout[n_tgt] = VOCAB_EOS;
+    batch_frame_source(src, n_src, s, S);
+    batch_frame_target(tgt, n_tgt, tin, tout, T);
     ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_forward(m, &b, 0, 0, 0);
