@@ -40,9 +40,12 @@ double now_seconds(void); /* monotonic */
 /* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */
 char *read_file(const char *path, size_t *len_out);
 
-/* All lines of f, without their '\n' or "\r\n" (the last may lack one); free_lines
- * frees them. */
+/* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
+ * one); free_lines frees them. A read error ends the lines early. */
 char **read_lines(FILE *f, int *n_out);
+/* The same from the file at path, for text files: NULL with the error set, naming the
+ * path, if it cannot be read or holds a NUL byte. */
+char **read_file_lines(const char *path, int *n_out);
 void free_lines(char **lines, int n);
 
 /* mkdir -p; 0 or -1 with the error set. */
