@@ -271,6 +271,19 @@ void sb_append(StrBuf *sb, const char *s, size_t n) {
     sb->buf[sb->len] = '\0';
 }
 
+void sb_append_xml(StrBuf *sb, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': sb_append(sb, "&lt;", 4); break;
+        case '>': sb_append(sb, "&gt;", 4); break;
+        case '&': sb_append(sb, "&amp;", 5); break;
+        case '"': sb_append(sb, "&quot;", 6); break;
+        default:
+            if ((unsigned char)*s >= 0x20) sb_append(sb, s, 1);
+        }
+    }
+}
+
 void sb_printf(StrBuf *sb, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -59,6 +59,10 @@ int write_file_atomic(const char *path, const void *data, size_t len);
 typedef struct { char *buf; size_t len, cap; } StrBuf;
 void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_append(StrBuf *sb, const char *s, size_t n);
+/* Appends s as XML/HTML text or attribute value (double-quoted): the one escaper of
+ * every SVG and HTML qkv writes. & < > " become entities; control bytes, which XML 1.0
+ * cannot hold, are dropped. */
+void sb_append_xml(StrBuf *sb, const char *s);
 void sb_free(StrBuf *sb);
 
 #endif
