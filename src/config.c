@@ -346,6 +346,13 @@ int config_validate(Config *c, int check_files) {
     for (const char *p = c->name; *p; p++)
         if (*p == '/' || *p == '\n') return err_set("%s: name: '%s' must not contain '/' or newlines", where_is(c, "name", w, sizeof w), c->name);
     if (c->run_dir[0] == '\0') snprintf(c->run_dir, sizeof c->run_dir, "runs/%s", c->name);
+    /* a YAML file cannot hold other bytes, but --set and file names can: refuse them
+     * here, before a run directory whose config.yaml could not say them is made */
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *text = (const char *)c + keys[i].offset;
+        if (keys[i].type == KEY_STRING && !utf8_valid(text, strlen(text)))
+            return err_set("%s: %s: not valid UTF-8", where_is(c, keys[i].path, w, sizeof w), keys[i].path);
+    }
     if (check_files) {
         if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt)) return -1;
         if (c->data.valid.src[0] &&
@@ -355,13 +362,37 @@ int config_validate(Config *c, int check_files) {
     return 0;
 }
 
-static void put_string(StrBuf *sb, const char *s) {
+/* Characters YAML takes raw inside double quotes and gives back unchanged: printable
+ * ones (YAML 1.1's c-printable) that are not line breaks, '"' or '\\'. A raw line
+ * break would be folded into a space; controls are not allowed raw at all. */
+static int yaml_raw_ok(uint32_t cp) {
+    if (cp == '"' || cp == '\\') return 0;
+    if (cp >= 0x20 && cp <= 0x7E) return 1;
+    if (cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) return 0; /* line/paragraph separators, BOM */
+    return (cp >= 0xA0 && cp <= 0xD7FF) || (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+}
+
+/* s as a YAML double-quoted scalar that reads back as exactly s: the one escaper of the
+ * resolved config. s must be valid UTF-8 (YAML text is Unicode: an invalid byte has no
+ * spelling); -1 if it is not. */
+static int put_yaml_string(StrBuf *sb, const char *s) {
+    size_t n = strlen(s);
+    if (!utf8_valid(s, n)) return -1;
     sb_append(sb, "\"", 1);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') sb_append(sb, "\\", 1);
-        sb_append(sb, s, 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t len = *p < 0x80 ? 1 : *p < 0xE0 ? 2 : *p < 0xF0 ? 3 : 4;
+        uint32_t cp = len == 1 ? *p : len == 2 ? *p & 0x1Fu : len == 3 ? *p & 0x0Fu : *p & 0x07u;
+        for (size_t k = 1; k < len; k++) cp = cp << 6 | (p[k] & 0x3Fu);
+        if (yaml_raw_ok(cp)) sb_append(sb, (const char *)p, len);
+        else if (cp == '"' || cp == '\\') sb_printf(sb, "\\%c", (char)cp);
+        else if (cp == '\t') sb_append(sb, "\\t", 2);
+        else if (cp == '\n') sb_append(sb, "\\n", 2);
+        else if (cp < 0x100) sb_printf(sb, "\\x%02X", (unsigned)cp);
+        else sb_printf(sb, "\\u%04X", (unsigned)cp);
+        p += len;
     }
     sb_append(sb, "\"", 1);
+    return 0;
 }
 
 int config_write(const Config *c, const char *path) {
@@ -395,7 +426,13 @@ int config_write(const Config *c, const char *path) {
             break;
         case KEY_FLOAT: sb_printf(&sb, "%.17g\n", *(const double *)field); break;
         case KEY_BOOL: sb_printf(&sb, "%s\n", *(const int *)field ? "true" : "false"); break;
-        case KEY_STRING: put_string(&sb, field), sb_append(&sb, "\n", 1); break;
+        case KEY_STRING:
+            if (put_yaml_string(&sb, field) != 0) {
+                sb_free(&sb);
+                return err_set("%s: %s is not valid UTF-8, which YAML cannot hold", path, k->path);
+            }
+            sb_append(&sb, "\n", 1);
+            break;
         case KEY_ENUM: sb_printf(&sb, "%s\n", k->choices[*(const int *)field]); break;
         }
     }

@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The config describes these; the layers that use them own them. */
+#include "data/tokenize.h" /* TOKENIZER_* */
+#include "nn/optim.h"      /* LR_* */
+
 #define CONFIG_PATH_MAX 1024
 
-enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE };
 enum { NORM_POST, NORM_PRE };
-enum { LR_NOAM, LR_CONSTANT };
 
 typedef struct {
     char src[CONFIG_PATH_MAX], tgt[CONFIG_PATH_MAX];

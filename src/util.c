@@ -104,12 +104,9 @@ double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-char *read_file(const char *path, size_t *len_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        err_set("%s: %s", path, strerror(errno));
-        return NULL;
-    }
+/* Reads f to its end into one NUL-terminated heap buffer; *failed says whether a read
+ * error cut it short (the buffer then holds what came before). */
+static char *read_stream(FILE *f, size_t *len_out, int *failed) {
     size_t cap = 1 << 16, len = 0;
     char *buf = xmalloc(cap);
     for (;;) {
@@ -118,31 +115,71 @@ char *read_file(const char *path, size_t *len_out) {
         len += got;
         if (got == 0) break;
     }
-    if (ferror(f)) {
-        err_set("%s: read error: %s", path, strerror(errno));
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    fclose(f);
+    *failed = ferror(f) != 0;
     buf[len] = '\0';
-    if (len_out) *len_out = len;
+    *len_out = len;
     return buf;
 }
 
-char **read_lines(FILE *f, int *n_out) {
+char *read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t len;
+    int failed;
+    char *buf = read_stream(f, &len, &failed);
+    if (failed) {
+        err_set("%s: read error: %s", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf && len_out) *len_out = len;
+    return buf;
+}
+
+/* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
+ * file written on Windows reads the same); a last line without '\n' still counts. Each
+ * line is copied out (a NUL inside a line ends its copy). */
+static char **split_lines(char *text, size_t len, int *n_out) {
     int n = 0, cap = 256;
     char **lines = xmalloc(sizeof(char *) * (size_t)cap);
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &lcap, f)) >= 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *stop = nl ? nl : end;
+        *stop = '\0';
+        if (stop > p && stop[-1] == '\r') stop[-1] = '\0';
         if (n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
-        lines[n++] = xstrdup(line);
+        lines[n++] = xstrdup(p);
+        p = stop + 1;
     }
-    free(line);
     *n_out = n;
+    return lines;
+}
+
+char **read_lines(FILE *f, int *n_out) {
+    size_t len;
+    int failed; /* the lines before the error are still lines */
+    char *text = read_stream(f, &len, &failed);
+    char **lines = split_lines(text, len, n_out);
+    free(text);
+    return lines;
+}
+
+char **read_file_lines(const char *path, int *n_out) {
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) return NULL;
+    if (memchr(text, '\0', len)) {
+        free(text);
+        err_set("%s: contains NUL bytes: not a text file", path);
+        return NULL;
+    }
+    char **lines = split_lines(text, len, n_out);
+    free(text);
     return lines;
 }
 
@@ -232,6 +269,19 @@ void sb_append(StrBuf *sb, const char *s, size_t n) {
     memcpy(sb->buf + sb->len, s, n);
     sb->len += n;
     sb->buf[sb->len] = '\0';
+}
+
+void sb_append_xml(StrBuf *sb, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': sb_append(sb, "&lt;", 4); break;
+        case '>': sb_append(sb, "&gt;", 4); break;
+        case '&': sb_append(sb, "&amp;", 5); break;
+        case '"': sb_append(sb, "&quot;", 6); break;
+        default:
+            if ((unsigned char)*s >= 0x20) sb_append(sb, s, 1);
+        }
+    }
 }
 
 void sb_printf(StrBuf *sb, const char *fmt, ...) {

@@ -40,9 +40,12 @@ double now_seconds(void); /* monotonic */
 /* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */
 char *read_file(const char *path, size_t *len_out);
 
-/* All lines of f, without their '\n' or "\r\n" (the last may lack one); free_lines
- * frees them. */
+/* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
+ * one); free_lines frees them. A read error ends the lines early. */
 char **read_lines(FILE *f, int *n_out);
+/* The same from the file at path, for text files: NULL with the error set, naming the
+ * path, if it cannot be read or holds a NUL byte. */
+char **read_file_lines(const char *path, int *n_out);
 void free_lines(char **lines, int n);
 
 /* mkdir -p; 0 or -1 with the error set. */
@@ -56,6 +59,10 @@ int write_file_atomic(const char *path, const void *data, size_t len);
 typedef struct { char *buf; size_t len, cap; } StrBuf;
 void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_append(StrBuf *sb, const char *s, size_t n);
+/* Appends s as XML/HTML text or attribute value (double-quoted): the one escaper of
+ * every SVG and HTML qkv writes. & < > " become entities; control bytes, which XML 1.0
+ * cannot hold, are dropped. */
+void sb_append_xml(StrBuf *sb, const char *s);
 void sb_free(StrBuf *sb);
 
 #endif

@@ -31,6 +31,7 @@ extern const TestCase checkpoint_tests[];
 extern const TestCase attnmap_tests[];
 extern const TestCase decode_tests[];
 extern const TestCase score_tests[];
+extern const TestCase golden_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

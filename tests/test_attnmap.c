@@ -85,6 +85,52 @@ static void test_capture_shapes_sums_masks_and_identity(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
+/* Tokens that JSON and HTML must escape come back from maps.json and from the data inside
+ * index.html exactly; no token can end the page's <script>. */
+static void test_json_and_html_escaping(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    int src[2] = {4, 5}, tgt[1] = {6};
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, src, 2, tgt, 1, &a);
+    const char *odd[3] = {"q\"b\\s\tc\x01", "</script><!--<script>", "\xc3\xa9/&amp;"};
+    for (int i = 0; i < 3; i++) free(a.src[i]), a.src[i] = xstrdup(odd[i]);
+    char *text = attnmap_json(&a);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    CHECK(root, "maps.json does not parse: %s", err.text);
+    for (int i = 0; i < 3; i++)
+        CHECK(strcmp(json_string_value(json_array_get(json_object_get(root, "source"), i)), odd[i]) == 0,
+              "token %d came back as '%s'", i, json_string_value(json_array_get(json_object_get(root, "source"), i)));
+    CHECK(strcmp(json_string_value(json_object_get(root, "format")), "qkv-attention-1") == 0 &&
+              json_integer_value(json_object_get(root, "heads")) == 4,
+          "format and heads");
+    json_decref(root);
+    free(text);
+    char path[80];
+    snprintf(path, sizeof path, "/tmp/qkv-attn-html-%d.html", (int)getpid());
+    CHECK(attnmap_write_html(&a, path) == 0, "%s", err_msg());
+    char *html = read_file(path, NULL);
+    unlink(path);
+    CHECK(html, "%s", err_msg());
+    const char *open = "<script id=\"attn-data\" type=\"application/json\">";
+    char *start = strstr(html, open), *end = start ? strstr(start, "</script>") : NULL;
+    CHECK(start && end, "no data script in the page");
+    start += strlen(open);
+    CHECK(!memchr(start, '<', (size_t)(end - start)), "markup inside the data script");
+    root = json_loadb(start, (size_t)(end - start), 0, &err);
+    CHECK(root, "page data does not parse: %s", err.text);
+    for (int i = 0; i < 3; i++)
+        CHECK(strcmp(json_string_value(json_array_get(json_object_get(root, "source"), i)), odd[i]) == 0,
+              "page token %d differs", i);
+    json_decref(root);
+    free(html);
+    attnmap_free(&a);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
 static void test_svg_labels_legend_escaping(void) {
     float map[6] = {0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
     char *rows[2] = {"a<b", "c"}, *cols[3] = {"x", "y&z", "\"q\""};
@@ -126,6 +172,7 @@ static void test_alignment_scores(void) {
 
 const TestCase attnmap_tests[] = {
     {"attention_capture_shapes_sums_masks_identity", test_capture_shapes_sums_masks_and_identity},
+    {"attention_json_and_html_escaping", test_json_and_html_escaping},
     {"attention_svg_labels_legend_escaping", test_svg_labels_legend_escaping},
     {"alignment_parse_score_aer_pooling", test_alignment_scores},
     {NULL, NULL},

@@ -95,10 +95,35 @@ static void test_resolved_config_round_trip(void) {
     unlink(out);
 }
 
+/* Every byte a name or a path may hold comes back from the resolved config as it was:
+ * quote, backslash, tab, control bytes, DEL, line breaks YAML would fold, non-ASCII. */
+static void test_resolved_config_odd_strings(void) {
+    Config a, b;
+    CHECK(load(&a, DATA) == 0, "%s", err_msg());
+    const char *name = "q\"uote\\back\ttab\x01ctl\x1b\x7f \xc3\xa9 ";
+    const char *dir = "/tmp/a \"b\"\\c\td\x01e\n\r\xc2\x85\xc2\x9f\xe2\x80\xa8\xef\xbb\xbf\xf0\x9f\x99\x82 #: x";
+    snprintf(a.name, sizeof a.name, "%s", name);
+    snprintf(a.run_dir, sizeof a.run_dir, "%s", dir);
+    char out[80];
+    snprintf(out, sizeof out, "/tmp/qkv-config-odd-%d.yaml", (int)getpid());
+    CHECK(config_write(&a, out) == 0, "write: %s", err_msg());
+    config_defaults(&b);
+    CHECK(config_load(&b, out) == 0 && config_validate(&b, 1) == 0, "reload: %s", err_msg());
+    CHECK(strcmp(b.name, name) == 0, "name came back as '%s'", b.name);
+    CHECK(strcmp(b.run_dir, dir) == 0, "run_dir came back as '%s'", b.run_dir);
+    /* bytes that are not UTF-8 have no YAML spelling: refused, not written wrong */
+    CHECK(config_set(&a, "run_dir=/tmp/\xff") == 0 && config_validate(&a, 0) != 0 &&
+              strstr(err_msg(), "--set run_dir") && strstr(err_msg(), "UTF-8"),
+          "invalid UTF-8 accepted: %s", err_msg());
+    CHECK(config_write(&a, out) != 0 && strstr(err_msg(), "run_dir"), "invalid UTF-8 written: %s", err_msg());
+    unlink(out);
+}
+
 const TestCase config_tests[] = {
     {"config_defaults_and_name", test_defaults_and_minimal},
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
     {"config_set_overrides", test_set_overrides},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
+    {"config_resolved_odd_strings_round_trip", test_resolved_config_odd_strings},
     {NULL, NULL},
 };

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include "data/batch.h"
-#include "config.h"
 #include "data/corpus.h"
 #include "nn/optim.h"
 #include "data/tokenize.h"
 #include "data/vocab.h"
+#include "util.h"
 #include "check.h"
 #include "gradcheck.h"
 
@@ -110,6 +110,45 @@ static void test_corpus_ragged_and_filters(void) {
           err_msg());
 }
 
+/* The one line reader: "\r\n" and a missing final '\n' read like plain lines; a binary
+ * or missing file is refused with its name. */
+static void test_read_file_lines(void) {
+    const char *p = tmp_path("lines.txt");
+    FILE *f = fopen(p, "wb");
+    fputs("one\r\n\ntwo \r\nthree", f);
+    fclose(f);
+    int n = -1;
+    char **lines = read_file_lines(p, &n);
+    CHECK(lines && n == 4, "%d lines: %s", n, lines ? "" : err_msg());
+    CHECK(strcmp(lines[0], "one") == 0 && lines[1][0] == '\0' && strcmp(lines[2], "two ") == 0 &&
+              strcmp(lines[3], "three") == 0,
+          "lines '%s' '%s' '%s' '%s'", lines[0], lines[1], lines[2], lines[3]);
+    free_lines(lines, n);
+    write_text(p, "a\nb\n");
+    lines = read_file_lines(p, &n);
+    CHECK(lines && n == 2, "a final newline starts no line: %d", n);
+    free_lines(lines, n);
+    f = fopen(p, "wb");
+    fwrite("a\0b\n", 1, 4, f);
+    fclose(f);
+    CHECK(!read_file_lines(p, &n) && strstr(err_msg(), p) && strstr(err_msg(), "NUL"), "NUL byte: %s", err_msg());
+    CHECK(!read_file_lines("/nonexistent/x.txt", &n) && strstr(err_msg(), "/nonexistent/x.txt: "), "missing: %s",
+          err_msg());
+}
+
+/* Framing: source = ids EOS PAD..., decoder in = BOS ids PAD..., out = ids EOS PAD... */
+static void test_batch_frame(void) {
+    int ids[3] = {7, 8, 9}, src[6], tin[5], tout[5];
+    CHECK(batch_frame_source(ids, 3, src, 6) == 4, "source length");
+    int want_src[6] = {7, 8, 9, VOCAB_EOS, VOCAB_PAD, VOCAB_PAD};
+    CHECK(memcmp(src, want_src, sizeof src) == 0, "source %d %d %d %d %d %d", src[0], src[1], src[2], src[3], src[4],
+          src[5]);
+    CHECK(batch_frame_target(ids, 3, tin, tout, 5) == 4, "target length");
+    int want_in[5] = {VOCAB_BOS, 7, 8, 9, VOCAB_PAD}, want_out[5] = {7, 8, 9, VOCAB_EOS, VOCAB_PAD};
+    CHECK(memcmp(tin, want_in, sizeof tin) == 0 && memcmp(tout, want_out, sizeof tout) == 0, "decoder in/out");
+    CHECK(batch_frame_source(ids, 0, src, 1) == 1 && src[0] == VOCAB_EOS, "empty source is EOS alone");
+}
+
 /* Corpus of n pairs with lengths varying, already encoded (ids 4..23). */
 void make_corpus(Corpus *c, int n) {
     memset(c, 0, sizeof *c);
@@ -191,7 +230,9 @@ const TestCase data_tests[] = {
     {"tokenize_word_and_char", test_tokenize_word_and_char},
     {"tokenize_utf8_validation", test_utf8_validation},
     {"vocab_build_prune_save_load", test_vocab_build_prune_save_load},
+    {"read_file_lines_crlf_last_line_nul", test_read_file_lines},
     {"corpus_ragged_empty_long", test_corpus_ragged_and_filters},
+    {"batch_frame_source_and_target", test_batch_frame},
     {"batch_budget_cover_padding_order", test_batcher_budget_cover_and_padding},
     {"optim_noam_and_clipping", test_noam_schedule_and_clipping},
     {"optim_adam_first_step", test_adam_first_step},

@@ -17,17 +17,6 @@
 #include "train/run.h"
 #include "util.h"
 
-static char **read_all_lines(const char *path, int *n) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        err_set("%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char **lines = read_lines(f, n);
-    fclose(f);
-    return lines;
-}
-
 /* Selections: every (layer, head), each layer's head average, and all layers' average. */
 typedef struct {
     int layer, head; /* -1: averaged */
@@ -107,8 +96,8 @@ int cmd_align(int argc, char **argv) {
         return cmd_fail(2);
     }
     int n_src = 0, n_tgt = 0, n_gold = 0, rc = 2;
-    char **src = read_all_lines(src_path, &n_src), **tgt = src ? read_all_lines(tgt_path, &n_tgt) : NULL;
-    char **gold = tgt && gold_path ? read_all_lines(gold_path, &n_gold) : NULL;
+    char **src = read_file_lines(src_path, &n_src), **tgt = src ? read_file_lines(tgt_path, &n_tgt) : NULL;
+    char **gold = tgt && gold_path ? read_file_lines(gold_path, &n_gold) : NULL;
     int n_picks = L * (H + 1) + 1;
     Pick *picks = xmalloc(sizeof(Pick) * (size_t)n_picks);
     AlignCounts *counts = xcalloc((size_t)n_picks, sizeof(AlignCounts));

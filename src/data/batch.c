@@ -25,6 +25,19 @@ static void shuffle(int *a, int n, Rng *r) {
     }
 }
 
+int batch_frame_source(const int *ids, int len, int *out, int width) {
+    for (int t = 0; t < width; t++) out[t] = t < len ? ids[t] : t == len ? VOCAB_EOS : VOCAB_PAD;
+    return len + 1;
+}
+
+int batch_frame_target(const int *ids, int len, int *tgt_in, int *tgt_out, int width) {
+    for (int t = 0; t < width; t++) {
+        tgt_in[t] = t == 0 ? VOCAB_BOS : t <= len ? ids[t - 1] : VOCAB_PAD;
+        tgt_out[t] = t < len ? ids[t] : t == len ? VOCAB_EOS : VOCAB_PAD;
+    }
+    return len + 1;
+}
+
 void batcher_init(Batcher *b, const Corpus *c, int batch_tokens, uint64_t seed, int shuffle_batches) {
     memset(b, 0, sizeof *b);
     b->corpus = c;
@@ -83,14 +96,8 @@ void batcher_get(Batcher *b, int k, ModelBatch *out) {
     for (int i = 0; i < s->count; i++) {
         int idx = b->order[s->first + i];
         const Seq *x = &c->src[idx], *y = &c->tgt[idx];
-        int *src = b->src + (size_t)i * S, *tin = b->tgt_in + (size_t)i * T, *tout = b->tgt_out + (size_t)i * T;
-        for (int t = 0; t < S; t++) src[t] = t < x->len ? x->ids[t] : t == x->len ? VOCAB_EOS : VOCAB_PAD;
-        for (int t = 0; t < T; t++) {
-            tin[t] = t == 0 ? VOCAB_BOS : t <= y->len ? y->ids[t - 1] : VOCAB_PAD;
-            tout[t] = t < y->len ? y->ids[t] : t == y->len ? VOCAB_EOS : VOCAB_PAD;
-        }
-        b->src_len[i] = x->len + 1;
-        b->tgt_len[i] = y->len + 1;
+        b->src_len[i] = batch_frame_source(x->ids, x->len, b->src + (size_t)i * S, S);
+        b->tgt_len[i] = batch_frame_target(y->ids, y->len, b->tgt_in + (size_t)i * T, b->tgt_out + (size_t)i * T, T);
     }
     *out = (ModelBatch){s->count, S, T, b->src, b->src_len, b->tgt_in, b->tgt_out, b->tgt_len};
 }

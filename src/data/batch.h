@@ -33,6 +33,13 @@ typedef struct {
     int *src, *src_len, *tgt_in, *tgt_out, *tgt_len;
 } Batcher;
 
+/* The one place a sentence is framed for the model (training, attention maps, decoding):
+ * out[0..width) = ids, EOS, PAD...; returns the framed length len + 1 (<= width). */
+int batch_frame_source(const int *ids, int len, int *out, int width);
+/* Decoder input and output of one target: tgt_in = BOS, ids, PAD...; tgt_out = ids,
+ * EOS, PAD... (tgt_in shifted left by one); each of width; returns len + 1 (<= width). */
+int batch_frame_target(const int *ids, int len, int *tgt_in, int *tgt_out, int width);
+
 void batcher_init(Batcher *b, const Corpus *c, int batch_tokens, uint64_t seed, int shuffle);
 void batcher_free(Batcher *b);
 /* Fills `out` with batch k (in sorted order, not the epoch's permutation). */

@@ -7,37 +7,6 @@
 #include "data/tokenize.h"
 #include "util.h"
 
-typedef struct {
-    char *text;
-    char **lines;
-    int n;
-} Lines;
-
-/* Splits a file into lines in place; a final line without '\n' still counts. */
-static int split_file(Lines *l, const char *path) {
-    size_t len;
-    l->text = read_file(path, &len);
-    if (!l->text) return -1;
-    if (memchr(l->text, '\0', len)) {
-        free(l->text);
-        return err_set("%s: contains NUL bytes: not a text file", path);
-    }
-    int cap = 1024;
-    l->lines = xmalloc(sizeof(char *) * (size_t)cap);
-    l->n = 0;
-    char *p = l->text, *end = l->text + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        char *stop = nl ? nl : end;
-        *stop = '\0';
-        if (stop > p && stop[-1] == '\r') stop[-1] = '\0';
-        if (l->n == cap) l->lines = xrealloc(l->lines, sizeof(char *) * (size_t)(cap *= 2));
-        l->lines[l->n++] = p;
-        p = stop + 1;
-    }
-    return 0;
-}
-
 static void count_token(const char *tok, size_t len, void *ctx) {
     (void)tok, (void)len;
     (*(int *)ctx)++;
@@ -51,48 +20,52 @@ static int blank(const char *s) {
 
 int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int tokenizer, int max_len) {
     memset(c, 0, sizeof *c);
-    Lines s = {0}, t = {0};
-    if (split_file(&s, src_path) != 0) return -1;
-    if (split_file(&t, tgt_path) != 0) {
-        free(s.text), free(s.lines);
+    int ns_lines, nt_lines;
+    char **s = read_file_lines(src_path, &ns_lines), **t;
+    if (!s) return -1;
+    t = read_file_lines(tgt_path, &nt_lines);
+    if (!t) {
+        free_lines(s, ns_lines);
         return -1;
     }
     int rc = 0;
-    if (s.n != t.n) {
-        rc = err_set("%s has %d lines but %s has %d: parallel files must be line-aligned", src_path, s.n, tgt_path, t.n);
+    if (ns_lines != nt_lines) {
+        rc = err_set("%s has %d lines but %s has %d: parallel files must be line-aligned", src_path, ns_lines, tgt_path,
+                     nt_lines);
         goto done;
     }
-    c->lines = s.n;
-    c->src_text = xmalloc(sizeof(char *) * (size_t)(s.n ? s.n : 1));
-    c->tgt_text = xmalloc(sizeof(char *) * (size_t)(s.n ? s.n : 1));
-    for (int i = 0; i < s.n; i++) {
-        if (!utf8_valid(s.lines[i], strlen(s.lines[i]))) {
+    c->lines = ns_lines;
+    c->src_text = xmalloc(sizeof(char *) * (size_t)(ns_lines ? ns_lines : 1));
+    c->tgt_text = xmalloc(sizeof(char *) * (size_t)(ns_lines ? ns_lines : 1));
+    for (int i = 0; i < ns_lines; i++) {
+        if (!utf8_valid(s[i], strlen(s[i]))) {
             rc = err_set("%s:%d: invalid UTF-8", src_path, i + 1);
             goto done;
         }
-        if (!utf8_valid(t.lines[i], strlen(t.lines[i]))) {
+        if (!utf8_valid(t[i], strlen(t[i]))) {
             rc = err_set("%s:%d: invalid UTF-8", tgt_path, i + 1);
             goto done;
         }
-        if (blank(s.lines[i]) || blank(t.lines[i])) {
+        if (blank(s[i]) || blank(t[i])) {
             c->dropped_empty++;
             continue;
         }
         int ns = 0, nt = 0;
-        tokenize_line(tokenizer, s.lines[i], count_token, &ns);
-        tokenize_line(tokenizer, t.lines[i], count_token, &nt);
+        tokenize_line(tokenizer, s[i], count_token, &ns);
+        tokenize_line(tokenizer, t[i], count_token, &nt);
         if (ns > max_len || nt > max_len) {
             c->dropped_long++;
             continue;
         }
-        c->src_text[c->n] = xstrdup(s.lines[i]);
-        c->tgt_text[c->n] = xstrdup(t.lines[i]);
+        /* the kept lines change owner; free_lines skips the NULLs left behind */
+        c->src_text[c->n] = s[i], s[i] = NULL;
+        c->tgt_text[c->n] = t[i], t[i] = NULL;
         c->n++;
     }
     if (c->n == 0) rc = err_set("%s: no usable sentence pairs (%d lines, %d empty, %d over max_len %d)", src_path,
                                 c->lines, c->dropped_empty, c->dropped_long, max_len);
 done:
-    free(s.text), free(s.lines), free(t.text), free(t.lines);
+    free_lines(s, ns_lines), free_lines(t, nt_lines);
     if (rc != 0) corpus_free(c);
     return rc;
 }

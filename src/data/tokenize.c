@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "config.h"
-
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 static size_t utf8_len(unsigned char c) {

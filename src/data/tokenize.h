@@ -8,6 +8,9 @@
 
 #include <stddef.h>
 
+/* Which tokenizer a corpus is cut with (config key data.tokenizer, same order). */
+enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE };
+
 #define TOKENIZE_SPACE "\xE2\x96\x81" /* U+2581, stands for a space in char mode */
 
 typedef void (*TokenFn)(const char *tok, size_t len, void *ctx);

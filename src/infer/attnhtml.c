@@ -1,4 +1,4 @@
-/* attnhtml: the one-file HTML viewer. The page itself is src/attnview.html (readable
+/* attnhtml: the one-file HTML viewer. The page itself is src/infer/attnview.html (readable
  * HTML and JavaScript, turned into the string attnview_html at build time); this file
  * puts the maps' JSON where the page's marker is. */
 #include <stdlib.h>
@@ -17,9 +17,11 @@ int attnmap_write_html(const AttnMaps *a, const char *path) {
     char *json = attnmap_json(a);
     StrBuf sb = {0};
     sb_append(&sb, attnview_html, (size_t)(at - attnview_html));
-    /* inside <script> the only sequence to defuse is "</": a token could be "</script>" */
+    /* JSON inside <script> is not HTML text: entities are not decoded there, so the XML
+     * escaper does not apply. What must not appear is markup ("</script>", "<!--"); a '<'
+     * can only occur inside a JSON string, where \u003c means the same character. */
     for (const char *p = json; *p; p++) {
-        if (p[0] == '<' && p[1] == '/') sb_append(&sb, "<\\/", 3), p++;
+        if (*p == '<') sb_append(&sb, "\\u003c", 6);
         else sb_append(&sb, p, 1);
     }
     const char *rest = at + strlen(MARKER);

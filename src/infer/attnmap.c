@@ -1,9 +1,11 @@
 /* attnmap: capture, JSON and the terminal view; see attnmap.h. */
 #include "infer/attnmap.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/batch.h"
 #include "util.h"
 
 static const char *kind_names[ATTN_KINDS] = {"encoder_self", "decoder_self", "cross"};
@@ -44,12 +46,8 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     int S = n_src + 1, T = n_tgt + 1, H = m->cfg.heads;
     int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T),
         *tout = xmalloc(sizeof(int) * (size_t)T);
-    memcpy(s, src, sizeof(int) * (size_t)n_src);
-    s[n_src] = VOCAB_EOS;
-    tin[0] = VOCAB_BOS;
-    memcpy(tin + 1, tgt, sizeof(int) * (size_t)n_tgt);
-    memcpy(tout, tgt, sizeof(int) * (size_t)n_tgt);
-    tout[n_tgt] = VOCAB_EOS;
+    batch_frame_source(src, n_src, s, S);
+    batch_frame_target(tgt, n_tgt, tin, tout, T);
     ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_forward(m, &b, 0, 0, 0);
@@ -86,56 +84,67 @@ void attnmap_free(AttnMaps *a) {
 
 /* ---- JSON ------------------------------------------------------------------------------- */
 
-static void json_string(StrBuf *sb, const char *s) {
-    sb_append(sb, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
-        else if (*p < 0x20) sb_printf(sb, "\\u%04x", *p);
-        else sb_append(sb, (const char *)p, 1);
-    }
-    sb_append(sb, "\"", 1);
+/* Written with jansson, whose escaping is the one qkv's JSON gets. Tokens are UTF-8 (the
+ * corpus is checked); a vocabulary edited by hand could hold other bytes, which JSON
+ * cannot: such a token shows as U+FFFD rather than breaking the file. */
+static json_t *json_token(const char *s) {
+    json_t *j = json_string(s);
+    return j ? j : json_string("\xEF\xBF\xBD");
 }
 
-static void json_tokens(StrBuf *sb, const char *key, char **tokens, int n) {
-    sb_printf(sb, "  \"%s\": [", key);
-    for (int i = 0; i < n; i++) {
-        if (i) sb_append(sb, ", ", 2);
-        json_string(sb, tokens[i]);
-    }
-    sb_printf(sb, "],\n");
+static json_t *json_tokens(char **tokens, int n) {
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(arr, json_token(tokens[i]));
+    return arr;
 }
 
-/* maps.json: see README ("Attention maps") for the schema. */
-static void json_body(const AttnMaps *a, StrBuf *sb) {
-    sb_printf(sb, "{\n  \"format\": \"qkv-attention-1\",\n  \"heads\": %d,\n", a->heads);
-    json_tokens(sb, "source", a->src, a->S);
-    json_tokens(sb, "target_in", a->tgt_in, a->T);
-    json_tokens(sb, "target_out", a->tgt_out, a->T);
-    for (int k = 0; k < ATTN_KINDS; k++) {
-        int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
-        sb_printf(sb, "  \"%s\": [", kind_names[k]);
-        for (int l = 0; l < a->layers[k]; l++) {
-            sb_printf(sb, "%s\n    [", l ? "," : "");
-            for (int h = 0; h < a->heads; h++) {
-                const float *p = attnmap_at(a, k, l, h);
-                sb_printf(sb, "%s[", h ? ",\n     " : "");
-                for (int i = 0; i < rows; i++) {
-                    sb_printf(sb, "%s[", i ? "," : "");
-                    for (int j = 0; j < cols; j++) sb_printf(sb, "%s%.6g", j ? "," : "", p[(size_t)i * cols + j]);
-                    sb_append(sb, "]", 1);
-                }
-                sb_append(sb, "]", 1);
+/* One kind's maps as [layer][head][row][col]. */
+static json_t *json_maps(const AttnMaps *a, int k) {
+    int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
+    json_t *layers = json_array();
+    for (int l = 0; l < a->layers[k]; l++) {
+        json_t *heads = json_array();
+        for (int h = 0; h < a->heads; h++) {
+            const float *p = attnmap_at(a, k, l, h);
+            json_t *m = json_array();
+            for (int i = 0; i < rows; i++) {
+                json_t *row = json_array();
+                for (int j = 0; j < cols; j++) json_array_append_new(row, json_real(p[(size_t)i * cols + j]));
+                json_array_append_new(m, row);
             }
-            sb_append(sb, "]", 1);
+            json_array_append_new(heads, m);
         }
-        sb_printf(sb, "\n  ]%s\n", k + 1 < ATTN_KINDS ? "," : "");
+        json_array_append_new(layers, heads);
     }
-    sb_printf(sb, "}\n");
+    return layers;
+}
+
+/* maps.json: see README ("Attention maps") for the schema. Six significant digits are
+ * what a heatmap can show; keys keep this order (jansson preserves insertion order). */
+static char *json_text(const AttnMaps *a, size_t flags) {
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_string("qkv-attention-1"));
+    json_object_set_new(root, "heads", json_integer(a->heads));
+    json_object_set_new(root, "source", json_tokens(a->src, a->S));
+    json_object_set_new(root, "target_in", json_tokens(a->tgt_in, a->T));
+    json_object_set_new(root, "target_out", json_tokens(a->tgt_out, a->T));
+    for (int k = 0; k < ATTN_KINDS; k++) json_object_set_new(root, kind_names[k], json_maps(a, k));
+    char *text = json_dumps(root, flags | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    if (!text) {
+        fprintf(stderr, "qkv: out of memory writing attention maps as JSON\n");
+        exit(1);
+    }
+    return text;
 }
 
 char *attnmap_json(const AttnMaps *a) {
+    /* compact: one number per line (jansson's only indented layout) would triple the file */
+    char *text = json_text(a, JSON_COMPACT);
     StrBuf sb = {0};
-    json_body(a, &sb);
+    sb_append(&sb, text, strlen(text));
+    sb_append(&sb, "\n", 1);
+    free(text);
     return sb.buf;
 }
 

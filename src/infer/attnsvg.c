@@ -22,19 +22,6 @@ static void colour(float p, char out[8]) {
     snprintf(out, 8, "#%02x%02x%02x", c[0], c[1], c[2]);
 }
 
-static void xml_text(StrBuf *sb, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': sb_printf(sb, "&lt;"); break;
-        case '>': sb_printf(sb, "&gt;"); break;
-        case '&': sb_printf(sb, "&amp;"); break;
-        case '"': sb_printf(sb, "&quot;"); break;
-        default:
-            if ((unsigned char)*s >= 0x20) sb_append(sb, s, 1);
-        }
-    }
-}
-
 static int longest(char **labels, int n) {
     int w = 1;
     for (int i = 0; i < n; i++) {
@@ -58,17 +45,17 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char 
               width, height, width, height, font);
     sb_printf(&sb, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"8\" y=\"20\" font-size=\"14\" "
                    "font-weight=\"bold\">");
-    xml_text(&sb, title);
+    sb_append_xml(&sb, title);
     sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">rows: queries; columns: keys; each row sums to 1</text>\n");
     for (int j = 0; j < cols; j++) {
         int x = left + j * cell + cell / 2 + font / 3, y = top - 6;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-60 %d %d)\">", x, y, x, y);
-        xml_text(&sb, col_labels[j]);
+        sb_append_xml(&sb, col_labels[j]);
         sb_printf(&sb, "</text>\n");
     }
     for (int i = 0; i < rows; i++) {
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, top + i * cell + cell / 2 + font / 3);
-        xml_text(&sb, row_labels[i]);
+        sb_append_xml(&sb, row_labels[i]);
         sb_printf(&sb, "</text>\n");
         for (int j = 0; j < cols; j++) {
             char c[8];
@@ -76,9 +63,9 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char 
             colour(p, c);
             sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left + j * cell,
                       top + i * cell, cell, cell, c);
-            xml_text(&sb, row_labels[i]);
+            sb_append_xml(&sb, row_labels[i]);
             sb_printf(&sb, " \xe2\x86\x92 ");
-            xml_text(&sb, col_labels[j]);
+            sb_append_xml(&sb, col_labels[j]);
             sb_printf(&sb, ": %.3f</title></rect>\n", p);
         }
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/batch.h"
 #include "data/vocab.h"
 #include "util.h"
 
@@ -36,17 +37,12 @@ int decode_max_len(const Model *m, const DecodeOptions *o, int src_len) {
     return n < cap ? (n < 1 ? 1 : (int)n) : cap;
 }
 
-/* The framed source batch of a group: ids, EOS, padding; the caller frees both arrays. */
 void decode_source_batch(const Seq *const *src, int n, int **ids_out, int **len_out, int *width) {
     int S = 1;
     for (int i = 0; i < n; i++)
         if (src[i]->len + 1 > S) S = src[i]->len + 1;
-    int *ids = xcalloc((size_t)n * S, sizeof(int)), *len = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        memcpy(ids + (size_t)i * S, src[i]->ids, sizeof(int) * (size_t)src[i]->len);
-        ids[(size_t)i * S + src[i]->len] = VOCAB_EOS;
-        len[i] = src[i]->len + 1;
-    }
+    int *ids = xmalloc(sizeof(int) * (size_t)n * S), *len = xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) len[i] = batch_frame_source(src[i]->ids, src[i]->len, ids + (size_t)i * S, S);
     *ids_out = ids, *len_out = len, *width = S;
 }
 

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "config.h"
 #include "util.h"
 
 double lr_at(const LrSchedule *s, int64_t step) {

@@ -10,8 +10,11 @@
 
 #include "nn/model.h"
 
+/* Learning-rate schedules (config key train.lr.schedule, same order). */
+enum { LR_NOAM, LR_CONSTANT };
+
 typedef struct {
-    int kind; /* LR_NOAM or LR_CONSTANT (config.h) */
+    int kind; /* LR_NOAM or LR_CONSTANT */
     double factor;
     int warmup, d_model;
     double value;

@@ -15,6 +15,7 @@
 ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab) {
     return (ModelConfig){
         .src_vocab = src_vocab,
+        .pad_id = VOCAB_PAD,
         .tgt_vocab = tgt_vocab,
         .d_model = c->model.d_model,
         .heads = c->model.heads,
