@@ -18,6 +18,7 @@ static const struct {
     {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N]"},
     {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--greedy]"},
+    {"score", cmd_score, "BLEU and chrF as sacrebleu computes them: qkv score HYP REF [--sentence] [--json]"},
     {"attention", cmd_attention, "attention maps of one sentence: qkv attention RUN --text \"...\" [--target \"...\"] [--out DIR]"},
     {"align", cmd_align, "word alignments from cross-attention: qkv align RUN --src F --tgt F [--gold F] [--layer L --head H]"},
     {"plot", cmd_plot, "training curves as a picture: qkv plot RUN (RUN/curves.svg; train draws it too)"},

@@ -29,6 +29,11 @@ static void out_of_memory(size_t n) {
     exit(1);
 }
 
+void *xcheck(void *p) {
+    if (!p) out_of_memory(0);
+    return p;
+}
+
 void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) out_of_memory(n);

@@ -17,6 +17,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* p, from an allocator outside qkv (json_dumps), or the same out-of-memory exit when NULL. */
+void *xcheck(void *p);
 
 /* splitmix64: one 64-bit state, good enough for shuffling and initialisation, and its
  * state is a single number a checkpoint can store. */

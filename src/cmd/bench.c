@@ -216,7 +216,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[i] / o->steps));
     json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
     json_put(r, "breakdown_ms", b);
-    char *text = json_dumps(r, JSONOUT_FLAGS);
+    char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
     printf("%s\n", text);
     free(text);
     json_decref(r);
@@ -288,7 +288,7 @@ int cmd_bench(int argc, char **argv) {
         json_put(r, "corename", json_string(openblas_get_corename()));
         json_put(r, "threads", json_integer(openblas_get_num_threads()));
         json_put(r, "peak_gflops", json_fmt("%.1f", peak));
-        char *text = json_dumps(r, JSONOUT_FLAGS);
+        char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
         printf("%s\n", text);
         free(text);
         json_decref(r);

@@ -8,6 +8,7 @@ int cmd_train(int argc, char **argv);     /* train.c */
 int cmd_resume(int argc, char **argv);    /* train.c */
 int cmd_info(int argc, char **argv);      /* info.c */
 int cmd_translate(int argc, char **argv); /* translate.c */
+int cmd_score(int argc, char **argv);     /* score.c */
 int cmd_attention(int argc, char **argv); /* attention.c */
 int cmd_align(int argc, char **argv);     /* align.c */
 int cmd_plot(int argc, char **argv);      /* plot.c */

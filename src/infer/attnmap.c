@@ -129,12 +129,8 @@ static char *json_text(const AttnMaps *a, size_t flags) {
     json_object_set_new(root, "target_in", json_tokens(a->tgt_in, a->T));
     json_object_set_new(root, "target_out", json_tokens(a->tgt_out, a->T));
     for (int k = 0; k < ATTN_KINDS; k++) json_object_set_new(root, kind_names[k], json_maps(a, k));
-    char *text = json_dumps(root, flags | JSON_REAL_PRECISION(6));
+    char *text = xcheck(json_dumps(root, flags | JSON_REAL_PRECISION(6)));
     json_decref(root);
-    if (!text) {
-        fprintf(stderr, "qkv: out of memory writing attention maps as JSON\n");
-        exit(1);
-    }
     return text;
 }
 

@@ -76,7 +76,7 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     json_object_set_new(md, "config", json_string(meta->config ? meta->config : ""));
     meta_set(md, "checksum", "%016" PRIx64, checksum64(data, data_len));
     meta_set(md, "header_checksum", "%016d", 0);
-    char *header = json_dumps(root, JSON_COMPACT);
+    char *header = xcheck(json_dumps(root, JSON_COMPACT));
     json_decref(root);
     size_t hlen = strlen(header), padded = (hlen + 7) & ~(size_t)7; /* data starts 8-byte aligned */
     size_t total = 8 + padded + data_len;

@@ -1,0 +1,105 @@
+/* score: `qkv score HYP REF [--sentence] [--json]`, corpus BLEU and chrF of a translation
+ * against its reference as sacrebleu computes them by default, with sacrebleu's
+ * signatures; --sentence adds one line per sentence (sentence BLEU, effective order). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "data/tokenize.h"
+#include "infer/score.h"
+#include "train/jsonout.h"
+#include "util.h"
+
+/* Both files' lines, line-aligned and UTF-8, or -1 with the error set. */
+static int read_pair(const char *hyp_path, const char *ref_path, char ***hyp, char ***ref, int *n) {
+    int nh = 0, nr = 0;
+    *hyp = read_file_lines(hyp_path, &nh);
+    *ref = *hyp ? read_file_lines(ref_path, &nr) : NULL;
+    if (!*ref) {
+        if (*hyp) free_lines(*hyp, nh);
+        return -1;
+    }
+    int bad = -1;
+    const char *which = NULL;
+    for (int i = 0; i < nh && i < nr && bad < 0; i++) {
+        if (!utf8_valid((*hyp)[i], strlen((*hyp)[i]))) bad = i, which = hyp_path;
+        else if (!utf8_valid((*ref)[i], strlen((*ref)[i]))) bad = i, which = ref_path;
+    }
+    if (nh != nr || bad >= 0) {
+        if (nh != nr) err_set("%s has %d lines, %s %d: a translation and its reference must be line-aligned", hyp_path, nh, ref_path, nr);
+        else err_set("%s:%d: not UTF-8 text", which, bad + 1);
+        free_lines(*hyp, nh), free_lines(*ref, nr);
+        return -1;
+    }
+    *n = nh;
+    return 0;
+}
+
+static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
+    double ratio = s->ref_len ? (double)s->sys_len / (double)s->ref_len : 0.0;
+    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n", BLEU_SIGNATURE,
+           b->score, b->precisions[0], b->precisions[1], b->precisions[2], b->precisions[3], b->bp, ratio, s->sys_len,
+           s->ref_len);
+    printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, chrf);
+}
+
+static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
+    json_t *root = json_object(), *bleu = json_object(), *ch = json_object();
+    json_t *counts = json_array(), *totals = json_array(), *prec = json_array();
+    for (int n = 0; n < BLEU_ORDER; n++) {
+        json_array_append_new(counts, json_integer(s->counts[n]));
+        json_array_append_new(totals, json_integer(s->totals[n]));
+        json_array_append_new(prec, json_real(b->precisions[n]));
+    }
+    json_put(bleu, "score", json_real(b->score));
+    json_put(bleu, "counts", counts);
+    json_put(bleu, "totals", totals);
+    json_put(bleu, "precisions", prec);
+    json_put(bleu, "bp", json_real(b->bp));
+    json_put(bleu, "sys_len", json_integer(s->sys_len));
+    json_put(bleu, "ref_len", json_integer(s->ref_len));
+    json_put(bleu, "signature", json_string(BLEU_SIGNATURE));
+    json_put(ch, "score", json_real(chrf));
+    json_put(ch, "signature", json_string(CHRF_SIGNATURE));
+    json_put(root, "bleu", bleu);
+    json_put(root, "chrf", ch);
+    char *text = xcheck(json_dumps(root, JSONOUT_FLAGS));
+    printf("%s\n", text);
+    free(text);
+    json_decref(root);
+}
+
+int cmd_score(int argc, char **argv) {
+    static const struct option opts[] = {{"sentence", no_argument, 0, 's'}, {"json", no_argument, 0, 'j'}, {0}};
+    int sentence = 0, as_json = 0, c;
+    while ((c = getopt_long(argc, argv, "sj", opts, NULL)) != -1) {
+        if (c == 's') sentence = 1;
+        else if (c == 'j') as_json = 1;
+        else return 2;
+    }
+    if (optind != argc - 2) return cmd_usage("qkv score HYPOTHESES.txt REFERENCE.txt [--sentence] [--json]");
+    char **hyp, **ref;
+    int n;
+    if (read_pair(argv[optind], argv[optind + 1], &hyp, &ref, &n) != 0) return cmd_fail(2);
+    BleuStats s = {0};
+    ChrfStats ch = {0};
+    if (sentence && !as_json) printf("line\tBLEU\tchrF2\t(sentence BLEU: %s)\n", BLEU_SENTENCE_SIGNATURE);
+    for (int i = 0; i < n; i++) {
+        bleu_add(&s, hyp[i], ref[i]);
+        chrf_add(&ch, hyp[i], ref[i]);
+        if (!sentence || as_json) continue;
+        BleuStats one = {0};
+        ChrfStats one_ch = {0};
+        bleu_add(&one, hyp[i], ref[i]);
+        chrf_add(&one_ch, hyp[i], ref[i]);
+        printf("%d\t%.2f\t%.2f\n", i + 1, bleu_compute(&one, 1).score, chrf_compute(&one_ch));
+    }
+    Bleu b = bleu_compute(&s, 0);
+    if (as_json) print_json(&b, &s, chrf_compute(&ch));
+    else print_text(&b, &s, chrf_compute(&ch));
+    free_lines(hyp, n), free_lines(ref, n);
+    return 0;
+}
