@@ -5,7 +5,7 @@
 # that is a warning (the test then says loudly that it was skipped), not an error.
 set -euo pipefail
 
-packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev)
+packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
 

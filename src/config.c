@@ -42,7 +42,9 @@ static const KeySpec keys[] = {
     STR("data.train.tgt", data.train.tgt),
     STR("data.valid.src", data.valid.src),
     STR("data.valid.tgt", data.valid.tgt),
-    ENUM("data.tokenizer", data.tokenizer, "word", "char", "bpe"),
+    ENUM("data.tokenizer", data.tokenizer, "word", "char", "bpe", "unigram"),
+    STR("data.spm_model.src", data.spm_model.src),
+    STR("data.spm_model.tgt", data.spm_model.tgt),
     INT("data.vocab_size", data.vocab_size, 8, 1000000),
     INT("data.min_freq", data.min_freq, 1, 1000000000),
     BOOL("data.shared_vocab", data.shared_vocab),
@@ -353,8 +355,18 @@ int config_validate(Config *c, int check_files) {
         if (keys[i].type == KEY_STRING && !utf8_valid(text, strlen(text)))
             return err_set("%s: %s: not valid UTF-8", where_is(c, keys[i].path, w, sizeof w), keys[i].path);
     }
+    int subword = tokenizer_is_subword(c->data.tokenizer);
+    if (!subword && (c->data.spm_model.src[0] || c->data.spm_model.tgt[0]))
+        return err_set("%s: data.spm_model: SentencePiece models need data.tokenizer bpe or unigram",
+                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));
+    if (subword && (c->data.spm_model.src[0] == '\0') != (c->data.spm_model.tgt[0] == '\0') && !c->data.shared_vocab)
+        return err_set("%s: data.spm_model needs both src and tgt (or data.shared_vocab: true and src alone)",
+                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));
     if (check_files) {
         if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt)) return -1;
+        if ((c->data.spm_model.src[0] && check_file(c, "data.spm_model.src", c->data.spm_model.src)) ||
+            (c->data.spm_model.tgt[0] && check_file(c, "data.spm_model.tgt", c->data.spm_model.tgt)))
+            return -1;
         if (c->data.valid.src[0] &&
             (check_file(c, "data.valid.src", c->data.valid.src) || check_file(c, "data.valid.tgt", c->data.valid.tgt)))
             return -1;

@@ -27,6 +27,7 @@ typedef struct {
     int64_t seed;
     struct {
         PathPair train, valid;
+        PathPair spm_model; /* existing SentencePiece models; empty: trained by qkv train */
         int tokenizer;
         int vocab_size, min_freq, shared_vocab, max_len;
     } data;

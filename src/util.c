@@ -15,10 +15,13 @@
 static char err_buf[1024];
 
 int err_set(const char *fmt, ...) {
+    /* formatted apart first: a message may wrap the previous one (err_msg() as an argument) */
+    char tmp[sizeof err_buf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(err_buf, tmp, sizeof err_buf);
     return -1;
 }
 

@@ -32,6 +32,7 @@ extern const TestCase attnmap_tests[];
 extern const TestCase decode_tests[];
 extern const TestCase score_tests[];
 extern const TestCase golden_tests[];
+extern const TestCase spm_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

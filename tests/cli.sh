@@ -66,7 +66,6 @@ expect_error "config_yaml_syntax_error" 2 "^qkv: $T/c8.yaml:[0-9]+:[0-9]+: YAML 
 printf '%s\n' "$base" >"$T/ok.yaml"
 expect_error "config_set_unknown_key" 2 "^qkv: --set train.stepz=5: unknown key 'train.stepz' \(did you mean 'train.steps'\?\)$" "$QKV" train "$T/ok.yaml" --set train.stepz=5
 expect_error "config_set_bad_value" 2 "^qkv: --set model.dropout=-1: model.dropout: -1 is out of range" "$QKV" train "$T/ok.yaml" --set model.dropout=-1
-expect_error "config_bpe_not_yet" 2 "bpe' is not implemented yet" "$QKV" train "$T/ok.yaml" --set data.tokenizer=bpe --set run_dir="$T/bpe"
 
 # ---- corpora -------------------------------------------------------------------------------
 head -n 50 "$T/toy/train.src" >"$T/r.src"

@@ -36,4 +36,78 @@ expect_error "score_missing_file" 2 "nope.txt: No such file" "$QKV" score "$T/no
 expect_error "score_not_utf8" 2 "latin1.txt:1: not UTF-8" "$QKV" score "$T/latin1.txt" "$T/latin1.txt"
 expect_error "score_usage" 2 "usage: qkv score" "$QKV" score "$T/three.txt"
 
+# ---- a small trained run (word) and a subword run (bpe) ---------------------------------
+"$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
+printf 'name: w
+data:
+  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}
+  valid: {src: %s/data/valid.src, tgt: %s/data/valid.tgt}
+model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
+train: {steps: 150, batch_tokens: 1024, log_every: 20, valid_every: 30, checkpoint_every: 10, threads: 2}
+' "$T" "$T" "$T" "$T" >"$T/w.yaml"
+"$QKV" train "$T/w.yaml" --set run_dir="$T/w" >"$T/w.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/w.log")"; exit 1; }
+
+"$QKV" translate "$T/w" --greedy <"$T/data/test.src" >"$T/greedy.txt" 2>/dev/null
+"$QKV" translate "$T/w" --beam 1 <"$T/data/test.src" >"$T/beam1.txt" 2>/dev/null
+cmp -s "$T/greedy.txt" "$T/beam1.txt" && [[ $(wc -l <"$T/beam1.txt") -eq 60 ]] && ok "translate_beam_1_is_greedy" ||
+    bad "translate_beam_1_is_greedy" "outputs differ"
+"$QKV" translate "$T/w" --beam 4 --nbest 3 <"$T/data/test.src" >"$T/nbest.txt" 2>/dev/null
+awk -F' [|][|][|] ' 'NF != 3 || $1 != int((NR - 1) / 3) { bad = 1 } END { exit bad || NR != 180 }' "$T/nbest.txt" &&
+    ok "translate_nbest_format" || bad "translate_nbest_format" "$(head -3 "$T/nbest.txt")"
+expect_error "translate_nbest_over_beam" 2 "--nbest: 5 is not between 1 and the beam \(4\)" "$QKV" translate "$T/w" --beam 4 --nbest 5
+expect_error "translate_bad_beam" 2 "--beam: '0' is not a beam size" "$QKV" translate "$T/w" --beam 0
+expect_error "translate_bad_length_penalty" 2 "--length-penalty: 'x' is not a number" "$QKV" translate "$T/w" --length-penalty x
+
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 3 >"$T/eval.txt" 2>&1
+if grep -q '^BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0 = ' "$T/eval.txt" &&
+    grep -q '^exact match .* reference NLL .*(perplexity .* unknown source tokens .* sentences/s' "$T/eval.txt" &&
+    /usr/bin/python3 -c '
+import json, sys
+e = json.loads(open(sys.argv[1]).readlines()[-1])
+assert e["sentences"] == 60 and e["beam"] == 3 and 0 < e["bleu"] <= 100 and e["ppl"] > 1, e' "$T/w/eval.jsonl"; then
+    ok "eval_reports_and_appends_jsonl"
+else
+    bad "eval_reports_and_appends_jsonl" "$(cat "$T/eval.txt")"
+fi
+"$QKV" translate "$T/w" --beam 3 <"$T/data/test.src" >"$T/beam3.txt" 2>/dev/null
+want=$("$QKV" score "$T/beam3.txt" "$T/data/test.tgt" | sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p')
+got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
+[[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
+expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
+
+# subwords: the SentencePiece models live in the run, resume is bit-exact, output is text
+sub() { # sub RUN_DIR STEPS [--set ...]: a bpe run of the same data
+    local dir=$1 steps=$2
+    shift 2
+    "$QKV" train "$T/w.yaml" --set run_dir="$dir" --set data.tokenizer=bpe --set data.vocab_size=400 \
+        --set data.shared_vocab=true --set train.steps="$steps" "$@" >"$dir.log" 2>&1
+}
+sub "$T/b" 40 || { echo "set-up failed: $(tail -3 "$T/b.log")"; exit 1; }
+[[ -f $T/b/src.model && -f $T/b/tgt.model ]] && cmp -s "$T/b/src.model" "$T/b/tgt.model" && ok "bpe_models_in_the_run" ||
+    bad "bpe_models_in_the_run" "$(ls "$T/b")"
+sub "$T/b20" 20 && "$QKV" resume "$T/b20" --steps 40 >"$T/b20.resume.log" 2>&1
+same_tensors "$T/b20/ckpt/step-000040.safetensors" "$T/b/ckpt/step-000040.safetensors" && ok "bpe_resume_bit_exact" ||
+    bad "bpe_resume_bit_exact" "$(tail -2 "$T/b20.resume.log")"
+"$QKV" translate "$T/b" --greedy <"$T/data/test.src" >"$T/bpe.txt" 2>/dev/null
+if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; then ok "bpe_translate_prints_text"; else
+    bad "bpe_translate_prints_text" "$(head -2 "$T/bpe.txt")"; fi
+cp "$T/b/src.model" "$T/given.model"
+sub "$T/g" 10 --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model" --set data.shared_vocab=false &&
+    cmp -s "$T/g/src.model" "$T/given.model" && ok "bpe_given_model_is_used" || bad "bpe_given_model_is_used" "$(tail -2 "$T/g.log")"
+printf 'not a model\n' >"$T/foreign.model"
+expect_error "bpe_foreign_model" 2 "foreign.model: not a SentencePiece model" \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=bpe --set data.spm_model.src="$T/foreign.model" --set data.spm_model.tgt="$T/foreign.model"
+expect_error "bpe_missing_model" 2 "data.spm_model.src.*nope.model" \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=bpe --set data.spm_model.src="$T/nope.model" --set data.spm_model.tgt="$T/nope.model"
+expect_error "spm_model_needs_subwords" 2 "data.spm_model: SentencePiece models need data.tokenizer bpe or unigram" \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model"
+expect_error "bpe_vocab_too_large" 2 "data.vocab_size 100000" \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=100000
+# a run whose model file was swapped for another run's: the checkpoints no longer match
+sub "$T/other" 10 --set data.vocab_size=420
+cp "$T/other/src.model" "$T/b/src.model"
+expect_error "bpe_model_of_another_run" 2 "vocabularies differ from those of" "$QKV" translate "$T/b"
+rm "$T/b/tgt.model"
+expect_error "bpe_missing_model_in_run" 2 "tgt.model: No such file" "$QKV" translate "$T/b"
+
 finish

@@ -111,8 +111,8 @@ static int bench_setup(Trainer *t, Corpus *valid, int *has_valid) {
     if (*has_valid &&
         corpus_read(valid, cfg->data.valid.src, cfg->data.valid.tgt, cfg->data.tokenizer, cfg->data.max_len) != 0)
         return cmd_fail(2);
-    trainer_encode(t, 1);
-    if (*has_valid) corpus_encode(valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
+    if (trainer_encode(t, 1) != 0) return cmd_fail(2);
+    if (*has_valid) corpus_encode(valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
     int rc = trainer_setup(t);
     return rc == 0 ? 0 : cmd_fail(rc == -2 ? 1 : 2);
 }

@@ -31,12 +31,14 @@ static void print_split(const char *what, const Corpus *c, int max_len) {
 static int read_data(Trainer *t, int build) {
     const Config *cfg = &t->run.cfg;
     if (trainer_read(t, 0) != 0) return -1;
+    if (cfg->data.valid.src[0] != '\0' && trainer_read(t, 1) != 0) return -1;
+    if (tokenizer_is_subword(cfg->data.tokenizer) && build)
+        printf("training SentencePiece %s model%s of %d pieces on the training text\n",
+               cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram", cfg->data.shared_vocab ? "" : "s",
+               cfg->data.vocab_size);
+    if (trainer_encode(t, build) != 0) return -1;
     print_split("train", &t->train, cfg->data.max_len);
-    if (cfg->data.valid.src[0] != '\0') {
-        if (trainer_read(t, 1) != 0) return -1;
-        print_split("valid", &t->valid, cfg->data.max_len);
-    }
-    trainer_encode(t, build);
+    if (t->has_valid) print_split("valid", &t->valid, cfg->data.max_len);
     printf("vocab: %d source, %d target tokens (%s)\n", t->run.src_vocab.size, t->run.tgt_vocab.size,
            cfg->data.shared_vocab ? "shared" : "separate");
     return 0;
@@ -127,10 +129,6 @@ static int run_loop(Trainer *t) {
 /* A new run: directory, data, vocabularies, files, model; then the loop. */
 static int train_new(Trainer *t, int force) {
     const Config *cfg = &t->run.cfg;
-    if (cfg->data.tokenizer == TOKENIZER_BPE) {
-        fprintf(stderr, "qkv: %s: data.tokenizer: 'bpe' is not implemented yet; use word or char\n", cfg->source);
-        return 2;
-    }
     if (run_create(cfg, force) != 0 || read_data(t, 1) != 0) return cmd_fail(2);
     if (run_write_files(&t->run) != 0) return cmd_fail(1);
     int rc = setup(t);

@@ -1,68 +1,79 @@
-/* translate: `qkv translate RUN [--greedy] < source > translation`, one output line
- * per input line (empty lines stay empty), detokenized. */
+/* translate: `qkv translate RUN [--beam K | --greedy] [options] < source > translation`,
+ * one output line per input line (empty lines stay empty), detokenized text; with
+ * --nbest N, N lines per input in the Moses n-best format "i ||| text ||| score". */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "data/tokenize.h"
-#include "infer/decode.h"
+#include "infer/translate.h"
 #include "train/run.h"
 #include "util.h"
 
-/* Prints the translations of lines[0..n) with the run's model. */
-static void translate_lines(Run *r, char **lines, int n) {
-    int tok = r->cfg.data.tokenizer, max_src = r->model.cfg.max_positions - 1, truncated = 0;
-    Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
-    int *nonempty = xmalloc(sizeof(int) * (size_t)(n ? n : 1)), k = 0;
-    for (int i = 0; i < n; i++) {
-        int *ids = xmalloc(sizeof(int) * (size_t)(max_src + 1));
-        int len = encode_line(lines[i], tok, &r->src_vocab, ids, max_src + 1);
-        if (len > max_src) len = max_src, truncated++;
-        if (len == 0) {
-            free(ids);
-            continue;
-        }
-        src[k] = (Seq){ids, len};
-        nonempty[k++] = i;
+int translate_parse_option(int c, const char *arg, TranslateOptions *o) {
+    DecodeOptions *d = &o->decode;
+    switch (c) {
+    case 'g': d->beam = 1; return 0;
+    case 'b': return cmd_int("--beam", "a beam size from 1 to 64", arg, 1, 64, &d->beam);
+    case 'n': return cmd_int("--nbest", "a count from 1 to 64", arg, 1, 64, &d->nbest);
+    case 'l': return cmd_double("--length-penalty", "a number from 0 to 10", arg, 0, 10, &d->length_penalty);
+    case 'a': return cmd_double("--max-len-a", "a number from 0 to 100", arg, 0, 100, &d->max_len_a);
+    case 'B': return cmd_int("--max-len-b", "a count from 0 to 100000", arg, 0, 100000, &d->max_len_b);
+    case 'r': return cmd_int("--no-repeat-ngram", "an n-gram size from 0 to 100", arg, 0, 100, &d->no_repeat_ngram);
+    case 'u': o->replace_unk = 1; return 0;
+    case 'U': o->replace_unk = 0; return 0;
+    default: return 1;
     }
-    if (truncated) fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", truncated, max_src);
-    greedy_decode(&r->model, src, k, out);
-    size_t cap = 1 << 16;
-    char *text = xmalloc(cap);
-    for (int i = 0, j = 0; i < n; i++) {
-        size_t len = 0;
-        text[0] = '\0';
-        if (j < k && nonempty[j] == i) {
-            for (int t = 0; t < out[j].len; t++)
-                detokenize_append(tok, text, cap, &len, vocab_token(&r->tgt_vocab, out[j].ids[t]), t == 0);
-            free(out[j].ids), free(src[j].ids);
-            j++;
+}
+
+const struct option translate_long_options[] = {
+    {"greedy", no_argument, 0, 'g'},       {"beam", required_argument, 0, 'b'},
+    {"nbest", required_argument, 0, 'n'},  {"length-penalty", required_argument, 0, 'l'},
+    {"max-len-a", required_argument, 0, 'a'}, {"max-len-b", required_argument, 0, 'B'},
+    {"no-repeat-ngram", required_argument, 0, 'r'}, {"replace-unk", no_argument, 0, 'u'},
+    {"no-replace-unk", no_argument, 0, 'U'},
+};
+
+TranslateOptions translate_defaults(void) { return (TranslateOptions){.decode = decode_defaults(), .replace_unk = 1}; }
+
+static void print_hypotheses(char **text, const double *scores, int n, int nbest) {
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < nbest; k++) {
+            size_t at = (size_t)i * nbest + k;
+            if (nbest == 1) printf("%s\n", text[at]);
+            else printf("%d ||| %s ||| %.6f\n", i, text[at], scores[at]);
         }
-        printf("%s\n", text);
-    }
-    free(text), free(src), free(out), free(nonempty);
 }
 
 int cmd_translate(int argc, char **argv) {
-    static const struct option opts[] = {{"greedy", no_argument, 0, 'g'}, {"beam", required_argument, 0, 'b'}, {0}};
+    static struct option opts[16];
+    size_t n_opts = sizeof translate_long_options / sizeof translate_long_options[0];
+    for (size_t i = 0; i < n_opts; i++) opts[i] = translate_long_options[i];
+    TranslateOptions o = translate_defaults();
     int c;
     while ((c = getopt_long(argc, argv, "gb:", opts, NULL)) != -1) {
-        if (c == 'b') {
-            fprintf(stderr, "qkv: --beam: beam search is not implemented yet; use --greedy\n");
-            return 2;
-        }
-        if (c != 'g') return 2;
+        int rc = translate_parse_option(c, optarg, &o);
+        if (rc < 0) return cmd_fail(2);
+        if (rc > 0) return 2;
     }
-    if (optind != argc - 1) return cmd_usage("qkv translate RUN_DIR|WEIGHTS [--greedy] < source.txt > translation.txt");
+    if (optind != argc - 1)
+        return cmd_usage("qkv translate RUN_DIR|WEIGHTS [--beam K | --greedy] [--nbest N] [--length-penalty A] "
+                         "[--max-len-a A --max-len-b B] [--no-repeat-ngram N] [--no-replace-unk] < source.txt > translation.txt");
+    if (decode_check(&o.decode) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
-    fprintf(stderr, "qkv: translating with %s (%s, step %lld)\n", r.weights, r.which, (long long)r.meta.step);
+    fprintf(stderr, "qkv: translating with %s (%s, step %lld), %s\n", r.weights, r.which, (long long)r.meta.step,
+            o.decode.beam == 1 ? "greedy search" : "beam search");
     int n;
     char **lines = read_lines(stdin, &n);
-    translate_lines(&r, lines, n);
-    free_lines(lines, n);
+    TranslateStats st;
+    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o.decode.nbest);
+    char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st, scores);
+    print_hypotheses(text, scores, n, o.decode.nbest);
+    if (st.truncated)
+        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", st.truncated, r.model.cfg.max_positions - 1);
+    free_lines(text, n * o.decode.nbest), free_lines(lines, n), free(scores);
     run_close(&r);
     return 0;
 }

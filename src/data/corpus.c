@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/spm.h"
 #include "data/tokenize.h"
 #include "util.h"
 
@@ -109,6 +110,10 @@ static void encode_token(const char *tok, size_t len, void *ctx) {
 }
 
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max) {
+    if (v->spm) {
+        int n = spm_encode(v->spm, line, ids, max);
+        return n < 0 ? 0 : n < max ? n : max;
+    }
     EncodeCtx e = {v, ids, 0, max};
     tokenize_line(tokenizer, line, encode_token, &e);
     return e.n;
@@ -116,22 +121,39 @@ int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int m
 
 static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
     int n = 0;
-    tokenize_line(tokenizer, line, count_token, &n);
+    if (v->spm) n = (int)strlen(line) + 2; /* a piece covers at least one byte, plus the leading space */
+    else tokenize_line(tokenizer, line, count_token, &n);
     Seq s = {xmalloc(sizeof(int) * (size_t)(n ? n : 1)), 0};
     s.len = encode_line(line, tokenizer, v, s.ids, n);
     return s;
 }
 
-void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab) {
+void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, int max_len) {
     c->src = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));
     c->tgt = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));
+    int kept = 0;
     for (int i = 0; i < c->n; i++) {
-        c->src[i] = encode_seq(c->src_text[i], tokenizer, src_vocab);
-        c->tgt[i] = encode_seq(c->tgt_text[i], tokenizer, tgt_vocab);
+        Seq x = encode_seq(c->src_text[i], tokenizer, src_vocab), y = encode_seq(c->tgt_text[i], tokenizer, tgt_vocab);
         free(c->src_text[i]), free(c->tgt_text[i]);
+        /* subword lengths are only known now (corpus_read counted words) */
+        if (x.len > max_len || y.len > max_len || x.len == 0 || y.len == 0) {
+            free(x.ids), free(y.ids);
+            c->dropped_long++;
+            continue;
+        }
+        c->src[kept] = x, c->tgt[kept] = y, kept++;
     }
+    c->n = kept;
     free(c->src_text), free(c->tgt_text);
     c->src_text = c->tgt_text = NULL;
+}
+
+char *decode_ids(const int *ids, int n, int tokenizer, const Vocab *v) {
+    if (v->spm) return spm_decode(v->spm, ids, n);
+    StrBuf sb = {0};
+    sb_append(&sb, "", 0);
+    for (int t = 0; t < n; t++) detokenize_append(&sb, tokenizer, vocab_token(v, ids[t]), t == 0);
+    return sb.buf;
 }
 
 void corpus_free(Corpus *c) {

@@ -28,11 +28,16 @@ void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v);
  * as `qkv train` makes them. */
 void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,
                          Vocab *tgt);
-/* Encodes both sides with the given vocabularies; the lines are freed afterwards. */
-void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab);
+/* Encodes both sides with the given vocabularies (a subword vocabulary encodes with its
+ * model) and drops pairs whose either side is then empty or over max_len tokens (counted
+ * in dropped_long); the lines are freed afterwards. */
+void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, int max_len);
 void corpus_free(Corpus *c);
 
 /* Encodes one line (unknown tokens -> UNK), at most max ids; returns the count. */
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max);
+/* The text of ids (malloc'd): detokenized by the subword model, else tokens joined by
+ * spaces (word) or concatenated with the space token restored (char). */
+char *decode_ids(const int *ids, int n, int tokenizer, const Vocab *v);
 
 #endif

@@ -41,17 +41,10 @@ int tokenize_line(int kind, const char *line, TokenFn fn, void *ctx) {
     return count;
 }
 
-void detokenize_append(int kind, char *out, size_t cap, size_t *len, const char *tok, int first) {
-    const char *text = tok;
-    size_t n = strlen(tok);
-    if (kind == TOKENIZER_CHAR && strcmp(tok, TOKENIZE_SPACE) == 0) text = " ", n = 1;
-    if (kind != TOKENIZER_CHAR && !first) {
-        if (*len + 1 < cap) out[(*len)++] = ' ';
-    }
-    if (*len + n >= cap) n = cap - 1 - *len;
-    memcpy(out + *len, text, n);
-    *len += n;
-    out[*len] = '\0';
+void detokenize_append(StrBuf *out, int kind, const char *tok, int first) {
+    if (kind == TOKENIZER_CHAR && strcmp(tok, TOKENIZE_SPACE) == 0) tok = " ";
+    else if (kind != TOKENIZER_CHAR && !first) sb_append(out, " ", 1);
+    sb_append(out, tok, strlen(tok));
 }
 
 int utf8_valid(const char *str, size_t n) {

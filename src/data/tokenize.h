@@ -2,14 +2,19 @@
  *
  * word: tokens are runs of non-blank characters; detokenize joins them with one space.
  * char: tokens are UTF-8 code points; each run of blanks becomes one "▁" token, so the
- *       spaces survive the round trip. BPE (a later tokenizer) plugs in here too. */
+ *       spaces survive the round trip. */
 #ifndef QKV_TOKENIZE_H
 #define QKV_TOKENIZE_H
 
 #include <stddef.h>
 
-/* Which tokenizer a corpus is cut with (config key data.tokenizer, same order). */
-enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE };
+#include "util.h"
+
+/* Which tokenizer a corpus is cut with (config key data.tokenizer, same order). bpe and
+ * unigram are SentencePiece models (spm.h, through the vocabulary); tokenize_line cuts
+ * their text into words, which only serves to pre-filter over-long lines. */
+enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_UNIGRAM };
+static inline int tokenizer_is_subword(int kind) { return kind == TOKENIZER_BPE || kind == TOKENIZER_UNIGRAM; }
 
 #define TOKENIZE_SPACE "\xE2\x96\x81" /* U+2581, stands for a space in char mode */
 
@@ -17,8 +22,9 @@ typedef void (*TokenFn)(const char *tok, size_t len, void *ctx);
 
 /* Calls fn for each token of line (NUL-terminated, valid UTF-8); returns the count. */
 int tokenize_line(int kind, const char *line, TokenFn fn, void *ctx);
-/* Appends the text for one token to out (with a separating space in word mode). */
-void detokenize_append(int kind, char *out, size_t cap, size_t *len, const char *tok, int first);
+/* Appends the text for one token to out (with a separating space in word mode, the
+ * space itself for char mode's space token). */
+void detokenize_append(StrBuf *out, int kind, const char *tok, int first);
 
 /* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t n);

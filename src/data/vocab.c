@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/spm.h"
 #include "util.h"
 
 static const char *special_names[VOCAB_N_SPECIAL] = {"<pad>", "<bos>", "<eos>", "<unk>"};
@@ -61,6 +62,8 @@ void vocab_init(Vocab *v) {
 
 void vocab_free(Vocab *v) {
     if (!v) return;
+    spm_free(v->spm);
+    free(v->spm_model);
     for (int i = 0; i < v->size; i++) free(v->tokens[i]);
     free(v->tokens);
     free(v->counts);
@@ -111,6 +114,8 @@ void vocab_prune(Vocab *v, int max_size, int min_freq) {
 uint64_t vocab_hash(const Vocab *v) {
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < v->size; i++) h = hash64(h, hash_bytes(v->tokens[i], strlen(v->tokens[i]) + 1));
+    /* a model's normalisation rules are part of what a token means */
+    if (v->spm) h = hash64(h, checksum64(v->spm_model, v->spm_len));
     return h;
 }
 
@@ -150,4 +155,25 @@ int vocab_load(Vocab *v, const char *path) {
     if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1) rc = err_set("%s: only %d tokens: not a trained vocabulary", path, v->size);
     if (rc != 0) vocab_free(v);
     return rc;
+}
+
+int vocab_from_spm(Vocab *v, const char *bytes, size_t len, const char *what) {
+    Spm *spm = spm_load(bytes, len, what);
+    if (!spm) return -1;
+    vocab_init(v);
+    int n = spm_size(spm);
+    for (int id = VOCAB_N_SPECIAL; id < n; id++) {
+        const char *piece = spm_piece(spm, id);
+        if (v->slots[find_slot(v, piece, strlen(piece))] >= 0) {
+            spm_free(spm);
+            vocab_free(v);
+            return err_set("%s: piece %d ('%s') twice", what, id, piece);
+        }
+        add_token(v, piece, strlen(piece));
+    }
+    v->spm = spm;
+    v->spm_model = xmalloc(len ? len : 1);
+    memcpy(v->spm_model, bytes, len);
+    v->spm_len = len;
+    return 0;
 }

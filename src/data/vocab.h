@@ -1,4 +1,5 @@
-/* vocab: token string <-> id, built from counts, saved as one token per line.
+/* vocab: token string <-> id, built from counts, saved as one token per line; or the
+ * pieces of a SentencePiece model, which then does the encoding and decoding.
  *
  * Ids 0..3 are the special tokens in this order; every vocabulary starts with them. */
 #ifndef QKV_VOCAB_H
@@ -15,6 +16,9 @@ typedef struct {
     int size, cap;
     int *slots; /* open-addressing hash table of ids, -1 empty */
     size_t n_slots;
+    struct Spm *spm;   /* a subword vocabulary's model (ids = piece ids), else NULL */
+    char *spm_model;   /* its serialized bytes, as in the run's .model file */
+    size_t spm_len;
 } Vocab;
 
 void vocab_init(Vocab *v);   /* just the specials */
@@ -26,7 +30,12 @@ void vocab_count(Vocab *v, const char *tok, size_t len, int64_t count);
 void vocab_prune(Vocab *v, int max_size, int min_freq);
 int vocab_lookup(const Vocab *v, const char *tok, size_t len); /* VOCAB_UNK if absent */
 const char *vocab_token(const Vocab *v, int id);
+/* Over the tokens, and for a subword vocabulary over its model's bytes too. */
 uint64_t vocab_hash(const Vocab *v);
+
+/* A subword vocabulary from a serialized SentencePiece model (copied); `what` names it
+ * in errors. -1 with the error set (not a model, or special ids that are not qkv's). */
+int vocab_from_spm(Vocab *v, const char *bytes, size_t len, const char *what);
 
 int vocab_save(const Vocab *v, const char *path);
 int vocab_load(Vocab *v, const char *path); /* -1 with the error set (names the file) */

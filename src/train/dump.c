@@ -60,7 +60,7 @@ int dump_grads(const char *run_path_arg, const char *out_dir, int batch_index) {
         run_close(&r);
         return -1;
     }
-    corpus_encode(&c, cfg->data.tokenizer, &r.src_vocab, &r.tgt_vocab);
+    corpus_encode(&c, cfg->data.tokenizer, &r.src_vocab, &r.tgt_vocab, cfg->data.max_len);
     Batcher b;
     batcher_init(&b, &c, cfg->train.batch_tokens, (uint64_t)cfg->seed, 1);
     int rc = 0;

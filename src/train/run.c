@@ -143,7 +143,28 @@ int run_write_files(const Run *r) {
         vocab_save(&r->src_vocab, run_path(p, sizeof p, dir, "src.vocab")) != 0 ||
         vocab_save(&r->tgt_vocab, run_path(p, sizeof p, dir, "tgt.vocab")) != 0)
         return -1;
+    /* a subword run's tokenizers are its SentencePiece models, kept beside the piece lists */
+    if (r->src_vocab.spm &&
+        (write_file_atomic(run_path(p, sizeof p, dir, "src.model"), r->src_vocab.spm_model, r->src_vocab.spm_len) != 0 ||
+         write_file_atomic(run_path(p, sizeof p, dir, "tgt.model"), r->tgt_vocab.spm_model, r->tgt_vocab.spm_len) != 0))
+        return -1;
     return 0;
+}
+
+/* One side's vocabulary: the SentencePiece model of a subword run, else the token list. */
+static int load_vocab(Run *r, Vocab *v, const char *side) {
+    char p[CONFIG_PATH_MAX + 32], name[16];
+    if (!tokenizer_is_subword(r->cfg.data.tokenizer)) {
+        snprintf(name, sizeof name, "%s.vocab", side);
+        return vocab_load(v, run_path(p, sizeof p, r->dir, name));
+    }
+    snprintf(name, sizeof name, "%s.model", side);
+    size_t len;
+    char *bytes = read_file(run_path(p, sizeof p, r->dir, name), &len);
+    if (!bytes) return -1;
+    int rc = vocab_from_spm(v, bytes, len, p);
+    free(bytes);
+    return rc;
 }
 
 int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
@@ -167,8 +188,11 @@ int run_load_config_and_vocab(Run *r, const char *dir) {
     run_path(p, sizeof p, r->dir, "config.yaml");
     if (stat(p, &st) != 0) return err_set("%s: not a run directory (no config.yaml)", r->dir);
     if (config_load(&r->cfg, p) != 0 || config_validate(&r->cfg, 0) != 0) return -1;
-    if (vocab_load(&r->src_vocab, run_path(p, sizeof p, r->dir, "src.vocab")) != 0) return -1;
-    if (vocab_load(&r->tgt_vocab, run_path(p, sizeof p, r->dir, "tgt.vocab")) != 0) return -1;
+    if (load_vocab(r, &r->src_vocab, "src") != 0) return -1;
+    if (load_vocab(r, &r->tgt_vocab, "tgt") != 0) {
+        vocab_free(&r->src_vocab);
+        return -1;
+    }
     return 0;
 }
 

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "train/train.h"
 
+#include "data/spm.h"
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,14 +58,58 @@ static uint64_t corpus_hash(const Corpus *c) {
     return h;
 }
 
-void trainer_encode(Trainer *t, int build) {
+/* A subword model for one side: the file data.spm_model names, else one trained on
+ * the text (both sides' lines for a shared model). */
+static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, char **b, int nb, Vocab *v) {
     const Config *cfg = &t->run.cfg;
-    if (build)
+    if (model_path[0]) {
+        size_t len;
+        char *bytes = read_file(model_path, &len);
+        if (!bytes) return -1;
+        int rc = vocab_from_spm(v, bytes, len, model_path);
+        free(bytes);
+        return rc;
+    }
+    const char **lines = xmalloc(sizeof(char *) * (size_t)(na + nb + 1));
+    for (int i = 0; i < na; i++) lines[i] = a[i];
+    for (int i = 0; i < nb; i++) lines[na + i] = b[i];
+    char *bytes;
+    size_t len;
+    const char *kind = cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram";
+    int rc = spm_train(lines, (size_t)(na + nb), kind, cfg->data.vocab_size, &bytes, &len);
+    free(lines);
+    if (rc != 0) return err_set("%s: data.vocab_size %d: %s", cfg->source, cfg->data.vocab_size, err_msg());
+    rc = vocab_from_spm(v, bytes, len, "the trained model");
+    free(bytes);
+    return rc;
+}
+
+static int build_subword_vocabs(Trainer *t) {
+    const Config *cfg = &t->run.cfg;
+    Corpus *c = &t->train;
+    Vocab *src = &t->run.src_vocab, *tgt = &t->run.tgt_vocab;
+    if (cfg->data.shared_vocab && !cfg->data.spm_model.src[0]) {
+        if (subword_vocab(t, "", c->src_text, c->n, c->tgt_text, c->n, src) != 0) return -1;
+        return vocab_from_spm(tgt, src->spm_model, src->spm_len, "the trained model");
+    }
+    if (subword_vocab(t, cfg->data.spm_model.src, c->src_text, c->n, NULL, 0, src) != 0) return -1;
+    const char *tgt_model = cfg->data.shared_vocab ? cfg->data.spm_model.src : cfg->data.spm_model.tgt;
+    return subword_vocab(t, tgt_model, c->tgt_text, c->n, NULL, 0, tgt);
+}
+
+int trainer_encode(Trainer *t, int build) {
+    const Config *cfg = &t->run.cfg;
+    if (build && tokenizer_is_subword(cfg->data.tokenizer)) {
+        if (build_subword_vocabs(t) != 0) return -1;
+    } else if (build) {
         corpus_build_vocabs(&t->train, cfg->data.tokenizer, cfg->data.vocab_size, cfg->data.min_freq,
                             cfg->data.shared_vocab, &t->run.src_vocab, &t->run.tgt_vocab);
-    corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
-    if (t->has_valid) corpus_encode(&t->valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab);
+    }
+    corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
+    if (t->has_valid)
+        corpus_encode(&t->valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
     t->data_hash = corpus_hash(&t->train);
+    return 0;
 }
 
 /* ---- set-up and tear-down ----------------------------------------------------------------- */

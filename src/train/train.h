@@ -61,8 +61,10 @@ typedef struct {
 /* Reads the training (valid = 0) or validation (valid = 1) corpus the config names. */
 int trainer_read(Trainer *t, int valid);
 /* Builds the vocabularies from the training corpus when build is set (else the Run's
- * loaded ones are used), then encodes both corpora. */
-void trainer_encode(Trainer *t, int build);
+ * loaded ones are used): counted words or characters, or SentencePiece models trained on
+ * the text (or read from data.spm_model); then encodes both corpora. -1 with the error set
+ * (a model file that is no model, a vocabulary size the text cannot fill). */
+int trainer_encode(Trainer *t, int build);
 /* Model, optimizer, batches, threads: everything but the weights' values (which are
  * initialised from the seed). -1: the config describes no model (error set, bad
  * input); -2: the threads could not start (error set, runtime). */

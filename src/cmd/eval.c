@@ -1,0 +1,151 @@
+/* eval: `qkv eval RUN --src F --ref F [decoding options]`: translates a test set and
+ * reports what a translation toolkit reports: BLEU and chrF (sacrebleu's defaults and
+ * signatures), exact matches, the reference's per-token NLL and perplexity under the
+ * model, the source's unknown-token rate, and speed; one JSON line goes to RUN/eval.jsonl. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "data/corpus.h"
+#include "infer/score.h"
+#include "infer/translate.h"
+#include "train/jsonout.h"
+#include "train/run.h"
+#include "util.h"
+
+typedef struct {
+    Bleu bleu;
+    BleuStats bs;
+    double chrf, exact, nll, ppl, unk_rate, seconds;
+    long long ref_tokens;
+    int n;
+} EvalResult;
+
+/* The reference's NLL under the model, over the pairs whose source is not empty. */
+static double score_references(Run *r, char **src, char **ref, int n, long long *tokens) {
+    int max = r->model.cfg.max_positions - 1, k = 0;
+    Seq *s = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *t = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        int cs = (int)strlen(src[i]) + 2 > max + 1 ? (int)strlen(src[i]) + 2 : max + 1;
+        int ct = (int)strlen(ref[i]) + 2 > max + 1 ? (int)strlen(ref[i]) + 2 : max + 1;
+        s[k].ids = xmalloc(sizeof(int) * (size_t)cs), t[k].ids = xmalloc(sizeof(int) * (size_t)ct);
+        s[k].len = encode_line(src[i], r->cfg.data.tokenizer, &r->src_vocab, s[k].ids, cs);
+        t[k].len = encode_line(ref[i], r->cfg.data.tokenizer, &r->tgt_vocab, t[k].ids, ct);
+        if (s[k].len > max) s[k].len = max;
+        if (t[k].len > max - 1) t[k].len = max - 1; /* room for the EOS */
+        if (s[k].len == 0) free(s[k].ids), free(t[k].ids);
+        else k++;
+    }
+    double nll = reference_nll(&r->model, s, t, k, tokens);
+    for (int i = 0; i < k; i++) free(s[i].ids), free(t[i].ids);
+    free(s), free(t);
+    return nll;
+}
+
+static void evaluate(Run *r, char **src, char **ref, int n, const TranslateOptions *o, EvalResult *e) {
+    double t0 = now_seconds();
+    TranslateStats st;
+    char **hyp = translate_lines(&r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, src, n, o, &st, NULL);
+    e->seconds = now_seconds() - t0;
+    ChrfStats cs = {0};
+    int exact = 0;
+    for (int i = 0; i < n; i++) {
+        bleu_add(&e->bs, hyp[i], ref[i]);
+        chrf_add(&cs, hyp[i], ref[i]);
+        exact += strcmp(hyp[i], ref[i]) == 0;
+    }
+    e->n = n;
+    e->bleu = bleu_compute(&e->bs, 0);
+    e->chrf = chrf_compute(&cs);
+    e->exact = n ? 100.0 * exact / n : 0.0;
+    e->unk_rate = st.src_tokens ? 100.0 * (double)st.src_unk / (double)st.src_tokens : 0.0;
+    e->nll = score_references(r, src, ref, n, &e->ref_tokens);
+    e->nll = e->ref_tokens ? e->nll / (double)e->ref_tokens : 0.0;
+    e->ppl = exp(e->nll);
+    free_lines(hyp, n);
+}
+
+static int append_json(const Run *r, const char *src, const char *ref, const TranslateOptions *o, const EvalResult *e) {
+    char path[CONFIG_PATH_MAX + 32];
+    run_path(path, sizeof path, r->dir, "eval.jsonl");
+    json_t *j = json_object();
+    json_put(j, "weights", json_string(r->weights));
+    json_put(j, "step", json_integer(r->meta.step));
+    json_put(j, "src", json_string(src));
+    json_put(j, "ref", json_string(ref));
+    json_put(j, "sentences", json_integer(e->n));
+    json_put(j, "beam", json_integer(o->decode.beam));
+    json_put(j, "length_penalty", json_real(o->decode.length_penalty));
+    json_put(j, "bleu", json_fmt("%.4f", e->bleu.score));
+    json_put(j, "chrf", json_fmt("%.4f", e->chrf));
+    json_put(j, "exact_match", json_fmt("%.2f", e->exact));
+    json_put(j, "nll", json_fmt("%.5f", e->nll));
+    json_put(j, "ppl", json_fmt("%.4f", e->ppl));
+    json_put(j, "unk_rate", json_fmt("%.4f", e->unk_rate));
+    json_put(j, "sentences_per_s", json_fmt("%.1f", e->seconds > 0 ? e->n / e->seconds : 0.0));
+    json_put(j, "bleu_signature", json_string(BLEU_SIGNATURE));
+    json_put(j, "chrf_signature", json_string(CHRF_SIGNATURE));
+    char *line = xcheck(json_dumps(j, JSONOUT_FLAGS));
+    json_decref(j);
+    FILE *f = fopen(path, "a");
+    int ok = f && fprintf(f, "%s\n", line) > 0;
+    ok = f && fclose(f) == 0 && ok;
+    free(line);
+    return ok ? 0 : err_set("%s: cannot append the result", path);
+}
+
+int cmd_eval(int argc, char **argv) {
+    static struct option opts[16];
+    size_t n_opts = sizeof translate_long_options / sizeof translate_long_options[0];
+    for (size_t i = 0; i < n_opts; i++) opts[i] = translate_long_options[i];
+    opts[n_opts] = (struct option){"src", required_argument, 0, 's'};
+    opts[n_opts + 1] = (struct option){"ref", required_argument, 0, 'R'};
+    TranslateOptions o = translate_defaults();
+    const char *src_path = NULL, *ref_path = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "gb:", opts, NULL)) != -1) {
+        if (c == 's') src_path = optarg;
+        else if (c == 'R') ref_path = optarg;
+        else {
+            int rc = translate_parse_option(c, optarg, &o);
+            if (rc < 0) return cmd_fail(2);
+            if (rc > 0) return 2;
+        }
+    }
+    if (optind != argc - 1 || !src_path || !ref_path)
+        return cmd_usage("qkv eval RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [--beam K | --greedy] [translate's options]");
+    o.decode.nbest = 1;
+    if (decode_check(&o.decode) != 0) return cmd_fail(2);
+    int n, nr;
+    char **src = read_file_lines(src_path, &n), **ref = src ? read_file_lines(ref_path, &nr) : NULL;
+    if (!ref) return src ? (free_lines(src, n), cmd_fail(2)) : cmd_fail(2);
+    if (n != nr) {
+        err_set("%s has %d lines, %s %d: a source and its reference must be line-aligned", src_path, n, ref_path, nr);
+        free_lines(src, n), free_lines(ref, nr);
+        return cmd_fail(2);
+    }
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(2);
+    printf("evaluating %s (%s, step %lld) on %s, %s\n", r.weights, r.which, (long long)r.meta.step, src_path,
+           o.decode.beam == 1 ? "greedy search" : "beam search");
+    EvalResult e = {0};
+    evaluate(&r, src, ref, n, &o, &e);
+    double ratio = e.bs.ref_len ? (double)e.bs.sys_len / (double)e.bs.ref_len : 0.0;
+    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n", BLEU_SIGNATURE,
+           e.bleu.score, e.bleu.precisions[0], e.bleu.precisions[1], e.bleu.precisions[2], e.bleu.precisions[3], e.bleu.bp,
+           ratio, e.bs.sys_len, e.bs.ref_len);
+    printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, e.chrf);
+    printf("exact match %.1f%% of %d; reference NLL %.4f per token (perplexity %.2f, %lld tokens); unknown source "
+           "tokens %.2f%%; %.1f sentences/s\n",
+           e.exact, e.n, e.nll, e.ppl, e.ref_tokens, e.unk_rate, e.seconds > 0 ? e.n / e.seconds : 0.0);
+    int rc = append_json(&r, src_path, ref_path, &o, &e);
+    if (rc == 0) printf("appended to %s/eval.jsonl\n", r.dir);
+    free_lines(src, n), free_lines(ref, n);
+    run_close(&r);
+    return rc == 0 ? 0 : cmd_fail(1);
+}
