@@ -19,6 +19,7 @@ static const struct {
     {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--beam K | --greedy] [--nbest N]"},
     {"eval", cmd_eval, "translate a test set and score it: qkv eval RUN --src F --ref F [--beam K | --greedy]"},
+    {"export", cmd_export, "weights for use, not resuming: qkv export RUN [--average N] --out FILE.safetensors"},
     {"score", cmd_score, "BLEU and chrF as sacrebleu computes them: qkv score HYP REF [--sentence] [--json]"},
     {"attention", cmd_attention, "attention maps of one sentence: qkv attention RUN --text \"...\" [--target \"...\"] [--out DIR]"},
     {"align", cmd_align, "word alignments from cross-attention: qkv align RUN --src F --tgt F [--gold F] [--layer L --head H]"},

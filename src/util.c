@@ -196,6 +196,32 @@ void free_lines(char **lines, int n) {
     free(lines);
 }
 
+char *hex_encode(const void *data, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = data;
+    char *s = xmalloc(2 * n + 1);
+    for (size_t i = 0; i < n; i++) s[2 * i] = digits[b[i] >> 4], s[2 * i + 1] = digits[b[i] & 15];
+    s[2 * n] = '\0';
+    return s;
+}
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int hex_decode(const char *hex, char **out, size_t *n) {
+    size_t len = strlen(hex);
+    if (len % 2) return -1;
+    char *b = xmalloc(len / 2 + 1);
+    for (size_t i = 0; i < len / 2; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return free(b), -1;
+        b[i] = (char)(hi << 4 | lo);
+    }
+    *out = b, *n = len / 2;
+    return 0;
+}
+
 int make_dirs(const char *path) {
     char tmp[4096];
     size_t n = strlen(path);

@@ -50,6 +50,10 @@ char **read_lines(FILE *f, int *n_out);
 char **read_file_lines(const char *path, int *n_out);
 void free_lines(char **lines, int n);
 
+/* Bytes as lower-case hex (malloc'd), and back (*out malloc'd; -1 on a bad digit). */
+char *hex_encode(const void *data, size_t n);
+int hex_decode(const char *hex, char **out, size_t *n);
+
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);
 

@@ -75,6 +75,30 @@ got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
 
+# ---- qkv export -----------------------------------------------------------------------
+"$QKV" export "$T/w" --out "$T/w.safetensors" >/dev/null 2>&1
+"$QKV" translate "$T/w.safetensors" --greedy <"$T/data/test.src" >"$T/exported.txt" 2>/dev/null
+cmp -s "$T/exported.txt" "$T/greedy.txt" && ok "export_translates_alone_like_the_run" || bad "export_translates_alone_like_the_run" "outputs differ"
+size_ckpt=$(stat -c %s "$T/w/ckpt/best.safetensors")
+size_exp=$(stat -c %s "$T/w.safetensors")
+((size_exp * 2 < size_ckpt)) && "$QKV" info "$T/w.safetensors" | grep -q "^exported weights" && ok "export_has_no_moments" ||
+    bad "export_has_no_moments" "$size_exp bytes vs $size_ckpt"
+"$QKV" export "$T/w" --average 3 --out "$T/avg.safetensors" >"$T/avg.log" 2>&1
+/usr/bin/python3 - "$T" <<'PY' && ok "export_average_is_the_mean" || bad "export_average_is_the_mean" "$(cat "$T/avg.log")"
+import json, struct, sys, glob
+def load(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); d = b[8 + n:]
+    name = "decoder.layers.0.cross_attn.w_q"; lo, hi = h[name]["data_offsets"]
+    return struct.unpack("<%df" % ((hi - lo) // 4), d[lo:hi])
+t = sys.argv[1]
+last3 = sorted(glob.glob(t + "/w/ckpt/step-*.safetensors"))[-3:]
+want = [sum(v) / 3 for v in zip(*[load(p) for p in last3])]
+got = load(t + "/avg.safetensors")
+assert max(abs(a - b) for a, b in zip(want, got)) < 1e-6
+PY
+expect_error "export_average_too_many" 2 "--average 9, but the run keeps 3 step checkpoints" "$QKV" export "$T/w" --average 9 --out "$T/x.safetensors"
+expect_error "export_needs_out" 2 "usage: qkv export" "$QKV" export "$T/w"
+
 # subwords: the SentencePiece models live in the run, resume is bit-exact, output is text
 sub() { # sub RUN_DIR STEPS [--set ...]: a bpe run of the same data
     local dir=$1 steps=$2
@@ -91,6 +115,9 @@ same_tensors "$T/b20/ckpt/step-000040.safetensors" "$T/b/ckpt/step-000040.safete
 "$QKV" translate "$T/b" --greedy <"$T/data/test.src" >"$T/bpe.txt" 2>/dev/null
 if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; then ok "bpe_translate_prints_text"; else
     bad "bpe_translate_prints_text" "$(head -2 "$T/bpe.txt")"; fi
+"$QKV" export "$T/b" --out "$T/b.safetensors" >/dev/null 2>&1
+"$QKV" translate "$T/b.safetensors" --greedy <"$T/data/test.src" 2>/dev/null | cmp -s - "$T/bpe.txt" && ok "bpe_export_translates_alone" ||
+    bad "bpe_export_translates_alone" "outputs differ"
 cp "$T/b/src.model" "$T/given.model"
 sub "$T/g" 10 --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model" --set data.shared_vocab=false &&
     cmp -s "$T/g/src.model" "$T/given.model" && ok "bpe_given_model_is_used" || bad "bpe_given_model_is_used" "$(tail -2 "$T/g.log")"

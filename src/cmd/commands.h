@@ -10,6 +10,7 @@ int cmd_info(int argc, char **argv);      /* info.c */
 int cmd_translate(int argc, char **argv); /* translate.c */
 int cmd_score(int argc, char **argv);     /* score.c */
 int cmd_eval(int argc, char **argv);      /* eval.c */
+int cmd_export(int argc, char **argv);    /* export.c */
 int cmd_attention(int argc, char **argv); /* attention.c */
 int cmd_align(int argc, char **argv);     /* align.c */
 int cmd_plot(int argc, char **argv);      /* plot.c */

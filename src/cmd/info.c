@@ -8,6 +8,8 @@
 #include "train/checkpoint.h"
 
 /* The model line, from the config the checkpoint carries (left out if it does not parse). */
+static const char *const tokenizer_names[] = {"word", "char", "bpe", "unigram"}; /* TOKENIZER_* */
+
 static void print_model(const CkptMeta *m) {
     Config cfg;
     config_defaults(&cfg);
@@ -15,7 +17,7 @@ static void print_model(const CkptMeta *m) {
     printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s-LN, %s embeddings; %s tokenizer; run %s\n",
            cfg.model.d_model, cfg.model.heads, cfg.model.d_ff, cfg.model.encoder_layers, cfg.model.decoder_layers,
            cfg.model.norm == NORM_PRE ? "pre" : "post", cfg.model.tie_embeddings ? "tied" : "separate",
-           cfg.data.tokenizer == TOKENIZER_CHAR ? "char" : "word", cfg.name);
+           tokenizer_names[cfg.data.tokenizer], cfg.name);
 }
 
 static void print_tensors(const CkptFile *f) {
@@ -46,6 +48,7 @@ int cmd_info(int argc, char **argv) {
     printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
     print_model(m);
     print_tensors(&f);
+    if (m->src_vocab) printf("exported weights: the config and both vocabularies are inside; translate, eval and attention take this file alone\n");
     printf("checksums: header OK, data OK\n");
     ckpt_close(&f);
     return 0;

@@ -119,11 +119,43 @@ uint64_t vocab_hash(const Vocab *v) {
     return h;
 }
 
-int vocab_save(const Vocab *v, const char *path) {
+char *vocab_text(const Vocab *v) {
     StrBuf sb = {0};
+    sb_append(&sb, "", 0);
     for (int i = 0; i < v->size; i++) sb_printf(&sb, "%s\n", v->tokens[i]);
-    int rc = write_file_atomic(path, sb.buf, sb.len);
-    sb_free(&sb);
+    return sb.buf;
+}
+
+int vocab_save(const Vocab *v, const char *path) {
+    char *text = vocab_text(v);
+    int rc = write_file_atomic(path, text, strlen(text));
+    free(text);
+    return rc;
+}
+
+int vocab_parse(Vocab *v, char *text, size_t len, const char *what) {
+    vocab_init(v);
+    int rc = 0, lineno = 0;
+    for (char *line = text; rc == 0 && line < text + len; lineno++) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl) {
+            rc = err_set("%s: last line is not terminated (truncated file?)", what);
+            break;
+        }
+        *nl = '\0';
+        if (lineno < VOCAB_N_SPECIAL) {
+            if (strcmp(line, special_names[lineno]) != 0)
+                rc = err_set("%s:%d: expected '%s', found '%.40s': not a qkv vocabulary", what, lineno + 1,
+                             special_names[lineno], line);
+        } else if (line[0] == '\0' || v->slots[find_slot(v, line, strlen(line))] >= 0) {
+            rc = err_set("%s:%d: duplicate or empty token", what, lineno + 1);
+        } else {
+            add_token(v, line, strlen(line));
+        }
+        line = nl + 1;
+    }
+    if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1) rc = err_set("%s: only %d tokens: not a trained vocabulary", what, v->size);
+    if (rc != 0) vocab_free(v);
     return rc;
 }
 
@@ -131,29 +163,8 @@ int vocab_load(Vocab *v, const char *path) {
     size_t len;
     char *text = read_file(path, &len);
     if (!text) return -1;
-    vocab_init(v);
-    int rc = 0, lineno = 0;
-    for (char *line = text; rc == 0 && line < text + len; lineno++) {
-        char *nl = memchr(line, '\n', (size_t)(text + len - line));
-        if (!nl) {
-            rc = err_set("%s: last line is not terminated (truncated file?)", path);
-            break;
-        }
-        *nl = '\0';
-        if (lineno < VOCAB_N_SPECIAL) {
-            if (strcmp(line, special_names[lineno]) != 0)
-                rc = err_set("%s:%d: expected '%s', found '%.40s': not a qkv vocabulary", path, lineno + 1,
-                             special_names[lineno], line);
-        } else if (line[0] == '\0' || v->slots[find_slot(v, line, strlen(line))] >= 0) {
-            rc = err_set("%s:%d: duplicate or empty token", path, lineno + 1);
-        } else {
-            add_token(v, line, strlen(line));
-        }
-        line = nl + 1;
-    }
+    int rc = vocab_parse(v, text, len, path);
     free(text);
-    if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1) rc = err_set("%s: only %d tokens: not a trained vocabulary", path, v->size);
-    if (rc != 0) vocab_free(v);
     return rc;
 }
 

@@ -37,6 +37,10 @@ uint64_t vocab_hash(const Vocab *v);
  * in errors. -1 with the error set (not a model, or special ids that are not qkv's). */
 int vocab_from_spm(Vocab *v, const char *bytes, size_t len, const char *what);
 
+/* The token-per-line text of the vocabulary file (malloc'd), and back: vocab_parse
+ * writes into text; what names it in errors. */
+char *vocab_text(const Vocab *v);
+int vocab_parse(Vocab *v, char *text, size_t len, const char *what);
 int vocab_save(const Vocab *v, const char *path);
 int vocab_load(Vocab *v, const char *path); /* -1 with the error set (names the file) */
 

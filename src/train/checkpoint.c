@@ -74,6 +74,8 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     meta_set(md, "optimizer", "%s", adam ? "adam" : "none");
     if (adam) meta_set(md, "adam_t", "%" PRId64, adam->t);
     json_object_set_new(md, "config", json_string(meta->config ? meta->config : ""));
+    if (meta->src_vocab) json_object_set_new(md, "src_vocab", json_string(meta->src_vocab));
+    if (meta->tgt_vocab) json_object_set_new(md, "tgt_vocab", json_string(meta->tgt_vocab));
     meta_set(md, "checksum", "%016" PRIx64, checksum64(data, data_len));
     meta_set(md, "header_checksum", "%016d", 0);
     char *header = xcheck(json_dumps(root, JSON_COMPACT));
@@ -201,6 +203,10 @@ static int parse_meta(CkptFile *f, json_t *md) {
     const char *config = meta_str(md, "config");
     if (!config) return fault(f, "metadata 'config' is missing");
     m->config = xstrdup(config);
+    const char *sv = meta_str(md, "src_vocab"), *tv = meta_str(md, "tgt_vocab");
+    if (!sv != !tv) return fault(f, "metadata has one side's vocabulary only");
+    m->src_vocab = sv ? xstrdup(sv) : NULL;
+    m->tgt_vocab = tv ? xstrdup(tv) : NULL;
     const char *opt = meta_str(md, "optimizer");
     f->has_optim = opt && strcmp(opt, "adam") == 0;
     return 0;
@@ -324,10 +330,16 @@ void ckpt_close(CkptFile *f) {
     memset(f, 0, sizeof *f);
 }
 
+CkptMeta ckpt_meta_take(CkptFile *f) {
+    CkptMeta m = f->meta;
+    f->meta.config = f->meta.src_vocab = f->meta.tgt_vocab = NULL;
+    return m;
+}
+
 void ckpt_meta_free(CkptMeta *meta) {
     if (!meta) return;
-    free(meta->config);
-    meta->config = NULL;
+    free(meta->config), free(meta->src_vocab), free(meta->tgt_vocab);
+    meta->config = meta->src_vocab = meta->tgt_vocab = NULL;
 }
 
 static const CkptTensor *find(const CkptFile *f, const char *name) {
@@ -390,8 +402,7 @@ int ckpt_load(const char *path, Model *m, Adam *adam, CkptMeta *meta) {
     if (ckpt_open(&f, path) != 0) return -1;
     int rc = ckpt_read(&f, m, adam);
     if (rc == 0 && meta) {
-        *meta = f.meta;
-        f.meta.config = NULL; /* ownership moves to the caller */
+        *meta = ckpt_meta_take(&f);
     }
     ckpt_close(&f);
     return rc;

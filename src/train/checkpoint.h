@@ -32,6 +32,9 @@ typedef struct {
     double best_valid_loss;
     uint64_t vocab_hash, data_hash;
     char *config; /* resolved config YAML; owned (malloc) when loaded */
+    /* weights exported for use (qkv export): each side's vocabulary file as text, or its
+     * SentencePiece model as hex, so the file translates on its own; NULL otherwise */
+    char *src_vocab, *tgt_vocab;
 } CkptMeta;
 
 typedef struct {
@@ -72,5 +75,7 @@ int ckpt_read(const CkptFile *f, Model *m, Adam *adam);
 int ckpt_load(const char *path, Model *m, Adam *adam, CkptMeta *meta);
 
 void ckpt_meta_free(CkptMeta *meta);
+/* The metadata of f, its strings now the caller's (ckpt_close leaves them alone). */
+CkptMeta ckpt_meta_take(CkptFile *f);
 
 #endif

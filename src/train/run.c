@@ -72,6 +72,18 @@ static int list_steps(const char *dir, long long **steps_out) {
     return n;
 }
 
+int run_step_checkpoints(const char *dir, char ***paths) {
+    long long *steps;
+    int n = list_steps(dir, &steps);
+    *paths = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        char p[CONFIG_PATH_MAX + 64];
+        (*paths)[i] = xstrdup(run_step_checkpoint(p, sizeof p, dir, steps[i]));
+    }
+    free(steps);
+    return n;
+}
+
 int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
     long long *steps;
     int count = list_steps(dir, &steps);
@@ -210,49 +222,90 @@ int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *me
     return 0;
 }
 
-int run_open(Run *r, const char *path) {
-    memset(r, 0, sizeof *r);
-    struct stat st;
-    if (stat(path, &st) != 0) return err_set("%s: %s", path, strerror(errno));
-    char dir[CONFIG_PATH_MAX];
-    if (S_ISDIR(st.st_mode)) {
-        snprintf(dir, sizeof dir, "%s", path);
+/* One side's vocabulary from exported weights: the vocabulary file's text, or the
+ * SentencePiece model in hex. */
+static int vocab_from_export(Vocab *v, const char *text, int tokenizer, const char *what) {
+    if (!tokenizer_is_subword(tokenizer)) {
+        char *copy = xstrdup(text);
+        int rc = vocab_parse(v, copy, strlen(copy), what);
+        free(copy);
+        return rc;
+    }
+    char *bytes;
+    size_t len;
+    if (hex_decode(text, &bytes, &len) != 0) return err_set("%s: not a hex-encoded model", what);
+    int rc = vocab_from_spm(v, bytes, len, what);
+    free(bytes);
+    return rc;
+}
+
+/* Exported weights carry their config and vocabularies: the Run comes from the file. */
+static int run_from_export(Run *r, const CkptFile *f, const char *path) {
+    char what[CONFIG_PATH_MAX + 32];
+    snprintf(r->dir, sizeof r->dir, "%s", path);
+    char *slash = strrchr(r->dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(r->dir, sizeof r->dir, ".");
+    config_defaults(&r->cfg);
+    if (config_parse(&r->cfg, f->meta.config, strlen(f->meta.config), path) != 0 || config_validate(&r->cfg, 0) != 0)
+        return -1;
+    snprintf(what, sizeof what, "%s: src_vocab", path);
+    if (vocab_from_export(&r->src_vocab, f->meta.src_vocab, r->cfg.data.tokenizer, what) != 0) return -1;
+    snprintf(what, sizeof what, "%s: tgt_vocab", path);
+    return vocab_from_export(&r->tgt_vocab, f->meta.tgt_vocab, r->cfg.data.tokenizer, what);
+}
+
+/* For a checkpoint file: the run it belongs to (<run>/ckpt/<file>), or the file itself
+ * when it was exported with its vocabularies. f is open afterwards (0) or closed (-1). */
+static int run_for_file(Run *r, const char *path, CkptFile *f) {
+    snprintf(r->weights, sizeof r->weights, "%s", path);
+    r->which = "given";
+    if (ckpt_open(f, path) != 0) return -1;
+    int rc;
+    if (f->meta.src_vocab) {
+        rc = run_from_export(r, f, path);
     } else {
-        /* a checkpoint lives in <run>/ckpt/ */
+        char dir[CONFIG_PATH_MAX];
         snprintf(dir, sizeof dir, "%s", path);
         for (int up = 0; up < 2; up++) {
             char *slash = strrchr(dir, '/');
             if (slash) *slash = '\0';
             else snprintf(dir, sizeof dir, "%s", up ? "." : "..");
         }
-        snprintf(r->weights, sizeof r->weights, "%s", path);
-        r->which = "given";
+        rc = run_load_config_and_vocab(r, dir);
     }
-    if (run_load_config_and_vocab(r, dir) != 0) {
+    if (rc != 0) ckpt_close(f);
+    return rc;
+}
+
+/* For a run directory: its best checkpoint, else its latest, opened into f. */
+static int run_for_dir(Run *r, const char *dir, CkptFile *f) {
+    struct stat st;
+    if (run_load_config_and_vocab(r, dir) != 0) return -1;
+    run_path(r->weights, sizeof r->weights, dir, "ckpt/best.safetensors");
+    r->which = "best";
+    if (stat(r->weights, &st) != 0) {
+        r->which = "latest";
+        if (run_latest_checkpoint(dir, r->weights, sizeof r->weights) != 0) return -1;
+    }
+    return ckpt_open(f, r->weights);
+}
+
+int run_open(Run *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    struct stat st;
+    if (stat(path, &st) != 0) return err_set("%s: %s", path, strerror(errno));
+    CkptFile f;
+    if ((S_ISDIR(st.st_mode) ? run_for_dir(r, path, &f) : run_for_file(r, path, &f)) != 0) {
         run_close(r);
         return -1;
     }
-    if (!r->which) {
-        run_path(r->weights, sizeof r->weights, dir, "ckpt/best.safetensors");
-        r->which = "best";
-        if (stat(r->weights, &st) != 0) {
-            r->which = "latest";
-            if (run_latest_checkpoint(dir, r->weights, sizeof r->weights) != 0) {
-                run_close(r);
-                return -1;
-            }
-        }
-    }
     ModelConfig mc = run_model_config(&r->cfg, r->src_vocab.size, r->tgt_vocab.size);
-    CkptFile f;
     int rc = model_init(&r->model, &mc);
-    if (rc == 0) rc = ckpt_open(&f, r->weights);
-    if (rc == 0) {
-        rc = run_check_checkpoint(r, r->weights, &f.meta);
-        if (rc == 0) rc = ckpt_read(&f, &r->model, NULL);
-        if (rc == 0) r->meta = f.meta, f.meta.config = NULL;
-        ckpt_close(&f);
-    }
+    if (rc == 0) rc = run_check_checkpoint(r, r->weights, &f.meta);
+    if (rc == 0) rc = ckpt_read(&f, &r->model, NULL);
+    if (rc == 0) r->meta = ckpt_meta_take(&f);
+    ckpt_close(&f);
     if (rc != 0) run_close(r);
     return rc;
 }

@@ -60,6 +60,8 @@ int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *me
 const char *run_path(char *buf, size_t n, const char *dir, const char *file);
 /* "<dir>/ckpt/step-%06lld.safetensors" into buf. */
 const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step);
+/* Paths of a run's step checkpoints, oldest first (free_lines(paths, n) frees them). */
+int run_step_checkpoints(const char *dir, char ***paths);
 /* The highest-step checkpoint of a run; -1 (error set) when there is none. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);
 /* Deletes step checkpoints beyond the newest `keep`, and stale .tmp files. */

@@ -295,8 +295,7 @@ int trainer_restore(Trainer *t, const char *ckpt, int *threads) {
     if (ckpt_open(&f, ckpt) != 0) return -1;
     /* the run's own checks first: they say more than a shape mismatch would */
     int ok = run_check_checkpoint(&t->run, ckpt, &f.meta) == 0 && ckpt_read(&f, &t->m, &t->adam) == 0;
-    CkptMeta meta = f.meta;
-    f.meta.config = NULL;
+    CkptMeta meta = ckpt_meta_take(&f);
     ckpt_close(&f);
     if (ok && meta.data_hash != t->data_hash)
         ok = 0, err_set("%s: the training data differs from what this checkpoint was trained on", ckpt);

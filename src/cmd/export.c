@@ -1,0 +1,83 @@
+/* export: `qkv export RUN [--average N] --out FILE.safetensors`: the weights alone, for
+ * use rather than for resuming (no Adam moments: a third of a checkpoint's size), with
+ * the config and both vocabularies (or SentencePiece models) in the metadata, so that
+ * translate, eval and attention take the file on its own. --average N writes the mean
+ * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "data/tokenize.h"
+#include "train/checkpoint.h"
+#include "train/run.h"
+#include "util.h"
+
+/* r->model's weights become the mean of the last n step checkpoints of r's run. */
+static int average_last(Run *r, int n) {
+    char **paths;
+    int have = run_step_checkpoints(r->dir, &paths), rc = 0;
+    if (have < n) {
+        free_lines(paths, have);
+        return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n, have);
+    }
+    Model tmp;
+    ModelConfig mc = r->model.cfg;
+    model_init(&tmp, &mc);
+    double *sum = xcalloc(r->model.n_params, sizeof(double));
+    for (int i = have - n; i < have && rc == 0; i++) {
+        CkptFile f;
+        rc = ckpt_open(&f, paths[i]);
+        if (rc == 0) {
+            rc = run_check_checkpoint(r, paths[i], &f.meta);
+            if (rc == 0) rc = ckpt_read(&f, &tmp, NULL);
+            if (rc == 0 && i == have - 1) ckpt_meta_free(&r->meta), r->meta = ckpt_meta_take(&f);
+            ckpt_close(&f);
+        }
+        for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) sum[k] += tmp.params[k];
+        if (rc == 0) printf("  %s\n", paths[i]);
+    }
+    for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) r->model.params[k] = (float)(sum[k] / n);
+    free(sum);
+    model_free(&tmp);
+    free_lines(paths, have);
+    return rc;
+}
+
+/* One side's vocabulary as the export stores it: the vocabulary file, or the model in hex. */
+static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->spm_model, v->spm_len) : vocab_text(v); }
+
+int cmd_export(int argc, char **argv) {
+    static const struct option opts[] = {{"average", required_argument, 0, 'a'}, {"out", required_argument, 0, 'o'}, {0}};
+    const char *out = NULL;
+    int average = 0, c;
+    while ((c = getopt_long(argc, argv, "a:o:", opts, NULL)) != -1) {
+        if (c == 'o') out = optarg;
+        else if (c == 'a') {
+            if (cmd_int("--average", "a checkpoint count from 1 to 1000", optarg, 1, 1000, &average) != 0) return cmd_fail(2);
+        } else return 2;
+    }
+    if (optind != argc - 1 || !out) return cmd_usage("qkv export RUN_DIR|CHECKPOINT [--average N] --out FILE.safetensors");
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    int rc = 0;
+    if (average > 0) {
+        printf("averaging the last %d checkpoints of %s:\n", average, r.dir);
+        rc = average_last(&r, average);
+    }
+    if (rc == 0) {
+        CkptMeta meta = r.meta;
+        meta.src_vocab = vocab_for_export(&r.src_vocab);
+        meta.tgt_vocab = vocab_for_export(&r.tgt_vocab);
+        rc = ckpt_save(out, &r.model, NULL, &meta);
+        free(meta.src_vocab), free(meta.tgt_vocab);
+    }
+    if (rc == 0)
+        printf("wrote %s: %.2fM weights of step %lld%s, config and %s vocabularies; no optimizer state\n", out,
+               (double)r.model.n_params / 1e6, (long long)r.meta.step, average > 1 ? " (averaged)" : "",
+               r.src_vocab.spm ? "SentencePiece" : "the");
+    run_close(&r);
+    return rc == 0 ? 0 : cmd_fail(2);
+}
