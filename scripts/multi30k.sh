@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make multi30k: the real-corpus recipe. Trains configs/multi30k.yaml (German -> English on
+# ../shared/corpora/multi30k, a joint BPE model trained first) into runs/multi30k, then
+# evaluates on test_2016_flickr with the default beam and with greedy search, printing
+# sacrebleu-identical BLEU and chrF with their signatures and ten translations beside
+# their references. An existing run is resumed to its configured steps, not restarted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+M30K=../shared/corpora/multi30k
+RUN=runs/multi30k
+[[ -f $M30K/train.de ]] || { echo "qkv: $M30K/train.de: the Multi30k corpus must sit in ../shared/corpora" >&2; exit 2; }
+
+if [[ -f $RUN/config.yaml ]]; then
+    echo "== resuming $RUN"
+    "$QKV" resume "$RUN"
+else
+    echo "== training configs/multi30k.yaml into $RUN"
+    "$QKV" train configs/multi30k.yaml
+fi
+
+echo
+echo "== test_2016_flickr, beam search (beam 5, length penalty 1.0)"
+"$QKV" eval "$RUN" --src $M30K/test_2016_flickr.de --ref $M30K/test_2016_flickr.en
+echo
+echo "== test_2016_flickr, greedy search"
+"$QKV" eval "$RUN" --src $M30K/test_2016_flickr.de --ref $M30K/test_2016_flickr.en --greedy
+
+echo
+echo "== ten translations beside their references"
+head -n 10 $M30K/test_2016_flickr.de >"$RUN/sample.de"
+"$QKV" translate "$RUN" <"$RUN/sample.de" >"$RUN/sample.hyp" 2>/dev/null
+paste -d'\n' "$RUN/sample.de" "$RUN/sample.hyp" <(head -n 10 $M30K/test_2016_flickr.en) /dev/null |
+    awk 'NR%4==1{print "  source:     " $0} NR%4==2{print "  qkv:        " $0} NR%4==3{print "  reference:  " $0} NR%4==0{print ""}'
