@@ -118,6 +118,17 @@ if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; t
 "$QKV" export "$T/b" --out "$T/b.safetensors" >/dev/null 2>&1
 "$QKV" translate "$T/b.safetensors" --greedy <"$T/data/test.src" 2>/dev/null | cmp -s - "$T/bpe.txt" && ok "bpe_export_translates_alone" ||
     bad "bpe_export_translates_alone" "outputs differ"
+"$QKV" attention "$T/b" --text "the old farmer sees a purple zebra" --out "$T/attb" >/dev/null 2>&1
+"$QKV" attention "$T/w" --text "the old farmer sees a purple zebra" --out "$T/attw" >/dev/null 2>&1
+/usr/bin/python3 - "$T" <<'PY' && ok "attention_labels_are_surface_words" || bad "attention_labels_are_surface_words" "see maps.json"
+import json, sys
+t = sys.argv[1]
+b = json.load(open(t + "/attb/maps.json")); w = json.load(open(t + "/attw/maps.json"))
+labels = b["source"] + b["target_in"] + b["target_out"]
+assert not any("\u2581" in x or x == "<unk>" for x in labels), labels
+assert "".join(b["source"][:-1]).replace(" ", "") == "theoldfarmerseesapurplezebra", b["source"]
+assert w["source"][:-1] == "the old farmer sees a purple zebra".split(), w["source"]
+PY
 cp "$T/b/src.model" "$T/given.model"
 sub "$T/g" 10 --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model" --set data.shared_vocab=false &&
     cmp -s "$T/g/src.model" "$T/given.model" && ok "bpe_given_model_is_used" || bad "bpe_given_model_is_used" "$(tail -2 "$T/g.log")"

@@ -82,6 +82,7 @@ int cmd_attention(int argc, char **argv) {
         free(o.ids);
     }
     attnmap_capture(&r.model, &r.src_vocab, &r.tgt_vocab, src, n_src, tgt, n_tgt, &maps);
+    attnmap_surface_labels(&maps, tok, &r.src_vocab, &r.tgt_vocab, src, text, tgt, target);
     char path[1200];
     int svgs = 0;
     rc = 1;
@@ -92,8 +93,9 @@ int cmd_attention(int argc, char **argv) {
     if (attnmap_write_html(&maps, path) != 0) goto done;
     printf("model: %s (%s, step %lld)\n", r.weights, r.which, (long long)r.meta.step);
     printf("source: %s\n%s: ", text, target ? "target (forced)" : "translation (greedy)");
-    for (int t = 0; t < n_tgt; t++) printf("%s%s", t ? " " : "", vocab_token(&r.tgt_vocab, tgt[t]));
-    printf("\n\n");
+    char *words = decode_ids(tgt, n_tgt, tok, &r.tgt_vocab);
+    printf("%s\n\n", words);
+    free(words);
     attnmap_print_terminal(&maps, stdout);
     printf("\nwrote %s/maps.json, %d SVG heatmaps and %s (open it in a browser)\n", out, svgs, path);
     rc = 0;

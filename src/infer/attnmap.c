@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "data/batch.h"
+#include "data/corpus.h"
+#include "data/tokenize.h"
 #include "util.h"
 
 static const char *kind_names[ATTN_KINDS] = {"encoder_self", "decoder_self", "cross"};
@@ -71,6 +73,66 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     for (int t = 0; t < T; t++) out->tgt_in[t] = xstrdup(vocab_token(tv, tin[t]));
     for (int t = 0; t < T; t++) out->tgt_out[t] = xstrdup(vocab_token(tv, tout[t]));
     free(s), free(tin), free(tout);
+}
+
+typedef struct {
+    char **tok;
+    int n, max;
+} Words;
+
+static void collect_word(const char *tok, size_t len, void *ctx) {
+    Words *w = ctx;
+    if (w->n >= w->max) return;
+    char *t = xmalloc(len + 1);
+    memcpy(t, tok, len);
+    t[len] = '\0';
+    w->tok[w->n++] = t;
+}
+
+static void relabel(char **label, char *text) {
+    free(*label);
+    *label = text;
+}
+
+/* Word/char vocabularies: labels 0..n-1 become the text's own tokens, when the text has
+ * exactly the tokens the ids came from. */
+static void label_words(char **labels, int n, int tokenizer, const char *text) {
+    Words w = {xmalloc(sizeof(char *) * (size_t)(n + 1)), 0, n + 1};
+    tokenize_line(tokenizer, text, collect_word, &w);
+    for (int i = 0; i < w.n; i++) {
+        if (w.n == n) relabel(&labels[i], w.tok[i]);
+        else free(w.tok[i]);
+    }
+    free(w.tok);
+}
+
+void attnmap_surface_labels(AttnMaps *a, int tokenizer, const Vocab *sv, const Vocab *tv, const int *src,
+                            const char *src_text, const int *tgt, const char *tgt_text) {
+    int n_src = a->S - 1, n_tgt = a->T - 1;
+    if (sv->spm) {
+        for (int i = 0; i < n_src; i++) relabel(&a->src[i], decode_ids(&src[i], 1, tokenizer, sv));
+    } else {
+        label_words(a->src, n_src, tokenizer, src_text);
+    }
+    if (tv->spm) {
+        for (int t = 0; t < n_tgt; t++) relabel(&a->tgt_out[t], decode_ids(&tgt[t], 1, tokenizer, tv));
+    } else if (tgt_text) {
+        label_words(a->tgt_out, n_tgt, tokenizer, tgt_text);
+    } else {
+        /* a produced <unk>: the source word the last layer's cross-attention weighs most */
+        int L = a->layers[ATTN_CROSS], S = a->S;
+        float *avg = xmalloc(sizeof(float) * (size_t)a->T * S);
+        attnmap_head_average(a, ATTN_CROSS, L - 1, avg);
+        for (int t = 0; t < n_tgt; t++) {
+            if (tgt[t] != VOCAB_UNK) continue;
+            int best = 0;
+            for (int j = 1; j < n_src; j++)
+                if (avg[(size_t)t * S + j] > avg[(size_t)t * S + best]) best = j;
+            relabel(&a->tgt_out[t], xstrdup(a->src[best]));
+        }
+        free(avg);
+    }
+    for (int t = 1; t < a->T; t++) relabel(&a->tgt_in[t], xstrdup(a->tgt_out[t - 1])); /* BOS y1 .. yn */
 }
 
 void attnmap_free(AttnMaps *a) {

@@ -31,6 +31,13 @@ typedef struct {
  * layer's and head's probabilities. */
 void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src, int n_src, const int *tgt, int n_tgt,
                      AttnMaps *out);
+/* Labels for people instead of vocabulary entries: a subword piece as the text it stands
+ * for; with word/char vocabularies the words of src_text (and of tgt_text when the target
+ * was forced), so an unknown word shows as itself; an <unk> the model produced shows as
+ * the source word its cross-attention (last layer, heads averaged) weighs most. src and
+ * tgt are the ids the maps were captured with. */
+void attnmap_surface_labels(AttnMaps *a, int tokenizer, const Vocab *sv, const Vocab *tv, const int *src,
+                            const char *src_text, const int *tgt, const char *tgt_text);
 void attnmap_free(AttnMaps *a);
 
 /* Query and key counts of a kind, and one (layer, head) map of it. */
