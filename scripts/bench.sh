@@ -58,9 +58,9 @@ for arg in sys.argv[1:]:
 q0 = rows[0][1]
 print(f"OpenBLAS {q0['corename']} kernels, {q0['threads']} threads; sgemm peak measured in this run: {q0['peak_gflops']:.1f} GFLOP/s")
 print()
-print(f"{'model':6s} {'impl':8s} {'tokens/s':>10s} {'step ms':>8s} {'GFLOP/s':>8s} {'MFU':>6s} {'RSS MB':>7s} {'decode sent/s':>14s} {'(tokens out)':>12s}")
+print(f"{'model':6s} {'impl':8s} {'tokens/s':>10s} {'step ms':>8s} {'GFLOP/s':>8s} {'MFU':>6s} {'RSS MB':>7s} {'decode sent/s':>14s} {'(tokens out)':>12s} {'beam 5 sent/s':>14s}")
 for size, q, t in rows:
-    print(f"{size:6s} {'qkv':8s} {q['tokens_per_s']:10.0f} {q['step_ms']:8.2f} {q['gflops']:8.1f} {100*q['mfu']:5.1f}% {q['peak_rss_mb']:7.1f} {q['decode_sentences_per_s']:14.1f} {q['decoded_tokens']:12d}")
+    print(f"{size:6s} {'qkv':8s} {q['tokens_per_s']:10.0f} {q['step_ms']:8.2f} {q['gflops']:8.1f} {100*q['mfu']:5.1f}% {q['peak_rss_mb']:7.1f} {q['decode_sentences_per_s']:14.1f} {q['decoded_tokens']:12d} {q['beam5_sentences_per_s']:14.1f}")
     gt = q['flops_per_step'] / (t['step_ms'] / 1e3) / 1e9
     print(f"{'':6s} {'pytorch':8s} {t['tokens_per_s']:10.0f} {t['step_ms']:8.2f} {gt:8.1f} {100*gt/q['peak_gflops']:5.1f}% {t['peak_rss_mb']:7.1f} {t['decode_sentences_per_s']:14.1f} {t['decoded_tokens']:12d}   ({t['threads']} torch thread(s), OPENBLAS_NUM_THREADS=1)")
     print(f"{'':6s} {'ratio':8s} {q['tokens_per_s']/t['tokens_per_s']:9.2f}x {'':8s} {'':8s} {'':6s} {t['peak_rss_mb']/q['peak_rss_mb']:6.1f}x {q['decode_sentences_per_s']/t['decode_sentences_per_s']:13.1f}x")

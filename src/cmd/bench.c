@@ -2,7 +2,7 @@
  *
  * In one process: the machine's sgemm rate (the ceiling), then training steps of the
  * configured model on its corpus with a per-op time breakdown, achieved GFLOP/s from the
- * counted FLOPs of every matrix product, peak RSS, and greedy decoding speed. The
+ * counted FLOPs of every matrix product, peak RSS, and greedy and beam-5 decoding speed. The
  * batches it trains on (and the sentences it decodes) can be written out so the PyTorch
  * reference (scripts/bench_torch.py) runs exactly the same work. Prints one JSON line
  * (scripts/bench.sh reads it). The set-up is the training set-up of train/train.h,
@@ -26,7 +26,8 @@
 #include "train/train.h"
 #include "util.h"
 
-/* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. */
+/* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. The
+ * one cblas_sgemm outside nn/: it measures the library itself, not a layer of the model. */
 static double sgemm_gflops(int n) {
     float *a = xmalloc(sizeof(float) * (size_t)n * n), *b = xmalloc(sizeof(float) * (size_t)n * n),
           *c = xmalloc(sizeof(float) * (size_t)n * n);
@@ -189,7 +190,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, json_t *batches)
 
 /* The result line (scripts/bench.sh and the table read these keys). */
 static void print_result(const Trainer *t, const BenchOpts *o, double peak, const TrainTimes *tr, double t_decode,
-                         int nd, long out_tokens, const char *weights) {
+                         int nd, long out_tokens, double t_beam, const char *weights) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double prof_total = 0, secs = tr->seconds;
@@ -210,6 +211,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_put(r, "decode_sentences_per_s", json_fmt("%.1f", nd / t_decode));
     json_put(r, "decoded", json_integer(nd));
     json_put(r, "decoded_tokens", json_integer(out_tokens));
+    json_put(r, "beam5_sentences_per_s", json_fmt("%.1f", nd / t_beam));
     json_put(r, "final_loss", json_fmt("%.4f", tr->loss));
     json_put(r, "arena_mb", json_fmt("%.1f", t->m.arena_floats * 4.0 / (1 << 20)));
     json_put(r, "weights", json_string(weights));
@@ -240,6 +242,12 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     double t_decode = now_seconds() - t0;
     long out_tokens = 0;
     for (int i = 0; i < nd; i++) out_tokens += out[i].len, free(out[i].ids);
+    /* beam search as translate runs it by default */
+    DecodeOptions beam = decode_defaults();
+    t0 = now_seconds();
+    decode(&t->m, dc->src, nd, &beam, out, NULL);
+    double t_beam = now_seconds() - t0;
+    for (int i = 0; i < nd; i++) free(out[i].ids);
     free(out);
     if (df) {
         json_t *src = json_array();
@@ -251,7 +259,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
         if (json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF || fclose(df) != 0)
             fprintf(stderr, "qkv: %s: write failed\n", o->dump);
     }
-    print_result(t, o, peak, tr, t_decode, nd, out_tokens, weights);
+    print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
 }
 
 /* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
