@@ -44,6 +44,7 @@ int cmd_info(int argc, char **argv) {
     printf("step %lld (epoch %lld, batch %d of the epoch), seed %lld, %d threads\n", (long long)m->step,
            (long long)m->epoch, m->batch_pos, (long long)m->seed, m->threads);
     printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
+    printf("trained for %.1fs\n", m->elapsed_s);
     print_model(m);
     print_tensors(&f);
     printf("checksums: header OK, data OK\n");

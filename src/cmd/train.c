@@ -78,8 +78,8 @@ static void on_progress(void *ctx, const TrainProgress *p) {
     if (!s->tty || !(now - s->t_draw > 0.1 || p->log_now)) return;
     char eta[32];
     format_duration(eta, sizeof eta, p->eta_s);
-    printf("\r\033[Kstep %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)p->step, p->steps, p->loss,
-           p->tokens_per_s, p->lr, eta);
+    printf("\r\033[Kstep %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)p->step, p->steps,
+           p->epoch, p->loss, p->tokens_per_s, p->lr, eta);
     fflush(stdout);
     s->t_draw = now;
 }
@@ -87,12 +87,13 @@ static void on_progress(void *ctx, const TrainProgress *p) {
 /* On a terminal only validation steps and the last keep a line; elsewhere every log step. */
 static void on_log(void *ctx, const TrainProgress *p) {
     Screen *s = ctx;
-    char vbuf[64] = "";
+    char vbuf[96] = "", eta[32];
     if (p->validated) snprintf(vbuf, sizeof vbuf, "  valid %.4f (ppl %.2f)", p->valid_loss, exp(p->valid_loss));
+    format_duration(eta, sizeof eta, p->eta_s);
     if (s->tty) printf("\r\033[K");
     if (!s->tty || p->validated || p->step == p->steps)
-        printf("step %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  %.1fs%s\n", (long long)p->step, p->steps, p->loss,
-               p->tokens_per_s, p->lr, p->elapsed_s, vbuf);
+        printf("step %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  %.1fs  ETA %s%s\n", (long long)p->step, p->steps,
+               p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta, vbuf);
     fflush(stdout);
 }
 

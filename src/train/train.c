@@ -187,7 +187,8 @@ static int checkpoint(Trainer *t) {
     free(text);
     CkptMeta meta = {.step = t->step, .epoch = t->tb.epoch, .batch_pos = t->tb.pos, .seed = cfg->seed,
                      .threads = cfg->train.threads, .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
-                     .best_valid_loss = t->best_valid, .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
+                     .best_valid_loss = t->best_valid, .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
+                     .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
                      .data_hash = t->data_hash, .config = config_text.buf};
     run_step_checkpoint(path, sizeof path, cfg->run_dir, t->step);
     int rc = ckpt_save(path, &t->m, &t->adam, &meta);
@@ -207,7 +208,8 @@ static void redraw_curves(Trainer *t, const TrainReporter *r) {
 }
 
 /* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
- * "elapsed_s": ..[, "valid_loss": .., "valid_ppl": ..]}. */
+ * "elapsed_s": .., "epoch": ..[, "valid_loss": .., "valid_ppl": ..]}.
+ * New keys go last: readers that match the line's start keep working. */
 static void write_metrics(FILE *f, const TrainProgress *p) {
     json_t *o = json_object();
     json_put(o, "step", json_integer(p->step));
@@ -215,6 +217,7 @@ static void write_metrics(FILE *f, const TrainProgress *p) {
     json_put(o, "lr", json_fmt("%.6e", p->lr));
     json_put(o, "tokens_per_s", json_fmt("%.1f", p->tokens_per_s));
     json_put(o, "elapsed_s", json_fmt("%.3f", p->elapsed_s));
+    json_put(o, "epoch", json_fmt("%.4f", p->epoch));
     if (p->validated) {
         json_put(o, "valid_loss", json_fmt("%.6f", p->valid_loss));
         json_put(o, "valid_ppl", json_fmt("%.4f", exp(p->valid_loss)));
@@ -239,6 +242,9 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     int tokens, steps = cfg->train.steps;
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr);
     int64_t step = t->step;
+    /* read once: a signal arriving later is seen after the next step, never between
+     * this step's validation and its checkpoint */
+    t->stopping = stop_signal;
     if (!isfinite(loss)) {
         err_set("loss is %g at step %lld: training diverged (lower the learning rate)", loss, (long long)step);
         return TRAIN_DIVERGED;
@@ -246,10 +252,13 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     acc->loss += loss, acc->n++, acc->tokens += tokens;
     double now = now_seconds(), elapsed = now - acc->t0;
     TrainProgress p = {.step = step, .steps = steps, .loss = loss, .tokens_per_s = acc->tokens / fmax(now - acc->t_log, 1e-9),
-                       .lr = lr, .elapsed_s = elapsed,
+                       .lr = lr, .elapsed_s = t->elapsed_before + elapsed,
+                       .epoch = (double)t->tb.epoch + (double)t->tb.pos / (double)t->tb.n_batches,
                        .eta_s = elapsed / (double)(step - acc->first + 1) * (double)(steps - step),
                        .log_now = step % cfg->train.log_every == 0 || step == steps};
-    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps);
+    /* a stop validates too: best.safetensors must know the last checkpoint, and the
+     * metrics must show the validation it was judged by */
+    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps || t->stopping);
     r->progress(r->ctx, &p);
     if (p.log_now || valid_now) {
         p.loss = acc->loss / (double)acc->n;
@@ -260,7 +269,7 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
     }
-    if (step % cfg->train.checkpoint_every == 0 || step == steps || stop_signal)
+    if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping)
         if (checkpoint(t) != 0) return TRAIN_CKPT_FAILED;
     return TRAIN_DONE;
 }
@@ -271,17 +280,17 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     LoopAcc acc = {.first = t->step + 1};
-    acc.t0 = acc.t_log = now_seconds();
+    acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;
-    while (t->step < t->run.cfg.train.steps && !stop_signal && end == TRAIN_DONE) end = one_step(t, r, &acc);
+    while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
-    t->stop_signal = stop_signal;
+    t->stop_signal = t->stopping;
     if (end != TRAIN_DONE) return end;
     if (ferror(t->metrics)) {
         err_set("%s/metrics.jsonl: write failed", t->run.cfg.run_dir);
         return TRAIN_WRITE_FAILED;
     }
-    return stop_signal ? TRAIN_STOPPED : TRAIN_DONE;
+    return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;
 }
 
 int trainer_open_metrics(Trainer *t, int append) {
@@ -306,6 +315,7 @@ int trainer_restore(Trainer *t, const char *ckpt, int *threads) {
         *threads = meta.threads;
         t->step = meta.step;
         t->best_valid = meta.best_valid_loss;
+        t->elapsed_before = meta.elapsed_s;
         batcher_seek(&t->tb, meta.epoch, meta.batch_pos);
     }
     ckpt_meta_free(&meta);

@@ -52,6 +52,9 @@ typedef struct {
     int64_t step; /* steps done */
     double last_valid, best_valid;
     int64_t last_valid_step;
+    double elapsed_before; /* training seconds of the run before this process (checkpoint) */
+    double t0;             /* when this process' loop started */
+    int stopping;          /* a signal arrived before this step's bookkeeping: validate, checkpoint, stop */
     uint64_t data_hash;
     FILE *metrics;
     int stop_signal; /* after trainer_run: the signal that stopped it, else 0 */
@@ -83,8 +86,9 @@ typedef struct {
     int steps;
     double loss;         /* this step's loss; for a log, the mean since the last log */
     double tokens_per_s; /* since the last log */
-    double lr, elapsed_s;
-    double eta_s;        /* progress only */
+    double lr, elapsed_s; /* elapsed_s: training time of the whole run, across resumes */
+    double epoch;         /* epochs of data seen: the batcher's epoch + position / batches per epoch */
+    double eta_s;        /* at this session's pace */
     int log_now;         /* progress only: a log follows this step */
     int validated;       /* log only: valid_loss holds this step's validation loss */
     double valid_loss;
