@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training progress as a user reads it: epoch and elapsed time in metrics.jsonl (the time
-# going on across a resume) and the validation of a SIGINT stop logged. Ends with
-# "N passed, N failed".
+# going on across a resume), the validation of a SIGINT stop logged, validation BLEU with
+# sample translations, and best.safetensors chosen by BLEU. Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -61,5 +61,39 @@ if [[ -n $stopped ]] && grep -q "^{\"step\": $stopped, .*\"valid_loss\": [0-9.]*
 else
     bad "sigint_stop_logs_its_validation" "stopped after ${stopped:-?}; last line $last"
 fi
+
+# ---- validation BLEU -----------------------------------------------------------------------
+dir="$T/bleu"
+"$QKV" train "$T/p.yaml" --set run_dir="$dir" --set train.steps=60 --set train.valid_bleu=true \
+    --set train.best_by=bleu >"$dir.log" 2>&1
+rc=$?
+bleus=$(sed -n 's/.*"valid_bleu": \([0-9.]*\).*/\1/p' "$dir/metrics.jsonl" | tr '\n' ' ')
+if [[ $rc -eq 0 && $(wc -w <<<"$bleus") -eq 3 ]] && awk -v b="$bleus" 'BEGIN { n = split(b, v, " "); for (i = 1; i <= n; i++) if (v[i] < 0 || v[i] > 100) exit 1 }'; then
+    ok "valid_bleu_logged_in_range"
+else
+    bad "valid_bleu_logged_in_range" "exit $rc; BLEU '$bleus'; $(tail -2 "$dir.log")"
+fi
+# three samples after each validation line, the same source lines each time
+if [[ $(grep -c "^  src: " "$dir.log") -eq 9 && $(grep -c "^  ref: " "$dir.log") -eq 9 && $(grep -c "^  hyp: " "$dir.log") -eq 9 ]] &&
+    grep -A1 "^step 20/60 .*BLEU [0-9.]*$" "$dir.log" | grep -q "^  src: $(head -1 "$T/data/valid.src")$"; then
+    ok "valid_bleu_prints_samples"
+else
+    bad "valid_bleu_prints_samples" "$(head -20 "$dir.log")"
+fi
+best_step=$("$QKV" info "$dir/ckpt/best.safetensors" | sed -n 's/^step \([0-9]*\) .*/\1/p')
+top=$(sed -n 's/.*"step": \([0-9]*\),.*"valid_bleu": \([0-9.]*\).*/\2 \1/p' "$dir/metrics.jsonl" | sort -s -k1,1gr | head -1)
+# the first validation reaching the highest BLEU (a tie does not replace the best)
+first_top=$(sed -n 's/.*"step": \([0-9]*\),.*"valid_bleu": \([0-9.]*\).*/\2 \1/p' "$dir/metrics.jsonl" |
+    awk -v m="${top%% *}" '$1 == m { print $2; exit }')
+[[ -n $best_step && $best_step == "$first_top" ]] && ok "best_by_bleu_keeps_the_highest_bleu" ||
+    bad "best_by_bleu_keeps_the_highest_bleu" "best at step $best_step, highest BLEU at $first_top"
+
+# ---- config errors ---------------------------------------------------------------------------
+expect_error "best_by_bleu_needs_valid_bleu" 2 "^qkv: --set train.best_by: train.best_by: bleu needs train.valid_bleu: true$" \
+    "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set train.best_by=bleu
+printf 'data:\n  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}\ntrain:\n  best_by: bleu\n' "$T" "$T" >"$T/b.yaml"
+expect_error "best_by_bleu_needs_valid_bleu_in_file" 2 "^qkv: $T/b.yaml:4:12: train.best_by: bleu needs train.valid_bleu: true$" \
+    "$QKV" train "$T/b.yaml" --set run_dir="$T/nope"
+[[ ! -e $T/nope ]] && ok "refused_config_makes_no_run" || bad "refused_config_makes_no_run" "$T/nope exists"
 
 finish

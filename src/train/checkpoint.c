@@ -69,6 +69,8 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     meta_set(md, "threads", "%d", meta->threads);
     meta_set(md, "valid_loss", "%.17g", meta->valid_loss);
     meta_set(md, "best_valid_loss", "%.17g", meta->best_valid_loss);
+    meta_set(md, "valid_bleu", "%.17g", meta->valid_bleu);
+    meta_set(md, "best_valid_bleu", "%.17g", meta->best_valid_bleu);
     meta_set(md, "elapsed_s", "%.17g", meta->elapsed_s);
     meta_set(md, "vocab_hash", "%016" PRIx64, meta->vocab_hash);
     meta_set(md, "data_hash", "%016" PRIx64, meta->data_hash);
@@ -207,7 +209,9 @@ static int parse_meta(CkptFile *f, json_t *md) {
     m->threads = (int)v;
     if (meta_float(f, md, "valid_loss", &m->valid_loss) || meta_float(f, md, "best_valid_loss", &m->best_valid_loss))
         return -1;
-    if (meta_float_opt(f, md, "elapsed_s", 0.0, &m->elapsed_s))
+    if (meta_float_opt(f, md, "valid_bleu", NAN, &m->valid_bleu) ||
+        meta_float_opt(f, md, "best_valid_bleu", NAN, &m->best_valid_bleu) ||
+        meta_float_opt(f, md, "elapsed_s", 0.0, &m->elapsed_s))
         return -1;
     if (meta_hex(f, md, "vocab_hash", &m->vocab_hash) || meta_hex(f, md, "data_hash", &m->data_hash)) return -1;
     const char *config = meta_str(md, "config");

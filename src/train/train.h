@@ -51,6 +51,7 @@ typedef struct {
     TrainStep ts;
     int64_t step; /* steps done */
     double last_valid, best_valid;
+    double last_bleu, best_bleu; /* NAN until train.valid_bleu computes one */
     int64_t last_valid_step;
     double elapsed_before; /* training seconds of the run before this process (checkpoint) */
     double t0;             /* when this process' loop started */
@@ -92,6 +93,7 @@ typedef struct {
     int log_now;         /* progress only: a log follows this step */
     int validated;       /* log only: valid_loss holds this step's validation loss */
     double valid_loss;
+    double valid_bleu;   /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
 } TrainProgress;
 
 typedef struct {
@@ -99,6 +101,11 @@ typedef struct {
     void (*progress)(void *ctx, const TrainProgress *p); /* after every step */
     void (*log)(void *ctx, const TrainProgress *p);      /* at log steps, after metrics.jsonl has them */
     void (*warn)(void *ctx, const char *msg);            /* a fault training goes on after */
+    /* With train.valid_bleu: corpus BLEU (0..100) of m's greedy translations of the
+     * validation set, at each validation. It lives with the command because decoding is
+     * infer/'s, which this layer may not call. NAN when it cannot be computed (the
+     * callback has warned); NULL: BLEU is never computed. Must leave m's weights alone. */
+    double (*valid_bleu)(void *ctx, Model *m);
 } TrainReporter;
 
 typedef enum {
