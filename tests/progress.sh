@@ -87,6 +87,7 @@ first_top=$(sed -n 's/.*"step": \([0-9]*\),.*"valid_bleu": \([0-9.]*\).*/\2 \1/p
     awk -v m="${top%% *}" '$1 == m { print $2; exit }')
 [[ -n $best_step && $best_step == "$first_top" ]] && ok "best_by_bleu_keeps_the_highest_bleu" ||
     bad "best_by_bleu_keeps_the_highest_bleu" "best at step $best_step, highest BLEU at $first_top"
+grep -q "validation BLEU" "$dir/curves.svg" && ok "curves_svg_draws_bleu" || bad "curves_svg_draws_bleu" "no BLEU panel"
 
 # ---- config errors ---------------------------------------------------------------------------
 expect_error "best_by_bleu_needs_valid_bleu" 2 "^qkv: --set train.best_by: train.best_by: bleu needs train.valid_bleu: true$" \
