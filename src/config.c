@@ -74,6 +74,8 @@ static const KeySpec keys[] = {
     INT("train.checkpoint_every", train.checkpoint_every, 1, 2000000000),
     INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1000),
     INT("train.threads", train.threads, 1, 256),
+    BOOL("train.valid_bleu", train.valid_bleu),
+    ENUM("train.best_by", train.best_by, "loss", "bleu"),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -124,6 +126,8 @@ void config_defaults(Config *c) {
     c->train.checkpoint_every = 500;
     c->train.keep_checkpoints = 3;
     c->train.threads = 2;
+    c->train.valid_bleu = 0;
+    c->train.best_by = BEST_BY_LOSS;
 }
 
 /* Edit distance, to suggest the key the user probably meant. */
@@ -344,6 +348,8 @@ int config_validate(Config *c, int check_files) {
     if (c->model.d_model % c->model.heads != 0)
         return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)", where_is(c, "model.d_model", w, sizeof w),
                        c->model.d_model, c->model.heads);
+    if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
+        return err_set("%s: train.best_by: bleu needs train.valid_bleu: true", where_is(c, "train.best_by", w, sizeof w));
     if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
     for (const char *p = c->name; *p; p++)
         if (*p == '/' || *p == '\n') return err_set("%s: name: '%s' must not contain '/' or newlines", where_is(c, "name", w, sizeof w), c->name);

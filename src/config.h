@@ -16,6 +16,7 @@
 #define CONFIG_PATH_MAX 1024
 
 enum { NORM_POST, NORM_PRE };
+enum { BEST_BY_LOSS, BEST_BY_BLEU }; /* train.best_by: what best.safetensors is best at */
 
 typedef struct {
     char src[CONFIG_PATH_MAX], tgt[CONFIG_PATH_MAX];
@@ -49,6 +50,7 @@ typedef struct {
         } adam;
         double clip_norm, label_smoothing;
         int log_every, valid_every, checkpoint_every, keep_checkpoints, threads;
+        int valid_bleu, best_by;
     } train;
     /* where each key was set, for errors found after parsing (index = key table order) */
     char source[CONFIG_PATH_MAX];

@@ -1,5 +1,6 @@
 /* Checkpoints: exact round trip, and every kind of damage rejected with one message
  * naming the file, never a crash and never a partly loaded model. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +26,7 @@ static void save_one(Saved *s, uint64_t seed) {
     for (size_t i = 0; i < s->m.n_params; i++) s->adam.m[i] = rng_normal(&r), s->adam.v[i] = (float)rng_uniform(&r);
     snprintf(s->path, sizeof s->path, "/tmp/qkv-ckpt-test-%d-%llu.safetensors", (int)getpid(), (unsigned long long)seed);
     CkptMeta meta = {.step = 42, .epoch = 3, .batch_pos = 7, .seed = 9, .threads = 2, .valid_loss = 1.5,
-                     .best_valid_loss = 1.25, .vocab_hash = 0xABCDEF, .data_hash = 0x123456, .config = "name: x\n"};
+                     .best_valid_loss = 1.25, .valid_bleu = NAN, .best_valid_bleu = 12.5, .elapsed_s = 3.25, .vocab_hash = 0xABCDEF, .data_hash = 0x123456, .config = "name: x\n"};
     if (ckpt_save(s->path, &s->m, &s->adam, &meta) != 0) abort();
 }
 
@@ -48,6 +49,7 @@ static void test_round_trip(void) {
     CHECK(memcmp(a.m, s.adam.m, 4 * m.n_params) == 0 && memcmp(a.v, s.adam.v, 4 * m.n_params) == 0, "moments differ");
     CHECK(meta.step == 42 && a.t == 42 && meta.epoch == 3 && meta.batch_pos == 7 && meta.seed == 9 && meta.threads == 2,
           "cursor or counters differ");
+    CHECK(isnan(meta.valid_bleu) && meta.best_valid_bleu == 12.5 && meta.elapsed_s == 3.25, "BLEU or elapsed time differ");
     CHECK(meta.best_valid_loss == 1.25 && meta.vocab_hash == 0xABCDEF && meta.data_hash == 0x123456 &&
               strcmp(meta.config, "name: x\n") == 0,
           "metadata differs");

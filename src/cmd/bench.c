@@ -231,7 +231,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     char weights[1100] = "";
     if (df) {
         snprintf(weights, sizeof weights, "%s.safetensors", o->dump);
-        CkptMeta meta = {.valid_loss = NAN, .best_valid_loss = NAN, .config = ""};
+        CkptMeta meta = {.valid_loss = NAN, .best_valid_loss = NAN, .valid_bleu = NAN, .best_valid_bleu = NAN, .config = ""};
         if (ckpt_save(weights, &t->m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
     }
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */

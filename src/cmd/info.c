@@ -1,4 +1,5 @@
 /* info: `qkv info CHECKPOINT`, what a checkpoint holds, after verifying all of it. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,6 +47,9 @@ int cmd_info(int argc, char **argv) {
     printf("step %lld (epoch %lld, batch %d of the epoch), seed %lld, %d threads\n", (long long)m->step,
            (long long)m->epoch, m->batch_pos, (long long)m->seed, m->threads);
     printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
+    if (!isnan(m->valid_bleu) || !isnan(m->best_valid_bleu))
+        printf("validation BLEU %.2f at this step, best %.2f\n", m->valid_bleu, m->best_valid_bleu);
+    printf("trained for %.1fs\n", m->elapsed_s);
     print_model(m);
     print_tensors(&f);
     if (m->src_vocab) printf("exported weights: the config and both vocabularies are inside; translate, eval and attention take this file alone\n");

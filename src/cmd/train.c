@@ -2,17 +2,21 @@
  *
  * Drives the phases of a Trainer (train/train.h) and does all the printing: the data,
  * vocabulary and model summaries, the live progress line on a terminal, a line per log
- * step, warnings, and how the run ended. */
+ * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
+ * validation set for the loop (which may not call infer/) and shows sample translations. */
 #include <cblas.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "config.h"
+#include "infer/score.h"
+#include "infer/translate.h"
 #include "train/run.h"
 #include "train/train.h"
 #include "util.h"
@@ -60,9 +64,19 @@ static int setup(Trainer *t) {
     return 0;
 }
 
+#define N_SAMPLES 3
+
 typedef struct {
     int tty;       /* stdout is a terminal: a live progress line, redrawn in place */
     double t_draw; /* when it was last drawn */
+    Trainer *t;
+    /* train.valid_bleu: the validation files as written, read again here rather than
+     * kept by the Corpus (which frees its text once encoded, and drops pairs over
+     * max_len): BLEU is then that of every line, the figure `qkv eval --greedy` prints */
+    char **vsrc, **vref;
+    int vn;
+    int n_samples, sample_line[N_SAMPLES]; /* lines shown at each validation: the same ones, */
+    char *sample_hyp[N_SAMPLES];           /* to watch them change; their last translations */
 } Screen;
 
 static void format_duration(char *buf, size_t n, double s) {
@@ -78,21 +92,27 @@ static void on_progress(void *ctx, const TrainProgress *p) {
     if (!s->tty || !(now - s->t_draw > 0.1 || p->log_now)) return;
     char eta[32];
     format_duration(eta, sizeof eta, p->eta_s);
-    printf("\r\033[Kstep %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)p->step, p->steps, p->loss,
-           p->tokens_per_s, p->lr, eta);
+    printf("\r\033[Kstep %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  ETA %s", (long long)p->step, p->steps,
+           p->epoch, p->loss, p->tokens_per_s, p->lr, eta);
     fflush(stdout);
     s->t_draw = now;
 }
 
-/* On a terminal only validation steps and the last keep a line; elsewhere every log step. */
+/* On a terminal only validation steps and the last keep a line; elsewhere every log step.
+ * The samples of a validation with BLEU follow its line. */
 static void on_log(void *ctx, const TrainProgress *p) {
     Screen *s = ctx;
-    char vbuf[64] = "";
+    char vbuf[96] = "", eta[32];
+    int bleu = p->validated && !isnan(p->valid_bleu);
     if (p->validated) snprintf(vbuf, sizeof vbuf, "  valid %.4f (ppl %.2f)", p->valid_loss, exp(p->valid_loss));
+    if (bleu) snprintf(vbuf + strlen(vbuf), sizeof vbuf - strlen(vbuf), "  BLEU %.2f", p->valid_bleu);
+    format_duration(eta, sizeof eta, p->eta_s);
     if (s->tty) printf("\r\033[K");
     if (!s->tty || p->validated || p->step == p->steps)
-        printf("step %lld/%d  loss %.4f  %.0f tok/s  lr %.2e  %.1fs%s\n", (long long)p->step, p->steps, p->loss,
-               p->tokens_per_s, p->lr, p->elapsed_s, vbuf);
+        printf("step %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  %.1fs  ETA %s%s\n", (long long)p->step, p->steps,
+               p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta, vbuf);
+    for (int k = 0; bleu && k < s->n_samples; k++)
+        printf("  src: %s\n  ref: %s\n  hyp: %s\n", s->vsrc[s->sample_line[k]], s->vref[s->sample_line[k]], s->sample_hyp[k]);
     fflush(stdout);
 }
 
@@ -101,18 +121,59 @@ static void on_warn(void *ctx, const char *msg) {
     fprintf(stderr, "qkv: warning: %s\n", msg);
 }
 
-/* Runs the loop and says how it ended; returns the exit status. */
-static int run_loop(Trainer *t) {
-    Screen screen = {isatty(STDOUT_FILENO), 0};
-    TrainReporter rep = {&screen, on_progress, on_log, on_warn};
-    TrainEnd end = trainer_run(t, &rep);
+/* ---- BLEU at validation ------------------------------------------------------------ */
+
+/* The validation files for train.valid_bleu; -1 with the error set. */
+static int read_valid_text(Screen *s) {
+    const Config *cfg = &s->t->run.cfg;
+    int n_ref;
+    s->vsrc = read_file_lines(cfg->data.valid.src, &s->vn);
+    if (!s->vsrc) return -1;
+    s->vref = read_file_lines(cfg->data.valid.tgt, &n_ref);
+    if (!s->vref) return -1;
+    if (n_ref != s->vn)
+        return err_set("%s: %d lines, but %s has %d", cfg->data.valid.tgt, n_ref, cfg->data.valid.src, s->vn);
+    s->n_samples = s->vn < N_SAMPLES ? s->vn : N_SAMPLES;
+    for (int k = 0; k < s->n_samples; k++) s->sample_line[k] = (int)((long long)k * s->vn / s->n_samples);
+    return 0;
+}
+
+static void screen_free(Screen *s) {
+    if (s->vsrc) free_lines(s->vsrc, s->vn);
+    if (s->vref) free_lines(s->vref, s->vn);
+    for (int k = 0; k < s->n_samples; k++) free(s->sample_hyp[k]);
+}
+
+/* Greedy translations of the validation set, scored as `qkv score` scores them. */
+static double on_valid_bleu(void *ctx, Model *m) {
+    Screen *s = ctx;
+    const Run *run = &s->t->run;
+    TranslateOptions o = translate_defaults();
+    o.decode.beam = 1, o.decode.nbest = 1;
+    TranslateStats st;
+    char **hyp = translate_lines(m, run->cfg.data.tokenizer, &run->src_vocab, &run->tgt_vocab, s->vsrc, s->vn, &o, &st,
+                                 NULL);
+    BleuStats bs = {0};
+    for (int i = 0; i < s->vn; i++) bleu_add(&bs, hyp[i], s->vref[i]);
+    for (int k = 0; k < s->n_samples; k++) {
+        free(s->sample_hyp[k]);
+        s->sample_hyp[k] = xstrdup(hyp[s->sample_line[k]]);
+    }
+    free_lines(hyp, s->vn);
+    return bleu_compute(&bs, 0).score;
+}
+
+/* ---- the loop ------------------------------------------------------------------------- */
+
+/* Says how the loop ended; returns the exit status. */
+static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     const Config *cfg = &t->run.cfg;
     if (end == TRAIN_DIVERGED || end == TRAIN_CKPT_FAILED) {
-        fprintf(stderr, "%sqkv: %s\n", screen.tty ? "\n" : "", err_msg());
+        fprintf(stderr, "%sqkv: %s\n", screen->tty ? "\n" : "", err_msg());
         if (end == TRAIN_CKPT_FAILED) fprintf(stderr, "qkv: stopping: training cannot go on without checkpoints\n");
         return 1;
     }
-    if (screen.tty) printf("\r\033[K");
+    if (screen->tty) printf("\r\033[K");
     if (end == TRAIN_WRITE_FAILED) return cmd_fail(1);
     char last[CONFIG_PATH_MAX + 64];
     run_step_checkpoint(last, sizeof last, cfg->run_dir, t->step);
@@ -122,6 +183,17 @@ static int run_loop(Trainer *t) {
     else
         printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds, last);
     return 0;
+}
+
+/* Runs the loop and says how it ended; returns the exit status. */
+static int run_loop(Trainer *t) {
+    Screen screen = {.tty = isatty(STDOUT_FILENO), .t = t};
+    TrainReporter rep = {&screen, on_progress, on_log, on_warn, on_valid_bleu};
+    int rc;
+    if (t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) rc = cmd_fail(2);
+    else rc = report_end(t, &screen, trainer_run(t, &rep));
+    screen_free(&screen);
+    return rc;
 }
 
 /* ---- the two commands -------------------------------------------------------------- */

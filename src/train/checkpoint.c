@@ -69,6 +69,9 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     meta_set(md, "threads", "%d", meta->threads);
     meta_set(md, "valid_loss", "%.17g", meta->valid_loss);
     meta_set(md, "best_valid_loss", "%.17g", meta->best_valid_loss);
+    meta_set(md, "valid_bleu", "%.17g", meta->valid_bleu);
+    meta_set(md, "best_valid_bleu", "%.17g", meta->best_valid_bleu);
+    meta_set(md, "elapsed_s", "%.17g", meta->elapsed_s);
     meta_set(md, "vocab_hash", "%016" PRIx64, meta->vocab_hash);
     meta_set(md, "data_hash", "%016" PRIx64, meta->data_hash);
     meta_set(md, "optimizer", "%s", adam ? "adam" : "none");
@@ -143,6 +146,15 @@ static int meta_float(CkptFile *f, json_t *md, const char *key, double *out) {
     return 0;
 }
 
+/* A key older checkpoints lack: missing gives dflt, present must parse. */
+static int meta_float_opt(CkptFile *f, json_t *md, const char *key, double dflt, double *out) {
+    if (!json_object_get(md, key)) {
+        *out = dflt;
+        return 0;
+    }
+    return meta_float(f, md, key, out);
+}
+
 static int by_begin(const void *a, const void *b) {
     const CkptTensor *x = a, *y = b;
     return x->begin < y->begin ? -1 : x->begin > y->begin;
@@ -198,6 +210,10 @@ static int parse_meta(CkptFile *f, json_t *md) {
     if (v > INT_MAX) return fault(f, "metadata 'threads' is out of range");
     m->threads = (int)v;
     if (meta_float(f, md, "valid_loss", &m->valid_loss) || meta_float(f, md, "best_valid_loss", &m->best_valid_loss))
+        return -1;
+    if (meta_float_opt(f, md, "valid_bleu", NAN, &m->valid_bleu) ||
+        meta_float_opt(f, md, "best_valid_bleu", NAN, &m->best_valid_bleu) ||
+        meta_float_opt(f, md, "elapsed_s", 0.0, &m->elapsed_s))
         return -1;
     if (meta_hex(f, md, "vocab_hash", &m->vocab_hash) || meta_hex(f, md, "data_hash", &m->data_hash)) return -1;
     const char *config = meta_str(md, "config");

@@ -6,7 +6,7 @@
  * [begin, end]} (relative to the data section). Model weights keep their table names;
  * Adam's moments are "optim.m.<name>" and "optim.v.<name>". "__metadata__" (string ->
  * string) holds the format, step, data cursor, RNG description, resolved config,
- * vocabulary and data hashes, validation losses, a checksum of the data section and a
+ * vocabulary and data hashes, validation losses and BLEU, the run's elapsed time, a checksum of the data section and a
  * checksum of the header itself (computed with its own 16 hex digits zeroed).
  *
  * Loading verifies the whole file (both checksums, bounds, overlaps, dtypes, shapes,
@@ -30,6 +30,8 @@ typedef struct {
     int threads;       /* OpenBLAS threads used (resume is bit-exact with the same count) */
     double valid_loss; /* at this step, NAN if not validated */
     double best_valid_loss;
+    double valid_bleu, best_valid_bleu; /* the same for BLEU, NAN when not computed */
+    double elapsed_s;  /* training time of the run so far, across resumes (0 in older files) */
     uint64_t vocab_hash, data_hash;
     char *config; /* resolved config YAML; owned (malloc) when loaded */
     /* weights exported for use (qkv export): each side's vocabulary file as text, or its

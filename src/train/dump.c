@@ -84,7 +84,7 @@ int dump_grads(const char *run_path_arg, const char *out_dir, int batch_index) {
     /* the gradients, written as if they were weights: same names, same layout */
     Model view = *m;
     view.params = m->grads;
-    CkptMeta meta = {.step = r.meta.step, .valid_loss = NAN, .best_valid_loss = NAN, .config = r.meta.config};
+    CkptMeta meta = {.step = r.meta.step, .valid_loss = NAN, .best_valid_loss = NAN, .valid_bleu = NAN, .best_valid_bleu = NAN, .config = r.meta.config};
     char path[2048];
     snprintf(path, sizeof path, "%s/grads.safetensors", out_dir);
     if (ckpt_save(path, &view, NULL, &meta) != 0) {

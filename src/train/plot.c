@@ -1,5 +1,7 @@
 /* plot: the training curves of a run as an SVG picture, from its metrics.jsonl.
- * Training loss and validation loss against the step, on shared axes with ticks. */
+ * Training loss and validation loss against the step, on shared axes with ticks; when
+ * the run logs valid_bleu, a second panel below shows BLEU on its own scale (0..100 is
+ * not a loss scale) over the same steps. */
 #include "train/plot.h"
 
 #include <jansson.h>
@@ -31,68 +33,93 @@ static double tick_step(double lo, double hi, int n) {
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
+typedef struct {
+    const Series *s;
+    const char *colour, *label;
+    int dots; /* validation points are few: mark each, with its value as a tooltip */
+} Curve;
+
+/* One panel of curves at vertical offset top, x over [x0, x1], y from 0 to the largest
+ * value rounded up to a tick. */
+static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int n, const char *fmt) {
+    const int L = 60, R = 20, T = top, B = 50, pw = 720 - L - R, ph = 420 - 40 - B;
+    double y0 = 0, y1 = 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < c[k].s->n; i++) y1 = fmax(y1, c[k].s->y[i]);
+    double ys = tick_step(y0, y1, 5), xs = tick_step(x0, x1, 6);
+    y1 = ceil(y1 / ys) * ys;
+    if (y1 <= 0) y1 = 1;
+#define PX(v) (L + (v - x0) / (x1 - x0) * pw)
+#define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
+    for (double v = y0; v <= y1 + 1e-9; v += ys)
+        sb_printf(sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
+                      "text-anchor=\"end\">%g</text>\n",
+                  L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
+    for (double v = x0; v <= x1 + 1e-9; v += xs)
+        sb_printf(sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
+                      "text-anchor=\"middle\">%g</text>\n",
+                  PX(v), PX(v), T, T + ph, PX(v), T + ph + 16, v);
+    sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
+    sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, T + ph + B - 12);
+    for (int k = 0; k < n; k++) {
+        const Series *s = c[k].s;
+        if (s->n == 0) continue;
+        sb_printf(sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c[k].colour);
+        for (int i = 0; i < s->n; i++) sb_printf(sb, "%.1f,%.1f ", PX(s->x[i]), PY(s->y[i]));
+        sb_printf(sb, "\"/>\n");
+        for (int i = 0; i < s->n && c[k].dots; i++) {
+            sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %g: ", PX(s->x[i]), PY(s->y[i]),
+                      c[k].colour, s->x[i]);
+            sb_printf(sb, fmt, s->y[i]);
+            sb_printf(sb, "</title></circle>\n");
+        }
+        sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
+                  L + pw - 230, T + 14 + 18 * k, c[k].colour, L + pw - 210, T + 19 + 18 * k, c[k].label);
+    }
+#undef PX
+#undef PY
+}
+
 int plot_metrics(const char *metrics_path, const char *svg_path) {
     size_t len;
     char *text = read_file(metrics_path, &len);
     if (!text) return -1;
-    Series train = {0}, valid = {0};
+    Series train = {0}, valid = {0}, bleu = {0};
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         json_t *o = json_loads(line, 0, NULL);
         if (!o) continue; /* a line cut by a kill: skip it */
         json_t *step = json_object_get(o, "step"), *loss = json_object_get(o, "loss"), *vl = json_object_get(o, "valid_loss");
+        json_t *vb = json_object_get(o, "valid_bleu");
         if (json_is_number(step) && json_is_number(loss)) series_add(&train, json_number_value(step), json_number_value(loss));
         if (json_is_number(step) && json_is_number(vl)) series_add(&valid, json_number_value(step), json_number_value(vl));
+        if (json_is_number(step) && json_is_number(vb)) series_add(&bleu, json_number_value(step), json_number_value(vb));
         json_decref(o);
     }
     free(text);
+    int rc = -1;
     if (train.n == 0) {
-        free(train.x), free(train.y), free(valid.x), free(valid.y);
-        return err_set("%s: no metrics to plot yet", metrics_path);
+        err_set("%s: no metrics to plot yet", metrics_path);
+        goto done;
     }
-    double x0 = 0, x1 = train.x[train.n - 1], y0 = 0, y1 = 0;
-    for (int i = 0; i < train.n; i++) y1 = fmax(y1, train.y[i]);
-    for (int i = 0; i < valid.n; i++) y1 = fmax(y1, valid.y[i]), x1 = fmax(x1, valid.x[i]);
+    double x0 = 0, x1 = train.x[train.n - 1];
+    for (int i = 0; i < valid.n; i++) x1 = fmax(x1, valid.x[i]);
+    for (int i = 0; i < bleu.n; i++) x1 = fmax(x1, bleu.x[i]);
     if (x1 <= x0) x1 = x0 + 1;
-    double ys = tick_step(y0, y1, 5), xs = tick_step(x0, x1, 6);
-    y1 = ceil(y1 / ys) * ys;
-    if (y1 <= 0) y1 = 1;
-    const int W = 720, H = 420, L = 60, R = 20, T = 40, B = 50, pw = W - L - R, ph = H - T - B;
-#define PX(v) (L + (v - x0) / (x1 - x0) * pw)
-#define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
+    const int W = 720, H = 420, panel_h = H - 40; /* a second panel adds its plot and axis below */
     StrBuf sb = {0};
     sb_printf(&sb, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
                    "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-              W, H);
-    sb_printf(&sb, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", L);
-    for (double v = y0; v <= y1 + 1e-9; v += ys)
-        sb_printf(&sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
-                       "text-anchor=\"end\">%g</text>\n",
-                  L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
-    for (double v = x0; v <= x1 + 1e-9; v += xs)
-        sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
-                       "text-anchor=\"middle\">%g</text>\n",
-                  PX(v), PX(v), T, T + ph, PX(v), T + ph + 16, v);
-    sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
-    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, H - 12);
-    const Series *all[2] = {&train, &valid};
-    const char *colour[2] = {"#3b528b", "#e6550d"}, *label[2] = {"training loss (label-smoothed)", "validation loss (NLL)"};
-    for (int k = 0; k < 2; k++) {
-        const Series *s = all[k];
-        if (s->n == 0) continue;
-        sb_printf(&sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour[k]);
-        for (int i = 0; i < s->n; i++) sb_printf(&sb, "%.1f,%.1f ", PX(s->x[i]), PY(s->y[i]));
-        sb_printf(&sb, "\"/>\n");
-        for (int i = 0; i < s->n && k == 1; i++)
-            sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %g: %.4f</title></circle>\n",
-                      PX(s->x[i]), PY(s->y[i]), colour[k], s->x[i], s->y[i]);
-        sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-                  L + pw - 230, T + 14 + 18 * k, colour[k], L + pw - 210, T + 19 + 18 * k, label[k]);
-    }
+              W, H + (bleu.n ? panel_h : 0));
+    sb_printf(&sb, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", 60);
+    const Curve losses[2] = {{&train, "#3b528b", "training loss (label-smoothed)", 0},
+                             {&valid, "#e6550d", "validation loss (NLL)", 1}};
+    panel(&sb, 40, x0, x1, losses, 2, "%.4f");
+    const Curve bleus[1] = {{&bleu, "#31a354", "validation BLEU (greedy)", 1}};
+    if (bleu.n) panel(&sb, H, x0, x1, bleus, 1, "%.2f");
     sb_printf(&sb, "</svg>\n");
-#undef PX
-#undef PY
-    int rc = write_file_atomic(svg_path, sb.buf, sb.len);
+    rc = write_file_atomic(svg_path, sb.buf, sb.len);
     sb_free(&sb);
-    free(train.x), free(train.y), free(valid.x), free(valid.y);
+done:
+    free(train.x), free(train.y), free(valid.x), free(valid.y), free(bleu.x), free(bleu.y);
     return rc;
 }

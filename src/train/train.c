@@ -138,6 +138,7 @@ int trainer_setup(Trainer *t) {
                          cfg->train.lr.value},
                         cfg->train.clip_norm, (uint64_t)cfg->seed, {0}};
     t->best_valid = t->last_valid = NAN;
+    t->best_bleu = t->last_bleu = NAN;
     t->last_valid_step = -1;
     return 0;
 }
@@ -155,8 +156,10 @@ void trainer_free(Trainer *t) {
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-/* Plain negative log-likelihood per target token over the whole validation set. */
-static double validate(Trainer *t) {
+/* Plain negative log-likelihood per target token over the whole validation set, and
+ * the BLEU of its greedy translations when train.valid_bleu asks (through the reporter,
+ * which can decode). */
+static double validate(Trainer *t, const TrainReporter *r) {
     double nll = 0.0;
     long tokens = 0;
     for (int k = 0; k < t->vb.n_batches; k++) {
@@ -168,15 +171,25 @@ static double validate(Trainer *t) {
     }
     t->last_valid = tokens ? nll / (double)tokens : 0.0;
     t->last_valid_step = t->step;
+    t->last_bleu = t->run.cfg.train.valid_bleu && r->valid_bleu ? r->valid_bleu(r->ctx, &t->m) : NAN;
     return t->last_valid;
 }
 
+/* Whether this step's validation beats the best so far by train.best_by; both bests
+ * are kept either way (the checkpoint records them, so a resume goes on exactly). */
+static int improved_best(Trainer *t) {
+    int loss_better = isnan(t->best_valid) || t->last_valid < t->best_valid;
+    int bleu_better = !isnan(t->last_bleu) && (isnan(t->best_bleu) || t->last_bleu > t->best_bleu);
+    if (loss_better) t->best_valid = t->last_valid;
+    if (bleu_better) t->best_bleu = t->last_bleu;
+    return t->run.cfg.train.best_by == BEST_BY_BLEU ? bleu_better : loss_better;
+}
+
 /* Writes step-N, marks it best when validation improved, rotates the old ones. */
-static int checkpoint(Trainer *t) {
+static int checkpoint(Trainer *t, const TrainReporter *r) {
     const Config *cfg = &t->run.cfg;
-    if (t->has_valid && t->last_valid_step != t->step) validate(t);
-    int improved = t->has_valid && (isnan(t->best_valid) || t->last_valid < t->best_valid);
-    if (improved) t->best_valid = t->last_valid;
+    if (t->has_valid && t->last_valid_step != t->step) validate(t, r);
+    int improved = t->has_valid && improved_best(t);
     StrBuf config_text = {0};
     char path[CONFIG_PATH_MAX + 64];
     run_path(path, sizeof path, cfg->run_dir, "config.yaml");
@@ -187,7 +200,9 @@ static int checkpoint(Trainer *t) {
     free(text);
     CkptMeta meta = {.step = t->step, .epoch = t->tb.epoch, .batch_pos = t->tb.pos, .seed = cfg->seed,
                      .threads = cfg->train.threads, .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
-                     .best_valid_loss = t->best_valid, .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
+                     .best_valid_loss = t->best_valid, .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
+                     .best_valid_bleu = t->best_bleu, .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
+                     .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
                      .data_hash = t->data_hash, .config = config_text.buf};
     run_step_checkpoint(path, sizeof path, cfg->run_dir, t->step);
     int rc = ckpt_save(path, &t->m, &t->adam, &meta);
@@ -207,7 +222,8 @@ static void redraw_curves(Trainer *t, const TrainReporter *r) {
 }
 
 /* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
- * "elapsed_s": ..[, "valid_loss": .., "valid_ppl": ..]}. */
+ * "elapsed_s": .., "epoch": ..[, "valid_loss": .., "valid_ppl": ..[, "valid_bleu": ..]]}.
+ * New keys go last: readers that match the line's start keep working. */
 static void write_metrics(FILE *f, const TrainProgress *p) {
     json_t *o = json_object();
     json_put(o, "step", json_integer(p->step));
@@ -215,9 +231,11 @@ static void write_metrics(FILE *f, const TrainProgress *p) {
     json_put(o, "lr", json_fmt("%.6e", p->lr));
     json_put(o, "tokens_per_s", json_fmt("%.1f", p->tokens_per_s));
     json_put(o, "elapsed_s", json_fmt("%.3f", p->elapsed_s));
+    json_put(o, "epoch", json_fmt("%.4f", p->epoch));
     if (p->validated) {
         json_put(o, "valid_loss", json_fmt("%.6f", p->valid_loss));
         json_put(o, "valid_ppl", json_fmt("%.4f", exp(p->valid_loss)));
+        json_put(o, "valid_bleu", json_fmt("%.2f", p->valid_bleu)); /* dropped when NAN */
     }
     json_dumpf(o, f, JSONOUT_FLAGS);
     fputc('\n', f);
@@ -239,6 +257,9 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     int tokens, steps = cfg->train.steps;
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr);
     int64_t step = t->step;
+    /* read once: a signal arriving later is seen after the next step, never between
+     * this step's validation and its checkpoint */
+    t->stopping = stop_signal;
     if (!isfinite(loss)) {
         err_set("loss is %g at step %lld: training diverged (lower the learning rate)", loss, (long long)step);
         return TRAIN_DIVERGED;
@@ -246,22 +267,25 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     acc->loss += loss, acc->n++, acc->tokens += tokens;
     double now = now_seconds(), elapsed = now - acc->t0;
     TrainProgress p = {.step = step, .steps = steps, .loss = loss, .tokens_per_s = acc->tokens / fmax(now - acc->t_log, 1e-9),
-                       .lr = lr, .elapsed_s = elapsed,
+                       .lr = lr, .elapsed_s = t->elapsed_before + elapsed,
+                       .epoch = (double)t->tb.epoch + (double)t->tb.pos / (double)t->tb.n_batches,
                        .eta_s = elapsed / (double)(step - acc->first + 1) * (double)(steps - step),
-                       .log_now = step % cfg->train.log_every == 0 || step == steps};
-    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps);
+                       .log_now = step % cfg->train.log_every == 0 || step == steps, .valid_bleu = NAN};
+    /* a stop validates too: best.safetensors must know the last checkpoint, and the
+     * metrics must show the validation it was judged by */
+    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps || t->stopping);
     r->progress(r->ctx, &p);
     if (p.log_now || valid_now) {
         p.loss = acc->loss / (double)acc->n;
-        if (valid_now) p.validated = 1, p.valid_loss = validate(t);
+        if (valid_now) p.validated = 1, p.valid_loss = validate(t, r), p.valid_bleu = t->last_bleu;
         write_metrics(t->metrics, &p);
         if (valid_now || step == steps) redraw_curves(t, r);
         r->log(r->ctx, &p);
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
     }
-    if (step % cfg->train.checkpoint_every == 0 || step == steps || stop_signal)
-        if (checkpoint(t) != 0) return TRAIN_CKPT_FAILED;
+    if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping)
+        if (checkpoint(t, r) != 0) return TRAIN_CKPT_FAILED;
     return TRAIN_DONE;
 }
 
@@ -271,17 +295,17 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     LoopAcc acc = {.first = t->step + 1};
-    acc.t0 = acc.t_log = now_seconds();
+    acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;
-    while (t->step < t->run.cfg.train.steps && !stop_signal && end == TRAIN_DONE) end = one_step(t, r, &acc);
+    while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
-    t->stop_signal = stop_signal;
+    t->stop_signal = t->stopping;
     if (end != TRAIN_DONE) return end;
     if (ferror(t->metrics)) {
         err_set("%s/metrics.jsonl: write failed", t->run.cfg.run_dir);
         return TRAIN_WRITE_FAILED;
     }
-    return stop_signal ? TRAIN_STOPPED : TRAIN_DONE;
+    return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;
 }
 
 int trainer_open_metrics(Trainer *t, int append) {
@@ -305,6 +329,8 @@ int trainer_restore(Trainer *t, const char *ckpt, int *threads) {
         *threads = meta.threads;
         t->step = meta.step;
         t->best_valid = meta.best_valid_loss;
+        t->best_bleu = meta.best_valid_bleu;
+        t->elapsed_before = meta.elapsed_s;
         batcher_seek(&t->tb, meta.epoch, meta.batch_pos);
     }
     ckpt_meta_free(&meta);

@@ -51,7 +51,11 @@ typedef struct {
     TrainStep ts;
     int64_t step; /* steps done */
     double last_valid, best_valid;
+    double last_bleu, best_bleu; /* NAN until train.valid_bleu computes one */
     int64_t last_valid_step;
+    double elapsed_before; /* training seconds of the run before this process (checkpoint) */
+    double t0;             /* when this process' loop started */
+    int stopping;          /* a signal arrived before this step's bookkeeping: validate, checkpoint, stop */
     uint64_t data_hash;
     FILE *metrics;
     int stop_signal; /* after trainer_run: the signal that stopped it, else 0 */
@@ -83,11 +87,13 @@ typedef struct {
     int steps;
     double loss;         /* this step's loss; for a log, the mean since the last log */
     double tokens_per_s; /* since the last log */
-    double lr, elapsed_s;
-    double eta_s;        /* progress only */
+    double lr, elapsed_s; /* elapsed_s: training time of the whole run, across resumes */
+    double epoch;         /* epochs of data seen: the batcher's epoch + position / batches per epoch */
+    double eta_s;        /* at this session's pace */
     int log_now;         /* progress only: a log follows this step */
     int validated;       /* log only: valid_loss holds this step's validation loss */
     double valid_loss;
+    double valid_bleu;   /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
 } TrainProgress;
 
 typedef struct {
@@ -95,6 +101,11 @@ typedef struct {
     void (*progress)(void *ctx, const TrainProgress *p); /* after every step */
     void (*log)(void *ctx, const TrainProgress *p);      /* at log steps, after metrics.jsonl has them */
     void (*warn)(void *ctx, const char *msg);            /* a fault training goes on after */
+    /* With train.valid_bleu: corpus BLEU (0..100) of m's greedy translations of the
+     * validation set, at each validation. It lives with the command because decoding is
+     * infer/'s, which this layer may not call. NAN when it cannot be computed (the
+     * callback has warned); NULL: BLEU is never computed. Must leave m's weights alone. */
+    double (*valid_bleu)(void *ctx, Model *m);
 } TrainReporter;
 
 typedef enum {
