@@ -589,7 +589,7 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len, int copies) {
     int G = b->B, B = G * copies, S = b->S, d = m->cfg.d_model;
     if (max_len > m->cfg.max_positions) max_len = m->cfg.max_positions;
-    *st = (DecodeState){.B = B, .S = S, .max_len = max_len};
+    *st = (DecodeState){.B = B, .S = S, .max_len = max_len, .copies = copies};
     st->buf = xcalloc(carve_step(m, st, NULL), sizeof(float));
     carve_step(m, st, st->buf);
     st->src_len = xmalloc(sizeof(int) * 2 * (size_t)B);
@@ -626,22 +626,29 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     return st->logits;
 }
 
-/* rows (B, per, d): row block i becomes a copy of block from[i], through tmp. */
-static void gather_rows(float *rows, float *tmp, const int *from, int B, int per, int d) {
-    size_t block = (size_t)per * d;
-    for (int i = 0; i < B; i++) memcpy(tmp + i * block, rows + (size_t)from[i] * block, sizeof(float) * block);
-    memcpy(rows, tmp, sizeof(float) * block * (size_t)B);
+/* rows (B, per, d): the first `used` rows of block i become those of block from[i],
+ * through tmp; blocks that keep their own rows are not copied. */
+static void gather_rows(float *rows, float *tmp, const int *from, int B, int per, int used, int d) {
+    size_t block = (size_t)per * d, n = (size_t)used * d;
+    for (int i = 0; i < B; i++)
+        if (from[i] != i) memcpy(tmp + i * block, rows + (size_t)from[i] * block, sizeof(float) * n);
+    for (int i = 0; i < B; i++)
+        if (from[i] != i) memcpy(rows + i * block, tmp + i * block, sizeof(float) * n);
 }
 
 void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
-    int B = st->B, d = m->cfg.d_model;
+    int B = st->B, d = m->cfg.d_model, same_source = 1;
     float *tmp = st->scratch;
+    /* rows of one source share their cross-attention keys and values: no copy needed
+     * while every row takes its state from a row of the same source */
+    for (int i = 0; i < B; i++) same_source &= from[i] / st->copies == i / st->copies;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
-        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, d);
-        gather_rows(e->self_attn.v, tmp, from, B, st->max_len, d);
-        gather_rows(e->cross_attn.k, tmp, from, B, st->S, d);
-        gather_rows(e->cross_attn.v, tmp, from, B, st->S, d);
+        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, st->t, d);
+        gather_rows(e->self_attn.v, tmp, from, B, st->max_len, st->t, d);
+        if (same_source) continue;
+        gather_rows(e->cross_attn.k, tmp, from, B, st->S, st->S, d);
+        gather_rows(e->cross_attn.v, tmp, from, B, st->S, st->S, d);
     }
     int *len = (int *)tmp;
     for (int i = 0; i < B; i++) len[i] = st->src_len[from[i]];

@@ -178,6 +178,7 @@ const TensorInfo *model_find_tensor(const Model *m, const char *name);
  * cross-attention keys and values are computed once from the encoder output. */
 typedef struct {
     int B, S, max_len; /* sequences, source width, positions the cache holds */
+    int copies;        /* decoder rows per source */
     int t;             /* positions fed so far */
     int *src_len, *self_len;              /* (B) keys each query may see */
     DecoderLayerActs layer[QKV_MAX_LAYERS]; /* B rows; self_attn.k/v are the cache (B, max_len, d),
