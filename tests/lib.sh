@@ -35,3 +35,15 @@ data_section() {
 
 # same_tensors A B: the two checkpoints hold byte-identical weights and moments
 same_tensors() { cmp -s <(data_section "$1") <(data_section "$2"); }
+
+# tiny_config FILE NAME DATA_DIR 'TRAIN KEYS': a small, quick model (d_model 32, 2+2 layers)
+# on the toy pair in DATA_DIR, with the given flow-style train: keys.
+tiny_config() {
+    printf 'name: %s
+data:
+  train: {src: %s/train.src, tgt: %s/train.tgt}
+  valid: {src: %s/valid.src, tgt: %s/valid.tgt}
+model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
+train: {%s}
+' "$2" "$3" "$3" "$3" "$3" "$4" >"$1"
+}

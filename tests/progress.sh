@@ -10,14 +10,8 @@ T=$(mktemp -d /tmp/qkv-progress.XXXXXX)
 source tests/lib.sh
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
-printf 'name: p
-data:
-  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}
-  valid: {src: %s/data/valid.src, tgt: %s/data/valid.tgt}
-model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
-train: {batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 20, threads: 2,
-        lr: {schedule: constant, value: 3.0e-3}}
-' "$T" "$T" "$T" "$T" >"$T/p.yaml"
+tiny_config "$T/p.yaml" p "$T/data" 'batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 20, threads: 2,
+        lr: {schedule: constant, value: 3.0e-3}'
 
 # ---- epoch and elapsed_s ------------------------------------------------------------------
 dir="$T/plain"

@@ -11,13 +11,7 @@ source tests/lib.sh
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 50 >/dev/null
 # a small, quick model; 1500 pairs at 1024 tokens a batch make ~30 batches an epoch
-printf 'name: r
-data:
-  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}
-  valid: {src: %s/data/valid.src, tgt: %s/data/valid.tgt}
-model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
-train: {batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 10, keep_checkpoints: 3, threads: 2}
-' "$T" "$T" "$T" "$T" >"$T/r.yaml"
+tiny_config "$T/r.yaml" r "$T/data" 'batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 10, keep_checkpoints: 3, threads: 2'
 
 train() { # train RUN_DIR STEPS [more --set ...]
     local dir=$1 steps=$2

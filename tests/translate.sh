@@ -38,13 +38,7 @@ expect_error "score_usage" 2 "usage: qkv score" "$QKV" score "$T/three.txt"
 
 # ---- a small trained run (word) and a subword run (bpe) ---------------------------------
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
-printf 'name: w
-data:
-  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}
-  valid: {src: %s/data/valid.src, tgt: %s/data/valid.tgt}
-model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, dropout: 0.1}
-train: {steps: 150, batch_tokens: 1024, log_every: 20, valid_every: 30, checkpoint_every: 10, threads: 2}
-' "$T" "$T" "$T" "$T" >"$T/w.yaml"
+tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 20, valid_every: 30, checkpoint_every: 10, threads: 2'
 "$QKV" train "$T/w.yaml" --set run_dir="$T/w" >"$T/w.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/w.log")"; exit 1; }
 
 "$QKV" translate "$T/w" --greedy <"$T/data/test.src" >"$T/greedy.txt" 2>/dev/null
