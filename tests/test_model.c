@@ -243,8 +243,8 @@ static void test_step_matches_full_forward(void) {
             float *full = xmalloc(sizeof(float) * SB * ST * (size_t)V);
             for (int i = 0; i < SB; i++)
                 for (int t = 0; t < ST; t++) memcpy(full + ((size_t)i * ST + t) * V, model_logits_at(&m, i, t), sizeof(float) * V);
-            DecodeState st;
-            model_step_begin(&m, &st, &b, ST, 1);
+            DecodeState st = {0};
+            model_step_begin(&m, &st, &b, 1);
             double worst = 0.0;
             for (int t = 0; t < ST; t++) {
                 int tok[SB];
@@ -277,9 +277,9 @@ static void test_step_reorder(void) {
         perm_len[i] = step_src_len[from[i]];
     }
     ModelBatch pb = {SB, SS, 1, perm_src, perm_len, step_tgt, NULL, &one};
-    DecodeState a, p;
-    model_step_begin(&m, &a, &b, ST, 1);
-    model_step_begin(&m, &p, &pb, ST, 1);
+    DecodeState a = {0}, p = {0};
+    model_step_begin(&m, &a, &b, 1);
+    model_step_begin(&m, &p, &pb, 1);
     double worst = 0.0;
     for (int t = 0; t < ST; t++) {
         int tok[SB], ptok[SB];
@@ -329,7 +329,9 @@ static void test_beam_one_is_greedy(void) {
         const Seq *ps[N];
         Seq *pb[N];
         for (int i = 0; i < N; i++) ps[i] = &src[i], pb[i] = &beam[i];
-        beam_search_group(&m, ps, N, &o, pb, NULL);
+        DecodeState st = {0};
+        beam_search_group(&m, &st, ps, N, &o, pb, NULL);
+        model_step_end(&st);
         int same = 1, capped = 0;
         for (int i = 0; i < N; i++) {
             same &= greedy[i].len == beam[i].len && memcmp(greedy[i].ids, beam[i].ids, sizeof(int) * (size_t)beam[i].len) == 0;

@@ -121,8 +121,8 @@ static int by_score(const void *a, const void *b) {
     return x->order - y->order;
 }
 
-void beam_search_group(Model *m, const Seq *const *src, int G, const DecodeOptions *o, Seq *const *out,
-                       double *const *scores) {
+void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, const DecodeOptions *o,
+                       Seq *const *out, double *const *scores) {
     int K = o->beam, B = G * K, V = m->cfg.tgt_vocab, Tmax = 1, one = 1;
     Sentence *sent = xcalloc((size_t)G, sizeof(Sentence));
     for (int g = 0; g < G; g++) {
@@ -133,8 +133,7 @@ void beam_search_group(Model *m, const Seq *const *src, int G, const DecodeOptio
     int *src_ids, *src_len, S;
     decode_source_batch(src, G, &src_ids, &src_len, &S);
     ModelBatch b = {G, S, 1, src_ids, src_len, NULL, NULL, &one};
-    DecodeState st;
-    model_step_begin(m, &st, &b, Tmax, K);
+    model_step_begin(m, st, &b, K);
     /* hist: row r's tokens so far; rewritten each step with stride t+1 */
     int *hist = xcalloc((size_t)B * Tmax, sizeof(int)), *next_hist = xcalloc((size_t)B * Tmax, sizeof(int));
     int *tok = xmalloc(sizeof(int) * (size_t)B), *from = xmalloc(sizeof(int) * (size_t)B);
@@ -143,7 +142,7 @@ void beam_search_group(Model *m, const Seq *const *src, int G, const DecodeOptio
     for (int r = 0; r < B; r++) tok[r] = VOCAB_BOS, score[r] = r % K ? -INFINITY : 0.0; /* one live row to start */
     int remaining = G;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {
-        const float *logits = model_step(m, &st, tok);
+        const float *logits = model_step(m, st, tok);
         for (int g = 0; g < G; g++) {
             Sentence *s = &sent[g];
             if (s->done) {
@@ -173,7 +172,7 @@ void beam_search_group(Model *m, const Seq *const *src, int G, const DecodeOptio
         }
         int *swap = hist;
         hist = next_hist, next_hist = swap;
-        model_step_reorder(&st, m, from);
+        model_step_reorder(st, m, from);
         for (int r = 0; r < B; r++)
             if (tok[r] == VOCAB_PAD) tok[r] = VOCAB_EOS; /* a dead row still feeds some token */
     }
@@ -191,7 +190,6 @@ void beam_search_group(Model *m, const Seq *const *src, int G, const DecodeOptio
             if (scores) *scores[(size_t)g * o->nbest + k] = k < s->n_fin ? s->fin[k].score : -INFINITY;
         }
     }
-    model_step_end(&st);
     sentences_free(sent, G);
     free(src_ids), free(src_len), free(hist), free(next_hist), free(tok), free(from), free(score), free(new_score), free(top);
 }

@@ -64,8 +64,8 @@ static int argmax_token(const float *logits, int V) {
     return best;
 }
 
-static void greedy_group(Model *m, const Seq *const *src, int B, const DecodeOptions *o, Seq *const *out,
-                         double *const *scores) {
+static void greedy_group(Model *m, DecodeState *st, const Seq *const *src, int B, const DecodeOptions *o,
+                         Seq *const *out, double *const *scores) {
     int Tmax = 1;
     for (int i = 0; i < B; i++) {
         int t = decode_max_len(m, o, src[i]->len) + 1;
@@ -81,11 +81,10 @@ static void greedy_group(Model *m, const Seq *const *src, int B, const DecodeOpt
         tok[i] = VOCAB_BOS;
     }
     ModelBatch b = {B, S, 1, src_ids, src_len, tok, NULL, &one};
-    DecodeState st;
-    model_step_begin(m, &st, &b, Tmax, 1);
+    model_step_begin(m, st, &b, 1);
     int remaining = B, V = m->cfg.tgt_vocab;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {
-        const float *logits = model_step(m, &st, tok);
+        const float *logits = model_step(m, st, tok);
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
             const float *z = logits + (size_t)i * V;
@@ -98,7 +97,6 @@ static void greedy_group(Model *m, const Seq *const *src, int B, const DecodeOpt
             }
         }
     }
-    model_step_end(&st);
     free(src_ids), free(src_len), free(tok), free(done), free(logp);
 }
 
@@ -124,11 +122,13 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
         }
     /* a group holds GROUP hypotheses' rows in all */
     int group = greedy ? GROUP : (GROUP / o->beam > 1 ? GROUP / o->beam : 1);
+    DecodeState st = {0}; /* one for all groups: its memory is reused */
     for (int i = 0; i < n; i += group) {
         int g = n - i < group ? n - i : group;
-        if (greedy) greedy_group(m, order + i, g, o, outs + i, scores ? score_at + i : NULL);
-        else beam_search_group(m, order + i, g, o, outs + (size_t)i * K, scores ? score_at + (size_t)i * K : NULL);
+        if (greedy) greedy_group(m, &st, order + i, g, o, outs + i, scores ? score_at + i : NULL);
+        else beam_search_group(m, &st, order + i, g, o, outs + (size_t)i * K, scores ? score_at + (size_t)i * K : NULL);
     }
+    model_step_end(&st);
     free(order), free(outs), free(score_at);
 }
 

@@ -36,9 +36,10 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
 /* Greedy search with the default length limit: decode() with beam 1. */
 void greedy_decode(Model *m, const Seq *src, int n, Seq *out);
 
-/* Beam search for one group of sentences (beam.c); decode() calls it for beam > 1. */
-void beam_search_group(Model *m, const Seq *const *src, int n, const DecodeOptions *o, Seq *const *out,
-                       double *const *scores);
+/* Beam search for one group of sentences (beam.c), on st (zeroed, or used by an earlier
+ * group; the caller frees it with model_step_end); decode() calls it for beam > 1. */
+void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int n, const DecodeOptions *o,
+                       Seq *const *out, double *const *scores);
 
 /* Shared by the searches. The framed sources of a group (ids, EOS, padding; both arrays
  * the caller's to free) and log sum exp of one row of logits. */

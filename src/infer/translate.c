@@ -97,7 +97,7 @@ char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
     }
     double *sc = xmalloc(sizeof(double) * slots * K);
     for (int i = 0; scores && i < n * K; i++) scores[i] = 0.0;
-    decode(m, src, k, &o->decode, out, sc);
+    decode(m, src, k, &o->decode, out, scores ? sc : NULL); /* scoring costs a softmax per step */
     char **text = xmalloc(sizeof(char *) * slots * K);
     for (int i = 0; i < n * K; i++) text[i] = NULL;
     for (int j = 0; j < k; j++) {

@@ -15,6 +15,33 @@ void attention_project_kv(float *k, float *v, const AttnParams *w, const float *
     matmul_forward(v, xkv, w->w_v, w->b_v, rows, d, d);
 }
 
+/* S, P and O for one query row per sequence: the same three phases as below, as loops
+ * over the keys a query may see. */
+static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows, float scale) {
+    int d = s->d, H = s->heads, dh = d / H;
+    for (int b = 0; b < s->B; b++) {
+        int n = attention_valid_keys(s, b, 0);
+        const float *K = a->k + b * kv_rows * d, *V = a->v + b * kv_rows * d;
+        for (int h = 0; h < H; h++) {
+            const float *q = a->q + (size_t)b * d + h * dh;
+            float *p = a->p + ((size_t)b * H + h) * s->Tk, *ctx = a->ctx + (size_t)b * d + h * dh;
+            for (int j = 0; j < n; j++) {
+                const float *k = K + (size_t)j * d + h * dh;
+                float dot = 0.0f;
+                for (int e = 0; e < dh; e++) dot += q[e] * k[e];
+                p[j] = dot * scale;
+            }
+            softmax_forward(p, p, s->Tk, n);
+            memset(ctx, 0, sizeof(float) * (size_t)dh);
+            for (int j = 0; j < n; j++) {
+                const float *v = V + (size_t)j * d + h * dh;
+                float w = p[j]; /* read once: ctx might alias p as far as the compiler knows */
+                for (int e = 0; e < dh; e++) ctx[e] += w * v[e];
+            }
+        }
+    }
+}
+
 /* Three phases over all (sequence, head) pairs: scores, softmax, weighted values. Kept
  * apart so each kind of work is one loop (and one profile bucket). */
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s) {
@@ -23,17 +50,19 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     float scale = 1.0f / sqrtf((float)dh);
     matmul_forward(a->q, xq, w->w_q, w->b_q, B * Tq, d, d);
     if (xkv) attention_project_kv(a->k, a->v, w, xkv, B * Tk, d);
-    /* One query row per sequence (incremental decoding): matrix-vector products, because
-     * sgemm's packing of its operands costs more than the arithmetic at that size. */
-    int one_query = Tq == 1;
     double t0 = prof_start();
+    if (Tq == 1) {
+        /* One query row per sequence (incremental decoding): plain loops. A BLAS call per
+         * (sequence, head) costs more than its arithmetic at this size. */
+        attention_one_query(a, s, kv_rows, scale);
+        prof_stop(PROF_ATTENTION, t0);
+        matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B, d, d);
+        return;
+    }
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *q = a->q + (size_t)b * Tq * d + h * dh, *k = a->k + b * kv_rows * d + h * dh;
-            float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
-            if (one_query) cblas_sgemv(CblasRowMajor, CblasNoTrans, Tk, dh, scale, k, d, q, 1, 0.0f, p, 1);
-            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, q, d, k, d, 0.0f, p, Tk);
-        }
+        for (int h = 0; h < H; h++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh, d,
+                        a->k + b * kv_rows * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
     prof_stop(PROF_ATTENTION, t0);
     t0 = prof_start();
     for (int b = 0; b < B; b++)
@@ -44,12 +73,9 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     prof_stop(PROF_SOFTMAX, t0);
     t0 = prof_start();
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *p = a->p + ((size_t)b * H + h) * Tq * Tk, *v = a->v + b * kv_rows * d + h * dh;
-            float *ctx = a->ctx + (size_t)b * Tq * d + h * dh;
-            if (one_query) cblas_sgemv(CblasRowMajor, CblasTrans, Tk, dh, 1.0f, v, d, p, 1, 0.0f, ctx, 1);
-            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, p, Tk, v, d, 0.0f, ctx, d);
-        }
+        for (int h = 0; h < H; h++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk,
+                        a->v + b * kv_rows * d + h * dh, d, 0.0f, a->ctx + (size_t)b * Tq * d + h * dh, d);
     prof_stop(PROF_ATTENTION, t0);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
 }

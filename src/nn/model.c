@@ -307,10 +307,19 @@ static const float *residual_in(Residual *r, const NormParams *n, const float *x
 static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
                          float p, uint64_t key) {
     size_t cnt = (size_t)N * d;
-    dropout_forward(r->sum, r->mask, y, cnt, p, key);
-    double t0 = prof_start();
-    for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
-    prof_stop(PROF_ELEMENTWISE, t0);
+    if (p > 0.0f) {
+        dropout_forward(r->sum, r->mask, y, cnt, p, key);
+        double t0 = prof_start();
+        for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
+        prof_stop(PROF_ELEMENTWISE, t0);
+    } else {
+        /* no dropout (decoding, validation): the same sums in one pass; the mask stays
+         * all ones for a backward pass */
+        double t0 = prof_start();
+        memset(r->mask, 1, cnt);
+        for (size_t i = 0; i < cnt; i++) r->sum[i] = y[i] + x[i];
+        prof_stop(PROF_ELEMENTWISE, t0);
+    }
     if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, N, d);
 }
 
@@ -560,50 +569,68 @@ void model_backward(Model *m, const ModelBatch *b) {
 
 /* ---- incremental decoding -------------------------------------------------------------- */
 
-/* The step's activations: B rows, one set per decoder layer (a layer's residual reads the
- * previous layer's output, so layers cannot share), with the attention keys and values
+/* The step's activations: B rows. Nothing runs backward, so every sub-layer of every
+ * layer shares one residual, one set of attention and feed-forward buffers (a
+ * post-LN sum reads the previous LN output, a pre-LN sum adds into itself in place),
+ * which keeps the step's working set in cache; only the keys and values are per layer,
  * carved at cache size. */
 static size_t carve_step(const Model *m, DecodeState *st, float *base) {
     const ModelConfig *c = &m->cfg;
     int d = c->d_model, H = c->heads, pre = c->pre_norm, B = st->B;
     int widest = st->max_len > st->S ? st->max_len : st->S;
     Carver cv = {.base = base};
-    float *shared_out = take(&cv, (size_t)B * d);
+    Residual r;
+    carve_residual(&cv, &r, (size_t)B, d, pre);
+    AttnActs shared = {.q = take(&cv, (size_t)B * d), .p = take(&cv, (size_t)B * H * widest),
+                       .ctx = take(&cv, (size_t)B * d), .out = take(&cv, (size_t)B * d)};
+    float *hidden = take(&cv, (size_t)B * c->d_ff);
     for (int l = 0; l < c->decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
-        carve_residual(&cv, &e->r1, (size_t)B, d, pre);
-        carve_attn(&cv, &e->self_attn, B, 1, st->max_len, d, H, shared_out);
-        carve_residual(&cv, &e->r2, (size_t)B, d, pre);
-        carve_attn(&cv, &e->cross_attn, B, 1, st->S, d, H, shared_out);
-        carve_residual(&cv, &e->r3, (size_t)B, d, pre);
-        e->ffn.hidden = take(&cv, (size_t)B * c->d_ff);
-        e->ffn.out = shared_out;
+        e->r1 = e->r2 = e->r3 = r;
+        e->self_attn = e->cross_attn = shared;
+        e->self_attn.k = take(&cv, (size_t)B * st->max_len * d);
+        e->self_attn.v = take(&cv, (size_t)B * st->max_len * d);
+        e->cross_attn.k = take(&cv, (size_t)B * st->S * d);
+        e->cross_attn.v = take(&cv, (size_t)B * st->S * d);
+        e->ffn = (FfnActs){.hidden = hidden, .out = shared.out};
     }
     carve_stack(&cv, &st->tgt, (size_t)B, d);
     st->kv_new = take(&cv, 2 * (size_t)B * d);
     st->logits = take(&cv, (size_t)B * c->tgt_vocab);
     st->scratch = take(&cv, 2 * (size_t)B * widest * d);
+    st->src_len = (int *)take(&cv, 2 * (size_t)B); /* ints, as wide as floats */
+    st->self_len = base ? st->src_len + B : NULL;
     return cv.used;
 }
 
-void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len, int copies) {
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
     int G = b->B, B = G * copies, S = b->S, d = m->cfg.d_model;
-    if (max_len > m->cfg.max_positions) max_len = m->cfg.max_positions;
+    /* every group's caches get the same layout, the longest the position table allows:
+     * the next group then reuses the pages this one touched instead of faulting in new
+     * ones (only the rows a group fills are ever touched) */
+    int max_len = m->cfg.max_positions;
+    /* the memory of an earlier group is reused: a fresh one for every group would be
+     * mapped and page-faulted anew each time (it is larger than malloc keeps for reuse) */
+    float *buf = st->buf;
+    size_t cap = st->buf_floats;
     *st = (DecodeState){.B = B, .S = S, .max_len = max_len, .copies = copies};
-    st->buf = xcalloc(carve_step(m, st, NULL), sizeof(float));
+    size_t need = carve_step(m, st, NULL);
+    /* groups come shortest first, each needing a little more: grow by half again */
+    if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
+    /* not zeroed: every value is written before it is read (caches up to what is filled) */
+    st->buf = buf, st->buf_floats = cap;
     carve_step(m, st, st->buf);
-    st->src_len = xmalloc(sizeof(int) * 2 * (size_t)B);
-    st->self_len = st->src_len + B;
     for (int i = 0; i < B; i++) st->src_len[i] = b->src_len[i / copies];
     model_reserve(m, model_arena_floats(m, G, S, 1));
     model_encode(m, b);
-    /* each source's keys and values, projected once, then copied to its decoder rows */
+    /* each source's keys and values, projected once (into the cache itself when each
+     * source has one row), then copied to its other decoder rows */
     size_t block = (size_t)S * d;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         AttnActs *x = &st->layer[l].cross_attn;
-        float *k = st->scratch, *v = st->scratch + (size_t)G * block;
+        float *k = copies == 1 ? x->k : st->scratch, *v = copies == 1 ? x->v : st->scratch + (size_t)G * block;
         attention_project_kv(k, v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
-        for (int i = 0; i < B; i++) {
+        for (int i = 0; copies > 1 && i < B; i++) {
             memcpy(x->k + i * block, k + (size_t)(i / copies) * block, sizeof(float) * block);
             memcpy(x->v + i * block, v + (size_t)(i / copies) * block, sizeof(float) * block);
         }
@@ -658,6 +685,5 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
 void model_step_end(DecodeState *st) {
     if (!st) return;
     free(st->buf);
-    free(st->src_len);
     memset(st, 0, sizeof *st);
 }

@@ -177,7 +177,7 @@ const TensorInfo *model_find_tensor(const Model *m, const char *name);
  * row per sequence); its self-attention keys and values join a per-layer cache, and the
  * cross-attention keys and values are computed once from the encoder output. */
 typedef struct {
-    int B, S, max_len; /* sequences, source width, positions the cache holds */
+    int B, S, max_len; /* sequences, source width, positions the cache holds (cfg.max_positions) */
     int copies;        /* decoder rows per source */
     int t;             /* positions fed so far */
     int *src_len, *self_len;              /* (B) keys each query may see */
@@ -188,13 +188,16 @@ typedef struct {
     float *logits;                        /* (B, tgt_vocab) of the last step */
     float *scratch;                       /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                           /* the one allocation behind all of the above */
+    size_t buf_floats;
 } DecodeState;
 
-/* Runs the encoder on b->src and b->src_len (b->B sources, S wide) and caches every layer's
+/* st must be zeroed before its first begin; it may be begun again for the next group of
+ * sentences (its memory is reused), and model_step_end frees it.
+ * Runs the encoder on b->src and b->src_len (b->B sources, S wide) and caches every layer's
  * cross-attention keys and values for `copies` decoder rows per source (beam search keeps
- * several hypotheses of one sentence), rows i*copies .. i*copies+copies-1 for source i; up
- * to max_len positions may follow (at most cfg.max_positions). */
-void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int max_len, int copies);
+ * several hypotheses of one sentence), rows i*copies .. i*copies+copies-1 for source i. Up
+ * to cfg.max_positions positions may follow. */
+void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies);
 /* Feeds tokens[i] (B) at the next position of every sequence; returns the logits (B, tgt_vocab). */
 const float *model_step(Model *m, DecodeState *st, const int *tokens);
 /* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
