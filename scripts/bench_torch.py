@@ -66,7 +66,9 @@ def main():
         return job["lr_factor"] / math.sqrt(d) * min(step ** -0.5, step * job["warmup"] ** -1.5)
 
     warm = job["warmup_steps"]
-    batches = job["batches"]
+    # one JSON line per recorded step, written while qkv trained
+    with open(job["batches_file"]) as f:
+        batches = [json.loads(line) for line in f]
     tokens = 0
     t_train = 0.0
     loss = None

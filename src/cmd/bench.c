@@ -165,7 +165,17 @@ typedef struct {
 
 /* warmup + steps training steps, the last `steps` timed and profiled; each step's batch
  * appended to batches (may be NULL). */
-static TrainTimes time_training(Trainer *t, const BenchOpts *o, json_t *batches) {
+/* Each step's batch goes to the batches file as one JSON line at once, so the benchmark's
+ * own memory does not grow with the steps it records (its peak RSS is a figure it reports). */
+static void write_batch(FILE *bf, const ModelBatch *mb, int tokens) {
+    json_t *b = dump_batch(mb, tokens);
+    char *line = xcheck(json_dumps(b, JSONOUT_FLAGS | JSON_COMPACT));
+    fprintf(bf, "%s\n", line);
+    free(line);
+    json_decref(b);
+}
+
+static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
     TrainTimes r = {0};
     for (int step = 1; step <= o->warmup + o->steps; step++) {
         if (step == o->warmup + 1) {
@@ -177,7 +187,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, json_t *batches)
         r.loss = train_step(&t->ts, step, &tok, &lr);
         double dt = now_seconds() - t0;
         const ModelBatch *mb = &t->ts.batch; /* still the step's batch: untimed from here */
-        if (batches) json_array_append_new(batches, dump_batch(mb, tok));
+        if (bf) write_batch(bf, mb, tok);
         if (step > o->warmup) {
             r.seconds += dt;
             r.tokens += tok;
@@ -266,16 +276,20 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     int has_valid, rc = bench_setup(t, valid, &has_valid);
     if (rc != 0) return rc;
-    FILE *df = NULL;
-    if (o->dump && !(df = fopen(o->dump, "w"))) {
-        err_set("%s: %s", o->dump, strerror(errno));
+    FILE *df = NULL, *bf = NULL;
+    char batches_path[1100];
+    snprintf(batches_path, sizeof batches_path, "%s.batches.jsonl", o->dump ? o->dump : "");
+    if (o->dump && (!(df = fopen(o->dump, "w")) || !(bf = fopen(batches_path, "w")))) {
+        err_set("%s: %s", df ? batches_path : o->dump, strerror(errno));
+        if (df) fclose(df);
         return cmd_fail(2);
     }
-    json_t *dump = df ? dump_header(t, o->warmup) : NULL, *batches = df ? json_array() : NULL;
-    TrainTimes tr = time_training(t, o, batches);
+    json_t *dump = df ? dump_header(t, o->warmup) : NULL;
+    TrainTimes tr = time_training(t, o, bf);
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
-    if (dump) json_put(dump, "batches", batches);
+    if (bf && fclose(bf) != 0) fprintf(stderr, "qkv: %s: write failed\n", batches_path);
+    if (dump) json_put(dump, "batches_file", json_string(batches_path));
     decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
     json_decref(dump);
     return 0;
