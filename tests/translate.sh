@@ -69,6 +69,21 @@ got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
 
+# unknown-word replacement: a target vocabulary too small for the text makes <unk>s, which
+# --replace-unk (the default) turns into source words and --no-replace-unk leaves alone
+"$QKV" train "$T/w.yaml" --set run_dir="$T/u" --set data.min_freq=60 >"$T/u.log" 2>&1
+"$QKV" translate "$T/u" --greedy --no-replace-unk <"$T/data/test.src" >"$T/unk.txt" 2>/dev/null
+"$QKV" translate "$T/u" --greedy <"$T/data/test.src" >"$T/replaced.txt" 2>/dev/null
+kept=$(grep -o '<unk>' "$T/unk.txt" | wc -l)
+left=$(grep -o '<unk>' "$T/replaced.txt" | wc -l)
+# every replacement is a word of its own source line
+not_in_source=$(paste -d'\t' "$T/data/test.src" "$T/unk.txt" "$T/replaced.txt" | awk -F'\t' '{
+    n = split($2, k, " "); split($3, r, " "); split($1, s, " "); for (w in s) src[s[w]] = 1
+    for (i = 1; i <= n; i++) if (k[i] == "<unk>" && !(r[i] in src)) bad++
+    delete src } END { print bad + 0 }')
+((kept > 0 && left == 0 && not_in_source == 0)) && ok "replace_unk_copies_source_words" ||
+    bad "replace_unk_copies_source_words" "$kept <unk> without replacement, $left with, $not_in_source not from the source"
+
 # ---- qkv export -----------------------------------------------------------------------
 "$QKV" export "$T/w" --out "$T/w.safetensors" >/dev/null 2>&1
 "$QKV" translate "$T/w.safetensors" --greedy <"$T/data/test.src" >"$T/exported.txt" 2>/dev/null
