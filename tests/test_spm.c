@@ -75,11 +75,20 @@ static void test_byte_fallback(void) {
     int ids[256], n = encode_line(odd, TOKENIZER_BPE, &v, ids, 256), unk = 0;
     for (int k = 0; k < n; k++) unk += ids[k] == VOCAB_UNK;
     char *back = decode_ids(ids, n, TOKENIZER_BPE, &v);
+    /* a line can need more pieces than it has bytes (NFKC expands U+FDFA, byte fallback
+     * spells it out): encoding a corpus keeps all of them */
+    Corpus c = {.n = 1, .lines = 1};
+    c.src_text = malloc(sizeof(char *)), c.tgt_text = malloc(sizeof(char *));
+    c.src_text[0] = strdup("the \xEF\xB7\xBA cat"), c.tgt_text[0] = strdup("dog");
+    corpus_encode(&c, TOKENIZER_BPE, &v, &v, 1000);
+    int whole = c.n == 1 ? c.src[0].len : -1, want = spm_encode(v.spm, "the \xEF\xB7\xBA cat", NULL, 0);
+    corpus_free(&c);
     /* NFKC turns ℃ into °C */
     int same = strcmp(back, "Ζώο 🐕 dog °C") == 0;
     free(back), free(model);
     vocab_free(&v);
     CHECK(unk == 0 && same, "unseen characters: %d <unk>, round trip %s", unk, same ? "ok" : "broken");
+    CHECK(want > 10 && whole == want, "a line of %d pieces was encoded as %d", want, whole);
 }
 
 static void test_refusals(void) {

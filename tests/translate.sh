@@ -68,6 +68,13 @@ want=$("$QKV" score "$T/beam3.txt" "$T/data/test.tgt" | sed -n 's/^BLEU|[^=]*= \
 got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
+printf 'caf\xe9\n' >"$T/latin1.src"
+expect_error "eval_not_utf8" 2 "latin1.src:1: not UTF-8" "$QKV" eval "$T/w" --src "$T/latin1.src" --ref "$T/latin1.src"
+# a checkpoint named from inside its own directory still finds its run
+last=$(cd "$T/w/ckpt" && ls step-*.safetensors | tail -1)
+qkv_abs=$(cd "$(dirname "$QKV")" && pwd)/$(basename "$QKV")
+(cd "$T/w/ckpt" && "$qkv_abs" translate "$last" --greedy <../../data/test.src >"$T/bare.txt" 2>"$T/bare.err")
+[[ $(wc -l <"$T/bare.txt") -eq 60 ]] && ok "translate_bare_checkpoint_name" || bad "translate_bare_checkpoint_name" "$(cat "$T/bare.err")"
 
 # unknown-word replacement: a target vocabulary too small for the text makes <unk>s, which
 # --replace-unk (the default) turns into source words and --no-replace-unk leaves alone
@@ -148,6 +155,8 @@ expect_error "bpe_missing_model" 2 "data.spm_model.src.*nope.model" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=bpe --set data.spm_model.src="$T/nope.model" --set data.spm_model.tgt="$T/nope.model"
 expect_error "spm_model_needs_subwords" 2 "data.spm_model: SentencePiece models need data.tokenizer bpe or unigram" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model"
+expect_error "bpe_everything_over_max_len" 2 "no usable sentence pairs left after encoding .* over max_len 3" \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f0" --set data.tokenizer=bpe --set data.vocab_size=300 --set data.max_len=3
 expect_error "bpe_vocab_too_large" 2 "data.vocab_size 100000" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=100000
 # a run whose model file was swapped for another run's: the checkpoints no longer match

@@ -121,14 +121,9 @@ int cmd_eval(int argc, char **argv) {
         return cmd_usage("qkv eval RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [--beam K | --greedy] [translate's options]");
     o.decode.nbest = 1;
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
-    int n, nr;
-    char **src = read_file_lines(src_path, &n), **ref = src ? read_file_lines(ref_path, &nr) : NULL;
-    if (!ref) return src ? (free_lines(src, n), cmd_fail(2)) : cmd_fail(2);
-    if (n != nr) {
-        err_set("%s has %d lines, %s %d: a source and its reference must be line-aligned", src_path, n, ref_path, nr);
-        free_lines(src, n), free_lines(ref, nr);
-        return cmd_fail(2);
-    }
+    int n;
+    char **src, **ref;
+    if (cmd_read_aligned(src_path, ref_path, "a source", &src, &ref, &n) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(2);
     printf("evaluating %s (%s, step %lld) on %s, %s\n", r.weights, r.which, (long long)r.meta.step, src_path,

@@ -8,35 +8,9 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "data/tokenize.h"
 #include "infer/score.h"
 #include "train/jsonout.h"
 #include "util.h"
-
-/* Both files' lines, line-aligned and UTF-8, or -1 with the error set. */
-static int read_pair(const char *hyp_path, const char *ref_path, char ***hyp, char ***ref, int *n) {
-    int nh = 0, nr = 0;
-    *hyp = read_file_lines(hyp_path, &nh);
-    *ref = *hyp ? read_file_lines(ref_path, &nr) : NULL;
-    if (!*ref) {
-        if (*hyp) free_lines(*hyp, nh);
-        return -1;
-    }
-    int bad = -1;
-    const char *which = NULL;
-    for (int i = 0; i < nh && i < nr && bad < 0; i++) {
-        if (!utf8_valid((*hyp)[i], strlen((*hyp)[i]))) bad = i, which = hyp_path;
-        else if (!utf8_valid((*ref)[i], strlen((*ref)[i]))) bad = i, which = ref_path;
-    }
-    if (nh != nr || bad >= 0) {
-        if (nh != nr) err_set("%s has %d lines, %s %d: a translation and its reference must be line-aligned", hyp_path, nh, ref_path, nr);
-        else err_set("%s:%d: not UTF-8 text", which, bad + 1);
-        free_lines(*hyp, nh), free_lines(*ref, nr);
-        return -1;
-    }
-    *n = nh;
-    return 0;
-}
 
 static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
     double ratio = s->ref_len ? (double)s->sys_len / (double)s->ref_len : 0.0;
@@ -83,7 +57,7 @@ int cmd_score(int argc, char **argv) {
     if (optind != argc - 2) return cmd_usage("qkv score HYPOTHESES.txt REFERENCE.txt [--sentence] [--json]");
     char **hyp, **ref;
     int n;
-    if (read_pair(argv[optind], argv[optind + 1], &hyp, &ref, &n) != 0) return cmd_fail(2);
+    if (cmd_read_aligned(argv[optind], argv[optind + 1], "a translation", &hyp, &ref, &n) != 0) return cmd_fail(2);
     BleuStats s = {0};
     ChrfStats ch = {0};
     if (sentence && !as_json) printf("line\tBLEU\tchrF2\t(sentence BLEU: %s)\n", BLEU_SENTENCE_SIGNATURE);

@@ -2,6 +2,7 @@
  * one output line per input line (empty lines stay empty), detokenized text; with
  * --nbest N, N lines per input in the Moses n-best format "i ||| text ||| score". */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,7 +43,8 @@ static void print_hypotheses(char **text, const double *scores, int n, int nbest
         for (int k = 0; k < nbest; k++) {
             size_t at = (size_t)i * nbest + k;
             if (nbest == 1) printf("%s\n", text[at]);
-            else printf("%d ||| %s ||| %.6f\n", i, text[at], scores[at]);
+            else if (k == 0 || isfinite(scores[at])) /* fewer may have finished than asked for */
+                printf("%d ||| %s ||| %.6f\n", i, text[at], scores[at]);
         }
 }
 

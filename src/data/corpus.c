@@ -121,8 +121,11 @@ int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int m
 
 static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
     int n = 0;
-    if (v->spm) n = (int)strlen(line) + 2; /* a piece covers at least one byte, plus the leading space */
+    /* the whole encoding, however long (normalisation and byte fallback can make more
+     * pieces than bytes): a long line is dropped by max_len, never cut short */
+    if (v->spm) n = spm_encode(v->spm, line, NULL, 0);
     else tokenize_line(tokenizer, line, count_token, &n);
+    if (n < 0) n = 0;
     Seq s = {xmalloc(sizeof(int) * (size_t)(n ? n : 1)), 0};
     s.len = encode_line(line, tokenizer, v, s.ids, n);
     return s;
@@ -138,7 +141,8 @@ void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab
         /* subword lengths are only known now (corpus_read counted words) */
         if (x.len > max_len || y.len > max_len || x.len == 0 || y.len == 0) {
             free(x.ids), free(y.ids);
-            c->dropped_long++;
+            if (x.len == 0 || y.len == 0) c->dropped_empty++;
+            else c->dropped_long++;
             continue;
         }
         c->src[kept] = x, c->tgt[kept] = y, kept++;

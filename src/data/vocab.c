@@ -176,9 +176,10 @@ int vocab_from_spm(Vocab *v, const char *bytes, size_t len, const char *what) {
     for (int id = VOCAB_N_SPECIAL; id < n; id++) {
         const char *piece = spm_piece(spm, id);
         if (v->slots[find_slot(v, piece, strlen(piece))] >= 0) {
-            spm_free(spm);
+            err_set("%s: piece %d ('%.40s') clashes with a token qkv reserves or an earlier piece", what, id, piece);
+            spm_free(spm); /* after the message: piece points into the model */
             vocab_free(v);
-            return err_set("%s: piece %d ('%s') twice", what, id, piece);
+            return -1;
         }
         add_token(v, piece, strlen(piece));
     }

@@ -265,13 +265,14 @@ static int run_for_file(Run *r, const char *path, CkptFile *f) {
     if (f->meta.src_vocab) {
         rc = run_from_export(r, f, path);
     } else {
+        /* <run>/ckpt/<file>: the file's directory, then one up */
         char dir[CONFIG_PATH_MAX];
         snprintf(dir, sizeof dir, "%s", path);
-        for (int up = 0; up < 2; up++) {
-            char *slash = strrchr(dir, '/');
-            if (slash) *slash = '\0';
-            else snprintf(dir, sizeof dir, "%s", up ? "." : "..");
-        }
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else snprintf(dir, sizeof dir, ".");
+        size_t len = strlen(dir);
+        snprintf(dir + len, sizeof dir - len, "/..");
         rc = run_load_config_and_vocab(r, dir);
     }
     if (rc != 0) ckpt_close(f);

@@ -108,6 +108,12 @@ int trainer_encode(Trainer *t, int build) {
     corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
     if (t->has_valid)
         corpus_encode(&t->valid, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
+    /* subword lengths are known only now: a split can empty out here */
+    const Corpus *empty = t->train.n == 0 ? &t->train : t->has_valid && t->valid.n == 0 ? &t->valid : NULL;
+    if (empty)
+        return err_set("%s: no usable sentence pairs left after encoding (%d lines, %d empty, %d over max_len %d)",
+                       empty == &t->train ? cfg->data.train.src : cfg->data.valid.src, empty->lines,
+                       empty->dropped_empty, empty->dropped_long, cfg->data.max_len);
     t->data_hash = corpus_hash(&t->train);
     return 0;
 }
