@@ -277,7 +277,7 @@ int config_parse(Config *c, const char *text, size_t len, const char *name) {
 
 int config_load(Config *c, const char *path) {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = read_file_max(path, READ_FILE_SMALL, &len);
     if (!text) return -1;
     int rc = config_parse(c, text, len, path);
     free(text);

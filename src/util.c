@@ -129,17 +129,40 @@ static char *read_stream(FILE *f, size_t *len_out, int *failed) {
     return buf;
 }
 
-char *read_file(const char *path, size_t *len_out) {
-    FILE *f = fopen(path, "rb");
+/* What a path is, for the message when it is not a regular file. */
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+char *read_file_max(const char *path, size_t max, size_t *len_out) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        err_set("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        err_set("%s: %s, not a regular file", path, fstat(fd, &st) != 0 ? strerror(errno) : file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        err_set("%s: %lld bytes, more than the %zu this file may hold", path, (long long)st.st_size, max);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         err_set("%s: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     size_t len;
     int failed;
     char *buf = read_stream(f, &len, &failed);
-    if (failed) {
-        err_set("%s: read error: %s", path, strerror(errno));
+    if (failed || len > max) {
+        err_set("%s: %s", path, failed ? strerror(errno) : "grew past its size limit while being read");
         free(buf);
         buf = NULL;
     }
@@ -147,6 +170,8 @@ char *read_file(const char *path, size_t *len_out) {
     if (buf && len_out) *len_out = len;
     return buf;
 }
+
+char *read_file(const char *path, size_t *len_out) { return read_file_max(path, READ_FILE_ANY, len_out); }
 
 /* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
  * file written on Windows reads the same); a last line without '\n' still counts. Each

@@ -39,7 +39,12 @@ uint64_t checksum64(const void *data, size_t n);
 
 double now_seconds(void); /* monotonic */
 
-/* Reads a whole file; returns NULL and sets the error (naming the path) on failure. */
+/* Reads a whole regular file of at most max bytes; returns NULL and sets the error
+ * (naming the path) on failure: a FIFO, device or directory is refused at once (never
+ * waited on), a larger file before any of it is read. */
+char *read_file_max(const char *path, size_t max, size_t *len_out);
+#define READ_FILE_ANY ((size_t)1 << 40) /* 1 TiB: any file memory could hold */
+#define READ_FILE_SMALL ((size_t)64 << 20) /* 64 MiB: configs, vocabularies, tokenizer models */
 char *read_file(const char *path, size_t *len_out);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack

@@ -76,6 +76,13 @@ printf 'data:\n  train: {src: %s, tgt: %s}\nrun_dir: %s\n' "$T/empty.src" "$T/em
 : >"$T/empty.src"
 : >"$T/empty.tgt"
 expect_error "corpus_empty" 2 "^qkv: $T/empty.src: no usable sentence pairs" "$QKV" train "$T/empty.yaml"
+# files that are not files: refused at once, never read or waited on (a FIFO has no writer)
+mkfifo "$T/fifo"
+expect_error "fifo_is_not_a_corpus" 2 "fifo: a FIFO, not a regular file" timeout 10 "$QKV" score "$T/fifo" "$T/empty.src"
+expect_error "device_is_not_a_checkpoint" 2 "^qkv: /dev/zero: a character device, not a regular file$" timeout 10 "$QKV" info /dev/zero
+truncate -s 65M "$T/huge.yaml"
+expect_error "oversized_config_refused_unread" 2 "huge.yaml: 68157440 bytes, more than the 67108864 this file may hold" timeout 10 "$QKV" train "$T/huge.yaml"
+expect_error "directory_is_not_a_reference" 2 "toy: a directory, not a regular file" timeout 10 "$QKV" score "$T/empty.src" "$T/toy"
 
 # ---- an end-to-end run on the copy task: files, metrics, translation of odd input ----------
 run="$T/copyrun"

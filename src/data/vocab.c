@@ -161,7 +161,7 @@ int vocab_parse(Vocab *v, char *text, size_t len, const char *what) {
 
 int vocab_load(Vocab *v, const char *path) {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = read_file_max(path, READ_FILE_SMALL, &len);
     if (!text) return -1;
     int rc = vocab_parse(v, text, len, path);
     free(text);

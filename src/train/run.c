@@ -172,7 +172,7 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
     }
     snprintf(name, sizeof name, "%s.model", side);
     size_t len;
-    char *bytes = read_file(run_path(p, sizeof p, r->dir, name), &len);
+    char *bytes = read_file_max(run_path(p, sizeof p, r->dir, name), READ_FILE_SMALL, &len);
     if (!bytes) return -1;
     int rc = vocab_from_spm(v, bytes, len, p);
     free(bytes);

@@ -64,7 +64,7 @@ static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, c
     const Config *cfg = &t->run.cfg;
     if (model_path[0]) {
         size_t len;
-        char *bytes = read_file(model_path, &len);
+        char *bytes = read_file_max(model_path, READ_FILE_SMALL, &len);
         if (!bytes) return -1;
         int rc = vocab_from_spm(v, bytes, len, model_path);
         free(bytes);
