@@ -161,4 +161,15 @@ train "$T/othervocab" 10 --set data.train.src="$T/other/train.src" --set data.tr
 cp "$T/othervocab/ckpt/step-000010.safetensors" "$T/nockpt/ckpt/step-000099.safetensors"
 expect_error "translate_rejects_other_vocabulary" 2 "^qkv: $T/nockpt/ckpt/step-000099.safetensors: its vocabularies differ" "$QKV" translate "$T/nockpt"
 
+# ---- one process per run: a live run is locked ------------------------------------------------
+"$QKV" train "$T/r.yaml" --set run_dir="$T/live" --set train.steps=100000 >"$T/live.log" 2>&1 &
+live=$!
+for _ in $(seq 100); do grep -q "^step\|step [0-9]" "$T/live.log" 2>/dev/null && break; sleep 0.1; done
+expect_error "live_run_refuses_a_second_train" 2 "^qkv: $T/live: in use by process $live " "$QKV" train "$T/r.yaml" --set run_dir="$T/live" --force
+expect_error "live_run_refuses_resume" 2 "^qkv: $T/live: in use by process $live " "$QKV" resume "$T/live"
+kill -INT $live
+wait $live
+"$QKV" resume "$T/live" --steps 1 >"$T/live.resume.log" 2>&1 && grep -q "already at step\|resuming" "$T/live.resume.log" &&
+    ok "stopped_run_can_be_resumed" || bad "stopped_run_can_be_resumed" "$(tail -2 "$T/live.resume.log")"
+
 finish

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,13 +138,38 @@ int run_mark_best(const char *dir, const char *ckpt_path) {
     return 0;
 }
 
+/* The run's lock: a write lock on <dir>/lock held by this process until it exits (the
+ * kernel drops it however the process ends), the file holding the holder's pid. Taken
+ * before the run's files are looked at, so two processes never share a run. */
+static int run_lock(const char *dir) {
+    char p[CONFIG_PATH_MAX + 32];
+    run_path(p, sizeof p, dir, "lock");
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return err_set("%s: %s", p, strerror(errno));
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+        int e = errno;
+        struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        long pid = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (long)who.l_pid : -1;
+        close(fd);
+        if (e != EACCES && e != EAGAIN) return err_set("%s: cannot lock: %s", p, strerror(e));
+        return err_set("%s: in use by process %ld (a train or resume of this run); wait for it or stop it", dir, pid);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    int written = ftruncate(fd, 0) == 0 && write(fd, pid, (size_t)n) == n;
+    (void)written; /* the pid is only informative: the lock is what counts */
+    return 0;      /* fd stays open: closing it would drop the lock */
+}
+
 int run_create(const Config *cfg, int force) {
     char p[CONFIG_PATH_MAX + 32];
     struct stat st;
+    if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
     if (!force && stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) == 0)
         return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
                        cfg->run_dir, cfg->run_dir);
-    return make_dirs(cfg->run_dir);
+    return 0;
 }
 
 int run_write_files(const Run *r) {
@@ -180,6 +206,8 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
 }
 
 int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_lock(dir) != 0) return -1;
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
     run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */

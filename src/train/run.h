@@ -39,6 +39,8 @@ void run_close(Run *r);
 /* A new run in cfg->run_dir: refuses a directory that already holds one unless force
  * (then its checkpoints go when run_write_files runs), and creates the directory.
  * -1 with the error set (a user error). */
+/* Makes the run directory and locks it for this process (a second train or resume of a
+ * live run is refused, naming its pid), then refuses to reuse a run unless force. */
 int run_create(const Config *cfg, int force);
 /* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
  * resolved config.yaml and both vocabularies. -1 with the error set. */
