@@ -80,6 +80,14 @@ expect_error "corpus_empty" 2 "^qkv: $T/empty.src: no usable sentence pairs" "$Q
 mkfifo "$T/fifo"
 expect_error "fifo_is_not_a_corpus" 2 "fifo: a FIFO, not a regular file" timeout 10 "$QKV" score "$T/fifo" "$T/empty.src"
 expect_error "device_is_not_a_checkpoint" 2 "^qkv: /dev/zero: a character device, not a regular file$" timeout 10 "$QKV" info /dev/zero
+# curves from extreme or missing numbers: drawn in bounded time and size
+mkdir -p "$T/plot"
+plot_ok=1
+for v in 1.7e308 1e-320 1e-13; do
+    printf '{"step": 10, "loss": %s}\n{"step": 20, "loss": %s, "valid_loss": null}\n' $v $v >"$T/plot/metrics.jsonl"
+    timeout 10 "$QKV" plot "$T/plot" >/dev/null 2>&1 && (($(stat -c %s "$T/plot/curves.svg") < 100000)) || plot_ok=0
+done
+((plot_ok)) && ok "plot_bounded_for_extreme_values" || bad "plot_bounded_for_extreme_values" "a plot failed, hung or grew past 100 kB"
 truncate -s 65M "$T/huge.yaml"
 expect_error "oversized_config_refused_unread" 2 "huge.yaml: 68157440 bytes, more than the 67108864 this file may hold" timeout 10 "$QKV" train "$T/huge.yaml"
 expect_error "directory_is_not_a_reference" 2 "toy: a directory, not a regular file" timeout 10 "$QKV" score "$T/empty.src" "$T/toy"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 json_t *json_fmt(const char *fmt, double v) {
-    if (!isfinite(v)) return NULL;
+    if (!isfinite(v)) return json_null(); /* JSON has no inf or nan; readers skip a null */
     char buf[64];
     snprintf(buf, sizeof buf, fmt, v);
     return json_real(strtod(buf, NULL));

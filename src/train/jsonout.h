@@ -11,7 +11,7 @@
 
 /* v as it reads when printed with the printf format fmt ("%.6f", "%g", ...): a file
  * keeps the precision it means to, without the noise of the last binary digits.
- * NULL (so json_object_set_new drops the key) when v is not finite. */
+ * null when v is not finite (JSON has no inf or nan). */
 json_t *json_fmt(const char *fmt, double v);
 /* An array of n ints. */
 json_t *json_ints(const int *v, int n);

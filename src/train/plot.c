@@ -33,6 +33,14 @@ static double tick_step(double lo, double hi, int n) {
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
+/* Ticks from lo to hi every step: at most 50, none when the numbers cannot make any
+ * (a zero, denormal or non-finite step; a range past the largest double). */
+static int tick_count(double lo, double hi, double step) {
+    if (!(step > 0) || !isfinite(lo) || !isfinite(hi) || !isfinite(step)) return 0;
+    double n = floor((hi - lo) / step * (1 + 1e-9)) + 1;
+    return n < 1 || !isfinite(n) ? 0 : n > 50 ? 50 : (int)n;
+}
+
 typedef struct {
     const Series *s;
     const char *colour, *label;
@@ -46,19 +54,23 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     double y0 = 0, y1 = 0;
     for (int k = 0; k < n; k++)
         for (int i = 0; i < c[k].s->n; i++) y1 = fmax(y1, c[k].s->y[i]);
-    double ys = tick_step(y0, y1, 5), xs = tick_step(x0, x1, 6);
-    y1 = ceil(y1 / ys) * ys;
-    if (y1 <= 0) y1 = 1;
+    double ys = tick_step(y0, y1, 5), xs = tick_step(x0, x1, 6), top_tick = ceil(y1 / ys) * ys;
+    if (isfinite(top_tick)) y1 = top_tick;
+    if (!(y1 > 0) || !isfinite(y1)) y1 = 1;
 #define PX(v) (L + (v - x0) / (x1 - x0) * pw)
 #define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
-    for (double v = y0; v <= y1 + 1e-9; v += ys)
+    for (int k = 0, nk = tick_count(y0, y1, ys); k < nk; k++) {
+        double v = y0 + k * ys;
         sb_printf(sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
                       "text-anchor=\"end\">%g</text>\n",
                   L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
-    for (double v = x0; v <= x1 + 1e-9; v += xs)
+    }
+    for (int k = 0, nk = tick_count(x0, x1, xs); k < nk; k++) {
+        double v = x0 + k * xs;
         sb_printf(sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
                       "text-anchor=\"middle\">%g</text>\n",
                   PX(v), PX(v), T, T + ph, PX(v), T + ph + 16, v);
+    }
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, T + ph + B - 12);
     for (int k = 0; k < n; k++) {
