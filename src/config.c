@@ -351,8 +351,13 @@ int config_validate(Config *c, int check_files) {
     if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
         return err_set("%s: train.best_by: bleu needs train.valid_bleu: true", where_is(c, "train.best_by", w, sizeof w));
     if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
-    for (const char *p = c->name; *p; p++)
-        if (*p == '/' || *p == '\n') return err_set("%s: name: '%s' must not contain '/' or newlines", where_is(c, "name", w, sizeof w), c->name);
+    /* the name becomes a directory under runs/: a path component, printable */
+    int dots = strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0;
+    for (const char *p = c->name; *p && !dots; p++)
+        dots = *p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f;
+    if (dots)
+        return err_set("%s: name: must be a plain directory name: not '.' or '..', no '/', no control characters",
+                       where_is(c, "name", w, sizeof w));
     if (c->run_dir[0] == '\0') snprintf(c->run_dir, sizeof c->run_dir, "runs/%s", c->name);
     /* a YAML file cannot hold other bytes, but --set and file names can: refuse them
      * here, before a run directory whose config.yaml could not say them is made */

@@ -46,6 +46,10 @@ int main(int argc, char **argv) {
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) name = "help";
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, name) != 0) continue;
+        /* getopt names argv[0] in its messages: make them read "qkv: train: ..." */
+        char label[64];
+        snprintf(label, sizeof label, "qkv: %s", commands[i].name);
+        argv[1] = label;
         int rc = commands[i].fn(argc - 1, argv + 1);
         /* a full disk shows up here for anything written to stdout */
         if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -1,6 +1,7 @@
 /* Checkpoints: exact round trip, and every kind of damage rejected with one message
  * naming the file, never a crash and never a partly loaded model. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -217,6 +218,13 @@ static void test_foreign_files_and_other_configs(void) {
     adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
     CHECK(ckpt_load(s.path, &m, &a, NULL) != 0 && strstr(err_msg(), "no optimizer state"), "%s", err_msg());
     CHECK(ckpt_load(s.path, &m, NULL, NULL) == 0, "weights-only load for translation: %s", err_msg());
+    /* counters a resume would carry on from, past where they can count: refused, not wrapped */
+    CkptMeta huge = {.config = "", .epoch = INT64_MAX};
+    ckpt_save(s.path, &s.m, NULL, &huge);
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "'epoch' is out of range"), "epoch: %s", err_msg());
+    huge = (CkptMeta){.config = "", .step = INT64_MAX};
+    ckpt_save(s.path, &s.m, NULL, &huge);
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "'step' is out of range"), "step: %s", err_msg());
     adam_free(&a);
     model_free(&m);
     free_saved(&s);

@@ -74,7 +74,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     int c, rc = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, "s:n:w:d:k:p", opts, NULL)) != -1) {
         switch (c) {
-        case 's': if (o->n_sets < 64) o->sets[o->n_sets++] = optarg; break;
+        case 's':
+            if (o->n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
+            o->sets[o->n_sets++] = optarg;
+            break;
         case 'n': rc = cmd_int("--steps", "a positive step count", optarg, 1, 100000000, &o->steps); break;
         case 'w': rc = cmd_int("--warmup", "a step count", optarg, 0, 100000000, &o->warmup); break;
         case 'd': o->dump = optarg; break;

@@ -215,7 +215,8 @@ int cmd_train(int argc, char **argv) {
     char *sets[64];
     int n_sets = 0;
     while ((c = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
-        if (c == 's' && n_sets < 64) sets[n_sets++] = optarg;
+        if (c == 's' && n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
+        if (c == 's') sets[n_sets++] = optarg;
         else if (c == 'f') force = 1;
         else return 2;
     }

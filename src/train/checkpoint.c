@@ -203,6 +203,9 @@ static int parse_meta(CkptFile *f, json_t *md) {
     int64_t v = 0;
     if (meta_int(f, md, "step", &m->step) || meta_int(f, md, "epoch", &m->epoch) || meta_int(f, md, "seed", &m->seed))
         return -1;
+    /* the step and epoch counters go on from here: room to count, never to overflow */
+    if (m->step > INT_MAX) return fault(f, "metadata 'step' is out of range");
+    if (m->epoch > INT_MAX) return fault(f, "metadata 'epoch' is out of range");
     if (meta_int(f, md, "batch_pos", &v)) return -1;
     if (v > INT_MAX) return fault(f, "metadata 'batch_pos' is out of range");
     m->batch_pos = (int)v;
