@@ -15,7 +15,7 @@
 
 #include "util.h"
 
-typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM } KeyType;
+typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
 
 typedef struct {
     const char *path; /* dotted: "train.lr.warmup" */
@@ -33,6 +33,7 @@ typedef struct {
 #define BOOL(p, f) {p, KEY_BOOL, OFF(f), 0, 1, 0, {0}, 0}
 #define STR(p, f) {p, KEY_STRING, OFF(f), 0, 0, 0, {0}, sizeof(((Config *)0)->f)}
 #define ENUM(p, f, ...) {p, KEY_ENUM, OFF(f), 0, 0, 0, {__VA_ARGS__}, 0}
+#define WATCH(p, f) {p, KEY_WATCH, OFF(f), 0, 0, 0, {0}, 0}
 
 static const KeySpec keys[] = {
     STR("name", name),
@@ -76,6 +77,7 @@ static const KeySpec keys[] = {
     INT("train.threads", train.threads, 1, 256),
     BOOL("train.valid_bleu", train.valid_bleu),
     ENUM("train.best_by", train.best_by, "loss", "bleu"),
+    WATCH("train.watch", train.watch),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -157,11 +159,48 @@ static const char *suggest(const char *path) {
     return best;
 }
 
+static int add_watch(Config *c, const char *src, const char *tgt, const char *where) {
+    if (c->train.n_watch == CONFIG_WATCH_MAX)
+        return err_set("%s: train.watch: more than %d sentences", where, CONFIG_WATCH_MAX);
+    if (strspn(src, " \t") == strlen(src)) return err_set("%s: train.watch: a sentence is empty", where);
+    if (strlen(src) >= CONFIG_WATCH_LEN || strlen(tgt) >= CONFIG_WATCH_LEN)
+        return err_set("%s: train.watch: a sentence is longer than %d bytes", where, CONFIG_WATCH_LEN - 1);
+    WatchSentence *w = &c->train.watch[c->train.n_watch++];
+    strcpy(w->src, src);
+    strcpy(w->tgt, tgt);
+    return 0;
+}
+
+/* train.watch as YAML: a list whose items are a source sentence, or a mapping
+ * {src: ..., tgt: ...} when the target to force is given. */
+static int set_watch_list(Config *c, yaml_document_t *doc, yaml_node_t *list, const char *file) {
+    char where[CONFIG_PATH_MAX + 32];
+    c->train.n_watch = 0;
+    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+        yaml_node_t *n = yaml_document_get_node(doc, *it);
+        snprintf(where, sizeof where, "%s:%zu:%zu", file, n->start_mark.line + 1, n->start_mark.column + 1);
+        const char *src = NULL, *tgt = "";
+        if (n->type == YAML_SCALAR_NODE) src = (const char *)n->data.scalar.value;
+        for (yaml_node_pair_t *p = n->type == YAML_MAPPING_NODE ? n->data.mapping.pairs.start : NULL;
+             p && p < n->data.mapping.pairs.top; p++) {
+            yaml_node_t *kn = yaml_document_get_node(doc, p->key), *vn = yaml_document_get_node(doc, p->value);
+            const char *key = kn->type == YAML_SCALAR_NODE ? (const char *)kn->data.scalar.value : "";
+            if (vn->type != YAML_SCALAR_NODE || (strcmp(key, "src") != 0 && strcmp(key, "tgt") != 0))
+                return err_set("%s: train.watch: an item is a sentence or {src: ..., tgt: ...}", where);
+            if (strcmp(key, "src") == 0) src = (const char *)vn->data.scalar.value;
+            else tgt = (const char *)vn->data.scalar.value;
+        }
+        if (!src) return err_set("%s: train.watch: an item is a sentence or {src: ..., tgt: ...}", where);
+        if (add_watch(c, src, tgt, where) != 0) return -1;
+    }
+    return 0;
+}
+
 /* Parses one scalar into the key's field. `where` prefixes the error. */
 static int set_value(Config *c, const KeySpec *k, const char *text, const char *where) {
     char *field = (char *)c + k->offset;
     char *end;
-    if (k->type != KEY_STRING && *text == '\0')
+    if (k->type != KEY_STRING && k->type != KEY_WATCH && *text == '\0')
         return err_set("%s: %s needs a value", where, k->path);
     switch (k->type) {
     case KEY_INT: {
@@ -196,6 +235,9 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
         if (strlen(text) >= k->size) return err_set("%s: %s: value is too long", where, k->path);
         strcpy(field, text);
         return 0;
+    case KEY_WATCH: /* one sentence, as --set gives it; empty: none */
+        c->train.n_watch = 0;
+        return *text ? add_watch(c, text, "", where) : 0;
     case KEY_ENUM:
         for (int i = 0; i < 4 && k->choices[i]; i++)
             if (strcmp(text, k->choices[i]) == 0) return *(int *)field = i, 0;
@@ -231,8 +273,13 @@ static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *
         int idx = find_key(path);
         if (idx >= 0) {
             snprintf(where, sizeof where, "%s:%zu:%zu", file, vn->start_mark.line + 1, vn->start_mark.column + 1);
-            if (vn->type != YAML_SCALAR_NODE) return err_set("%s: %s: expected a single value", where, path);
-            if (set_value(c, &keys[idx], (const char *)vn->data.scalar.value, where) != 0) return -1;
+            if (keys[idx].type == KEY_WATCH && vn->type == YAML_SEQUENCE_NODE) {
+                if (set_watch_list(c, doc, vn, file) != 0) return -1;
+            } else if (vn->type != YAML_SCALAR_NODE) {
+                return err_set("%s: %s: expected a single value", where, path);
+            } else if (set_value(c, &keys[idx], (const char *)vn->data.scalar.value, where) != 0) {
+                return -1;
+            }
             c->set_line[idx] = (int)vn->start_mark.line + 1;
             c->set_col[idx] = (int)vn->start_mark.column + 1;
         } else if (is_section(path)) {
@@ -366,6 +413,10 @@ int config_validate(Config *c, int check_files) {
         if (keys[i].type == KEY_STRING && !utf8_valid(text, strlen(text)))
             return err_set("%s: %s: not valid UTF-8", where_is(c, keys[i].path, w, sizeof w), keys[i].path);
     }
+    for (int i = 0; i < c->train.n_watch; i++)
+        if (!utf8_valid(c->train.watch[i].src, strlen(c->train.watch[i].src)) ||
+            !utf8_valid(c->train.watch[i].tgt, strlen(c->train.watch[i].tgt)))
+            return err_set("%s: train.watch: sentence %d is not valid UTF-8", where_is(c, "train.watch", w, sizeof w), i + 1);
     int subword = tokenizer_is_subword(c->data.tokenizer);
     if (!subword && (c->data.spm_model.src[0] || c->data.spm_model.tgt[0]))
         return err_set("%s: data.spm_model: SentencePiece models need data.tokenizer bpe or unigram",
@@ -457,6 +508,18 @@ int config_write(const Config *c, const char *path) {
             sb_append(&sb, "\n", 1);
             break;
         case KEY_ENUM: sb_printf(&sb, "%s\n", k->choices[*(const int *)field]); break;
+        case KEY_WATCH:
+            if (c->train.n_watch == 0) sb_printf(&sb, "[]\n");
+            else sb_append(&sb, "\n", 1);
+            for (int i = 0; i < c->train.n_watch; i++) {
+                /* valid UTF-8: config_validate checked */
+                sb_printf(&sb, "%*s- src: ", 2 * depth + 2, "");
+                put_yaml_string(&sb, c->train.watch[i].src);
+                sb_printf(&sb, "\n%*s  tgt: ", 2 * depth + 2, "");
+                put_yaml_string(&sb, c->train.watch[i].tgt);
+                sb_append(&sb, "\n", 1);
+            }
+            break;
         }
     }
     int rc = write_file_atomic(path, sb.buf, sb.len);

@@ -22,6 +22,14 @@ typedef struct {
     char src[CONFIG_PATH_MAX], tgt[CONFIG_PATH_MAX];
 } PathPair;
 
+/* train.watch: sentences whose attention training records (infer/watch.h); tgt empty:
+ * force-decode the model's own greedy translation at the time. */
+#define CONFIG_WATCH_MAX 8
+#define CONFIG_WATCH_LEN 512
+typedef struct {
+    char src[CONFIG_WATCH_LEN], tgt[CONFIG_WATCH_LEN];
+} WatchSentence;
+
 typedef struct {
     char name[128];
     char run_dir[CONFIG_PATH_MAX];
@@ -51,6 +59,8 @@ typedef struct {
         double clip_norm, label_smoothing;
         int log_every, valid_every, checkpoint_every, keep_checkpoints, threads;
         int valid_bleu, best_by;
+        WatchSentence watch[CONFIG_WATCH_MAX];
+        int n_watch;
     } train;
     /* where each key was set, for errors found after parsing (index = key table order) */
     char source[CONFIG_PATH_MAX];

@@ -49,6 +49,85 @@ mkdir -p "$T/empty"
 cp "$T/run/config.yaml" "$T/run/src.vocab" "$T/run/tgt.vocab" "$T/empty/"
 expect_error "attention_run_without_checkpoint" 2 "^qkv: $T/empty: no checkpoint" "$QKV" attention "$T/empty" --text "the cat" --out "$T/x"
 
+# ---- the anatomy of one query ---------------------------------------------------------------
+# The table's scores, pushed through a softmax here, give its weights; contributions over
+# weights are one number per key whichever query asks (||v_j W_O^h||).
+"$QKV" attention "$T/run" --text "the old farmer sees a red bird" --query 2 --kind cross --layer 1 --head 3 \
+    --out "$T/q" >"$T/q2.log" 2>&1
+"$QKV" attention "$T/run" --text "the old farmer sees a red bird" --query 4 --kind cross --layer 1 --head 3 \
+    --out "$T/q" >"$T/q4.log" 2>&1
+table() { awk '/^ key /{on=1; next} /^score_j/{on=0} on' "$1"; }
+check=$(table "$T/q2.log" | awk '{s[NR]=$3; w[NR]=$4; if (NR==1 || $3>m) m=$3} END {
+    for (i = 1; i <= NR; i++) z += exp(s[i] - m); for (i = 1; i <= NR; i++) { d = exp(s[i] - m) / z - w[i];
+    if (d < 0) d = -d; if (d > worst) worst = d; sum += w[i] } printf "%d %.2g %.6f", NR, worst, sum }')
+read -r n worst sum <<<"$check"
+[[ $n -eq 8 ]] && awk -v w="$worst" -v s="$sum" 'BEGIN { exit !(w <= 1e-5 && s > 0.99999 && s < 1.00001) }' &&
+    grep -q "cross-attention (Q: decoder, K/V: encoder), layer 1, head 3, query 2" "$T/q2.log" &&
+    grep -q "^  by contrib: " "$T/q2.log" && ok "attention_query_softmax_of_scores_is_weights ($n keys, max error $worst)" ||
+    bad "attention_query_softmax_of_scores_is_weights" "$n keys, worst $worst, sum $sum; $(head -20 "$T/q2.log")"
+ratios=$(paste <(table "$T/q2.log") <(table "$T/q4.log") | awk '$4 > 1e-3 && $9 > 1e-3 {
+    r = ($5 / $4) / ($10 / $9); if (r < 0.999 || r > 1.001) bad++; n++ } END { print n + 0, bad + 0 }')
+[[ ${ratios% *} -ge 4 && ${ratios#* } -eq 0 ]] && ok "attention_contribution_over_weight_is_a_key_constant" ||
+    bad "attention_contribution_over_weight_is_a_key_constant" "keys compared / off: $ratios"
+grep -q '"format":"qkv-attention-2"' "$T/q/maps.json" && grep -q '"cross_scores":\[' "$T/q/maps.json" &&
+    grep -q '"decoder_self_scores":\[\[\[\[[-0-9.e]*,null' "$T/q/maps.json" && grep -q '"encoder_self_contrib":' "$T/q/maps.json" &&
+    ok "maps_json_format_2_scores_null_where_masked" || bad "maps_json_format_2_scores_null_where_masked" "$(head -c 300 "$T/q/maps.json")"
+expect_error "attention_query_out_of_range" 2 "^qkv: --query: cross has queries 0\.\.[0-9]+ for this sentence" \
+    "$QKV" attention "$T/run" --text "the cat" --query 40 --out "$T/x"
+expect_error "attention_bad_kind" 2 "^qkv: --kind: 'self' is not one of" "$QKV" attention "$T/run" --text "the cat" --query 0 --kind self
+expect_error "attention_empty_out" 2 "^qkv: --out: an empty directory name" "$QKV" attention "$T/run" --text "the cat" --out ""
+
+# ---- an export replaces the old one whole, or not at all ----------------------------------------
+cp -r "$out" "$T/before"
+# a file size limit with room for the new maps.json and its SVGs, not for index.html
+"$QKV" attention "$T/run" --text "the red cat sleeps" --out "$T/sizes" >/dev/null 2>&1
+limit=$((($(stat -c %s "$T/sizes/maps.json") + $(stat -c %s "$T/sizes/index.html")) / 2048))
+err=$(trap '' XFSZ; ulimit -f $limit; "$QKV" attention "$T/run" --text "the red cat sleeps" --out "$out" 2>&1 >/dev/null)
+rc=$?
+leftover=$(ls -d "$out".partial-* 2>/dev/null)
+if [[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == qkv:*"File too large"* && -z $leftover ]] && diff -r -q "$out" "$T/before" >/dev/null; then
+    ok "attention_full_disk_leaves_old_export_whole"
+else
+    bad "attention_full_disk_leaves_old_export_whole" "exit $rc: $err; leftover '$leftover'; $(diff -r -q "$out" "$T/before" | head -2)"
+fi
+"$QKV" attention "$T/run" --text "the cat" --out "$out" >/dev/null 2>&1
+grep -q '"source":\["the","cat","<eos>"\]' "$out/maps.json" && grep -qF '["the","cat","\u003ceos>"]' "$out/index.html" &&
+    [[ $(ls "$out"/*.svg | wc -l) -eq 30 && -z $(ls -d "$out".partial-* 2>/dev/null) ]] &&
+    ok "attention_export_over_old_one_is_all_new" || bad "attention_export_over_old_one_is_all_new" "$(ls "$out" | head)"
+
+# ---- watching attention form over training ------------------------------------------------------
+# Two watched sentences (one with its target forced), a snapshot at step 0 and every 60 steps;
+# the last decoder layer's head-averaged cross-attention must sharpen by 30% or more.
+ws=$(sed -n 3p "$T/data/test.src") wt=$(sed -n 3p "$T/data/test.tgt")
+sed -n '3p;7p' "$T/data/test.align" >"$T/watch.gold"
+wcfg="train.watch=$(printf 'the red cat %.0s' {1..8})" # 24 tokens; max_len 3 gives 16 positions
+tiny_config "$T/watch.yaml" watch "$T/data" "steps: 480, valid_every: 60, checkpoint_every: 240,
+  watch: [\"$(sed -n 7p "$T/data/test.src")\", {src: \"$ws\", tgt: \"$wt\"}]"
+echo "seed: 3" >>"$T/watch.yaml"
+"$QKV" train "$T/watch.yaml" --set run_dir="$T/watched" >"$T/watch-train.log" 2>&1 &&
+    "$QKV" attention "$T/watched" --watch --gold "$T/watch.gold" --out "$T/wview" >"$T/watch.log" 2>&1
+rc=$?
+snaps=$(ls "$T/watched/watch"/step-*.json 2>/dev/null | wc -l)
+drop=$(awk '/^ *step  sentence 1/{on=1; next} on && $1 ~ /^[0-9]+$/ && NF >= 3 {n++; if (n == 1) {a = $2; b = $3} x = $2; y = $3}
+    END { if (n) printf "%.3f %.3f", 1 - x / a, 1 - y / b }' "$T/watch.log")
+if [[ $rc -eq 0 && $snaps -ge 4 && -f $T/watched/watch/step-00000000.json && -s $T/wview/index.html ]] &&
+    awk -v d="$drop" 'BEGIN { split(d, x, " "); exit !(x[1] >= 0.30 && x[2] >= 0.30) }'; then
+    ok "watch_cross_attention_sharpens_over_training ($snaps snapshots, entropy falls by $drop)"
+else
+    bad "watch_cross_attention_sharpens_over_training" "exit $rc, $snaps snapshots, drop '$drop'; $(tail -3 "$T/watch.log")"
+fi
+grep -q "AER" "$T/watch.log" && grep -q "watching 2 sentences" "$T/watch-train.log" && ok "watch_reports_aer_and_says_it_watches" ||
+    bad "watch_reports_aer_and_says_it_watches" "$(head -3 "$T/watch.log")"
+# recording costs a forward pass, never the training arithmetic: the same weights without it
+sed 's/^train: .*/train: {steps: 480, valid_every: 60, checkpoint_every: 240}/' "$T/watch.yaml" |
+    grep -v '^  watch' >"$T/nowatch.yaml"
+"$QKV" train "$T/nowatch.yaml" --set run_dir="$T/unwatched" >/dev/null 2>&1 &&
+    same_tensors "$T/watched/ckpt/step-000480.safetensors" "$T/unwatched/ckpt/step-000480.safetensors" &&
+    ok "watch_leaves_weights_byte_identical" || bad "watch_leaves_weights_byte_identical" "checkpoints differ"
+expect_error "watch_without_snapshots" 2 "no watched sentences recorded" "$QKV" attention "$T/run" --watch --out "$T/x"
+expect_error "watch_sentence_too_long" 2 "^qkv: train.watch: sentence 1 is longer than" "$QKV" train "$T/watch.yaml" \
+    --set run_dir="$T/toolong" --set data.max_len=3 --set "$wcfg"
+
 # ---- align ------------------------------------------------------------------------------------
 "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" >"$T/test.align" 2>"$T/align.err"
 rc=$?

@@ -103,7 +103,7 @@ static void test_json_and_html_escaping(void) {
     for (int i = 0; i < 3; i++)
         CHECK(strcmp(json_string_value(json_array_get(json_object_get(root, "source"), i)), odd[i]) == 0,
               "token %d came back as '%s'", i, json_string_value(json_array_get(json_object_get(root, "source"), i)));
-    CHECK(strcmp(json_string_value(json_object_get(root, "format")), "qkv-attention-1") == 0 &&
+    CHECK(strcmp(json_string_value(json_object_get(root, "format")), "qkv-attention-2") == 0 &&
               json_integer_value(json_object_get(root, "heads")) == 4,
           "format and heads");
     json_decref(root);
@@ -126,6 +126,134 @@ static void test_json_and_html_escaping(void) {
               "page token %d differs", i);
     json_decref(root);
     free(html);
+    attnmap_free(&a);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
+/* The anatomy of every query: the softmax of the kept scores is the kept weights; a
+ * contribution divided by its weight is the same down a key's column; and scores and
+ * contributions recomputed here, in double, from the exported queries and keys, the
+ * forward pass's values and W_O, agree with what was exported. */
+static void test_anatomy_scores_contributions(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    int src[5] = {4, 5, 6, 7, 8}, tgt[3] = {9, 4, 10};
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, src, 5, tgt, 3, &a);
+    int H = a.heads, dh = a.d_head, d = m.cfg.d_model;
+    CHECK(dh == 4, "d_head %d", dh);
+    double worst_soft = 0, worst_ratio = 0, worst_score = 0, worst_contrib = 0;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        int rows = attnmap_rows(&a, k), cols = attnmap_cols(&a, k);
+        for (int l = 0; l < a.layers[k]; l++) {
+            const AttnActs *acts = k == ATTN_ENC_SELF ? &m.a.enc[l].attn : k == ATTN_DEC_SELF ? &m.a.dec[l].self_attn
+                                                                                               : &m.a.dec[l].cross_attn;
+            const float *wo = (k == ATTN_ENC_SELF ? &m.p.enc[l].self_attn
+                               : k == ATTN_DEC_SELF ? &m.p.dec[l].self_attn
+                                                    : &m.p.dec[l].cross_attn)->w_o;
+            for (int h = 0; h < H; h++) {
+                const float *s = attnmap_slice(&a, a.scores, k, l, h), *p = attnmap_at(&a, k, l, h),
+                            *c = attnmap_slice(&a, a.contrib, k, l, h);
+                const float *q = a.queries[k] + ((size_t)l * H + h) * rows * dh, *kk = a.keys[k] + ((size_t)l * H + h) * cols * dh;
+                for (int i = 0; i < rows; i++) {
+                    double max = -INFINITY, z = 0;
+                    for (int j = 0; j < cols; j++)
+                        if (isfinite(s[i * cols + j])) max = fmax(max, s[i * cols + j]);
+                    for (int j = 0; j < cols; j++)
+                        if (isfinite(s[i * cols + j])) z += exp(s[i * cols + j] - max);
+                    for (int j = 0; j < cols; j++) {
+                        int masked = k == ATTN_DEC_SELF && j > i;
+                        CHECK(masked == !isfinite(s[i * cols + j]), "%s: key %d of query %d masked %d, score %g",
+                              attnmap_kind_name(k), j, i, masked, s[i * cols + j]);
+                        double soft = masked ? 0 : exp(s[i * cols + j] - max) / z;
+                        worst_soft = fmax(worst_soft, fabs(soft - p[i * cols + j]));
+                        if (masked) continue;
+                        double dot = 0;
+                        for (int e = 0; e < dh; e++) dot += (double)q[i * dh + e] * kk[j * dh + e];
+                        worst_score = fmax(worst_score, fabs(dot / sqrt(dh) - s[i * cols + j]));
+                        /* ||v_j^h W_O^h|| from the forward pass's v */
+                        double sq = 0;
+                        for (int o = 0; o < d; o++) {
+                            double x = 0;
+                            for (int e = 0; e < dh; e++) x += (double)acts->v[j * d + h * dh + e] * wo[(size_t)(h * dh + e) * d + o];
+                            sq += x * x;
+                        }
+                        double want = p[i * cols + j] * sqrt(sq);
+                        worst_contrib = fmax(worst_contrib, fabs(want - c[i * cols + j]) / fmax(1e-6, want));
+                        /* down the column, contrib / weight is one number */
+                        int r2 = rows - 1; /* the last query sees every key */
+                        if (p[i * cols + j] > 1e-6 && p[r2 * cols + j] > 1e-6) {
+                            worst_ratio = fmax(worst_ratio, fabs(c[i * cols + j] / p[i * cols + j] -
+                                                                 c[r2 * cols + j] / p[r2 * cols + j]) /
+                                                                (c[r2 * cols + j] / p[r2 * cols + j]));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    CHECK(worst_soft <= 1e-5, "softmax(scores) differs from the weights by %g", worst_soft);
+    CHECK(worst_score <= 1e-5, "q.k/sqrt(dh) differs from the kept scores by %g", worst_score);
+    CHECK(worst_contrib <= 1e-4, "contributions differ by a relative %g", worst_contrib);
+    CHECK(worst_ratio <= 1e-4, "contrib/weight varies down a column by a relative %g", worst_ratio);
+    /* the queries are the real Q: encoder layer 0 (post-LN) reads the embedded source */
+    double worst_q = 0;
+    for (int i = 0; i < a.S; i++)
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dh; e++) {
+                int o = h * dh + e;
+                double x = m.p.enc[0].self_attn.b_q[o];
+                for (int r = 0; r < d; r++) x += (double)m.a.src.x[i * d + r] * m.p.enc[0].self_attn.w_q[(size_t)r * d + o];
+                worst_q = fmax(worst_q, fabs(x - a.queries[ATTN_ENC_SELF][((size_t)h * a.S + i) * dh + e]));
+            }
+    CHECK(worst_q <= 1e-5, "encoder layer 0 queries differ from x W_Q + b_Q by %g", worst_q);
+    attnmap_free(&a);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
+/* maps.json reads back into the same maps (masked scores as null), and a file with a
+ * short row is refused with the place named. */
+static void test_json_round_trip(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    int src[4] = {4, 5, 6, 7}, tgt[2] = {9, 4};
+    AttnMaps a, b;
+    attnmap_capture(&m, &sv, &tv, src, 4, tgt, 2, &a);
+    char *text = attnmap_json(&a);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    CHECK(root, "maps.json does not parse: %s", err.text);
+    CHECK(strcmp(json_string_value(json_object_get(root, "format")), "qkv-attention-2") == 0, "format");
+    CHECK(json_is_null(json_array_get(json_array_get(json_array_get(json_array_get(json_object_get(root, "decoder_self_scores"), 0), 0), 0), 1)),
+          "a masked score is not null");
+    CHECK(attnmap_from_json(root, &b, "maps.json") == 0, "%s", err_msg());
+    CHECK(b.S == a.S && b.T == a.T && b.heads == a.heads && b.d_head == a.d_head, "counts");
+    double worst = 0;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t n = (size_t)a.layers[k] * a.heads * attnmap_rows(&a, k) * attnmap_cols(&a, k);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(isfinite(a.scores[k][i]) == isfinite(b.scores[k][i]), "mask lost at %zu", i);
+            if (isfinite(a.scores[k][i])) worst = fmax(worst, fabs(a.scores[k][i] - b.scores[k][i]) / fmax(1, fabs(a.scores[k][i])));
+            worst = fmax(worst, fabs(a.maps[k][i] - b.maps[k][i]));
+            worst = fmax(worst, fabs(a.contrib[k][i] - b.contrib[k][i]) / fmax(1, fabs(a.contrib[k][i])));
+        }
+        size_t nq = (size_t)a.layers[k] * a.heads * attnmap_rows(&a, k) * a.d_head;
+        for (size_t i = 0; i < nq; i++) worst = fmax(worst, fabs(a.queries[k][i] - b.queries[k][i]) / fmax(1, fabs(a.queries[k][i])));
+    }
+    CHECK(worst < 1e-6, "read back differs by %g", worst);
+    CHECK(strcmp(b.tgt_out[0], a.tgt_out[0]) == 0 && strcmp(b.src[4], "<eos>") == 0, "tokens");
+    attnmap_free(&b);
+    json_array_remove(json_array_get(json_array_get(json_array_get(json_object_get(root, "cross_contrib"), 1), 2), 0), 0);
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "x.json: 'cross_contrib'[1][2][0] does not hold"),
+          "short row accepted: %s", err_msg());
+    json_object_set_new(root, "format", json_string("qkv-attention-1"));
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "expected qkv-attention-2"), "old format: %s", err_msg());
+    json_decref(root);
+    free(text);
     attnmap_free(&a);
     model_free(&m);
     vocab_free(&sv), vocab_free(&tv);
@@ -173,6 +301,8 @@ static void test_alignment_scores(void) {
 const TestCase attnmap_tests[] = {
     {"attention_capture_shapes_sums_masks_identity", test_capture_shapes_sums_masks_and_identity},
     {"attention_json_and_html_escaping", test_json_and_html_escaping},
+    {"attention_anatomy_scores_softmax_contributions", test_anatomy_scores_contributions},
+    {"attention_json_round_trip", test_json_round_trip},
     {"attention_svg_labels_legend_escaping", test_svg_labels_legend_escaping},
     {"alignment_parse_score_aer_pooling", test_alignment_scores},
     {NULL, NULL},

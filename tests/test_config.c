@@ -120,11 +120,37 @@ static void test_resolved_config_odd_strings(void) {
     unlink(out);
 }
 
+/* train.watch: a list of sentences or {src, tgt} pairs, written back as read; bad items
+ * and too many refused with the place named; --set gives one sentence. */
+static void test_watch_list(void) {
+    Config a, b;
+    CHECK(load(&a, DATA "train:\n  watch:\n    - the red cat sleeps\n    - {src: \"a \\\"dog\\\"\", tgt: lo cano}\n") == 0,
+          "%s", err_msg());
+    CHECK(a.train.n_watch == 2 && strcmp(a.train.watch[0].src, "the red cat sleeps") == 0 && a.train.watch[0].tgt[0] == 0 &&
+              strcmp(a.train.watch[1].src, "a \"dog\"") == 0 && strcmp(a.train.watch[1].tgt, "lo cano") == 0,
+          "parsed %d: '%s' '%s'", a.train.n_watch, a.train.watch[1].src, a.train.watch[1].tgt);
+    char out[80];
+    snprintf(out, sizeof out, "/tmp/qkv-config-watch-%d.yaml", (int)getpid());
+    CHECK(config_write(&a, out) == 0, "write: %s", err_msg());
+    config_defaults(&b);
+    CHECK(config_load(&b, out) == 0, "reload: %s", err_msg());
+    CHECK(b.train.n_watch == 2 && memcmp(a.train.watch, b.train.watch, sizeof a.train.watch) == 0, "watch list changed");
+    CHECK(config_set(&b, "train.watch=the cat") == 0 && b.train.n_watch == 1 && strcmp(b.train.watch[0].src, "the cat") == 0,
+          "--set: %s", err_msg());
+    CHECK(config_set(&b, "train.watch=") == 0 && b.train.n_watch == 0, "--set empty");
+    CHECK(config_write(&b, out) == 0 && config_load(&a, out) == 0 && a.train.n_watch == 0, "empty list round trip");
+    unlink(out);
+    EXPECT_ERROR(DATA "train:\n  watch:\n    - {src: a, lang: b}\n", ":5:7:", "a sentence or {src: ..., tgt: ...}");
+    EXPECT_ERROR(DATA "train:\n  watch:\n    - \"  \"\n", ":5:7:", "a sentence is empty");
+    EXPECT_ERROR(DATA "train:\n  watch: [a, b, c, d, e, f, g, h, i]\n", "train.watch", "more than 8 sentences");
+}
+
 const TestCase config_tests[] = {
     {"config_defaults_and_name", test_defaults_and_minimal},
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
     {"config_set_overrides", test_set_overrides},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
     {"config_resolved_odd_strings_round_trip", test_resolved_config_odd_strings},
+    {"config_watch_list", test_watch_list},
     {NULL, NULL},
 };

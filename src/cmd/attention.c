@@ -1,19 +1,113 @@
-/* attention: `qkv attention RUN --text "..."`, every attention map of one sentence pair
- * as JSON, SVG heatmaps, an HTML viewer and a terminal summary. */
+/* attention: `qkv attention RUN --text "..."`, the anatomy of every attention of one
+ * sentence pair (weights, scores, contributions, queries and keys) as JSON, SVG heatmaps,
+ * an HTML viewer and terminal views; `--watch`, the same over training from the
+ * snapshots train.watch recorded.
+ *
+ * Files are written into a fresh directory beside --out and moved into place only when
+ * all are written: a full disk leaves the old export whole, and a new export never shows
+ * beside the files of an old one. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "infer/attnmap.h"
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "config.h"
 #include "data/corpus.h"
+#include "infer/attnmap.h"
 #include "infer/decode.h"
+#include "infer/watch.h"
 #include "train/run.h"
 #include "util.h"
+
+typedef struct {
+    const char *text, *target, *out, *gold;
+    int watch;
+    int query, kind, layer, head; /* --query: -1 none; layer/head -1: the default */
+} Options;
+
+/* ---- the export directory ------------------------------------------------------------- */
+
+/* Files an export writes: what a new export replaces and clears out of an old one. */
+static int export_file(const char *name) {
+    if (strcmp(name, "maps.json") == 0 || strcmp(name, "index.html") == 0 || strcmp(name, "watch.json") == 0) return 1;
+    size_t n = strlen(name);
+    if (n < 4 || strcmp(name + n - 4, ".svg") != 0) return 0;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t m = strlen(attnmap_kind_name(k));
+        if (strncmp(name, attnmap_kind_name(k), m) == 0 && strncmp(name + m, "-layer", 6) == 0) return 1;
+    }
+    return 0;
+}
+
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[CONFIG_PATH_MAX + 300];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* A new, empty directory beside out for the files being written. */
+static int staging_dir(const char *out, char *tmp, size_t n) {
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/') len--;
+    if (len == 0 || len + 32 >= n) return err_set("--out: '%s' is not a usable directory name", out);
+    snprintf(tmp, n, "%.*s.partial-%d", (int)len, out, (int)getpid());
+    remove_dir(tmp); /* a leftover of this pid's predecessor */
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("--out: %s exists and is not a directory", out);
+    char parent[CONFIG_PATH_MAX + 64];
+    snprintf(parent, sizeof parent, "%s", tmp);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        if (make_dirs(parent) != 0) return -1;
+    }
+    if (mkdir(tmp, 0777) != 0) return err_set("%s: cannot create: %s", tmp, strerror(errno));
+    return 0;
+}
+
+/* Moves every file of tmp into out (made if missing) and removes the old export's files
+ * that the new one does not have. Renames within one file system cannot run out of space. */
+static int publish(const char *tmp, const char *out) {
+    if (rename(tmp, out) == 0) return 0; /* out did not exist (or was empty) */
+    DIR *d = opendir(out);
+    if (!d) return err_set("%s: cannot open: %s", out, strerror(errno));
+    char from[CONFIG_PATH_MAX + 300], to[CONFIG_PATH_MAX + 300];
+    struct dirent *e;
+    while ((e = readdir(d))) { /* stale files of the old export first */
+        snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", out, e->d_name);
+        if (export_file(e->d_name) && access(from, F_OK) != 0) unlink(to);
+    }
+    closedir(d);
+    int rc = 0;
+    d = opendir(tmp);
+    while (d && (e = readdir(d)) && rc == 0) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", out, e->d_name);
+        if (rename(from, to) != 0) rc = err_set("%s: cannot move into place: %s", to, strerror(errno));
+    }
+    if (d) closedir(d);
+    remove_dir(tmp);
+    return rc;
+}
+
+/* ---- one sentence ------------------------------------------------------------------------ */
 
 /* Encodes text; lists unknown words into `unknown` (may be NULL). Returns the count. */
 static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown) {
@@ -32,78 +126,175 @@ static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *
     return n;
 }
 
-int cmd_attention(int argc, char **argv) {
-    static const struct option opts[] = {{"text", required_argument, 0, 't'}, {"target", required_argument, 0, 'g'},
-                                         {"out", required_argument, 0, 'o'}, {0}};
-    const char *text = NULL, *target = NULL, *out = "attn";
-    int c;
-    while ((c = getopt_long(argc, argv, "t:g:o:", opts, NULL)) != -1) {
-        if (c == 't') text = optarg;
-        else if (c == 'g') target = optarg;
-        else if (c == 'o') out = optarg;
-        else return 2;
-    }
-    if (optind != argc - 1 || !text) {
-        return cmd_usage("qkv attention RUN --text \"source sentence\" [--target \"translation\"] [--out DIR]");
-    }
-    Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
-    int tok = r.cfg.data.tokenizer, max = r.model.cfg.max_positions - 2, rc = 2;
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+/* The source and target ids of --text and --target (or the greedy translation); -1 with
+ * the error set. */
+static int sentence_ids(Run *r, const Options *o, int *src, int *n_src, int *tgt, int *n_tgt) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
     StrBuf unknown = {0};
-    int n_src = encode_checked(text, tok, &r.src_vocab, src, max + 1, &unknown), n_tgt = 0;
-    AttnMaps maps = {0};
-    if (n_src == 0) {
-        err_set("--text: nothing to attend to: the text is empty");
-        goto done;
-    }
-    if (n_src > max) {
-        err_set("--text: %d tokens, more than the %d this model has positions for", n_src, max);
-        goto done;
-    }
+    *n_src = encode_checked(o->text, tok, &r->src_vocab, src, max + 1, &unknown);
+    if (*n_src == 0) return sb_free(&unknown), err_set("--text: nothing to attend to: the text is empty");
+    if (*n_src > max) return sb_free(&unknown), err_set("--text: %d tokens, more than the %d this model has positions for", *n_src, max);
     if (unknown.len) fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", unknown.buf);
-    if (target) {
+    sb_free(&unknown);
+    if (o->target) {
         StrBuf bad = {0};
-        n_tgt = encode_checked(target, tok, &r.tgt_vocab, tgt, max + 1, &bad);
+        *n_tgt = encode_checked(o->target, tok, &r->tgt_vocab, tgt, max + 1, &bad);
         if (bad.len) {
             err_set("--target: not in the target vocabulary: %s", bad.buf);
             sb_free(&bad);
-            goto done;
+            return -1;
         }
-        if (n_tgt > max) {
-            err_set("--target: %d tokens, more than the %d this model has positions for", n_tgt, max);
-            goto done;
-        }
-    } else {
-        Seq s = {src, n_src}, o;
-        greedy_decode(&r.model, &s, 1, &o);
-        n_tgt = o.len < max ? o.len : max;
-        memcpy(tgt, o.ids, sizeof(int) * (size_t)n_tgt);
-        free(o.ids);
+        if (*n_tgt > max) return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
+        return 0;
     }
-    attnmap_capture(&r.model, &r.src_vocab, &r.tgt_vocab, src, n_src, tgt, n_tgt, &maps);
-    attnmap_surface_labels(&maps, tok, &r.src_vocab, &r.tgt_vocab, src, text, tgt, target);
-    char path[1200];
-    int svgs = 0;
+    Seq s = {src, *n_src}, out;
+    greedy_decode(&r->model, &s, 1, &out);
+    *n_tgt = out.len < max ? out.len : max;
+    memcpy(tgt, out.ids, sizeof(int) * (size_t)*n_tgt);
+    free(out.ids);
+    return 0;
+}
+
+/* --kind/--layer/--head/--query against the maps' counts; -1 with the error set. */
+static int check_query(const AttnMaps *a, Options *o) {
+    if (o->layer < 0) o->layer = a->layers[o->kind] - 1;
+    if (o->head < 0) o->head = 0;
+    if (o->layer >= a->layers[o->kind] || o->head >= a->heads)
+        return err_set("--layer/--head: this model's %s has layers 0..%d and heads 0..%d", attnmap_kind_name(o->kind),
+                       a->layers[o->kind] - 1, a->heads - 1);
+    if (o->query >= attnmap_rows(a, o->kind))
+        return err_set("--query: %s has queries 0..%d for this sentence", attnmap_kind_name(o->kind), attnmap_rows(a, o->kind) - 1);
+    return 0;
+}
+
+static int one_sentence(Run *r, Options *o) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2, svgs = 0;
+    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    AttnMaps maps = {0};
+    char tmp[CONFIG_PATH_MAX + 64], path[CONFIG_PATH_MAX + 96];
+    tmp[0] = '\0';
+    if (sentence_ids(r, o, src, &n_src, tgt, &n_tgt) != 0) goto done;
+    attnmap_capture(&r->model, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &maps);
+    attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
+    if (o->query >= 0 && check_query(&maps, o) != 0) goto done;
     rc = 1;
-    if (make_dirs(out) != 0) goto done;
-    snprintf(path, sizeof path, "%s/maps.json", out);
-    if (attnmap_write_json(&maps, path) != 0 || attnmap_write_svgs(&maps, out, &svgs) != 0) goto done;
-    snprintf(path, sizeof path, "%s/index.html", out);
-    if (attnmap_write_html(&maps, path) != 0) goto done;
-    printf("model: %s (%s, step %lld)\n", r.weights, r.which, (long long)r.meta.step);
-    printf("source: %s\n%s: ", text, target ? "target (forced)" : "translation (greedy)");
-    char *words = decode_ids(tgt, n_tgt, tok, &r.tgt_vocab);
+    if (staging_dir(o->out, tmp, sizeof tmp) != 0) goto done;
+    snprintf(path, sizeof path, "%s/maps.json", tmp);
+    if (attnmap_write_json(&maps, path) != 0 || attnmap_write_svgs(&maps, tmp, &svgs) != 0) goto done;
+    snprintf(path, sizeof path, "%s/index.html", tmp);
+    if (attnmap_write_html(&maps, path) != 0 || publish(tmp, o->out) != 0) goto done;
+    tmp[0] = '\0';
+    printf("model: %s (%s, step %lld)\n", r->weights, r->which, (long long)r->meta.step);
+    printf("source: %s\n%s: ", o->text, o->target ? "target (forced)" : "translation (greedy)");
+    char *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab);
     printf("%s\n\n", words);
     free(words);
-    attnmap_print_terminal(&maps, stdout);
-    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s (open it in a browser)\n", out, svgs, path);
+    if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
+    else attnmap_print_terminal(&maps, stdout);
+    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, svgs, o->out);
     rc = 0;
 done:
-    if (rc) cmd_fail(rc);
-    sb_free(&unknown);
+    if (tmp[0]) remove_dir(tmp);
     attnmap_free(&maps);
     free(src), free(tgt);
+    return rc;
+}
+
+/* ---- over training ------------------------------------------------------------------------ */
+
+static int watched(Run *r, const Options *o) {
+    WatchLog w;
+    if (watch_load(r->dir, &w) != 0) return 2;
+    int rc = 2, n_gold = 0;
+    char **gold = NULL;
+    double *aer = NULL;
+    char tmp[CONFIG_PATH_MAX + 64], path[CONFIG_PATH_MAX + 96];
+    tmp[0] = '\0';
+    if (o->gold) {
+        if (!(gold = read_file_lines(o->gold, &n_gold))) goto done;
+        if (n_gold != w.n_sentences) {
+            err_set("%s: %d lines, but %d sentences are watched: one Pharaoh line each", o->gold, n_gold, w.n_sentences);
+            goto done;
+        }
+        aer = xmalloc(sizeof(double) * (size_t)w.n_snapshots);
+        for (int k = 0; k < w.n_snapshots; k++)
+            if (watch_aer(&w, k, r->cfg.data.tokenizer == TOKENIZER_CHAR, gold, &aer[k]) != 0) goto done;
+    }
+    rc = 1;
+    char *json = watch_view_json(&w, aer);
+    int written = staging_dir(o->out, tmp, sizeof tmp) == 0 &&
+                  (snprintf(path, sizeof path, "%s/watch.json", tmp), write_file_atomic(path, json, strlen(json)) == 0) &&
+                  (snprintf(path, sizeof path, "%s/index.html", tmp), attnview_write(json, path) == 0) &&
+                  publish(tmp, o->out) == 0;
+    free(json);
+    if (!written) goto done;
+    tmp[0] = '\0';
+    const AttnMaps *first = &w.snap[0].sentences[0];
+    int L = first->layers[ATTN_CROSS];
+    printf("%d watched sentence%s, %d snapshots (steps %lld..%lld)\n", w.n_sentences, w.n_sentences == 1 ? "" : "s",
+           w.n_snapshots, (long long)w.snap[0].step, (long long)w.snap[w.n_snapshots - 1].step);
+    printf("entropy of cross-attention, decoder layer %d, heads averaged: mean over target words (nats)\n", L - 1);
+    printf("%10s", "step");
+    for (int i = 0; i < w.n_sentences; i++) printf("  sentence %d", i + 1);
+    printf("%s\n", aer ? "    AER" : "");
+    for (int k = 0; k < w.n_snapshots; k++) {
+        printf("%10lld", (long long)w.snap[k].step);
+        for (int i = 0; i < w.n_sentences; i++) printf("  %10.4f", attnmap_entropy(&w.snap[k].sentences[i], ATTN_CROSS, L - 1, -1));
+        if (aer) printf("  %6.3f", aer[k]);
+        printf("\n");
+    }
+    for (int i = 0; i < w.n_sentences; i++) {
+        const AttnMaps *a = &w.snap[w.n_snapshots - 1].sentences[i];
+        printf("sentence %d: %d source tokens; uniform attention over them has entropy %.4f\n", i + 1, a->S, log((double)a->S));
+    }
+    printf("\nwrote %s/watch.json and %s/index.html (open it in a browser: the step slider replays training)\n", o->out,
+           o->out);
+    rc = 0;
+done:
+    if (tmp[0]) remove_dir(tmp);
+    if (gold) free_lines(gold, n_gold);
+    free(aer);
+    watch_free(&w);
+    return rc;
+}
+
+int cmd_attention(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"text", required_argument, 0, 't'},  {"target", required_argument, 0, 'g'}, {"out", required_argument, 0, 'o'},
+        {"query", required_argument, 0, 'q'}, {"kind", required_argument, 0, 'k'},   {"layer", required_argument, 0, 'l'},
+        {"head", required_argument, 0, 'h'},  {"watch", no_argument, 0, 'w'},        {"gold", required_argument, 0, 'a'},
+        {0}};
+    Options o = {.out = "attn", .query = -1, .kind = ATTN_CROSS, .layer = -1, .head = -1};
+    int c, bad = 0;
+    while ((c = getopt_long(argc, argv, "t:g:o:q:k:l:h:wa:", opts, NULL)) != -1 && !bad) {
+        switch (c) {
+        case 't': o.text = optarg; break;
+        case 'g': o.target = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'w': o.watch = 1; break;
+        case 'a': o.gold = optarg; break;
+        case 'q': bad = cmd_int("--query", "a query (row) number", optarg, 0, 100000, &o.query) != 0; break;
+        case 'l': bad = cmd_int("--layer", "a layer number", optarg, 0, 1000, &o.layer) != 0; break;
+        case 'h': bad = cmd_int("--head", "a head number", optarg, 0, 1000, &o.head) != 0; break;
+        case 'k':
+            o.kind = -1;
+            for (int k = 0; k < ATTN_KINDS; k++)
+                if (strcmp(optarg, attnmap_kind_name(k)) == 0) o.kind = k;
+            if (o.kind < 0) bad = err_set("--kind: '%s' is not one of encoder_self, decoder_self, cross", optarg) != 0;
+            break;
+        default: return 2;
+        }
+    }
+    if (bad) return cmd_fail(2);
+    if (optind != argc - 1 || (!o.text) == !o.watch)
+        return cmd_usage("qkv attention RUN (--text \"source\" [--target \"translation\"] [--query N [--kind K] [--layer L] "
+                         "[--head H]] | --watch [--gold ALIGNMENTS]) [--out DIR]");
+    if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    if (o.gold && !o.watch) return err_set("--gold goes with --watch (for a corpus: qkv align --gold)"), cmd_fail(2);
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o);
+    if (rc) cmd_fail(rc);
     run_close(&r);
     return rc;
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "infer/score.h"
 #include "infer/translate.h"
+#include "infer/watch.h"
 #include "train/run.h"
 #include "train/train.h"
 #include "util.h"
@@ -163,6 +164,32 @@ static double on_valid_bleu(void *ctx, Model *m) {
     return bleu_compute(&bs, 0).score;
 }
 
+/* ---- train.watch ------------------------------------------------------------------------ */
+
+static void on_watch(void *ctx, Model *m, int64_t step) {
+    Screen *s = ctx;
+    const Run *run = &s->t->run;
+    const Config *cfg = &run->cfg;
+    if (watch_record(m, cfg->data.tokenizer, &run->src_vocab, &run->tgt_vocab, cfg->train.watch, cfg->train.n_watch, step,
+                     cfg->run_dir) != 0)
+        on_warn(ctx, err_msg());
+}
+
+/* Refuses watched sentences the model cannot read before any step is taken. */
+static int check_watch(const Trainer *t) {
+    const Config *cfg = &t->run.cfg;
+    char *unknown;
+    if (cfg->train.n_watch == 0) return 0;
+    if (watch_check(&t->m, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->train.watch, cfg->train.n_watch,
+                    &unknown) != 0)
+        return -1;
+    if (unknown) fprintf(stderr, "qkv: warning: train.watch: words not in the source vocabulary, read as <unk>: %s\n", unknown);
+    free(unknown);
+    printf("watching %d sentence%s: attention recorded in %s/watch at step 0 and every %d steps\n", cfg->train.n_watch,
+           cfg->train.n_watch == 1 ? "" : "s", cfg->run_dir, cfg->train.valid_every);
+    return 0;
+}
+
 /* ---- the loop ------------------------------------------------------------------------- */
 
 /* Says how the loop ended; returns the exit status. */
@@ -188,9 +215,9 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
 /* Runs the loop and says how it ended; returns the exit status. */
 static int run_loop(Trainer *t) {
     Screen screen = {.tty = isatty(STDOUT_FILENO), .t = t};
-    TrainReporter rep = {&screen, on_progress, on_log, on_warn, on_valid_bleu};
+    TrainReporter rep = {&screen, on_progress, on_log, on_warn, on_valid_bleu, on_watch};
     int rc;
-    if (t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) rc = cmd_fail(2);
+    if ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0) rc = cmd_fail(2);
     else rc = report_end(t, &screen, trainer_run(t, &rep));
     screen_free(&screen);
     return rc;

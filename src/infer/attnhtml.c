@@ -12,9 +12,15 @@ extern const char attnview_html[];
 #define MARKER "__QKV_DATA__"
 
 int attnmap_write_html(const AttnMaps *a, const char *path) {
+    char *json = attnmap_json(a);
+    int rc = attnview_write(json, path);
+    free(json);
+    return rc;
+}
+
+int attnview_write(const char *json, const char *path) {
     const char *at = strstr(attnview_html, MARKER);
     if (!at) return err_set("built without the viewer page's data marker");
-    char *json = attnmap_json(a);
     StrBuf sb = {0};
     sb_append(&sb, attnview_html, (size_t)(at - attnview_html));
     /* JSON inside <script> is not HTML text: entities are not decoded there, so the XML
@@ -26,7 +32,6 @@ int attnmap_write_html(const AttnMaps *a, const char *path) {
     }
     const char *rest = at + strlen(MARKER);
     sb_append(&sb, rest, strlen(rest));
-    free(json);
     int rc = write_file_atomic(path, sb.buf, sb.len);
     sb_free(&sb);
     return rc;

@@ -1,7 +1,9 @@
 /* attnmap: capture, JSON and the terminal view; see attnmap.h. */
 #include "infer/attnmap.h"
 
+#include <float.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +41,73 @@ char **attnmap_col_labels(const AttnMaps *a, int kind) {
     return kind == ATTN_DEC_SELF ? a->tgt_in : a->src;
 }
 
-/* Copies one attention's (B=1, H, Tq, Tk) probabilities into place. */
-static void copy_probs(float *dst, const float *p, size_t n) { memcpy(dst, p, sizeof(float) * n); }
+const float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head) {
+    size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
+    return arrays[kind] + ((size_t)layer * a->heads + head) * per;
+}
+
+double attnmap_entropy(const AttnMaps *a, int kind, int layer, int head) {
+    int rows = attnmap_rows(a, kind), cols = attnmap_cols(a, kind);
+    float *avg = NULL;
+    const float *p = head >= 0 ? attnmap_at(a, kind, layer, head) : NULL;
+    if (!p) {
+        avg = xmalloc(sizeof(float) * (size_t)rows * cols);
+        attnmap_head_average(a, kind, layer, avg);
+        p = avg;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < rows * cols; i++)
+        if (p[i] > 0.0f) sum -= (double)p[i] * log((double)p[i]);
+    free(avg);
+    return sum / rows;
+}
+
+/* The attention acts of one kind and layer. */
+static AttnActs *acts_of(Model *m, int kind, int l) {
+    return kind == ATTN_ENC_SELF ? &m->a.enc[l].attn : kind == ATTN_DEC_SELF ? &m->a.dec[l].self_attn : &m->a.dec[l].cross_attn;
+}
+static const AttnParams *params_of(const Model *m, int kind, int l) {
+    return kind == ATTN_ENC_SELF ? &m->p.enc[l].self_attn
+           : kind == ATTN_DEC_SELF ? &m->p.dec[l].self_attn
+                                   : &m->p.dec[l].cross_attn;
+}
+
+/* Head h's columns of x (n rows of d) as n rows of dh. */
+static void copy_head(float *dst, const float *x, int n, int d, int h, int dh) {
+    for (int i = 0; i < n; i++) memcpy(dst + (size_t)i * dh, x + (size_t)i * d + (size_t)h * dh, sizeof(float) * (size_t)dh);
+}
+
+/* Everything but the weights, which the forward pass left in the acts: contributions from
+ * the value norms, and each head's queries and keys. */
+static void capture_anatomy(AttnMaps *out, Model *m, int k, int l) {
+    int rows = attnmap_rows(out, k), cols = attnmap_cols(out, k), H = out->heads, d = m->cfg.d_model, dh = out->d_head;
+    size_t per = (size_t)rows * cols, at = per * H * (size_t)l;
+    const AttnActs *a = acts_of(m, k, l);
+    int kv_len = cols;
+    AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0};
+    float *norms = xmalloc(sizeof(float) * (size_t)H * cols);
+    attention_value_norms(norms, a, params_of(m, k, l), &shape);
+    for (int h = 0; h < H; h++)
+        for (size_t i = 0; i < per; i++)
+            out->contrib[k][at + h * per + i] = out->maps[k][at + h * per + i] * norms[(size_t)h * cols + i % cols];
+    for (int h = 0; h < H; h++) {
+        copy_head(out->queries[k] + ((size_t)l * H + h) * rows * dh, a->q, rows, d, h, dh);
+        copy_head(out->keys[k] + ((size_t)l * H + h) * cols * dh, a->k, cols, d, h, dh);
+    }
+    free(norms);
+}
+
+static void alloc_maps(AttnMaps *out) {
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t per = (size_t)out->heads * out->layers[k];
+        size_t n = per * attnmap_rows(out, k) * attnmap_cols(out, k);
+        out->maps[k] = xmalloc(sizeof(float) * n);
+        out->scores[k] = xmalloc(sizeof(float) * n);
+        out->contrib[k] = xmalloc(sizeof(float) * n);
+        out->queries[k] = xmalloc(sizeof(float) * per * attnmap_rows(out, k) * out->d_head);
+        out->keys[k] = xmalloc(sizeof(float) * per * attnmap_cols(out, k) * out->d_head);
+    }
+}
 
 void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src, int n_src, const int *tgt, int n_tgt,
                      AttnMaps *out) {
@@ -51,19 +118,23 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     batch_frame_source(src, n_src, s, S);
     batch_frame_target(tgt, n_tgt, tin, tout, T);
     ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
-    model_reserve(m, model_arena_floats(m, 1, S, T));
-    model_forward(m, &b, 0, 0, 0);
-    out->S = S, out->T = T, out->heads = H;
+    out->S = S, out->T = T, out->heads = H, out->d_head = m->cfg.d_model / H;
     out->layers[ATTN_ENC_SELF] = m->cfg.encoder_layers;
     out->layers[ATTN_DEC_SELF] = out->layers[ATTN_CROSS] = m->cfg.decoder_layers;
+    alloc_maps(out);
+    /* the forward pass writes its scores straight into place, then forgets where */
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < out->layers[k]; l++)
+            acts_of(m, k, l)->scores = out->scores[k] + (size_t)l * H * attnmap_rows(out, k) * attnmap_cols(out, k);
+    model_reserve(m, model_arena_floats(m, 1, S, T));
+    model_forward(m, &b, 0, 0, 0);
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < out->layers[k]; l++) acts_of(m, k, l)->scores = NULL;
     for (int k = 0; k < ATTN_KINDS; k++) {
         size_t per = (size_t)H * attnmap_rows(out, k) * attnmap_cols(out, k);
-        out->maps[k] = xmalloc(sizeof(float) * per * (size_t)out->layers[k]);
         for (int l = 0; l < out->layers[k]; l++) {
-            const float *p = k == ATTN_ENC_SELF ? m->a.enc[l].attn.p
-                           : k == ATTN_DEC_SELF ? m->a.dec[l].self_attn.p
-                                                : m->a.dec[l].cross_attn.p;
-            copy_probs(out->maps[k] + per * (size_t)l, p, per);
+            memcpy(out->maps[k] + per * (size_t)l, acts_of(m, k, l)->p, sizeof(float) * per);
+            capture_anatomy(out, m, k, l);
         }
     }
     out->src = xmalloc(sizeof(char *) * (size_t)S);
@@ -140,7 +211,8 @@ void attnmap_free(AttnMaps *a) {
     for (int i = 0; i < a->S && a->src; i++) free(a->src[i]);
     for (int t = 0; t < a->T && a->tgt_in; t++) free(a->tgt_in[t]), free(a->tgt_out[t]);
     free(a->src), free(a->tgt_in), free(a->tgt_out);
-    for (int k = 0; k < ATTN_KINDS; k++) free(a->maps[k]);
+    for (int k = 0; k < ATTN_KINDS; k++)
+        free(a->maps[k]), free(a->scores[k]), free(a->contrib[k]), free(a->queries[k]), free(a->keys[k]);
     memset(a, 0, sizeof *a);
 }
 
@@ -160,45 +232,65 @@ static json_t *json_tokens(char **tokens, int n) {
     return arr;
 }
 
-/* One kind's maps as [layer][head][row][col]. */
-static json_t *json_maps(const AttnMaps *a, int k) {
-    int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
-    json_t *layers = json_array();
-    for (int l = 0; l < a->layers[k]; l++) {
-        json_t *heads = json_array();
-        for (int h = 0; h < a->heads; h++) {
-            const float *p = attnmap_at(a, k, l, h);
+/* A number as the file says it: masked scores (-inf) are null, which JSON can say. */
+static json_t *json_number(float v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* One kind's array (maps, scores or contrib) as [layer][head][row][col]; with cols set
+ * to d_head and rows to the query or key count, the queries and keys as
+ * [layer][head][position][d_head]. */
+static json_t *json_grid(const float *x, int layers, int heads, int rows, int cols) {
+    json_t *ls = json_array();
+    for (int l = 0; l < layers; l++) {
+        json_t *hs = json_array();
+        for (int h = 0; h < heads; h++) {
+            const float *p = x + ((size_t)l * heads + h) * rows * cols;
             json_t *m = json_array();
             for (int i = 0; i < rows; i++) {
                 json_t *row = json_array();
-                for (int j = 0; j < cols; j++) json_array_append_new(row, json_real(p[(size_t)i * cols + j]));
+                for (int j = 0; j < cols; j++) json_array_append_new(row, json_number(p[(size_t)i * cols + j]));
                 json_array_append_new(m, row);
             }
-            json_array_append_new(heads, m);
+            json_array_append_new(hs, m);
         }
-        json_array_append_new(layers, heads);
+        json_array_append_new(ls, hs);
     }
-    return layers;
+    return ls;
 }
 
-/* maps.json: see README ("Attention maps") for the schema. Six significant digits are
- * what a heatmap can show; keys keep this order (jansson preserves insertion order). */
-static char *json_text(const AttnMaps *a, size_t flags) {
+static void put_kind(json_t *root, const char *kind, const char *what, json_t *v) {
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", kind, what);
+    json_object_set_new(root, key, v);
+}
+
+/* maps.json: see README ("Attention maps") for the schema. Keys keep this order
+ * (jansson preserves insertion order); format 1's keys are all still there. */
+json_t *attnmap_to_json(const AttnMaps *a) {
     json_t *root = json_object();
-    json_object_set_new(root, "format", json_string("qkv-attention-1"));
+    json_object_set_new(root, "format", json_string("qkv-attention-2"));
     json_object_set_new(root, "heads", json_integer(a->heads));
+    json_object_set_new(root, "d_head", json_integer(a->d_head));
     json_object_set_new(root, "source", json_tokens(a->src, a->S));
     json_object_set_new(root, "target_in", json_tokens(a->tgt_in, a->T));
     json_object_set_new(root, "target_out", json_tokens(a->tgt_out, a->T));
-    for (int k = 0; k < ATTN_KINDS; k++) json_object_set_new(root, kind_names[k], json_maps(a, k));
-    char *text = xcheck(json_dumps(root, flags | JSON_REAL_PRECISION(6)));
-    json_decref(root);
-    return text;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        int L = a->layers[k], H = a->heads, rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
+        json_object_set_new(root, kind_names[k], json_grid(a->maps[k], L, H, rows, cols));
+        put_kind(root, kind_names[k], "_scores", json_grid(a->scores[k], L, H, rows, cols));
+        put_kind(root, kind_names[k], "_contrib", json_grid(a->contrib[k], L, H, rows, cols));
+        put_kind(root, kind_names[k], "_queries", json_grid(a->queries[k], L, H, rows, a->d_head));
+        put_kind(root, kind_names[k], "_keys", json_grid(a->keys[k], L, H, cols, a->d_head));
+    }
+    return root;
 }
 
 char *attnmap_json(const AttnMaps *a) {
-    /* compact: one number per line (jansson's only indented layout) would triple the file */
-    char *text = json_text(a, JSON_COMPACT);
+    /* compact: one number per line (jansson's only indented layout) would triple the
+     * file. Seven significant digits: a score of 10 then carries 1e-6, so the softmax of
+     * the written scores still matches the written weights to 1e-5. */
+    json_t *root = attnmap_to_json(a);
+    char *text = xcheck(json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7)));
+    json_decref(root);
     StrBuf sb = {0};
     sb_append(&sb, text, strlen(text));
     sb_append(&sb, "\n", 1);
@@ -211,6 +303,106 @@ int attnmap_write_json(const AttnMaps *a, const char *path) {
     int rc = write_file_atomic(path, text, strlen(text));
     free(text);
     return rc;
+}
+
+/* ---- reading maps.json back --------------------------------------------------------------- */
+
+static int read_tokens(json_t *root, const char *key, int max, char ***out, int *n, const char *what) {
+    json_t *arr = json_object_get(root, key);
+    if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > (size_t)max)
+        return err_set("%s: '%s' is not a list of 1..%d tokens", what, key, max);
+    *n = (int)json_array_size(arr);
+    *out = xcalloc((size_t)*n, sizeof(char *));
+    for (int i = 0; i < *n; i++) {
+        const char *t = json_string_value(json_array_get(arr, (size_t)i));
+        if (!t) return err_set("%s: '%s'[%d] is not a string", what, key, i);
+        (*out)[i] = xstrdup(t);
+    }
+    return 0;
+}
+
+/* Fills x from a [layers][heads][rows][cols] array of numbers (null: -INFINITY where
+ * nulls are allowed). */
+static int read_grid(json_t *root, const char *key, float *x, int layers, int heads, int rows, int cols, int nulls,
+                     const char *what) {
+    json_t *ls = json_object_get(root, key);
+    if (json_array_size(ls) != (size_t)layers) return err_set("%s: '%s' does not hold %d layers", what, key, layers);
+    for (int l = 0; l < layers; l++) {
+        json_t *hs = json_array_get(ls, (size_t)l);
+        if (json_array_size(hs) != (size_t)heads) return err_set("%s: '%s'[%d] does not hold %d heads", what, key, l, heads);
+        for (int h = 0; h < heads; h++) {
+            json_t *m = json_array_get(hs, (size_t)h);
+            if (json_array_size(m) != (size_t)rows) return err_set("%s: '%s'[%d][%d] does not hold %d rows", what, key, l, h, rows);
+            for (int i = 0; i < rows; i++) {
+                json_t *row = json_array_get(m, (size_t)i);
+                if (json_array_size(row) != (size_t)cols)
+                    return err_set("%s: '%s'[%d][%d][%d] does not hold %d numbers", what, key, l, h, i, cols);
+                float *dst = x + (((size_t)l * heads + h) * rows + i) * cols;
+                for (int j = 0; j < cols; j++) {
+                    json_t *v = json_array_get(row, (size_t)j);
+                    if (json_is_number(v)) dst[j] = (float)json_number_value(v);
+                    else if (nulls && json_is_null(v)) dst[j] = -INFINITY;
+                    else return err_set("%s: '%s'[%d][%d][%d][%d] is not a number", what, key, l, h, i, j);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
+    memset(out, 0, sizeof *out);
+    const char *format = json_string_value(json_object_get(root, "format"));
+    if (!format || strcmp(format, "qkv-attention-2") != 0)
+        return err_set("%s: not qkv attention maps (format '%s', expected qkv-attention-2)", what, format ? format : "none");
+    json_int_t heads = json_integer_value(json_object_get(root, "heads")),
+               d_head = json_integer_value(json_object_get(root, "d_head"));
+    if (heads < 1 || heads > 256 || d_head < 1 || d_head > 8192) return err_set("%s: heads or d_head out of range", what);
+    out->heads = (int)heads, out->d_head = (int)d_head;
+    int n_in;
+    char **tgt_in = NULL;
+    if (read_tokens(root, "source", 4096, &out->src, &out->S, what) != 0 ||
+        read_tokens(root, "target_out", 4096, &out->tgt_out, &out->T, what) != 0)
+        goto fail;
+    if (read_tokens(root, "target_in", 4096, &tgt_in, &n_in, what) != 0 || n_in != out->T) {
+        if (tgt_in && n_in != out->T) err_set("%s: target_in has %d tokens, target_out %d", what, n_in, out->T);
+        for (int i = 0; tgt_in && i < n_in; i++) free(tgt_in[i]);
+        free(tgt_in);
+        out->tgt_in = xcalloc((size_t)out->T, sizeof(char *)); /* for attnmap_free */
+        goto fail;
+    }
+    out->tgt_in = tgt_in;
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t layers = json_array_size(json_object_get(root, kind_names[k]));
+        if (layers < 1 || layers > 16) {
+            err_set("%s: '%s' does not hold 1..16 layers", what, kind_names[k]);
+            goto fail;
+        }
+        out->layers[k] = (int)layers;
+    }
+    if (out->layers[ATTN_DEC_SELF] != out->layers[ATTN_CROSS]) {
+        err_set("%s: decoder_self and cross have different layer counts", what);
+        goto fail;
+    }
+    alloc_maps(out);
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        int L = out->layers[k], H = out->heads, rows = attnmap_rows(out, k), cols = attnmap_cols(out, k);
+        char key[64];
+        const char *name = kind_names[k];
+        if (read_grid(root, name, out->maps[k], L, H, rows, cols, 0, what) != 0) goto fail;
+        snprintf(key, sizeof key, "%s_scores", name);
+        if (read_grid(root, key, out->scores[k], L, H, rows, cols, 1, what) != 0) goto fail;
+        snprintf(key, sizeof key, "%s_contrib", name);
+        if (read_grid(root, key, out->contrib[k], L, H, rows, cols, 0, what) != 0) goto fail;
+        snprintf(key, sizeof key, "%s_queries", name);
+        if (read_grid(root, key, out->queries[k], L, H, rows, out->d_head, 0, what) != 0) goto fail;
+        snprintf(key, sizeof key, "%s_keys", name);
+        if (read_grid(root, key, out->keys[k], L, H, cols, out->d_head, 0, what) != 0) goto fail;
+    }
+    return 0;
+fail:
+    attnmap_free(out);
+    return -1;
 }
 
 /* ---- terminal ---------------------------------------------------------------------------- */
@@ -251,4 +443,61 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
     for (int j = 0; j < cols; j++) fprintf(f, "%s%d=%s", j ? "  " : "", j, a->src[j]);
     fprintf(f, "\nshades: '  ' < 0.05 <= '░░' < 0.25 <= '▒▒' < 0.5 <= '▓▓' < 0.75 <= '██'\n");
     free(avg);
+}
+
+/* Key indices sorted by x, largest first (insertion sort: a sentence's keys). */
+static void rank_keys(const float *x, int n, int *order) {
+    for (int j = 0; j < n; j++) {
+        int k = j;
+        while (k > 0 && x[order[k - 1]] < x[j]) order[k] = order[k - 1], k--;
+        order[k] = j;
+    }
+}
+
+static void print_ranking(FILE *f, const char *what, const float *x, int n, char **labels) {
+    int *order = xmalloc(sizeof(int) * (size_t)n);
+    rank_keys(x, n, order);
+    fprintf(f, "  by %-12s", what);
+    for (int r = 0; r < n; r++) fprintf(f, "%s%s", r ? " > " : "", labels[order[r]]);
+    fprintf(f, "\n");
+    free(order);
+}
+
+void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int query, FILE *f) {
+    int cols = attnmap_cols(a, kind), w = 8;
+    char **rl = attnmap_row_labels(a, kind), **cl = attnmap_col_labels(a, kind);
+    const float *s = attnmap_slice(a, a->scores, kind, layer, head) + (size_t)query * cols,
+                *p = attnmap_slice(a, a->maps, kind, layer, head) + (size_t)query * cols,
+                *c = attnmap_slice(a, a->contrib, kind, layer, head) + (size_t)query * cols;
+    for (int j = 0; j < cols; j++) {
+        int n = (int)strlen(cl[j]);
+        if (n > w) w = n < 24 ? n : 24;
+    }
+    fprintf(f, "%s, layer %d, head %d, query %d '%s' (d_head %d)\n", kind_titles[kind], layer, head, query, rl[query],
+            a->d_head);
+    fprintf(f, "%4s  %-*s  %12s  %10s  %12s\n", "key", w, "token", "score", "weight", "contrib");
+    /* the softmax written out over the visible keys, in double, beside the kept weights */
+    double max = -INFINITY, z = 0.0, sum_w = 0.0, worst = 0.0;
+    for (int j = 0; j < cols; j++)
+        if (isfinite(s[j]) && s[j] > max) max = s[j];
+    for (int j = 0; j < cols; j++)
+        if (isfinite(s[j])) z += exp((double)s[j] - max);
+    for (int j = 0; j < cols; j++) {
+        double soft = isfinite(s[j]) ? exp((double)s[j] - max) / z : 0.0;
+        worst = fmax(worst, fabs(soft - p[j]));
+        sum_w += p[j];
+        if (isfinite(s[j])) fprintf(f, "%4d  %-*.*s  %12.6f  %10.6f  %12.6f\n", j, w, 24, cl[j], s[j], p[j], c[j]);
+        else fprintf(f, "%4d  %-*.*s  %12s  %10.6f  %12.6f\n", j, w, 24, cl[j], "masked", p[j], c[j]);
+    }
+    fprintf(f, "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); contrib_j = weight_j * "
+               "||v_j W_O^%d||\n",
+            a->d_head, head);
+    fprintf(f, "sum of weights %.6f; softmax(scores) - weights: max %.1e\n", sum_w, worst);
+    float *masked = xmalloc(sizeof(float) * (size_t)cols);
+    for (int j = 0; j < cols; j++) masked[j] = isfinite(s[j]) ? s[j] : -FLT_MAX;
+    fprintf(f, "keys ranked\n");
+    print_ranking(f, "score:", masked, cols, cl);
+    print_ranking(f, "weight:", p, cols, cl);
+    print_ranking(f, "contrib:", c, cols, cl);
+    free(masked);
 }

@@ -1,9 +1,16 @@
-/* attnmap: the attention probabilities of one sentence pair, and the ways out of qkv:
- * JSON (attnmap.c), SVG heatmaps (attnsvg.c), a one-file HTML viewer (attnhtml.c) and a
- * terminal heatmap (attnmap.c).
+/* attnmap: the anatomy of every attention of one sentence pair, and the ways out of qkv:
+ * JSON (attnmap.c, read back by attnmap_read_json), SVG heatmaps (attnsvg.c), a one-file
+ * HTML viewer (attnhtml.c) and terminal views (attnmap.c).
  *
- * The maps are copied from the probabilities the forward pass computed and kept for its
- * backward pass (AttnActs.p): there is no second implementation of attention here.
+ * For each kind, layer and head it holds
+ *   weights   p_ij = softmax_j(s_ij), the probabilities the forward pass kept for its
+ *             backward pass (AttnActs.p);
+ *   scores    s_ij = q_i . k_j / sqrt(d_head), what that softmax received (-INFINITY
+ *             where the key is masked), kept by the same forward pass (AttnActs.scores);
+ *   contrib   ||p_ij v_j W_O^h||, the length of what key j adds to query i's output;
+ *   queries and keys: the q_i and k_j of the head (d_head numbers each).
+ * Everything is read from the one forward pass: there is no second implementation of
+ * attention here.
  *
  * Rows are queries, columns keys. Decoder position t reads tgt_in[t] (BOS, y1, ...) and
  * predicts tgt_out[t] (y1, ..., EOS); cross-attention row t is therefore what the model
@@ -24,7 +31,12 @@ typedef struct {
     char **src;     /* (S) source tokens, EOS last */
     char **tgt_in;  /* (T) what each decoder position reads */
     char **tgt_out; /* (T) what each decoder position predicts */
-    float *maps[ATTN_KINDS]; /* enc self (Le,H,S,S), dec self (Ld,H,T,T), cross (Ld,H,T,S) */
+    int d_head;
+    float *maps[ATTN_KINDS];    /* weights: enc self (Le,H,S,S), dec self (Ld,H,T,T), cross (Ld,H,T,S) */
+    float *scores[ATTN_KINDS];  /* the same shapes */
+    float *contrib[ATTN_KINDS]; /* the same shapes */
+    float *queries[ATTN_KINDS]; /* (L, H, rows, d_head) */
+    float *keys[ATTN_KINDS];    /* (L, H, cols, d_head) */
 } AttnMaps;
 
 /* Runs the model on src (n_src ids) force-decoding tgt (n_tgt ids) and copies every
@@ -44,6 +56,11 @@ void attnmap_free(AttnMaps *a);
 int attnmap_rows(const AttnMaps *a, int kind);
 int attnmap_cols(const AttnMaps *a, int kind);
 const float *attnmap_at(const AttnMaps *a, int kind, int layer, int head);
+/* The same (layer, head) slice of another of the arrays above (maps, scores, contrib). */
+const float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head);
+/* Mean over queries of the entropy (nats) of one head's weights; head < 0: of the
+ * heads' average. */
+double attnmap_entropy(const AttnMaps *a, int kind, int layer, int head);
 /* Head average of one layer into out (rows x cols). */
 void attnmap_head_average(const AttnMaps *a, int kind, int layer, float *out);
 /* Row and column labels of a kind. */
@@ -55,11 +72,21 @@ const char *attnmap_kind_title(int kind);
 /* maps.json text (caller frees), and the file. */
 char *attnmap_json(const AttnMaps *a);
 int attnmap_write_json(const AttnMaps *a, const char *path);
+/* The maps.json object as a tree (for files that hold several), and back. Reading
+ * checks every shape against the counts; -1 with the error set (`what` names the source). */
+struct json_t;
+struct json_t *attnmap_to_json(const AttnMaps *a);
+int attnmap_from_json(struct json_t *root, AttnMaps *out, const char *what);
 /* One SVG per (kind, layer, head) and per (kind, layer) head average, into dir. */
 int attnmap_write_svgs(const AttnMaps *a, const char *dir, int *count);
 int attnmap_write_html(const AttnMaps *a, const char *path);
+/* The viewer page around any JSON it reads (one maps.json object, or a watch view). */
+int attnview_write(const char *json, const char *path);
 /* The last decoder layer's head-averaged cross-attention in Unicode shades. */
 void attnmap_print_terminal(const AttnMaps *a, FILE *f);
+/* One query's anatomy: for each key its score, weight and contribution, the softmax
+ * written out, and the keys ranked by each. */
+void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int query, FILE *f);
 
 /* SVG text of one heatmap (caller frees); shared by the SVG files and the tests. */
 char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char **col_labels, const char *title);

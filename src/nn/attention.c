@@ -5,14 +5,21 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/kernels.h"
 #include "nn/profile.h"
+#include "util.h"
 
 void attention_project_kv(float *k, float *v, const AttnParams *w, const float *xkv, int rows, int d) {
     matmul_forward(k, xkv, w->w_k, w->b_k, rows, d, d);
     matmul_forward(v, xkv, w->w_v, w->b_v, rows, d, d);
+}
+
+/* One row of scores as the softmax receives it: keys past `valid` are masked. */
+static void keep_scores(float *dst, const float *s, int cols, int valid) {
+    for (int j = 0; j < cols; j++) dst[j] = j < valid ? s[j] : -INFINITY;
 }
 
 /* S, P and O for one query row per sequence: the same three phases as below, as loops
@@ -31,6 +38,7 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
                 for (int e = 0; e < dh; e++) dot += q[e] * k[e];
                 p[j] = dot * scale;
             }
+            if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * s->Tk, p, s->Tk, n);
             softmax_forward(p, p, s->Tk, n);
             memset(ctx, 0, sizeof(float) * (size_t)dh);
             for (int j = 0; j < n; j++) {
@@ -68,7 +76,11 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
-            for (int i = 0; i < Tq; i++) softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, Tk, attention_valid_keys(s, b, i));
+            for (int i = 0; i < Tq; i++) {
+                int n = attention_valid_keys(s, b, i);
+                if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * Tq * Tk + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
+                softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
+            }
         }
     prof_stop(PROF_SOFTMAX, t0);
     t0 = prof_start();
@@ -78,6 +90,23 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
                         a->v + b * kv_rows * d + h * dh, d, 0.0f, a->ctx + (size_t)b * Tq * d + h * dh, d);
     prof_stop(PROF_ATTENTION, t0);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
+}
+
+void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, const AttnShape *s) {
+    int d = s->d, H = s->heads, dh = d / H;
+    size_t kv_rows = (size_t)(s->kv_stride ? s->kv_stride : s->Tk);
+    float *row = xmalloc(sizeof(float) * (size_t)d);
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < s->Tk; j++) {
+                /* row = v_j^h W_O^h: head h's slice of the value times W_O's rows for it */
+                const float *v = a->v + ((size_t)b * kv_rows + j) * d + h * dh;
+                cblas_sgemv(CblasRowMajor, CblasTrans, dh, d, 1.0f, w->w_o + (size_t)h * dh * d, d, v, 1, 0.0f, row, 1);
+                double sq = 0.0;
+                for (int e = 0; e < d; e++) sq += (double)row[e] * row[e];
+                out[((size_t)b * H + h) * s->Tk + j] = (float)sqrt(sq);
+            }
+    free(row);
 }
 
 void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,

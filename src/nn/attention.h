@@ -33,6 +33,9 @@ typedef struct {
     float *p;   /* (B, heads, Tq, Tk) the attention probabilities */
     float *ctx; /* (B*Tq, d) heads side by side, before W_O */
     float *out; /* (B*Tq, d) */
+    float *scores; /* NULL, or (B, heads, Tq, Tk): the scaled scores the softmax received,
+                      -INFINITY where the key is masked. Only the attention maps ask for
+                      them; training leaves it NULL and copies nothing. */
 } AttnActs;
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
@@ -46,6 +49,12 @@ typedef struct {
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s);
 /* k = xkv W_K + b_K, v = xkv W_V + b_V over `rows` rows. */
 void attention_project_kv(float *k, float *v, const AttnParams *w, const float *xkv, int rows, int d);
+
+/* out (B, heads, Tk): ||v_j W_O^h||, the length of what key j sends to the output
+ * through head h per unit of weight (W_O^h: head h's rows of W_O), from the values a
+ * forward pass left in a. Query i's share of the output from key j through head h is
+ * p_ij v_j W_O^h, so its length is p_ij times this. */
+void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, const AttnShape *s);
 
 /* Adds the parameter gradients into g and the input gradients into dxq and dxkv (which
  * may be the same buffer for self-attention). Training shapes only: kv_stride is Tk. */

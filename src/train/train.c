@@ -279,7 +279,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
                        .log_now = step % cfg->train.log_every == 0 || step == steps, .valid_bleu = NAN};
     /* a stop validates too: best.safetensors must know the last checkpoint, and the
      * metrics must show the validation it was judged by */
-    int valid_now = t->has_valid && (step % cfg->train.valid_every == 0 || step == steps || t->stopping);
+    int valid_step = step % cfg->train.valid_every == 0 || step == steps || t->stopping;
+    int valid_now = t->has_valid && valid_step;
     r->progress(r->ctx, &p);
     if (p.log_now || valid_now) {
         p.loss = acc->loss / (double)acc->n;
@@ -290,6 +291,7 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
     }
+    if (valid_step && cfg->train.n_watch && r->watch) r->watch(r->ctx, &t->m, step);
     if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping)
         if (checkpoint(t, r) != 0) return TRAIN_CKPT_FAILED;
     return TRAIN_DONE;
@@ -303,6 +305,7 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     LoopAcc acc = {.first = t->step + 1};
     acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;
+    if (t->step == 0 && t->run.cfg.train.n_watch && r->watch) r->watch(r->ctx, &t->m, 0); /* before any learning */
     while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
     t->stop_signal = t->stopping;

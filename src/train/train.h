@@ -106,6 +106,10 @@ typedef struct {
      * infer/'s, which this layer may not call. NAN when it cannot be computed (the
      * callback has warned); NULL: BLEU is never computed. Must leave m's weights alone. */
     double (*valid_bleu)(void *ctx, Model *m);
+    /* With train.watch: record the watched sentences' attention with m's weights at this
+     * step (infer/watch.h), at step 0 and at every validation step. NULL: nothing is
+     * recorded. Must leave m's weights alone; a failure is the callback's to report. */
+    void (*watch)(void *ctx, Model *m, int64_t step);
 } TrainReporter;
 
 typedef enum {
