@@ -34,10 +34,10 @@ $(BUILD)/obj/%.o: src/%.cc
 	$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
 # The attention viewer page is kept as plain HTML and compiled in as a C string.
-$(BUILD)/gen/attnview.c: src/infer/attnview.html
+$(BUILD)/gen/attnview.c: src/infer/attnview.html Makefile
 	@mkdir -p $(dir $@)
 	awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
-	     { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
+	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)

@@ -150,20 +150,34 @@ if [[ -z $browser ]]; then
 else
     flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
         --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$out/index.html#selftest" >"$T/dom.html" 2>"$T/browser.err"
-    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
-    if [[ $result == *'"ok":true'* && $result == *'"errors":[]'* && -z $console ]]; then
-        ok "browser_viewer_switching_changes_the_picture_no_errors"
-    else
-        bad "browser_viewer_switching_changes_the_picture_no_errors" "result: ${result:-none}; console: $console"
-    fi
+    # the page drives itself (#selftest): every control, a click on a query, weights/scores/
+    # contributions, sorting the keys, the PCA view and, for a watch view, the step slider
+    for page in "$T/q/index.html" "$T/wview/index.html"; do
+        name=$([[ $page == *wview* ]] && echo watch || echo one_sentence)
+        timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$page#selftest" >"$T/dom.html" 2>"$T/browser.err"
+        result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
+        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
+        if [[ $result == *'"ok":true'* && $result == *'"errors":[]'* && -z $console ]]; then
+            ok "browser_viewer_${name}_every_control_changes_the_picture_no_errors"
+        else
+            bad "browser_viewer_${name}_every_control_changes_the_picture_no_errors" "result: ${result:-none}; console: $console"
+        fi
+    done
+    [[ $result == *'"change":"step slider to the start","changed":true'* ]] && ok "browser_watch_step_slider_moves" ||
+        bad "browser_watch_step_slider_moves" "${result:-none}"
     mkdir -p build
-    shot="build/attention-viewer.png"
-    rm -f "$shot"
-    timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1100,700 --screenshot="$shot" \
-        "file://$out/index.html#kind=cross&layer=1&head=avg&view=heatmap" >/dev/null 2>&1
-    [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_screenshot ($shot)" || bad "browser_screenshot" "no screenshot"
+    shots=0
+    for view in "attention-viewer.png file://$T/q/index.html#kind=cross&layer=1&head=avg&view=heatmap" \
+        "attention-anatomy.png file://$T/q/index.html#kind=cross&layer=1&head=2&view=heatmap&value=contrib&query=3" \
+        "attention-qk.png file://$T/q/index.html#kind=cross&layer=1&head=2&view=qk&query=3" \
+        "attention-watch.png file://$T/wview/index.html#kind=cross&layer=1&head=avg&view=heatmap&query=2&sentence=1"; do
+        shot="build/${view%% *}"
+        rm -f "$shot"
+        timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" "${view#* }" \
+            >/dev/null 2>&1
+        [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && shots=$((shots + 1))
+    done
+    [[ $shots -eq 4 ]] && ok "browser_screenshots (build/attention-*.png)" || bad "browser_screenshots" "$shots of 4"
 fi
 
 finish

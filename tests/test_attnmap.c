@@ -259,6 +259,18 @@ static void test_json_round_trip(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
+/* The page compiled into qkv is src/infer/attnview.html byte for byte: the build's
+ * quoting of backslashes and quotes loses nothing. */
+extern const char attnview_html[];
+static void test_viewer_page_compiled_verbatim(void) {
+    size_t len;
+    char *page = read_file("src/infer/attnview.html", &len);
+    CHECK(page, "%s", err_msg());
+    CHECK(strlen(attnview_html) == len && memcmp(attnview_html, page, len) == 0, "compiled page differs from the source");
+    CHECK(strchr(page, '\\'), "the page has no backslash to test with");
+    free(page);
+}
+
 static void test_svg_labels_legend_escaping(void) {
     float map[6] = {0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
     char *rows[2] = {"a<b", "c"}, *cols[3] = {"x", "y&z", "\"q\""};
@@ -303,6 +315,7 @@ const TestCase attnmap_tests[] = {
     {"attention_json_and_html_escaping", test_json_and_html_escaping},
     {"attention_anatomy_scores_softmax_contributions", test_anatomy_scores_contributions},
     {"attention_json_round_trip", test_json_round_trip},
+    {"attention_viewer_page_compiled_verbatim", test_viewer_page_compiled_verbatim},
     {"attention_svg_labels_legend_escaping", test_svg_labels_legend_escaping},
     {"alignment_parse_score_aer_pooling", test_alignment_scores},
     {NULL, NULL},
