@@ -22,7 +22,12 @@ echo "== what the model looks at: cross-attention of a held-out sentence"
 "$QKV" attention runs/toy --text "$(sed -n 3p data/toy/test.src)" --out runs/toy/attention 2>/dev/null | tail -n +4
 echo
 
-echo "== training curves: runs/toy/curves.svg; attention viewer: runs/toy/attention/index.html"
+echo "== how the cross-attention formed over training (the sentences under train.watch)"
+"$QKV" attention runs/toy --watch --out runs/toy/watch-view 2>/dev/null | head -n 14
+echo
+
+echo "== training curves: runs/toy/curves.svg; attention viewer: runs/toy/attention/index.html;"
+echo "   attention over training: runs/toy/watch-view/index.html (move the step slider)"
 echo
 
 echo "== the whole held-out split"
