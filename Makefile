@@ -10,6 +10,13 @@ QKV_CFLAGS := -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP -pthread
 CPPFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lm
 BUILD   ?= build
+# MPI (data-parallel training over ranks, src/train/dist.c) is built in when mpicc is
+# found, or with MPI=1; MPI=0 leaves it out. mpicc then compiles and links everything.
+MPI     ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+CC      := mpicc
+QKV_CFLAGS += -DQKV_MPI
+endif
 
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 LIB_CXX := $(wildcard src/*/*.cc)
@@ -23,6 +30,13 @@ all: $(BUILD)/qkv $(BUILD)/qkv_test
 
 deps:
 	@scripts/deps.sh
+
+# Whether MPI is in: dist.o and the binaries are rebuilt when it changes.
+$(BUILD)/mpi.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo $(MPI) | cmp -s - $@ || echo $(MPI) > $@
+$(BUILD)/obj/train/dist.o: $(BUILD)/mpi.stamp
+.PHONY: FORCE
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -47,12 +61,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
-$(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $^ $(LDLIBS_PKG)
+$(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ) $(BUILD)/mpi.stamp
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # The allocator is wrapped in the test binary so a test can count allocations per step.
-$(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $^ $(LDLIBS_PKG)
+$(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ) $(BUILD)/mpi.stamp
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # The unit tests (gradient checks, data, config) alone.
 unit: $(BUILD)/qkv_test

@@ -469,7 +469,7 @@ static int put_yaml_string(StrBuf *sb, const char *s) {
     return 0;
 }
 
-int config_write(const Config *c, const char *path) {
+char *config_text(const Config *c, const char *name) {
     StrBuf sb = {0};
     sb_printf(&sb, "# resolved config: every key, defaults included\n");
     char open[4][64] = {{0}}; /* the sections the previous key left open */
@@ -503,7 +503,7 @@ int config_write(const Config *c, const char *path) {
         case KEY_STRING:
             if (put_yaml_string(&sb, field) != 0) {
                 sb_free(&sb);
-                return err_set("%s: %s is not valid UTF-8, which YAML cannot hold", path, k->path);
+                return err_set("%s: %s is not valid UTF-8, which YAML cannot hold", name, k->path), NULL;
             }
             sb_append(&sb, "\n", 1);
             break;
@@ -522,7 +522,13 @@ int config_write(const Config *c, const char *path) {
             break;
         }
     }
-    int rc = write_file_atomic(path, sb.buf, sb.len);
-    sb_free(&sb);
+    return sb.buf;
+}
+
+int config_write(const Config *c, const char *path) {
+    char *text = config_text(c, path);
+    if (!text) return -1;
+    int rc = write_file_atomic(path, text, strlen(text));
+    free(text);
     return rc;
 }

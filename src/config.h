@@ -79,7 +79,10 @@ int config_same_model(const Config *a, const Config *b, char *what, size_t n);
 int config_set(Config *c, const char *assignment);
 /* Cross-key checks and required keys; check_files also checks the data files exist. */
 int config_validate(Config *c, int check_files);
-/* Writes every key (the resolved config) as YAML, atomically. */
+/* Every key (the resolved config) as YAML text (malloc'd); name stands for the file in
+ * errors. NULL with the error set (a string YAML cannot hold). */
+char *config_text(const Config *c, const char *name);
+/* Writes config_text atomically. */
 int config_write(const Config *c, const char *path);
 
 #endif

@@ -15,7 +15,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"train", cmd_train, "train a new model from a config: qkv train CONFIG.yaml [--set key=value ...] [--force]"},
-    {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N]"},
+    {"resume", cmd_resume, "continue a run from its latest checkpoint: qkv resume RUN [--steps N] [--threads N]"},
     {"info", cmd_info, "what a checkpoint holds, verified: qkv info CHECKPOINT.safetensors"},
     {"translate", cmd_translate, "translate stdin to stdout: qkv translate RUN [--beam K | --greedy] [--nbest N]"},
     {"eval", cmd_eval, "translate a test set and score it: qkv eval RUN --src F --ref F [--beam K | --greedy]"},

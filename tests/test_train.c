@@ -30,11 +30,11 @@ static void test_step_allocates_nothing_and_learns(void) {
     Adam adam;
     adam_init(&adam, m.n_params, 0.9, 0.98, 1e-9, 0.0);
     TrainStep ts = {train_workers(&m, &adam, 2, &b, 0), &b, {LR_CONSTANT, 0, 1, 16, 3e-3}, 1.0, 5, {0}};
-    int tokens;
+    int tokens, stop = 0;
     double lr, first = 0, last = 0;
-    for (int step = 1; step <= 3; step++) first += train_step(&ts, step, &tokens, &lr); /* warm-up */
+    for (int step = 1; step <= 3; step++) first += train_step(&ts, step, &tokens, &lr, &stop); /* warm-up */
     long before = allocations;
-    for (int step = 4; step <= 3 * b.n_batches; step++) last = train_step(&ts, step, &tokens, &lr);
+    for (int step = 4; step <= 3 * b.n_batches; step++) last = train_step(&ts, step, &tokens, &lr, &stop);
     long during = allocations - before;
     workers_stop(ts.workers);
     adam_free(&adam);

@@ -187,7 +187,8 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
         }
         int tok;
         double lr, t0 = now_seconds();
-        r.loss = train_step(&t->ts, step, &tok, &lr);
+        int stop = 0;
+        r.loss = train_step(&t->ts, step, &tok, &lr, &stop);
         double dt = now_seconds() - t0;
         const ModelBatch *mb = &t->ts.batch; /* still the step's batch: untimed from here */
         if (bf) write_batch(bf, mb, tok);

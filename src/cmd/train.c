@@ -18,6 +18,7 @@
 #include "infer/score.h"
 #include "infer/translate.h"
 #include "infer/watch.h"
+#include "train/dist.h"
 #include "train/run.h"
 #include "train/train.h"
 #include "util.h"
@@ -31,12 +32,29 @@ static void print_split(const char *what, const Corpus *c, int max_len) {
     printf("\n");
 }
 
-/* Reads the corpora and encodes them (building the vocabularies if build), printing
- * what each holds. -1 with the error set. */
-static int read_data(Trainer *t, int build) {
+/* The verdict of every rank on a phase each ran, as an exit status. code is this
+ * process' status (its error set when not 0). Of the ranks that failed, the lowest
+ * prints its one line (naming itself when it is not rank 0), so a fault all share is
+ * said once; every rank returns the same status. One process: cmd_fail(code). */
+static int agree(int code) {
+    int speak, status;
+    if (dist_verdict(code, &speak, &status) != 0) return cmd_fail(1);
+    if (speak && dist_rank() > 0) fprintf(stderr, "qkv: rank %d: %s\n", dist_rank(), err_msg());
+    else if (speak) cmd_fail(status);
+    return status;
+}
+
+static int read_corpora(Trainer *t) {
     const Config *cfg = &t->run.cfg;
     if (trainer_read(t, 0) != 0) return -1;
     if (cfg->data.valid.src[0] != '\0' && trainer_read(t, 1) != 0) return -1;
+    return 0;
+}
+
+/* Encodes the corpora (building the vocabularies if build), printing what each holds.
+ * -1 with the error set. */
+static int encode_data(Trainer *t, int build) {
+    const Config *cfg = &t->run.cfg;
     if (tokenizer_is_subword(cfg->data.tokenizer) && build)
         printf("training SentencePiece %s model%s of %d pieces on the training text\n",
                cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram", cfg->data.shared_vocab ? "" : "s",
@@ -49,12 +67,27 @@ static int read_data(Trainer *t, int build) {
     return 0;
 }
 
+/* The data of every rank: read by each; the vocabularies built by rank 0 (build) or
+ * taken from the run, and handed to the others, so every rank encodes with the same;
+ * then a check that every rank holds the same config and data. Returns the exit status. */
+static int read_data(Trainer *t, int build) {
+    int lead = dist_rank() == 0, rc, bad;
+    if ((rc = agree(read_corpora(t) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(lead && encode_data(t, build) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(trainer_share_run(t, 0) != 0 ? 1 : 0))) return rc;
+    if ((rc = agree(!lead && encode_data(t, 0) != 0 ? 2 : 0))) return rc;
+    return agree(trainer_check_ranks(t, &bad) != 0 ? (bad ? 2 : 1) : 0);
+}
+
 /* trainer_setup between its two summary lines; returns the exit status. */
 static int setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
            openblas_get_corename(), coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", cfg->train.threads);
+    if (dist_size() > 1)
+        printf("mpi: %d ranks x %d threads: each batch in %d shards, gradients summed in shard order\n", dist_size(),
+               cfg->train.threads, dist_size() * cfg->train.threads);
     int rc = trainer_setup(t);
     if (rc != 0) return rc == -2 ? 1 : 2;
     const ModelConfig *mc = &t->m.cfg;
@@ -202,6 +235,11 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     }
     if (screen->tty) printf("\r\033[K");
     if (end == TRAIN_WRITE_FAILED) return cmd_fail(1);
+    if (end == TRAIN_RANKS_FAILED) {
+        fprintf(stderr, "qkv: %s; no checkpoint was written after step %lld; resume the run: qkv resume %s\n", err_msg(),
+                (long long)(t->step - 1), cfg->run_dir);
+        return 1;
+    }
     char last[CONFIG_PATH_MAX + 64];
     run_step_checkpoint(last, sizeof last, cfg->run_dir, t->step);
     if (end == TRAIN_STOPPED)
@@ -225,15 +263,27 @@ static int run_loop(Trainer *t) {
 
 /* ---- the two commands -------------------------------------------------------------- */
 
-/* A new run: directory, data, vocabularies, files, model; then the loop. */
+/* A new run: directory, data, vocabularies, files, model; then the loop. Under ranks,
+ * rank 0 alone makes and writes the run directory. */
 static int train_new(Trainer *t, int force) {
     const Config *cfg = &t->run.cfg;
-    if (run_create(cfg, force) != 0 || read_data(t, 1) != 0) return cmd_fail(2);
-    if (run_write_files(&t->run) != 0) return cmd_fail(1);
-    int rc = setup(t);
-    if (rc != 0) return cmd_fail(rc);
-    if (trainer_open_metrics(t, 0) != 0) return cmd_fail(1);
+    int lead = dist_rank() == 0, rc;
+    if ((rc = agree(lead && run_create(cfg, force) != 0 ? 2 : 0)) || (rc = read_data(t, 1))) return rc;
+    if ((rc = agree(lead && run_write_files(&t->run) != 0 ? 1 : 0)) || (rc = agree(setup(t)))) return rc;
+    if ((rc = agree(trainer_open_metrics(t, 0) != 0 ? 1 : 0))) return rc;
     return run_loop(t);
+}
+
+/* Joins the MPI job when launched as one; the other ranks' standard output goes to
+ * /dev/null, as rank 0 speaks for the job. Returns an exit status. */
+static int join_ranks(void) {
+    if (dist_start() != 0) {
+        /* a build without MPI: each process would say it; the first says it for all */
+        if (dist_launched_rank() == 0) cmd_fail(2);
+        return 2;
+    }
+    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) return err_set("cannot silence rank %d", dist_rank()), 1;
+    return 0;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -248,51 +298,80 @@ int cmd_train(int argc, char **argv) {
         else return 2;
     }
     if (optind != argc - 1) return cmd_usage("qkv train CONFIG.yaml [--set key=value ...] [--force]");
+    int rc = join_ranks();
+    if (rc != 0) return rc;
     Trainer t = {0};
     Config *cfg = &t.run.cfg;
     config_defaults(cfg);
-    if (config_load(cfg, argv[optind]) != 0) return cmd_fail(2);
-    for (int i = 0; i < n_sets; i++)
-        if (config_set(cfg, sets[i]) != 0) return cmd_fail(2);
-    if (config_validate(cfg, 1) != 0) return cmd_fail(2);
-    snprintf(t.run.dir, sizeof t.run.dir, "%s", cfg->run_dir);
-    int rc = train_new(&t, force);
+    int bad = config_load(cfg, argv[optind]) != 0;
+    for (int i = 0; i < n_sets && !bad; i++) bad = config_set(cfg, sets[i]) != 0;
+    bad = bad || config_validate(cfg, 1) != 0;
+    if (!(rc = agree(bad ? 2 : 0))) {
+        snprintf(t.run.dir, sizeof t.run.dir, "%s", cfg->run_dir);
+        rc = train_new(&t, force);
+    }
     trainer_free(&t);
+    dist_end();
     return rc;
 }
 
-/* An existing run from its latest checkpoint; steps > 0 moves the goal. */
-static int resume(Trainer *t, const char *dir, int steps) {
-    char ckpt[CONFIG_PATH_MAX + 64];
-    int threads;
-    if (run_open_for_training(&t->run, dir, ckpt, sizeof ckpt) != 0 || read_data(t, 0) != 0) return cmd_fail(2);
-    int rc = setup(t);
-    if (rc != 0) return cmd_fail(rc);
-    if (trainer_restore(t, ckpt, &threads) != 0) return cmd_fail(2);
+/* Rank 0 reads the checkpoint file; every rank restores from its bytes. */
+static int restore(Trainer *t, const char *ckpt, int *threads) {
+    int lead = dist_rank() == 0, rc;
+    char *bytes = NULL, *path = lead ? xstrdup(ckpt) : NULL;
+    size_t len = 0, path_len = lead ? strlen(path) : 0;
+    if ((rc = agree(lead && !(bytes = read_file_max(ckpt, READ_FILE_ANY, &len)) ? 2 : 0))) return free(path), rc;
+    if ((rc = agree(dist_bcast_blob(&path, &path_len) != 0 || dist_bcast_blob(&bytes, &len) != 0 ? 1 : 0)))
+        return free(path), free(bytes), rc;
+    rc = agree(trainer_restore(t, path, bytes, len, threads) != 0 ? 2 : 0);
+    free(path);
+    return rc;
+}
+
+/* An existing run from its latest checkpoint; steps > 0 moves the goal, threads > 0
+ * changes the threads per process. Under ranks, rank 0 alone opens the run directory
+ * and hands the others its config, vocabularies and checkpoint. */
+static int resume(Trainer *t, const char *dir, int steps, int threads) {
+    char ckpt[CONFIG_PATH_MAX + 64] = "";
+    int trained, lead = dist_rank() == 0, rc;
     const Config *cfg = &t->run.cfg;
-    if (threads != cfg->train.threads)
-        fprintf(stderr, "qkv: warning: trained with %d threads, resuming with %d: results will not be bit-identical\n",
-                threads, cfg->train.threads);
-    if (steps > 0 && steps != cfg->train.steps && run_set_steps(&t->run, steps) != 0) return cmd_fail(1);
+    snprintf(t->run.dir, sizeof t->run.dir, "%s", dir);
+    if ((rc = agree(lead && run_open_for_training(&t->run, dir, ckpt, sizeof ckpt) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(trainer_share_run(t, 1) != 0 ? 1 : 0))) return rc;
+    int goal = steps > 0 ? steps : cfg->train.steps, per_process = threads > 0 ? threads : cfg->train.threads;
+    int changed = goal != cfg->train.steps || per_process != cfg->train.threads;
+    t->run.cfg.train.threads = per_process;
+    if ((rc = read_data(t, 0)) || (rc = agree(setup(t))) || (rc = restore(t, ckpt, &trained))) return rc;
+    int shards = dist_size() * cfg->train.threads;
+    if (lead && trained != shards)
+        fprintf(stderr, "qkv: warning: trained with %d threads%s, resuming with %d: results will not be bit-identical\n",
+                trained, dist_size() > 1 ? " in all (ranks x threads)" : "", shards);
+    if ((rc = agree(lead && changed && run_set_steps(&t->run, goal) != 0 ? 1 : 0))) return rc;
+    t->run.cfg.train.steps = goal;
     printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
     if (t->step >= cfg->train.steps) {
         printf("already at step %lld; nothing to do (pass --steps N to train longer)\n", (long long)t->step);
         return 0;
     }
-    if (trainer_open_metrics(t, 1) != 0) return cmd_fail(1);
+    if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? 1 : 0))) return rc;
     return run_loop(t);
 }
 
 int cmd_resume(int argc, char **argv) {
-    static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {0}};
-    int steps = 0, c;
-    while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
-        if (c != 's') return 2;
-        if (cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
+    static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {"threads", required_argument, 0, 't'}, {0}};
+    int steps = 0, threads = 0, c;
+    while ((c = getopt_long(argc, argv, "s:t:", opts, NULL)) != -1) {
+        if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
+        else if (c == 't' && cmd_int("--threads", "a thread count from 1 to 256", optarg, 1, 256, &threads) != 0)
+            return cmd_fail(2);
+        else if (c != 's' && c != 't') return 2;
     }
-    if (optind != argc - 1) return cmd_usage("qkv resume RUN_DIR [--steps N]");
+    if (optind != argc - 1) return cmd_usage("qkv resume RUN_DIR [--steps N] [--threads N]");
+    int rc = join_ranks();
+    if (rc != 0) return rc;
     Trainer t = {0};
-    int rc = resume(&t, argv[optind], steps);
+    rc = resume(&t, argv[optind], steps, threads);
     trainer_free(&t);
+    dist_end();
     return rc;
 }

@@ -3,11 +3,13 @@
 #include "train/parallel.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/profile.h"
+#include "train/dist.h"
 #include "util.h"
 
 typedef struct {
@@ -15,8 +17,12 @@ typedef struct {
     int i;
 } ThreadArg;
 
+/* What each shard tells every rank after its backward pass (allgathered as doubles). */
+enum { STAT_SUMSQ, STAT_LOSS, STAT_TOKENS, N_STATS };
+
 struct Workers {
-    int n;
+    int n;                  /* threads of this process */
+    int rank, ranks, N;     /* this process' rank, the ranks, the shards: N = ranks * n */
     ThreadArg arg[PARALLEL_MAX];
     Model *model;                   /* the main model: replica 0 */
     Model replica[PARALLEL_MAX];    /* [1..n-1] */
@@ -29,13 +35,23 @@ struct Workers {
     ModelBatch part[PARALLEL_MAX];
     uint64_t seed, step;
     double clip_norm, lr;
-    double sumsq[PARALLEL_MAX];
-    size_t begin[PARALLEL_MAX + 1]; /* each thread's slice of the parameters */
+    int total_tokens;     /* target tokens of the whole batch: the loss is normalised by it */
+    int stop;             /* in: this process' stop request; out: any rank's */
+    int failed;           /* a transfer failed (error set): the step's results are void */
+    /* the parameters in N slices, one per shard; rank r updates slices r*n .. r*n+n-1 */
+    size_t *begin;        /* (N + 1) */
+    size_t lo, hi;        /* this rank's part: begin[rank * n], begin[rank * n + n] */
+    double *stats;        /* (n * N_STATS + 1): this rank's shards, then its stop request */
+    double *all_stats;    /* (ranks * (n * N_STATS + 1)): every rank's, in rank order */
+    /* ranks > 1: the other ranks' shards' gradients over [lo, hi), one slot per shard */
+    float *inbox;         /* ((N - n) * (hi - lo)) */
+    DistPlan *plan;       /* sends of local gradients to each owner, receives into inbox */
+    int *counts, *displs; /* (ranks) each rank's part of the parameters, for allgatherv */
 };
 
 static Model *replica(Workers *w, int i) { return i == 0 ? w->model : &w->replica[i]; }
 
-/* Rows of the batch for thread i: contiguous, the first B % n threads one more. */
+/* Rows of the batch for shard i of n: contiguous, the first B % n shards one more. */
 static void share(int B, int n, int i, int *first, int *count) {
     int base = B / n, extra = B % n;
     *count = base + (i < extra);
@@ -47,40 +63,86 @@ static void meet(Workers *w) {
     if (w->n > 1) pthread_barrier_wait(&w->phase);
 }
 
+/* Shard s's gradient at parameter j (lo <= j < hi): a local replica's, or the copy
+ * another rank sent into the inbox. */
+static const float *shard_grads(Workers *w, int s, size_t j) {
+    int local = s - w->rank * w->n;
+    if (local >= 0 && local < w->n) return replica(w, local)->grads + j;
+    int slot = s < w->rank * w->n ? s : s - w->n;
+    return w->inbox + (size_t)slot * (w->hi - w->lo) + (j - w->lo);
+}
+
+/* Slice [lo, hi) of the summed gradient into the main model's grads: shard 0 + shard 1
+ * + ... + shard N-1, added in that order whichever process holds each shard, so the
+ * sum has the same bits as in one process with N threads. Local replicas' gradients
+ * (other than the main model's) are zeroed once used. */
+static void fold(Workers *w, size_t lo, size_t hi) {
+    float *g = w->model->grads;
+    int me = w->rank * w->n;
+    /* the running sum starts in shard 0's buffer: the main model's on rank 0, else an
+     * inbox slot (this rank's first shard is not shard 0, so its own buffer waits its turn) */
+    float *acc = me == 0 ? g + lo : (float *)shard_grads(w, 0, lo);
+    for (int s = 1; s < w->N; s++) {
+        const float *gs = shard_grads(w, s, lo);
+        for (size_t j = 0; j < hi - lo; j++) acc[j] += gs[j];
+        int local = s - me;
+        if (local > 0 && local < w->n) memset(replica(w, local)->grads + lo, 0, sizeof(float) * (hi - lo));
+    }
+    if (acc != g + lo) memcpy(g + lo, acc, sizeof(float) * (hi - lo));
+}
+
 static void work(Workers *w, int i) {
     Model *m = replica(w, i);
     const ModelBatch *b = &w->part[i];
-    /* 1. forward, then backward on this thread's rows (the gradients are all zero here:
-     * phases 2 and 3 of the previous step zeroed each slice once it was used) */
-    if (b->B > 0) model_forward(m, b, 1, w->seed, w->step);
-    meet(w);
-    /* every replica's token count is known now: normalise by the whole batch's */
-    int total = 0;
-    for (int k = 0; k < w->n; k++) total += w->part[k].B > 0 ? replica(w, k)->n_tokens : 0;
+    double *st = w->stats + (size_t)i * N_STATS;
+    /* 1. forward, then backward on this shard's rows (the gradients are all zero here:
+     * the previous step zeroed each buffer once it was used), normalised by the whole
+     * batch's token count */
+    st[STAT_LOSS] = st[STAT_TOKENS] = 0.0;
     if (b->B > 0) {
-        m->loss_tokens = total;
+        model_forward(m, b, 1, w->seed, w->step);
+        st[STAT_LOSS] = m->loss_sum, st[STAT_TOKENS] = m->n_tokens;
+        m->loss_tokens = w->total_tokens;
         model_backward(m, b);
     }
     meet(w);
-    /* 2. this thread's slice of the gradients: sum over replicas, sum of squares */
-    size_t lo = w->begin[i], hi = w->begin[i + 1];
-    float *g = w->model->grads;
+    /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
     double t0 = prof_start();
-    for (int k = 1; k < w->n; k++) {
-        float *gk = w->replica[k].grads;
-        for (size_t j = lo; j < hi; j++) g[j] += gk[j], gk[j] = 0.0f;
+    if (w->ranks > 1) {
+        if (i == 0 && dist_plan_run(w->plan) != 0) w->failed = 1;
+        meet(w);
+        /* what was sent is no longer needed: zero it for the next step */
+        float *gi = m->grads;
+        memset(gi, 0, sizeof(float) * w->lo);
+        memset(gi + w->hi, 0, sizeof(float) * (w->model->n_params - w->hi));
     }
-    w->sumsq[i] = grad_sumsq(g, lo, hi);
+    /* 3. this shard's slice of the gradients summed over shards, and its sum of squares */
+    int s = w->rank * w->n + i;
+    size_t lo = w->begin[s], hi = w->begin[s + 1];
+    fold(w, lo, hi);
+    st[STAT_SUMSQ] = grad_sumsq(w->model->grads, lo, hi);
     prof_stop(PROF_OPTIM, t0);
     meet(w);
-    /* 3. clip with the global norm (every thread computes it the same way, slices in
-     * order), folding the factor into Adam's pass rather than scaling memory first */
     t0 = prof_start();
+    double *all = w->stats;
+    if (w->ranks > 1) {
+        if (i == 0 && dist_allgather_doubles(w->stats, w->all_stats, w->n * N_STATS + 1) != 0) w->failed = 1;
+        meet(w);
+        all = w->all_stats;
+    }
+    /* 4. clip with the global norm (every thread of every rank computes it the same way,
+     * slices in order), folding the factor into Adam's pass rather than scaling memory first */
     double norm = 0.0;
-    for (int k = 0; k < w->n; k++) norm += w->sumsq[k];
+    for (int q = 0; q < w->ranks; q++)
+        for (int k = 0; k < w->n; k++) norm += all[(size_t)q * (w->n * N_STATS + 1) + (size_t)k * N_STATS + STAT_SUMSQ];
     float scale = clip_scale(sqrt(norm), w->clip_norm);
-    adam_update_range(w->adam, w->model->params, g, w->model->tensors, w->model->n_tensors, w->lr, w->adam->t + 1, lo, hi,
-                      scale, 1);
+    adam_update_range(w->adam, w->model->params, w->model->grads, w->model->tensors, w->model->n_tensors, w->lr,
+                      w->adam->t + 1, lo, hi, scale, 1);
+    /* 5. ranks > 1: every rank's updated part to every rank */
+    if (w->ranks > 1) {
+        meet(w);
+        if (i == 0 && dist_allgatherv_floats(w->model->params, w->counts, w->displs) != 0) w->failed = 1;
+    }
     prof_stop(PROF_OPTIM, t0);
 }
 
@@ -130,30 +192,77 @@ static int start_threads(Workers *w) {
     return err_set("cannot start %d training threads: %s", n, strerror(rc));
 }
 
-Workers *workers_start(Model *m, Adam *adam, int n) {
-    if (n < 1) n = 1;
-    if (n > PARALLEL_MAX) n = PARALLEL_MAX;
-    Workers *w = xcalloc(1, sizeof *w);
-    w->n = n;
-    w->model = m;
-    w->adam = adam;
-    for (int i = 1; i < n; i++) model_init_replica(&w->replica[i], m);
-    /* slices of the parameters, cut at tensor boundaries so each is about n_params / n */
-    w->begin[0] = 0;
-    for (int i = 1; i < n; i++) {
-        size_t target = m->n_params * (size_t)i / (size_t)n, cut = m->n_params;
+/* Slices of the parameters for N shards, cut at tensor boundaries so each is about
+ * n_params / N: the same cut for any split of N into ranks and threads. */
+static void cut_slices(const Model *m, int N, size_t *begin) {
+    begin[0] = 0;
+    for (int i = 1; i < N; i++) {
+        size_t target = m->n_params * (size_t)i / (size_t)N, cut = m->n_params;
         for (int k = 0; k < m->n_tensors; k++)
             if (m->tensors[k].offset >= target) {
                 cut = m->tensors[k].offset;
                 break;
             }
-        w->begin[i] = cut > w->begin[i - 1] ? cut : w->begin[i - 1];
+        begin[i] = cut > begin[i - 1] ? cut : begin[i - 1];
     }
-    w->begin[n] = m->n_params;
+    begin[N] = m->n_params;
+}
+
+/* ranks > 1: the transfers of every step, set up once. This rank sends each local
+ * shard's gradients over rank q's part to q (tagged with the global shard), and
+ * receives every other rank's shards over its own part into the inbox. */
+static int plan_exchange(Workers *w) {
+    int n = w->n, R = w->ranks;
+    for (int q = 0; q < R; q++) {
+        w->displs[q] = (int)w->begin[q * n];
+        w->counts[q] = (int)(w->begin[q * n + n] - w->begin[q * n]);
+    }
+    size_t len = w->hi - w->lo;
+    w->inbox = xcalloc((size_t)(w->N - n) * len + 1, sizeof(float));
+    w->plan = dist_plan_new(2 * (R - 1) * n);
+    for (int q = 0; q < R; q++) {
+        if (q == w->rank) continue;
+        for (int k = 0; k < n; k++) {
+            int mine = w->rank * n + k, theirs = q * n + k;
+            if (dist_plan_send(w->plan, replica(w, k)->grads + w->displs[q], (size_t)w->counts[q], q, mine) != 0 ||
+                dist_plan_recv(w->plan, (float *)shard_grads(w, theirs, w->lo), len, q, theirs) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_workers(Workers *w) {
+    for (int i = 1; i < w->n; i++) model_free(&w->replica[i]);
+    dist_plan_free(w->plan);
+    free(w->begin), free(w->stats), free(w->all_stats), free(w->inbox), free(w->counts), free(w->displs);
+    free(w);
+}
+
+Workers *workers_start(Model *m, Adam *adam, int n) {
+    if (n < 1) n = 1;
+    if (n > PARALLEL_MAX) n = PARALLEL_MAX;
+    Workers *w = xcalloc(1, sizeof *w);
+    w->n = n;
+    w->rank = dist_rank(), w->ranks = dist_size(), w->N = w->ranks * n;
+    w->model = m;
+    w->adam = adam;
+    for (int i = 1; i < n; i++) model_init_replica(&w->replica[i], m);
+    w->begin = xmalloc(sizeof(size_t) * (size_t)(w->N + 1));
+    cut_slices(m, w->N, w->begin);
+    w->lo = w->begin[w->rank * n], w->hi = w->begin[w->rank * n + n];
+    w->stats = xcalloc((size_t)n * N_STATS + 1, sizeof(double));
+    w->all_stats = xcalloc((size_t)w->ranks * ((size_t)n * N_STATS + 1), sizeof(double));
+    w->counts = xcalloc((size_t)w->ranks, sizeof(int));
+    w->displs = xcalloc((size_t)w->ranks, sizeof(int));
     openblas_set_num_threads(1);
-    if (n > 1 && start_threads(w) != 0) {
-        for (int i = 1; i < n; i++) model_free(&w->replica[i]);
-        free(w);
+    if (w->ranks > 1 && m->n_params > INT_MAX) {
+        err_set("%zu parameters: more than one MPI message can carry", m->n_params);
+        free_workers(w);
+        return NULL;
+    }
+    if ((w->ranks > 1 && plan_exchange(w) != 0) || (n > 1 && start_threads(w) != 0)) {
+        free_workers(w);
         return NULL;
     }
     return w;
@@ -170,15 +279,15 @@ void workers_stop(Workers *w) {
         pthread_barrier_destroy(&w->done);
         pthread_mutex_destroy(&w->gate);
     }
-    for (int i = 1; i < w->n; i++) model_free(&w->replica[i]);
-    free(w);
+    free_workers(w);
 }
 
 int workers_count(const Workers *w) { return w->n; }
+int workers_shards(const Workers *w) { return w->N; }
 
 size_t workers_arena_floats(const Workers *w, int B, int S, int T) {
     int first, count;
-    share(B, w->n, 0, &first, &count);
+    share(B, w->N, 0, &first, &count);
     return model_arena_floats(w->model, count, S, T);
 }
 
@@ -186,22 +295,44 @@ void workers_reserve(Workers *w, size_t floats) {
     for (int i = 1; i < w->n; i++) model_reserve(&w->replica[i], floats);
 }
 
-double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr) {
+double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr,
+                    int *stop) {
     w->seed = seed, w->step = step, w->clip_norm = clip_norm, w->lr = lr;
+    /* the batch's target tokens, counted as the loss counts them, so no shard waits for
+     * another's forward pass to know it */
+    int total = 0, pad = w->model->cfg.pad_id;
+    for (size_t j = 0; j < (size_t)b->B * b->T; j++) total += b->tgt_out[j] != pad;
+    w->total_tokens = total;
     for (int i = 0; i < w->n; i++) {
         int first, count;
-        share(b->B, w->n, i, &first, &count);
+        share(b->B, w->N, w->rank * w->n + i, &first, &count);
         w->part[i] = (ModelBatch){count, b->S, b->T, b->src + (size_t)first * b->S, b->src_len + first,
-                                  b->tgt_in + (size_t)first * b->T, b->tgt_out ? b->tgt_out + (size_t)first * b->T : NULL,
+                                  b->tgt_in + (size_t)first * b->T, b->tgt_out + (size_t)first * b->T,
                                   b->tgt_len + first};
     }
+    w->stats[(size_t)w->n * N_STATS] = *stop;
     if (w->n > 1) pthread_barrier_wait(&w->start);
     work(w, 0);
     if (w->n > 1) pthread_barrier_wait(&w->done);
     w->adam->t++;
-    double loss = 0.0;
-    int tokens = 0;
-    for (int i = 0; i < w->n; i++)
-        if (w->part[i].B > 0) loss += replica(w, i)->loss_sum, tokens += replica(w, i)->n_tokens;
-    return tokens ? loss / tokens : 0.0;
+    if (w->failed) return NAN;
+    /* the loss over every shard in shard order, and any rank's stop request */
+    const double *all = w->ranks > 1 ? w->all_stats : w->stats;
+    double loss = 0.0, tokens = 0.0;
+    for (int q = 0; q < w->ranks; q++) {
+        const double *r = all + (size_t)q * ((size_t)w->n * N_STATS + 1);
+        for (int k = 0; k < w->n; k++) loss += r[k * N_STATS + STAT_LOSS], tokens += r[k * N_STATS + STAT_TOKENS];
+        if (r[w->n * N_STATS] != 0) *stop = (int)r[w->n * N_STATS];
+    }
+    return tokens > 0 ? loss / tokens : 0.0;
+}
+
+int workers_failed(const Workers *w) { return w->failed; }
+
+int workers_gather_moments(Workers *w) {
+    if (w->ranks == 1) return 0;
+    return dist_gatherv_floats(w->adam->m, w->counts, w->displs) != 0 ||
+                   dist_gatherv_floats(w->adam->v, w->counts, w->displs) != 0
+               ? -1
+               : 0;
 }

@@ -1,12 +1,17 @@
-/* parallel: one training step split across threads by batch rows.
+/* parallel: one training step split across threads, and across MPI ranks, by batch rows.
  *
  * With n threads the model gets n-1 replicas (same parameters, own gradients and
- * activations). Each thread runs forward and backward on its share of the batch's rows
- * with single-threaded OpenBLAS; then each sums its slice of the gradients across
- * replicas, the global norm is clipped, and each applies Adam to its slice. On 2 cores
- * this beats threading inside each matrix product: the products here are small, and
- * all the element-wise work runs in parallel too. Results depend only on n (the order
- * of every sum is fixed), so a resume with the same thread count is bit-exact. */
+ * activations). Under R ranks (dist.h) the batch is cut into N = R * n shards: thread t
+ * of rank r runs shard r * n + t. Each thread runs forward and backward on its shard's
+ * rows with single-threaded OpenBLAS; the parameters are cut into N slices too, and the
+ * thread of shard s sums slice s of the gradients over all N shards, in shard order
+ * (other ranks' shards arrive by point-to-point transfers: each rank receives every
+ * shard's gradients over its own part only), the global norm is clipped, Adam updates
+ * the slice, and the ranks then share their updated parts. Dropout masks depend on the
+ * shard's rows and the (seed, step) key only. So results depend only on N: R ranks of n
+ * threads give the bits of one process with R * n threads, and a resume with the same
+ * N is bit-exact. On 2 cores splitting rows beats threading inside each matrix
+ * product: the products here are small, and the element-wise work runs in parallel too. */
 #ifndef QKV_PARALLEL_H
 #define QKV_PARALLEL_H
 
@@ -24,16 +29,26 @@ typedef struct Workers Workers;
  * when the threads cannot be started (a runtime failure). */
 Workers *workers_start(Model *m, Adam *adam, int n);
 void workers_stop(Workers *w);
-int workers_count(const Workers *w);
+int workers_count(const Workers *w);  /* threads of this process */
+int workers_shards(const Workers *w); /* threads of every rank: what results depend on */
 
 /* Arena floats each thread needs for a batch of this shape (the largest share). */
 size_t workers_arena_floats(const Workers *w, int B, int S, int T);
 /* Reserves every replica's arena (the main model's is reserved by the caller). */
 void workers_reserve(Workers *w, size_t floats);
 
-/* forward + backward of batch b over all threads, gradients summed into the model,
- * clipped to clip_norm, Adam applied with lr. Returns the mean loss over the batch's
- * target tokens. Allocates nothing. */
-double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr);
+/* forward + backward of batch b over all shards, gradients summed into the model,
+ * clipped to clip_norm, Adam applied with lr; every rank passes the same batch. *stop
+ * carries this process' stop request (a signal number, or 0) in and any rank's out, so
+ * all ranks stop after the same step. Returns the mean loss over the batch's target
+ * tokens, the same on every rank; NAN with workers_failed set (and the error set) when
+ * a transfer between ranks failed. Allocates nothing. */
+double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr,
+                    int *stop);
+int workers_failed(const Workers *w);
+/* Under ranks, each rank's Adam moments are current over its own part of the
+ * parameters only: this gathers them into rank 0's (which writes checkpoints). Every
+ * rank calls it at the same step. -1 with the error set. */
+int workers_gather_moments(Workers *w);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "train/checkpoint.h"
+#include "train/dist.h"
 #include "train/jsonout.h"
 #include "train/plot.h"
 #include "util.h"
@@ -18,12 +19,12 @@
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-double train_step(TrainStep *t, int64_t step, int *tokens, double *lr) {
+double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop) {
     ModelBatch b;
     *tokens = batcher_next(t->batches, &b);
     *lr = lr_at(&t->sched, step);
     t->batch = b;
-    return workers_step(t->workers, &b, t->seed, (uint64_t)step, t->clip_norm, *lr);
+    return workers_step(t->workers, &b, t->seed, (uint64_t)step, t->clip_norm, *lr, stop);
 }
 
 Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats) {
@@ -118,6 +119,83 @@ int trainer_encode(Trainer *t, int build) {
     return 0;
 }
 
+/* ---- ranks: what rank 0 read, every rank gets ---------------------------------------------- */
+
+/* One vocabulary from rank 0: its token list, or its SentencePiece model's bytes. */
+static int share_vocab(Vocab *v, int subword) {
+    int lead = dist_rank() == 0;
+    char *bytes = NULL;
+    size_t len = 0;
+    if (lead) {
+        if (subword) bytes = v->spm_model, len = v->spm_len;
+        else bytes = vocab_text(v), len = strlen(bytes);
+    }
+    int rc = dist_bcast_blob(&bytes, &len);
+    if (rc == 0 && !lead) {
+        vocab_init(v);
+        rc = subword ? vocab_from_spm(v, bytes, len, "rank 0's tokenizer model")
+                     : vocab_parse(v, bytes, len, "rank 0's vocabulary");
+    }
+    if (!lead || !subword) free(bytes);
+    return rc;
+}
+
+int trainer_share_run(Trainer *t, int config) {
+    Run *r = &t->run;
+    if (dist_size() == 1) return 0;
+    if (config) {
+        char *text = NULL;
+        size_t len = 0;
+        if (dist_rank() == 0 && !(text = config_text(&r->cfg, r->dir))) return -1;
+        if (dist_rank() == 0) len = strlen(text);
+        int rc = dist_bcast_blob(&text, &len);
+        if (rc == 0 && dist_rank() != 0) {
+            config_defaults(&r->cfg);
+            rc = config_parse(&r->cfg, text, len, "rank 0's config");
+            snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", r->dir);
+        }
+        free(text);
+        if (rc != 0) return -1;
+    }
+    int subword = tokenizer_is_subword(r->cfg.data.tokenizer);
+    return share_vocab(&r->src_vocab, subword) != 0 || share_vocab(&r->tgt_vocab, subword) != 0 ? -1 : 0;
+}
+
+/* The lowest rank whose value differs from rank 0's, or 0 when all agree. */
+static int differing_rank(uint64_t mine, int *rank) {
+    int n = dist_size();
+    uint64_t *all = xmalloc(sizeof(uint64_t) * (size_t)n);
+    int rc = dist_allgather_u64(mine, all);
+    *rank = 0;
+    for (int q = 1; rc == 0 && q < n && !*rank; q++)
+        if (all[q] != all[0]) *rank = q;
+    free(all);
+    return rc;
+}
+
+int trainer_check_ranks(Trainer *t, int *bad_input) {
+    *bad_input = 0;
+    if (dist_size() == 1) return 0;
+    char *text = config_text(&t->run.cfg, "the config");
+    uint64_t h = text ? checksum64(text, strlen(text)) : 0;
+    free(text);
+    int q;
+    if (differing_rank(h, &q) != 0) return -1;
+    if (q) {
+        *bad_input = 1;
+        return err_set("rank %d was started with another config than rank 0 (another file or --set); every rank "
+                       "must run the same",
+                       q);
+    }
+    if (differing_rank(t->data_hash, &q) != 0) return -1;
+    if (q) {
+        *bad_input = 1;
+        return err_set("%s: rank %d reads other training data than rank 0; every machine needs the same files",
+                       t->run.cfg.data.train.src, q);
+    }
+    return 0;
+}
+
 /* ---- set-up and tear-down ----------------------------------------------------------------- */
 
 static size_t arena_need(const Model *m, const Batcher *b, size_t need) {
@@ -135,9 +213,11 @@ int trainer_setup(Trainer *t) {
     model_init_weights(&t->m, (uint64_t)cfg->seed);
     batcher_init(&t->tb, &t->train, cfg->train.batch_tokens, (uint64_t)cfg->seed, 1);
     if (t->has_valid) batcher_init(&t->vb, &t->valid, cfg->train.batch_tokens, 0, 0);
+    /* only rank 0 validates: the others' activations need only their shards' */
     adam_init(&t->adam, t->m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
-    t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, t->has_valid ? arena_need(&t->m, &t->vb, 0) : 0);
+    int validates = t->has_valid && dist_rank() == 0;
+    t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, validates ? arena_need(&t->m, &t->vb, 0) : 0);
     if (!t->workers) return -2;
     t->ts = (TrainStep){t->workers, &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
@@ -191,8 +271,19 @@ static int improved_best(Trainer *t) {
     return t->run.cfg.train.best_by == BEST_BY_BLEU ? bleu_better : loss_better;
 }
 
-/* Writes step-N, marks it best when validation improved, rotates the old ones. */
+/* Writes step-N, marks it best when validation improved, rotates the old ones. Under
+ * ranks every rank comes here at the same step: rank 0 gathers the moments, writes, and
+ * tells the others whether it could, so all stop together when it could not. */
+static int save_checkpoint(Trainer *t, const TrainReporter *r);
 static int checkpoint(Trainer *t, const TrainReporter *r) {
+    if (workers_gather_moments(t->workers) != 0) return -2;
+    int rc = dist_rank() == 0 ? save_checkpoint(t, r) : 0;
+    if (dist_size() > 1 && dist_bcast(&rc, sizeof rc) != 0) return -2;
+    if (rc != 0 && dist_rank() != 0) err_set("rank 0 could not write a checkpoint");
+    return rc;
+}
+
+static int save_checkpoint(Trainer *t, const TrainReporter *r) {
     const Config *cfg = &t->run.cfg;
     if (t->has_valid && t->last_valid_step != t->step) validate(t, r);
     int improved = t->has_valid && improved_best(t);
@@ -205,7 +296,7 @@ static int checkpoint(Trainer *t, const TrainReporter *r) {
     sb_append(&config_text, text, len);
     free(text);
     CkptMeta meta = {.step = t->step, .epoch = t->tb.epoch, .batch_pos = t->tb.pos, .seed = cfg->seed,
-                     .threads = cfg->train.threads, .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
+                     .threads = workers_shards(t->workers), .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
                      .best_valid_loss = t->best_valid, .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
                      .best_valid_bleu = t->best_bleu, .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
                      .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
@@ -261,11 +352,14 @@ typedef struct {
 static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     const Config *cfg = &t->run.cfg;
     int tokens, steps = cfg->train.steps;
-    double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr);
+    /* read once, before the step: under ranks the step tells every rank of any rank's
+     * request, so all stop after the same step; a signal arriving later is seen after
+     * the next step, never between this step's validation and its checkpoint */
+    int stop = stop_signal;
+    double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
-    /* read once: a signal arriving later is seen after the next step, never between
-     * this step's validation and its checkpoint */
-    t->stopping = stop_signal;
+    t->stopping = stop;
+    if (workers_failed(t->workers)) return TRAIN_RANKS_FAILED;
     if (!isfinite(loss)) {
         err_set("loss is %g at step %lld: training diverged (lower the learning rate)", loss, (long long)step);
         return TRAIN_DIVERGED;
@@ -281,8 +375,11 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
      * metrics must show the validation it was judged by */
     int valid_step = step % cfg->train.valid_every == 0 || step == steps || t->stopping;
     int valid_now = t->has_valid && valid_step;
-    r->progress(r->ctx, &p);
-    if (p.log_now || valid_now) {
+    /* rank 0 alone validates, watches and writes; the others go on to the next step and
+     * wait there */
+    int lead = dist_rank() == 0;
+    if (lead) r->progress(r->ctx, &p);
+    if (lead && (p.log_now || valid_now)) {
         p.loss = acc->loss / (double)acc->n;
         if (valid_now) p.validated = 1, p.valid_loss = validate(t, r), p.valid_bleu = t->last_bleu;
         write_metrics(t->metrics, &p);
@@ -291,9 +388,11 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
     }
-    if (valid_step && cfg->train.n_watch && r->watch) r->watch(r->ctx, &t->m, step);
-    if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping)
-        if (checkpoint(t, r) != 0) return TRAIN_CKPT_FAILED;
+    if (lead && valid_step && cfg->train.n_watch && r->watch) r->watch(r->ctx, &t->m, step);
+    if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping) {
+        int rc = checkpoint(t, r);
+        if (rc != 0) return rc == -2 ? TRAIN_RANKS_FAILED : TRAIN_CKPT_FAILED;
+    }
     return TRAIN_DONE;
 }
 
@@ -305,12 +404,13 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     LoopAcc acc = {.first = t->step + 1};
     acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;
-    if (t->step == 0 && t->run.cfg.train.n_watch && r->watch) r->watch(r->ctx, &t->m, 0); /* before any learning */
+    if (t->step == 0 && t->run.cfg.train.n_watch && r->watch && dist_rank() == 0)
+        r->watch(r->ctx, &t->m, 0); /* before any learning */
     while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
     t->stop_signal = t->stopping;
     if (end != TRAIN_DONE) return end;
-    if (ferror(t->metrics)) {
+    if (t->metrics && ferror(t->metrics)) {
         err_set("%s/metrics.jsonl: write failed", t->run.cfg.run_dir);
         return TRAIN_WRITE_FAILED;
     }
@@ -319,13 +419,14 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
 
 int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
+    if (dist_rank() != 0) return 0;
     t->metrics = fopen(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), append ? "a" : "w");
     return t->metrics ? 0 : err_set("%s: cannot open for writing", p);
 }
 
-int trainer_restore(Trainer *t, const char *ckpt, int *threads) {
+int trainer_restore(Trainer *t, const char *ckpt, char *bytes, size_t len, int *threads) {
     CkptFile f;
-    if (ckpt_open(&f, ckpt) != 0) return -1;
+    if (ckpt_parse(&f, ckpt, bytes, len) != 0) return -1;
     /* the run's own checks first: they say more than a shape mismatch would */
     int ok = run_check_checkpoint(&t->run, ckpt, &f.meta) == 0 && ckpt_read(&f, &t->m, &t->adam) == 0;
     CkptMeta meta = ckpt_meta_take(&f);

@@ -5,7 +5,10 @@
  * then trainer_run runs the steps: batch -> forward -> backward -> clip -> Adam, with
  * validation, metrics.jsonl, curves.svg and checkpoints. It prints nothing: progress
  * and warnings go to a TrainReporter the command supplies. SIGINT/SIGTERM finish the
- * current step, write a checkpoint and stop; a resume continues bit-exactly. */
+ * current step, write a checkpoint and stop; a resume continues bit-exactly.
+ *
+ * Under MPI ranks every rank runs the loop on the same batches (its shards of them);
+ * rank 0 alone validates, writes metrics, curves and checkpoints, and reports. */
 #ifndef QKV_TRAIN_H
 #define QKV_TRAIN_H
 
@@ -36,8 +39,9 @@ typedef struct {
 Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats);
 
 /* One step: next batch, forward, backward, clip, Adam. Allocates nothing. Returns the
- * batch's mean loss; *tokens gets its real token count and *lr the rate used. */
-double train_step(TrainStep *t, int64_t step, int *tokens, double *lr);
+ * batch's mean loss; *tokens gets its real token count and *lr the rate used; *stop
+ * as workers_step (parallel.h). */
+double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop);
 
 /* Everything a training run holds; the Run carries config and vocabularies. */
 typedef struct {
@@ -73,10 +77,20 @@ int trainer_encode(Trainer *t, int build);
  * initialised from the seed). -1: the config describes no model (error set, bad
  * input); -2: the threads could not start (error set, runtime). */
 int trainer_setup(Trainer *t);
-/* Restores weights, moments, step, best loss and data cursor from checkpoint `path`,
- * after checking it belongs to this run and data; *threads gets the thread count it
- * was trained with. -1 with the error set. */
-int trainer_restore(Trainer *t, const char *path, int *threads);
+/* Restores weights, moments, step, best loss and data cursor from the checkpoint bytes
+ * (malloc'd; taken over, even on failure) of the file `path`, after checking it belongs
+ * to this run and data; *threads gets the shard count it was trained with (threads x
+ * ranks). -1 with the error set. */
+int trainer_restore(Trainer *t, const char *path, char *bytes, size_t len, int *threads);
+
+/* Under MPI ranks (train/dist.h), where rank 0 alone reads the run directory: rank 0's
+ * vocabularies, and with config its config (read from the run), to every other rank.
+ * Every rank calls it. -1 with the error set. */
+int trainer_share_run(Trainer *t, int config);
+/* Under ranks, after encoding: every rank's resolved config and training data must be
+ * rank 0's. -1 with the error set: *bad_input when they differ, else the ranks could
+ * not talk. */
+int trainer_check_ranks(Trainer *t, int *bad_input);
 /* Opens the run's metrics.jsonl, appending or starting over. -1 with the error set. */
 int trainer_open_metrics(Trainer *t, int append);
 void trainer_free(Trainer *t);
@@ -118,6 +132,7 @@ typedef enum {
     TRAIN_DIVERGED,     /* the loss is not finite (error set) */
     TRAIN_CKPT_FAILED,  /* a checkpoint could not be written (error set) */
     TRAIN_WRITE_FAILED, /* metrics.jsonl could not be written (error set) */
+    TRAIN_RANKS_FAILED, /* the ranks lost contact (error set): no checkpoint was written */
 } TrainEnd;
 
 /* The loop, from t->step to train.steps. */
