@@ -73,7 +73,7 @@ unit: $(BUILD)/qkv_test
 	$(BUILD)/qkv_test
 
 test:
-	@scripts/deps.sh --with-browser
+	@scripts/deps.sh --with-browser --with-mpi
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
 

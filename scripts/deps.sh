@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qkv needs, only those missing. A no-op when all are there.
 # Uses sudo when not root. QKV_EXTRA_PACKAGES adds more (e.g. for optional tools).
-# --with-browser also tries Chromium, for the attention viewer's browser test; failing
-# that is a warning (the test then says loudly that it was skipped), not an error.
+# --with-browser also tries Chromium, for the attention viewer's browser test;
+# --with-mpi also tries Open MPI (openmpi-bin, libopenmpi-dev), for training over MPI
+# ranks and its tests. Failing either is a warning (the test then says loudly that it was
+# skipped, and make builds without MPI), not an error.
 set -euo pipefail
 
 packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
 
-if [[ ${1:-} == --with-browser ]]; then
+if [[ $# -gt 0 ]]; then
     "$0" || exit 1
-    QKV_EXTRA_PACKAGES=chromium "$0" ||
-        echo "qkv: warning: could not install chromium; the browser test will be skipped" >&2
+    for opt in "$@"; do
+        case $opt in
+        --with-browser)
+            QKV_EXTRA_PACKAGES=chromium "$0" ||
+                echo "qkv: warning: could not install chromium; the browser test will be skipped" >&2 ;;
+        --with-mpi)
+            QKV_EXTRA_PACKAGES="openmpi-bin libopenmpi-dev" "$0" ||
+                echo "qkv: warning: could not install Open MPI; qkv is built without MPI and its tests are skipped" >&2 ;;
+        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi)" >&2; exit 2 ;;
+        esac
+    done
     exit 0
 fi
 

@@ -6,6 +6,7 @@
  * validation set for the loop (which may not call infer/) and shows sample translations. */
 #include <cblas.h>
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,7 +243,10 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     }
     char last[CONFIG_PATH_MAX + 64];
     run_step_checkpoint(last, sizeof last, cfg->run_dir, t->step);
-    if (end == TRAIN_STOPPED)
+    if (end == TRAIN_STOPPED && dist_size() > 1)
+        printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: mpirun -np %d qkv resume %s\n",
+               t->stop_signal, (long long)t->step, last, dist_size(), cfg->run_dir);
+    else if (end == TRAIN_STOPPED)
         printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", t->stop_signal,
                (long long)t->step, last, cfg->run_dir);
     else
@@ -250,9 +254,40 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     return 0;
 }
 
+/* Under ranks, SIGINT or SIGTERM comes from the launcher ending the job: a rank died,
+ * or the job was interrupted, and what is left is killed soon after, whatever it is
+ * doing. So rank 0 says so at once, in one line written beforehand, and every rank
+ * leaves: checkpoints are written atomically, so the last one whole is the one to
+ * resume (a stray .tmp is swept by the resume). */
+static char ended_line[CONFIG_PATH_MAX + 256];
+static size_t ended_len;
+static void on_launcher_signal(int sig) {
+    (void)sig;
+    if (ended_len && write(STDERR_FILENO, ended_line, ended_len) < 0) _exit(1);
+    _exit(1);
+}
+
+static void catch_launcher_signals(const Trainer *t) {
+    if (dist_size() == 1) return;
+    if (dist_rank() == 0) {
+        snprintf(ended_line, sizeof ended_line,
+                 "qkv: stopped by the MPI launcher (a rank died, or the job was interrupted); to go on from the last "
+                 "checkpoint: mpirun -np %d qkv resume %s\n",
+                 dist_size(), t->run.cfg.run_dir);
+        ended_len = strlen(ended_line);
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_launcher_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Runs the loop and says how it ended; returns the exit status. */
 static int run_loop(Trainer *t) {
-    Screen screen = {.tty = isatty(STDOUT_FILENO), .t = t};
+    catch_launcher_signals(t);
+    /* under mpirun a rank's stdout is a pseudo-terminal wherever the job's output goes,
+     * so a job of ranks logs line by line */
+    Screen screen = {.tty = isatty(STDOUT_FILENO) && dist_size() == 1, .t = t};
     TrainReporter rep = {&screen, on_progress, on_log, on_warn, on_valid_bleu, on_watch};
     int rc;
     if ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0) rc = cmd_fail(2);

@@ -399,8 +399,15 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
 TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    /* Under ranks, SIGINT and SIGTERM are the launcher ending the job (it kills what is
+     * left soon after), so they are the command's; a stop that checkpoints is asked
+     * with SIGUSR1, which mpirun passes on to every rank. */
+    if (dist_size() > 1) {
+        sigaction(SIGUSR1, &sa, NULL);
+    } else {
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
     LoopAcc acc = {.first = t->step + 1};
     acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;

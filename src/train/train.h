@@ -8,7 +8,9 @@
  * current step, write a checkpoint and stop; a resume continues bit-exactly.
  *
  * Under MPI ranks every rank runs the loop on the same batches (its shards of them);
- * rank 0 alone validates, writes metrics, curves and checkpoints, and reports. */
+ * rank 0 alone validates, writes metrics, curves and checkpoints, and reports. The stop
+ * signal is then SIGUSR1 (mpirun passes it to every rank); the ranks agree on the step
+ * after which they all stop. */
 #ifndef QKV_TRAIN_H
 #define QKV_TRAIN_H
 
