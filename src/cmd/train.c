@@ -251,6 +251,11 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
                (long long)t->step, last, cfg->run_dir);
     else
         printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds, last);
+    if (dist_size() > 1) {
+        double bytes, s = workers_comm(t->workers, &bytes);
+        printf("mpi: rank 0 sent %.2f MB a step and received as much, in %.2f ms a step (waiting for the slowest rank included)\n",
+               bytes / 1e6, s * 1e3);
+    }
     return 0;
 }
 

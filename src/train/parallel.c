@@ -47,6 +47,8 @@ struct Workers {
     float *inbox;         /* ((N - n) * (hi - lo)) */
     DistPlan *plan;       /* sends of local gradients to each owner, receives into inbox */
     int *counts, *displs; /* (ranks) each rank's part of the parameters, for allgatherv */
+    double comm_s;        /* seconds thread 0 spent in transfers between ranks, all steps */
+    long comm_steps;
 };
 
 static Model *replica(Workers *w, int i) { return i == 0 ? w->model : &w->replica[i]; }
@@ -109,7 +111,11 @@ static void work(Workers *w, int i) {
     /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
     double t0 = prof_start();
     if (w->ranks > 1) {
-        if (i == 0 && dist_plan_run(w->plan) != 0) w->failed = 1;
+        if (i == 0) {
+            double c0 = now_seconds();
+            if (dist_plan_run(w->plan) != 0) w->failed = 1;
+            w->comm_s += now_seconds() - c0;
+        }
         meet(w);
         /* what was sent is no longer needed: zero it for the next step */
         float *gi = m->grads;
@@ -126,7 +132,11 @@ static void work(Workers *w, int i) {
     t0 = prof_start();
     double *all = w->stats;
     if (w->ranks > 1) {
-        if (i == 0 && dist_allgather_doubles(w->stats, w->all_stats, w->n * N_STATS + 1) != 0) w->failed = 1;
+        if (i == 0) {
+            double c0 = now_seconds();
+            if (dist_allgather_doubles(w->stats, w->all_stats, w->n * N_STATS + 1) != 0) w->failed = 1;
+            w->comm_s += now_seconds() - c0;
+        }
         meet(w);
         all = w->all_stats;
     }
@@ -141,7 +151,12 @@ static void work(Workers *w, int i) {
     /* 5. ranks > 1: every rank's updated part to every rank */
     if (w->ranks > 1) {
         meet(w);
-        if (i == 0 && dist_allgatherv_floats(w->model->params, w->counts, w->displs) != 0) w->failed = 1;
+        if (i == 0) {
+            double c0 = now_seconds();
+            if (dist_allgatherv_floats(w->model->params, w->counts, w->displs) != 0) w->failed = 1;
+            w->comm_s += now_seconds() - c0;
+            w->comm_steps++;
+        }
     }
     prof_stop(PROF_OPTIM, t0);
 }
@@ -328,6 +343,15 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
 }
 
 int workers_failed(const Workers *w) { return w->failed; }
+
+double workers_comm(const Workers *w, double *bytes_per_step) {
+    /* sent: every local shard's gradients over the other ranks' parts, and this rank's
+     * updated part to each other rank (about the size of those parts together); received:
+     * as much. The stats are a few doubles. */
+    size_t others = w->model->n_params - (w->hi - w->lo);
+    *bytes_per_step = (double)others * sizeof(float) * (double)(w->n + 1);
+    return w->comm_steps ? w->comm_s / (double)w->comm_steps : 0.0;
+}
 
 int workers_gather_moments(Workers *w) {
     if (w->ranks == 1) return 0;

@@ -46,6 +46,9 @@ void workers_reserve(Workers *w, size_t floats);
 double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr,
                     int *stop);
 int workers_failed(const Workers *w);
+/* Under ranks: seconds per step this rank spent in transfers (waiting for the slowest
+ * rank included), and the bytes it sends per step (it receives about as many). */
+double workers_comm(const Workers *w, double *bytes_per_step);
 /* Under ranks, each rank's Adam moments are current over its own part of the
  * parameters only: this gathers them into rank 0's (which writes checkpoints). Every
  * rank calls it at the same step. -1 with the error set. */
