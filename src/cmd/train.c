@@ -75,7 +75,7 @@ static int read_data(Trainer *t, int build) {
     int lead = dist_rank() == 0, rc, bad;
     if ((rc = agree(read_corpora(t) != 0 ? 2 : 0))) return rc;
     if ((rc = agree(lead && encode_data(t, build) != 0 ? 2 : 0))) return rc;
-    if ((rc = agree(trainer_share_run(t, 0) != 0 ? 1 : 0))) return rc;
+    if ((rc = agree(trainer_share_vocabs(t) != 0 ? 1 : 0))) return rc;
     if ((rc = agree(!lead && encode_data(t, 0) != 0 ? 2 : 0))) return rc;
     return agree(trainer_check_ranks(t, &bad) != 0 ? (bad ? 2 : 1) : 0);
 }
@@ -377,7 +377,7 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     const Config *cfg = &t->run.cfg;
     snprintf(t->run.dir, sizeof t->run.dir, "%s", dir);
     if ((rc = agree(lead && run_open_for_training(&t->run, dir, ckpt, sizeof ckpt) != 0 ? 2 : 0))) return rc;
-    if ((rc = agree(trainer_share_run(t, 1) != 0 ? 1 : 0))) return rc;
+    if ((rc = agree(trainer_share_config(t) != 0 ? 1 : 0))) return rc;
     int goal = steps > 0 ? steps : cfg->train.steps, per_process = threads > 0 ? threads : cfg->train.threads;
     int changed = goal != cfg->train.steps || per_process != cfg->train.threads;
     t->run.cfg.train.threads = per_process;

@@ -132,7 +132,6 @@ static int share_vocab(Vocab *v, int subword) {
     }
     int rc = dist_bcast_blob(&bytes, &len);
     if (rc == 0 && !lead) {
-        vocab_init(v);
         rc = subword ? vocab_from_spm(v, bytes, len, "rank 0's tokenizer model")
                      : vocab_parse(v, bytes, len, "rank 0's vocabulary");
     }
@@ -140,23 +139,26 @@ static int share_vocab(Vocab *v, int subword) {
     return rc;
 }
 
-int trainer_share_run(Trainer *t, int config) {
+int trainer_share_config(Trainer *t) {
     Run *r = &t->run;
     if (dist_size() == 1) return 0;
-    if (config) {
-        char *text = NULL;
-        size_t len = 0;
-        if (dist_rank() == 0 && !(text = config_text(&r->cfg, r->dir))) return -1;
-        if (dist_rank() == 0) len = strlen(text);
-        int rc = dist_bcast_blob(&text, &len);
-        if (rc == 0 && dist_rank() != 0) {
-            config_defaults(&r->cfg);
-            rc = config_parse(&r->cfg, text, len, "rank 0's config");
-            snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", r->dir);
-        }
-        free(text);
-        if (rc != 0) return -1;
+    char *text = NULL;
+    size_t len = 0;
+    if (dist_rank() == 0 && !(text = config_text(&r->cfg, r->dir))) return -1;
+    if (dist_rank() == 0) len = strlen(text);
+    int rc = dist_bcast_blob(&text, &len);
+    if (rc == 0 && dist_rank() != 0) {
+        config_defaults(&r->cfg);
+        rc = config_parse(&r->cfg, text, len, "rank 0's config");
+        snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", r->dir);
     }
+    free(text);
+    return rc;
+}
+
+int trainer_share_vocabs(Trainer *t) {
+    Run *r = &t->run;
+    if (dist_size() == 1) return 0;
     int subword = tokenizer_is_subword(r->cfg.data.tokenizer);
     return share_vocab(&r->src_vocab, subword) != 0 || share_vocab(&r->tgt_vocab, subword) != 0 ? -1 : 0;
 }

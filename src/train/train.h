@@ -86,9 +86,10 @@ int trainer_setup(Trainer *t);
 int trainer_restore(Trainer *t, const char *path, char *bytes, size_t len, int *threads);
 
 /* Under MPI ranks (train/dist.h), where rank 0 alone reads the run directory: rank 0's
- * vocabularies, and with config its config (read from the run), to every other rank.
- * Every rank calls it. -1 with the error set. */
-int trainer_share_run(Trainer *t, int config);
+ * config (read from the run) to every other rank, and its vocabularies (built or read)
+ * to every other rank. Every rank calls them. -1 with the error set. */
+int trainer_share_config(Trainer *t);
+int trainer_share_vocabs(Trainer *t);
 /* Under ranks, after encoding: every rank's resolved config and training data must be
  * rank 0's. -1 with the error set: *bad_input when they differ, else the ranks could
  * not talk. */
