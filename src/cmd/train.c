@@ -294,9 +294,11 @@ static int run_loop(Trainer *t) {
      * so a job of ranks logs line by line */
     Screen screen = {.tty = isatty(STDOUT_FILENO) && dist_size() == 1, .t = t};
     TrainReporter rep = {&screen, on_progress, on_log, on_warn, on_valid_bleu, on_watch};
-    int rc;
-    if ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0) rc = cmd_fail(2);
-    else rc = report_end(t, &screen, trainer_run(t, &rep));
+    /* decoding the validation set and watching sentences are rank 0's alone */
+    int bad = dist_rank() == 0 &&
+              ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0);
+    int rc = agree(bad ? 2 : 0);
+    if (rc == 0) rc = report_end(t, &screen, trainer_run(t, &rep));
     screen_free(&screen);
     return rc;
 }
