@@ -11,7 +11,7 @@
 /* The variables the common launchers set in each process they start: Open MPI's
  * mpirun, then PMI/PMIx-based ones (MPICH's hydra, Slurm's srun). */
 int dist_launched_size(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v) {
