@@ -193,6 +193,35 @@ static void test_crossentropy(void) {
     CHECK(fabs(plain - nll) < 1e-9, "eps=0 loss %g != nll %g", plain, nll);
 }
 
+/* ---- the fused classifier: 7 rows in chunks of 3 (the last one short), a pad row ---- */
+typedef struct { float *x, *table, *scratch; int *tgt; } ClsCtx;
+static double cls_loss(void *p) {
+    ClsCtx *c = p;
+    int count;
+    return classifier_forward_backward(c->scratch, 3, c->x, c->table, c->tgt, 7, 4, 6, 0.1f, 0, &count, NULL, NULL, NULL, 0);
+}
+static void test_classifier_fused(void) {
+    Rng r = {31};
+    float x[28], table[24], scratch[18], dx[28], dtable[24] = {0}, logits[42];
+    int tgt[7] = {2, 0, 5, 1, 3, 3, 4}; /* row 1 is padding */
+    fill_normal(x, 28, 1, &r), fill_normal(table, 24, 1, &r);
+    fill_normal(dx, 28, 1, &r); /* dinp is overwritten by nothing but added into: the kernel must add */
+    float dx0[28];
+    memcpy(dx0, dx, sizeof dx);
+    ClsCtx c = {x, table, scratch, tgt};
+    int count, count2;
+    double nll, nll2;
+    double loss = classifier_forward_backward(scratch, 3, x, table, tgt, 7, 4, 6, 0.1f, 0, &count, &nll, dx, dtable, 1.0f);
+    for (int i = 0; i < 28; i++) dx[i] -= dx0[i];
+    /* the same numbers as the separate kernels over the whole matrix */
+    logits_forward(logits, x, table, 7, 4, 6);
+    double whole = crossentropy_forward(logits, logits, tgt, 7, 6, 0.1f, 0, &count2, &nll2);
+    CHECK(count == 6 && count2 == 6 && fabs(loss - whole) < 1e-9 && fabs(nll - nll2) < 1e-9, "loss %.12g vs %.12g", loss, whole);
+    for (int k = 0; k < 4; k++) CHECK(dx[4 + k] == 0.0f, "pad row has an input gradient");
+    CHECK(gradcheck(cls_loss, &c, x, dx, 28, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
+    CHECK(gradcheck(cls_loss, &c, table, dtable, 24, 1e-2f, 1e-1, NULL, NULL) < TOL, "d table");
+}
+
 /* ---- attention: encoder self (padded), decoder masked self, cross ---- */
 typedef struct {
     AttnShape s;
@@ -273,6 +302,7 @@ static void test_attention_decoder_masked(void) { check_attention(5, 5, 1, 1, "d
 static void test_attention_cross(void) { check_attention(4, 6, 0, 0, "cross"); }
 
 const TestCase kernel_tests[] = {
+    {"classifier_fused_chunks_grad", test_classifier_fused},
     {"kernel_matmul_grad", test_matmul},
     {"kernel_logits_grad", test_logits},
     {"kernel_softmax_grad_and_mask", test_softmax},

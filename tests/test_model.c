@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "infer/decode.h"
+#include "util.h"
 #include "nn/model.h"
 #include "check.h"
 #include "gradcheck.h"
@@ -156,8 +157,49 @@ static void test_table_names_and_sizes(void) {
     model_free(&c.m);
 }
 
+/* A training step's fused passes give the loss and the gradients of model_forward +
+ * model_backward bit for bit, over a batch of 200 target rows (two classifier chunks),
+ * with dropout and a normaliser from elsewhere (as parallel.c sets it). */
+static void test_forward_backward_fused_is_forward_then_backward(void) {
+    enum { FB = 5, FS = 30, FT = 40 };
+    ModelConfig cfg = {.src_vocab = 20, .tgt_vocab = 23, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 2,
+                       .decoder_layers = 2, .dropout = 0.2f, .pre_norm = 1, .tie_embeddings = 1, .label_smoothing = 0.1f,
+                       .max_positions = 48};
+    int *s = xcalloc(FB * FS, sizeof(int)), *ti = xcalloc(FB * FT, sizeof(int)), *to = xcalloc(FB * FT, sizeof(int));
+    int sl[FB], tl[FB];
+    Rng r = {5};
+    for (int i = 0; i < FB; i++) {
+        sl[i] = FS - 3 * i, tl[i] = FT - 4 * i;
+        for (int j = 0; j < sl[i]; j++) s[i * FS + j] = j == sl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 16);
+        for (int j = 0; j < tl[i]; j++) ti[i * FT + j] = j ? to[i * FT + j - 1] : 1, to[i * FT + j] = j == tl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 19);
+    }
+    ModelBatch b = {FB, FS, FT, s, sl, ti, to, tl};
+    CHECK(FB * FT > MODEL_CLASSIFIER_ROWS, "one chunk only");
+    Model m;
+    CHECK(model_init(&m, &cfg) == 0, "init");
+    model_init_weights(&m, 9);
+    model_reserve(&m, model_arena_floats(&m, FB, FS, FT));
+    float *g1 = xmalloc(sizeof(float) * m.n_params);
+    model_zero_grad(&m);
+    double l1 = model_forward(&m, &b, 1, 4, 7);
+    m.loss_tokens = 1000;
+    model_backward(&m, &b);
+    memcpy(g1, m.grads, sizeof(float) * m.n_params);
+    model_zero_grad(&m);
+    m.loss_tokens = 1000;
+    double l2 = model_forward_backward(&m, &b, 4, 7);
+    int same = memcmp(g1, m.grads, sizeof(float) * m.n_params) == 0;
+    double norm = 0;
+    for (size_t i = 0; i < m.n_params; i++) norm += (double)g1[i] * g1[i];
+    free(g1), free(s), free(ti), free(to);
+    model_free(&m);
+    CHECK(l1 == l2, "loss %.17g vs %.17g", l1, l2);
+    CHECK(same && norm > 0, "gradients differ (norm %g)", norm);
+}
+
 const TestCase model_tests[] = {
     {"model_table_names_and_sizes", test_table_names_and_sizes},
+    {"model_forward_backward_fused_bit_identical", test_forward_backward_fused_is_forward_then_backward},
     {"model_grad_every_tensor_post_ln_tied", test_grad_post_ln_tied},
     {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},

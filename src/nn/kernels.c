@@ -230,6 +230,27 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
     prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
+double classifier_forward_backward(float *scratch, int chunk, const float *inp, const float *table, const int *targets,
+                                   int N, int C, int V, float eps, int pad, int *count, double *nll_out, float *dinp,
+                                   float *dtable, float scale) {
+    double loss = 0.0, nll = 0.0;
+    int counted = 0;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk, c;
+        double chunk_nll;
+        const float *x = inp + (size_t)r0 * C;
+        logits_forward(scratch, x, table, n, C, V);
+        loss += crossentropy_forward(scratch, scratch, targets + r0, n, V, eps, pad, &c, &chunk_nll);
+        nll += chunk_nll, counted += c;
+        if (!dinp) continue;
+        crossentropy_backward(scratch, scratch, targets + r0, n, V, eps, pad, scale);
+        logits_backward(dinp + (size_t)r0 * C, dtable, scratch, x, table, n, C, V);
+    }
+    *count = counted;
+    if (nll_out) *nll_out = nll;
+    return loss;
+}
+
 void positional_table(float *pe, int T, int C) {
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < C; i += 2) {

@@ -65,6 +65,15 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
                            float scale);
 
+/* The classifier fused: logits = inp . table^T, softmax and label-smoothed cross-entropy
+ * (as above), chunk rows at a time through scratch (chunk, V), so no (N, V) matrix is ever
+ * stored. Returns the summed loss; *count and *nll_out as crossentropy_forward. With
+ * dinp and dtable, also adds the gradients of scale x loss into them (dinp (N, C), dtable
+ * (V, C)), each chunk's right after its loss while its probabilities are at hand. */
+double classifier_forward_backward(float *scratch, int chunk, const float *inp, const float *table, const int *targets,
+                                   int N, int C, int V, float eps, int pad, int *count, double *nll_out, float *dinp,
+                                   float *dtable, float scale);
+
 /* Sinusoidal positions of the paper: pe (T, C). */
 void positional_table(float *pe, int T, int C);
 

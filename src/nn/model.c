@@ -129,6 +129,8 @@ void model_init_replica(Model *r, const Model *m) {
     bind_params(&bd, &r->g);
     r->arena = NULL;
     r->arena_floats = 0;
+    r->decode_logits = NULL;
+    r->decode_logits_floats = 0;
     r->B = r->S = r->T = -1;
 }
 
@@ -141,6 +143,7 @@ void model_free(Model *m) {
     }
     free(m->grads);
     free(m->arena);
+    free(m->decode_logits);
     memset(m, 0, sizeof *m);
 }
 
@@ -247,7 +250,7 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         e->ffn.hidden = take(&cv, Nt * ff);
         e->ffn.out = shared_out;
     }
-    a->logits = take(&cv, Nt * c->tgt_vocab);
+    a->logits = take(&cv, (Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS) * c->tgt_vocab);
     /* the decoder's stream gradient is dead once the encoder's backward starts, and
      * d_sum (post-LN) and d_in (pre-LN) are never needed by the same block: each pair
      * shares a buffer */
@@ -428,12 +431,17 @@ static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerAct
     return e->r3.out;
 }
 
-/* The decoder stack's output (after the final norm for pre-LN) into s->out, and the logits. */
-static void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
+/* The decoder stack's output (after the final norm for pre-LN) into s->out. */
+static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
     int d = m->cfg.d_model;
     if (m->cfg.pre_norm) layernorm_forward(s->out, s->norm_mean, s->norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
     else memcpy(s->out, x, sizeof(float) * (size_t)N * d);
-    logits_forward(logits, s->out, m->p.generator, N, d, m->cfg.tgt_vocab);
+}
+
+/* The stack's output and all N rows of logits (decoding: no loss, N is small). */
+static void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
+    decoder_out(m, s, x, N);
+    logits_forward(logits, s->out, m->p.generator, N, m->cfg.d_model, m->cfg.tgt_vocab);
 }
 
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
@@ -446,19 +454,33 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     const float *x = a->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, seed, step);
-    decoder_head(m, &a->tgt, x, B * T, a->logits);
+    decoder_out(m, &a->tgt, x, B * T);
 }
 
-double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
-    float p = train ? m->cfg.dropout : 0.0f;
+/* The loss over the decoder's output; with dx, also the classifier's gradients (dx
+ * overwritten, the generator's added), scaled by 1 / loss_tokens. */
+static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
+    const ModelConfig *c = &m->cfg;
+    int N = b->B * b->T, count = 0;
+    if (dx) memset(dx, 0, sizeof(float) * (size_t)N * c->d_model);
+    m->loss_sum = classifier_forward_backward(m->a.logits, MODEL_CLASSIFIER_ROWS, m->a.tgt.out, m->p.generator, b->tgt_out,
+                                              N, c->d_model, c->tgt_vocab, c->label_smoothing, c->pad_id, &count,
+                                              &m->nll_sum, dx, dx ? m->g.generator : NULL, scale);
+    m->n_tokens = count;
+    return count;
+}
+
+static void forward_stacks(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     m->dropout_p = p;
     use_shape(m, b->B, b->S, b->T);
     encoder_forward(m, b, p, seed, step);
     decoder_forward(m, b, p, seed, step);
-    int count = 0;
-    m->loss_sum = crossentropy_forward(m->a.logits, m->a.logits, b->tgt_out, b->B * b->T, m->cfg.tgt_vocab,
-                                       m->cfg.label_smoothing, m->cfg.pad_id, &count, &m->nll_sum);
-    m->n_tokens = m->loss_tokens = count;
+}
+
+double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
+    forward_stacks(m, b, train ? m->cfg.dropout : 0.0f, seed, step);
+    int count = classifier(m, b, NULL, 0.0f);
+    m->loss_tokens = count;
     return count ? m->loss_sum / count : 0.0;
 }
 
@@ -470,10 +492,15 @@ void model_encode(Model *m, const ModelBatch *b) {
 void model_decode(Model *m, const ModelBatch *b) {
     use_shape(m, b->B, b->S, b->T);
     decoder_forward(m, b, 0.0f, 0, 0);
+    /* every row's logits, which training never keeps: a buffer of decoding's own */
+    size_t need = (size_t)b->B * b->T * m->cfg.tgt_vocab;
+    if (need > m->decode_logits_floats)
+        m->decode_logits = xrealloc(m->decode_logits, sizeof(float) * need), m->decode_logits_floats = need;
+    logits_forward(m->decode_logits, m->a.tgt.out, m->p.generator, b->B * b->T, m->cfg.d_model, m->cfg.tgt_vocab);
 }
 
 const float *model_logits_at(Model *m, int i, int t) {
-    return m->a.logits + ((size_t)i * m->T + t) * m->cfg.tgt_vocab;
+    return m->decode_logits + ((size_t)i * m->T + t) * m->cfg.tgt_vocab;
 }
 
 /* ---- backward ------------------------------------------------------------------------ */
@@ -486,16 +513,13 @@ static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *d
     embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
 }
 
+/* From the gradient of the decoder's output (dx = a->d_tgt, which the classifier wrote)
+ * down to the target embedding and into d_enc_out. */
 static void decoder_backward(Model *m, const ModelBatch *b) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm, V = c->tgt_vocab;
+    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm;
     float *dx = a->d_tgt;
-    /* loss and output projection */
-    crossentropy_backward(a->logits, a->logits, b->tgt_out, N, V, c->label_smoothing, m->cfg.pad_id,
-                          m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f);
-    memset(dx, 0, sizeof(float) * (size_t)N * d);
-    logits_backward(dx, m->g.generator, a->logits, a->tgt.out, m->p.generator, N, d, V);
     if (pre) {
         const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
         memset(a->d_sum, 0, sizeof(float) * (size_t)N * d);
@@ -562,9 +586,25 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
     stack_embed_backward(m, &a->src, m->g.src_embed, dx, b->src, N);
 }
 
+static float loss_scale(const Model *m) { return m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f; }
+
 void model_backward(Model *m, const ModelBatch *b) {
+    int loss_tokens = m->loss_tokens;
+    double loss = m->loss_sum, nll = m->nll_sum;
+    classifier(m, b, m->a.d_tgt, loss_scale(m)); /* the forward's numbers again, and their gradient */
+    m->loss_sum = loss, m->nll_sum = nll, m->loss_tokens = loss_tokens;
     decoder_backward(m, b);
     encoder_backward(m, b);
+}
+
+double model_forward_backward(Model *m, const ModelBatch *b, uint64_t seed, uint64_t step) {
+    forward_stacks(m, b, m->cfg.dropout, seed, step);
+    if (m->loss_tokens == 0)
+        for (int i = 0; i < b->B * b->T; i++) m->loss_tokens += b->tgt_out[i] != m->cfg.pad_id;
+    int count = classifier(m, b, m->a.d_tgt, loss_scale(m));
+    decoder_backward(m, b);
+    encoder_backward(m, b);
+    return count ? m->loss_sum / count : 0.0;
 }
 
 /* ---- incremental decoding -------------------------------------------------------------- */

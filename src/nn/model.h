@@ -16,6 +16,8 @@
 #include "nn/attention.h"
 
 #define QKV_MAX_LAYERS 16
+/* Rows of logits the classifier holds at once (kernels.h, classifier_forward_backward). */
+#define MODEL_CLASSIFIER_ROWS 128
 
 typedef struct {
     int src_vocab, tgt_vocab;
@@ -101,7 +103,8 @@ typedef struct {
     StackActs src, tgt;
     EncoderLayerActs enc[QKV_MAX_LAYERS];
     DecoderLayerActs dec[QKV_MAX_LAYERS];
-    float *logits; /* (B*T, tgt_vocab): logits, then probabilities, then their gradient */
+    float *logits; /* (MODEL_CLASSIFIER_ROWS, tgt_vocab): the classifier's chunk of logits,
+                      then probabilities, then their gradient (kernels.h) */
     /* backward scratch, shared */
     float *d_src, *d_tgt, *d_enc_out;   /* stream gradients (N, d) */
     float *d_sub, *d_sum, *d_in;        /* (max N, d) */
@@ -135,7 +138,10 @@ typedef struct {
     double loss_sum, nll_sum;
     int n_tokens;
     int loss_tokens; /* the backward pass divides by this: n_tokens, or a whole batch's when
-                        the batch is split across replicas (parallel.c) */
+                        the batch is split across replicas (parallel.c: set it before
+                        model_forward_backward) */
+    float *decode_logits; /* (B*T, tgt_vocab) of the last model_decode, allocated there */
+    size_t decode_logits_floats;
     int is_replica;  /* shares params, table and positions with another Model */
     float dropout_p; /* the rate the last forward used (0 when not training) */
     int arena_regrowths; /* shapes that outgrew the reserved arena (0 when reserved right) */
@@ -159,8 +165,15 @@ size_t model_arena_floats(const Model *m, int B, int S, int T);
 /* Full forward with loss; returns the mean label-smoothed loss over non-pad targets.
  * train=1 enables dropout with masks keyed by (seed, step). */
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step);
-/* Backward of the last model_forward; adds into m->grads. */
+/* Backward of the last model_forward; adds into m->grads. The classifier's logits are
+ * not kept (they would be (B*T, vocabulary) floats): they are computed again, chunk by
+ * chunk. */
 void model_backward(Model *m, const ModelBatch *b);
+/* A training step's passes: model_forward(train = 1) and model_backward with the
+ * classifier's backward fused into its forward (one product fewer), dividing by
+ * m->loss_tokens, which must be set before (0: this batch's own count). The same loss and
+ * the same gradients, bit for bit, as the two calls. Returns the mean loss. */
+double model_forward_backward(Model *m, const ModelBatch *b, uint64_t seed, uint64_t step);
 void model_zero_grad(Model *m);
 
 /* For decoding: run the encoder on b->src, then the decoder on b->tgt_in (T columns);

@@ -102,10 +102,9 @@ static void work(Workers *w, int i) {
      * batch's token count */
     st[STAT_LOSS] = st[STAT_TOKENS] = 0.0;
     if (b->B > 0) {
-        model_forward(m, b, 1, w->seed, w->step);
-        st[STAT_LOSS] = m->loss_sum, st[STAT_TOKENS] = m->n_tokens;
         m->loss_tokens = w->total_tokens;
-        model_backward(m, b);
+        model_forward_backward(m, b, w->seed, w->step);
+        st[STAT_LOSS] = m->loss_sum, st[STAT_TOKENS] = m->n_tokens;
     }
     meet(w);
     /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
