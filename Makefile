@@ -23,10 +23,14 @@ LIB_CXX := $(wildcard src/*/*.cc)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/attnview.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
+# One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
+# tests/fuzz/<target>/); each is also built as a plain replay program for make test.
+FUZZ_TARGETS := config corpus checkpoint vocab metrics
+FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize parity bench multi30k
+.PHONY: all deps test unit demo clean install sanitize parity bench multi30k fuzz fuzz-targets
 
-all: $(BUILD)/qkv $(BUILD)/qkv_test
+all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY)
 
 deps:
 	@scripts/deps.sh
@@ -60,6 +64,23 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+
+$(BUILD)/obj/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Itests/fuzz $(CPPFLAGS_PKG) -c $< -o $@
+
+$(BUILD)/fuzz-replay/%: $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay.o $(LIB_OBJ) $(BUILD)/mpi.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+
+# kept: make would delete them as intermediate files and rebuild each time
+.SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/obj/fuzz/%.o)
+
+# The libFuzzer programs (built by make fuzz, with clang and without MPI, in build/fuzz).
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzzer/%)
+$(BUILD)/fuzzer/%: $(BUILD)/obj/fuzz/%.o $(LIB_OBJ) $(BUILD)/mpi.stamp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CFLAGS) -fsanitize=fuzzer,address,undefined -pthread -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
@@ -103,6 +124,16 @@ sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" all
 	@QKV=build/asan/qkv QKV_TEST=build/asan/qkv_test QKV_SKIP_LEARN=1 tests/run.sh
 
+# Each fuzz target for FUZZ_SECONDS (one after another, one process each), under ASan and
+# UBSan; new inputs go to build/fuzz/corpus/<target>, findings to build/fuzz/findings/.
+# Needs Debian's clang (installed if missing).
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz:
+	@scripts/deps.sh --with-fuzz
+	@$(MAKE) --no-print-directory BUILD=build/fuzz MPI=0 CC=clang CXX=clang++ CFLAGS="$(FUZZ_FLAGS)" CXXFLAGS="$(FUZZ_FLAGS)" fuzz-targets
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 PREFIX ?= /usr/local
 install: $(BUILD)/qkv
 	install -D -m 755 $(BUILD)/qkv $(DESTDIR)$(PREFIX)/bin/qkv
@@ -110,4 +141,4 @@ install: $(BUILD)/qkv
 clean:
 	rm -rf build
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d)

@@ -21,11 +21,13 @@ typedef struct {
     const char *path; /* dotted: "train.lr.warmup" */
     KeyType type;
     size_t offset;
-    double min, max;   /* inclusive, except max when max_open */
-    int max_open;
+    double min, max;   /* inclusive, except where open says */
+    int open;          /* OPEN_MAX: max excluded */
     const char *choices[4]; /* KEY_ENUM: index = stored value */
     size_t size;            /* KEY_STRING: buffer size */
 } KeySpec;
+
+enum { OPEN_MAX = 1 };
 
 #define OFF(field) offsetof(Config, field)
 #define INT(p, f, lo, hi) {p, KEY_INT, OFF(f), lo, hi, 0, {0}, 0}
@@ -55,7 +57,7 @@ static const KeySpec keys[] = {
     INT("model.d_ff", model.d_ff, 1, 65536),
     INT("model.encoder_layers", model.encoder_layers, 1, 16),
     INT("model.decoder_layers", model.decoder_layers, 1, 16),
-    FLT("model.dropout", model.dropout, 0, 1, 1),
+    FLT("model.dropout", model.dropout, 0, 1, OPEN_MAX),
     ENUM("model.norm", model.norm, "post", "pre"),
     BOOL("model.tie_embeddings", model.tie_embeddings),
     INT("train.steps", train.steps, 1, 2000000000),
@@ -64,12 +66,12 @@ static const KeySpec keys[] = {
     FLT("train.lr.factor", train.lr.factor, 0, 1000, 0),
     INT("train.lr.warmup", train.lr.warmup, 1, 100000000),
     FLT("train.lr.value", train.lr.value, 0, 10, 0),
-    FLT("train.adam.beta1", train.adam.beta1, 0, 1, 1),
-    FLT("train.adam.beta2", train.adam.beta2, 0, 1, 1),
-    FLT("train.adam.eps", train.adam.eps, 0, 1, 0),
+    FLT("train.adam.beta1", train.adam.beta1, 0, 1, OPEN_MAX),
+    FLT("train.adam.beta2", train.adam.beta2, 0, 1, OPEN_MAX),
+    FLT("train.adam.eps", train.adam.eps, 1e-30, 1, 0), /* not 0: a zero second moment would divide by 0 */
     FLT("train.adam.weight_decay", train.adam.weight_decay, 0, 10, 0),
     FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0),
-    FLT("train.label_smoothing", train.label_smoothing, 0, 1, 1),
+    FLT("train.label_smoothing", train.label_smoothing, 0, 1, OPEN_MAX),
     INT("train.log_every", train.log_every, 1, 2000000000),
     INT("train.valid_every", train.valid_every, 1, 2000000000),
     INT("train.checkpoint_every", train.checkpoint_every, 1, 2000000000),
@@ -217,9 +219,9 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
         errno = 0;
         double v = strtod(text, &end);
         if (*end || errno || !isfinite(v)) return err_set("%s: %s: expected a number, got '%s'", where, k->path, text);
-        if (v < k->min || v > k->max || (k->max_open && v >= k->max))
+        if (v < k->min || v > k->max || (k->open == OPEN_MAX && v >= k->max))
             return err_set("%s: %s: %g is out of range [%g, %g%c", where, k->path, v, k->min, k->max,
-                           k->max_open ? ')' : ']');
+                           k->open == OPEN_MAX ? ')' : ']');
         *(double *)field = v;
         return 0;
     }
@@ -293,8 +295,59 @@ static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *
     return 0;
 }
 
+/* The limits a config's YAML is held to before it is loaded: a config is a few dozen
+ * keys three levels deep, and libyaml's loader slows to a crawl (quadratically) on deep
+ * flow nesting, so depth and size are checked on libyaml's event stream as it is read,
+ * stopping at the first event past a limit. */
+#define YAML_DEPTH_MAX 16
+#define YAML_EVENTS_MAX 100000
+
+static const char *event_where(char *buf, size_t n, const char *name, const yaml_mark_t *m) {
+    snprintf(buf, n, "%s:%zu:%zu", name, m->line + 1, m->column + 1);
+    return buf;
+}
+
+/* One document of bounded depth and size whose scalars hold no NUL (a "\0" escape would
+ * cut the string short unseen); nothing after it, not even after "...". -1 with the error
+ * set, syntax errors included. */
+static int yaml_prescan(const char *text, size_t len, const char *name) {
+    char where[CONFIG_PATH_MAX + 32];
+    if (len > CONFIG_TEXT_MAX)
+        return err_set("%s: %zu bytes of YAML, more than the %d a config may hold", name, len, CONFIG_TEXT_MAX);
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, docs = 0, rc = 0;
+    for (long n = 0; rc == 0; n++) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(&p, &e)) { /* anywhere: the loader would stop reading after the first document */
+            rc = err_set("%s:%zu:%zu: YAML syntax error: %s", name, p.problem_mark.line + 1, p.problem_mark.column + 1,
+                         p.problem ? p.problem : "unreadable");
+            break;
+        }
+        yaml_event_type_t type = e.type;
+        if (n >= YAML_EVENTS_MAX)
+            rc = err_set("%s: more than %d YAML nodes: not a config", event_where(where, sizeof where, name, &e.start_mark),
+                         YAML_EVENTS_MAX);
+        else if (type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
+            rc = err_set("%s: a second YAML document: a config is one document, with nothing after its end",
+                         event_where(where, sizeof where, name, &e.start_mark));
+        else if ((type == YAML_MAPPING_START_EVENT || type == YAML_SEQUENCE_START_EVENT) && ++depth > YAML_DEPTH_MAX)
+            rc = err_set("%s: nested more than %d levels deep: not a config",
+                         event_where(where, sizeof where, name, &e.start_mark), YAML_DEPTH_MAX);
+        else if (type == YAML_MAPPING_END_EVENT || type == YAML_SEQUENCE_END_EVENT) depth--;
+        else if (type == YAML_SCALAR_EVENT && memchr(e.data.scalar.value, '\0', e.data.scalar.length))
+            rc = err_set("%s: a string holding a NUL character", event_where(where, sizeof where, name, &e.start_mark));
+        yaml_event_delete(&e);
+        if (type == YAML_STREAM_END_EVENT) break;
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 int config_parse(Config *c, const char *text, size_t len, const char *name) {
     snprintf(c->source, sizeof c->source, "%s", name);
+    if (yaml_prescan(text, len, name) != 0) return -1;
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_parser_initialize(&parser);
@@ -324,7 +377,7 @@ int config_parse(Config *c, const char *text, size_t len, const char *name) {
 
 int config_load(Config *c, const char *path) {
     size_t len;
-    char *text = read_file_max(path, READ_FILE_SMALL, &len);
+    char *text = read_file_max(path, CONFIG_TEXT_MAX, &len);
     if (!text) return -1;
     int rc = config_parse(c, text, len, path);
     free(text);

@@ -14,6 +14,7 @@
 #include "nn/optim.h"      /* LR_* */
 
 #define CONFIG_PATH_MAX 1024
+#define CONFIG_TEXT_MAX (1 << 20) /* bytes of YAML a config may be: every key with room to spare */
 
 enum { NORM_POST, NORM_PRE };
 enum { BEST_BY_LOSS, BEST_BY_BLEU }; /* train.best_by: what best.safetensors is best at */

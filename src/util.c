@@ -21,7 +21,14 @@ int err_set(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    memcpy(err_buf, tmp, sizeof err_buf);
+    /* one line, whatever a key, value or file name held: control bytes are spelled out */
+    size_t o = 0;
+    for (const char *s = tmp; *s && o + 5 < sizeof err_buf; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch >= 0x20 && ch != 0x7f) err_buf[o++] = (char)ch;
+        else o += (size_t)snprintf(err_buf + o, sizeof err_buf - o, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
+    }
+    err_buf[o] = '\0';
     return -1;
 }
 

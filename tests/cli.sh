@@ -93,8 +93,8 @@ expect_error "getopt_error_reads_qkv" 2 "^qkv: train: unrecognized option '--bog
 expect_error "name_dot_dot_refused" 2 "name: must be a plain directory name" "$QKV" train "$T/ok.yaml" --set name=.. --set run_dir=
 sets=(); for _ in $(seq 65); do sets+=(--set seed=1); done
 expect_error "too_many_sets_said" 2 "^qkv: --set: more than 64 overrides" "$QKV" train "$T/ok.yaml" "${sets[@]}"
-truncate -s 65M "$T/huge.yaml"
-expect_error "oversized_config_refused_unread" 2 "huge.yaml: 68157440 bytes, more than the 67108864 this file may hold" timeout 10 "$QKV" train "$T/huge.yaml"
+truncate -s 2M "$T/huge.yaml"
+expect_error "oversized_config_refused_unread" 2 "huge.yaml: 2097152 bytes, more than the 1048576 this file may hold" timeout 10 "$QKV" train "$T/huge.yaml"
 expect_error "directory_is_not_a_reference" 2 "toy: a directory, not a regular file" timeout 10 "$QKV" score "$T/empty.src" "$T/toy"
 
 # ---- an end-to-end run on the copy task: files, metrics, translation of odd input ----------

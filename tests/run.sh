@@ -13,7 +13,7 @@ trap 'rm -f "$log"' EXIT
 # The golden losses are pinned for OpenBLAS's Haswell kernels: that suite selects them for
 # its own process, whatever this environment selects for everything else.
 golden() { OPENBLAS_CORETYPE=Haswell QKV_GOLDEN_STRICT=1 "$QKV_TEST" golden; }
-for suite in "$QKV_TEST" golden tests/cli.sh tests/resume.sh tests/progress.sh tests/attention.sh tests/translate.sh tests/mpi.sh; do
+for suite in "$QKV_TEST" golden tests/fuzz.sh tests/cli.sh tests/resume.sh tests/progress.sh tests/attention.sh tests/translate.sh tests/mpi.sh; do
     echo "== $suite"
     "$suite" >"$log" 2>&1
     cat "$log"

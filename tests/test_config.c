@@ -66,6 +66,37 @@ static void test_errors_name_line_and_column(void) {
     EXPECT_ERROR(DATA "train:\n  lr: {schedule: noam, warmup: 0}\n", "train.lr.warmup: 0 is out of range", ":4:32:");
 }
 
+/* What libyaml would take but a config must not: each refused in one line, quickly. */
+static void test_yaml_limits(void) {
+    size_t deep = 400000;
+    char *text = malloc(2 * deep + 16);
+    strcpy(text, "seed: ");
+    memset(text + 6, '[', deep);
+    memset(text + 6 + deep, ']', deep);
+    text[6 + 2 * deep] = '\0';
+    Config c;
+    config_defaults(&c);
+    double t0 = now_seconds();
+    CHECK(config_parse(&c, text, strlen(text), "deep.yaml") != 0 && strstr(err_msg(), "nested more than"), "%s",
+          err_msg());
+    CHECK(now_seconds() - t0 < 2, "deep nesting took %.1fs to refuse", now_seconds() - t0);
+    free(text);
+    EXPECT_ERROR(DATA "---\nseed: 2\n", "a second YAML document", ":3:1:");
+    EXPECT_ERROR(DATA "...\nseed: 2\n", "YAML syntax error", ":4:1:");
+    EXPECT_ERROR(DATA "name: \"ab\\0cd\"\n", "a string holding a NUL character", ":3:7:");
+    EXPECT_ERROR(DATA "name: \"ab\\u0000cd\"\n", "NUL", "");
+    EXPECT_ERROR(DATA "\"tr\\nain\": {steps: 1}\n", "unknown key 'tr\\nain'", ":3:1:");
+    EXPECT_ERROR(DATA "train:\n  adam: {eps: 0}\n", "train.adam.eps: 0 is out of range", ":4:15:");
+    /* a document end with nothing after it is fine */
+    config_defaults(&c);
+    CHECK(config_parse(&c, DATA "...\n", strlen(DATA "...\n"), "end.yaml") == 0, "%s", err_msg());
+    char *big = calloc(CONFIG_TEXT_MAX + 2, 1);
+    memset(big, '#', CONFIG_TEXT_MAX + 1);
+    CHECK(config_parse(&c, big, CONFIG_TEXT_MAX + 1, "big.yaml") != 0 && strstr(err_msg(), "more than the"), "%s",
+          err_msg());
+    free(big);
+}
+
 static void test_set_overrides(void) {
     Config c;
     CHECK(load(&c, DATA) == 0, "%s", err_msg());
@@ -148,6 +179,7 @@ static void test_watch_list(void) {
 const TestCase config_tests[] = {
     {"config_defaults_and_name", test_defaults_and_minimal},
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
+    {"config_yaml_limits", test_yaml_limits},
     {"config_set_overrides", test_set_overrides},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
     {"config_resolved_odd_strings_round_trip", test_resolved_config_odd_strings},

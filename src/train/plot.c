@@ -92,10 +92,7 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
 #undef PY
 }
 
-int plot_metrics(const char *metrics_path, const char *svg_path) {
-    size_t len;
-    char *text = read_file(metrics_path, &len);
-    if (!text) return -1;
+int plot_svg(char *text, const char *what, StrBuf *svg) {
     Series train = {0}, valid = {0}, bleu = {0};
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         json_t *o = json_loads(line, 0, NULL);
@@ -107,10 +104,9 @@ int plot_metrics(const char *metrics_path, const char *svg_path) {
         if (json_is_number(step) && json_is_number(vb)) series_add(&bleu, json_number_value(step), json_number_value(vb));
         json_decref(o);
     }
-    free(text);
     int rc = -1;
     if (train.n == 0) {
-        err_set("%s: no metrics to plot yet", metrics_path);
+        err_set("%s: no metrics to plot yet", what);
         goto done;
     }
     double x0 = 0, x1 = train.x[train.n - 1];
@@ -118,20 +114,29 @@ int plot_metrics(const char *metrics_path, const char *svg_path) {
     for (int i = 0; i < bleu.n; i++) x1 = fmax(x1, bleu.x[i]);
     if (x1 <= x0) x1 = x0 + 1;
     const int W = 720, H = 420, panel_h = H - 40; /* a second panel adds its plot and axis below */
-    StrBuf sb = {0};
-    sb_printf(&sb, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+    sb_printf(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
                    "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
               W, H + (bleu.n ? panel_h : 0));
-    sb_printf(&sb, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", 60);
+    sb_printf(svg, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", 60);
     const Curve losses[2] = {{&train, "#3b528b", "training loss (label-smoothed)", 0},
                              {&valid, "#e6550d", "validation loss (NLL)", 1}};
-    panel(&sb, 40, x0, x1, losses, 2, "%.4f");
+    panel(svg, 40, x0, x1, losses, 2, "%.4f");
     const Curve bleus[1] = {{&bleu, "#31a354", "validation BLEU (greedy)", 1}};
-    if (bleu.n) panel(&sb, H, x0, x1, bleus, 1, "%.2f");
-    sb_printf(&sb, "</svg>\n");
-    rc = write_file_atomic(svg_path, sb.buf, sb.len);
-    sb_free(&sb);
+    if (bleu.n) panel(svg, H, x0, x1, bleus, 1, "%.2f");
+    sb_printf(svg, "</svg>\n");
+    rc = 0;
 done:
     free(train.x), free(train.y), free(valid.x), free(valid.y), free(bleu.x), free(bleu.y);
+    return rc;
+}
+
+int plot_metrics(const char *metrics_path, const char *svg_path) {
+    char *text = read_file_max(metrics_path, PLOT_METRICS_MAX, NULL);
+    if (!text) return -1;
+    StrBuf sb = {0};
+    int rc = plot_svg(text, metrics_path, &sb);
+    free(text);
+    if (rc == 0) rc = write_file_atomic(svg_path, sb.buf, sb.len);
+    sb_free(&sb);
     return rc;
 }
