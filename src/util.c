@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 static char err_buf[1024];
+static int err_runtime; /* the last error is the machine's fault, not the input's */
 
 int err_set(const char *fmt, ...) {
     /* formatted apart first: a message may wrap the previous one (err_msg() as an argument) */
@@ -29,8 +31,19 @@ int err_set(const char *fmt, ...) {
         else o += (size_t)snprintf(err_buf + o, sizeof err_buf - o, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
     }
     err_buf[o] = '\0';
+    err_runtime = 0;
     return -1;
 }
+
+int err_io(int errnum) {
+    /* out of space or quota, a file past its size limit, a failing device: the machine's;
+     * anything else (no such directory, not a directory, permission, a read-only file
+     * system) says the place the user named cannot hold the file */
+    err_runtime = errnum == ENOSPC || errnum == EDQUOT || errnum == EFBIG || errnum == EIO || errnum == ENOMEM;
+    return -1;
+}
+
+int err_status(void) { return err_runtime ? 1 : 2; }
 
 const char *err_msg(void) { return err_buf[0] ? err_buf : "unknown error"; }
 
@@ -141,24 +154,47 @@ static const char *file_kind(mode_t m) {
     return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
 }
 
-char *read_file_max(const char *path, size_t max, size_t *len_out) {
+int open_regular(const char *path, size_t max, size_t *size_out) {
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        err_set("%s: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (fd < 0) return err_set("%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         err_set("%s: %s, not a regular file", path, fstat(fd, &st) != 0 ? strerror(errno) : file_kind(st.st_mode));
         close(fd);
-        return NULL;
+        return -1;
     }
     if ((unsigned long long)st.st_size > max) {
         err_set("%s: %lld bytes, more than the %zu this file may hold", path, (long long)st.st_size, max);
         close(fd);
-        return NULL;
+        return -1;
     }
+    if (size_out) *size_out = (size_t)st.st_size;
+    return fd;
+}
+
+int read_prefix(const char *path, void *buf, size_t n, size_t *size_out) {
+    int fd = open_regular(path, READ_FILE_ANY, size_out);
+    if (fd < 0) return -1;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            err_set("%s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    return (int)got;
+}
+
+char *read_file_max(const char *path, size_t max, size_t *len_out) {
+    int fd = open_regular(path, max, NULL);
+    if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         err_set("%s: %s", path, strerror(errno));
@@ -289,39 +325,62 @@ static int fsync_parent_dir(const char *path) {
     return 0;
 }
 
+int tmp_name(char *buf, size_t n, const char *path) {
+    /* the pid keeps two processes writing the same file from sharing (and deleting) one
+     * tmp file, and tells a sweep whose leftover it is */
+    if (snprintf(buf, n, "%s.%ld.tmp", path, (long)getpid()) >= (int)n) return err_set("%s: path too long", path);
+    return 0;
+}
+
+int tmp_is_stale(const char *name) {
+    size_t len = strlen(name);
+    if (len < 4 || strcmp(name + len - 4, ".tmp") != 0) return 0;
+    const char *end = name + len - 4, *p = end;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == end || p == name || p[-1] != '.' || end - p > 9) return 1; /* no pid: an older qkv's leftover */
+    long pid = strtol(p, NULL, 10);
+    return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len) {
     char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return err_set("%s: path too long", path);
+    if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) return err_set("%s: cannot create: %s", tmp, strerror(errno));
+    int e = errno;
+    if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
     const char *p = data;
     size_t left = len;
     while (left > 0) {
         ssize_t w = write(fd, p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
-            err_set("%s: write failed: %s", tmp, strerror(errno));
+            e = errno;
+            err_set("%s: write failed: %s", tmp, strerror(e));
             goto fail;
         }
         p += w;
         left -= (size_t)w;
     }
     if (fsync(fd) != 0) {
-        err_set("%s: fsync failed: %s", tmp, strerror(errno));
+        e = errno;
+        err_set("%s: fsync failed: %s", tmp, strerror(e));
         goto fail;
     }
     if (close(fd) != 0) {
         fd = -1;
-        err_set("%s: close failed: %s", tmp, strerror(errno));
+        e = errno;
+        err_set("%s: close failed: %s", tmp, strerror(e));
         goto fail;
     }
     fd = -1;
     if (rename(tmp, path) != 0) {
-        err_set("%s: cannot rename into place: %s", path, strerror(errno));
+        e = errno;
+        err_set("%s: cannot rename into place: %s", path, strerror(e));
         goto fail;
     }
     return fsync_parent_dir(path);
 fail:
+    err_io(e);
     if (fd >= 0) close(fd);
     unlink(tmp);
     return -1;

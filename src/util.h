@@ -11,6 +11,12 @@
  * err_set() and returns -1. The command layer prints "qkv: <message>" and exits. */
 int err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *err_msg(void);
+/* After err_set for a failed system call: records whether errnum is a fault of the
+ * machine (full disk, I/O error: exit 1) or of where the user pointed (exit 2). -1. */
+int err_io(int errnum);
+/* The exit status the last error calls for: 1 after err_io judged it a runtime fault,
+ * else 2 (bad input, which is what err_set alone means). */
+int err_status(void);
 
 /* Out of memory is a runtime failure (exit 1), not something any caller can repair. */
 void *xmalloc(size_t n);
@@ -46,6 +52,12 @@ char *read_file_max(const char *path, size_t max, size_t *len_out);
 #define READ_FILE_ANY ((size_t)1 << 40) /* 1 TiB: any file memory could hold */
 #define READ_FILE_SMALL ((size_t)64 << 20) /* 64 MiB: configs, vocabularies, tokenizer models */
 char *read_file(const char *path, size_t *len_out);
+/* The same checks, then an open descriptor (the caller closes it), *size_out (may be
+ * NULL) the file's size; -1 with the error set. */
+int open_regular(const char *path, size_t max, size_t *size_out);
+/* Up to n bytes from the start of a regular file into buf, for a look at a header
+ * before committing to the whole file; the count read, or -1 with the error set. */
+int read_prefix(const char *path, void *buf, size_t n, size_t *size_out);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
  * one); free_lines frees them. A read error ends the lines early. */
@@ -62,9 +74,14 @@ int hex_decode(const char *hex, char **out, size_t *n);
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);
 
-/* Writes `len` bytes to `path` atomically: path.tmp, fsync, rename, fsync of the
+/* Writes `len` bytes to `path` atomically: path.<pid>.tmp, fsync, rename, fsync of the
  * directory. On failure the old file (if any) is untouched and no .tmp remains. */
 int write_file_atomic(const char *path, const void *data, size_t len);
+/* This process' tmp name for path: "<path>.<pid>.tmp". -1 with the error set if too long. */
+int tmp_name(char *buf, size_t n, const char *path);
+/* 1 if a file name is a tmp file this process may delete: its own, one of a process that
+ * no longer exists, or one without a pid (left by an older qkv). */
+int tmp_is_stale(const char *name);
 
 /* Formats into a growing heap string (for building files in memory). */
 typedef struct { char *buf; size_t len, cap; } StrBuf;

@@ -33,6 +33,7 @@ extern const TestCase decode_tests[];
 extern const TestCase score_tests[];
 extern const TestCase golden_tests[];
 extern const TestCase spm_tests[];
+extern const TestCase files_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

@@ -119,7 +119,7 @@ cp "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors"
 size_kb=$(($(stat -c %s "$T/before.safetensors") / 1024))
 err=$(trap '' XFSZ; ulimit -f $((size_kb / 2)); "$QKV" resume "$dir" --steps 30 2>&1 >/dev/null)
 rc=$?
-if [[ $rc -eq 1 ]] && grep -q "^qkv: $dir/ckpt/step-000020.safetensors.tmp: write failed: File too large" <<<"$err" &&
+if [[ $rc -eq 1 ]] && grep -q "^qkv: $dir/ckpt/step-000020.safetensors.[0-9]*.tmp: write failed: File too large" <<<"$err" &&
     cmp -s "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors" && [[ -z $(find "$dir" -name '*.tmp') ]] &&
     [[ ! -e $dir/ckpt/step-000020.safetensors ]]; then
     ok "disk_full_keeps_old_checkpoint_and_stops"
@@ -148,7 +148,7 @@ done
 expect_error "info_rejects_a_config_file" 2 "^qkv: $T/r.yaml: " "$QKV" info "$T/r.yaml"
 mkdir -p "$T/nockpt"
 cp "$T/straight/config.yaml" "$T/straight/src.vocab" "$T/straight/tgt.vocab" "$T/nockpt/"
-expect_error "resume_without_checkpoint" 2 "^qkv: $T/nockpt: no checkpoint in $T/nockpt/ckpt" "$QKV" resume "$T/nockpt"
+expect_error "resume_without_checkpoint" 2 "^qkv: $T/nockpt: no checkpoint yet: .* start it over with 'qkv train $T/nockpt/config.yaml --set run_dir=$T/nockpt'$" "$QKV" resume "$T/nockpt"
 expect_error "translate_without_checkpoint" 2 "^qkv: $T/nockpt: no checkpoint" "$QKV" translate "$T/nockpt"
 # a checkpoint of another config (wider model) dropped into this run
 train "$T/wide" 10 --set model.d_model=64
@@ -171,5 +171,34 @@ kill -INT $live
 wait $live
 "$QKV" resume "$T/live" --steps 1 >"$T/live.resume.log" 2>&1 && grep -q "already at step\|resuming" "$T/live.resume.log" &&
     ok "stopped_run_can_be_resumed" || bad "stopped_run_can_be_resumed" "$(tail -2 "$T/live.resume.log")"
+
+# ---- a run killed before its first checkpoint: resume says what to do, train starts it over --
+"$QKV" train "$T/r.yaml" --set run_dir="$T/early" --set train.steps=100000 --set train.checkpoint_every=100000 >"$T/early.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "^step " "$T/early.log" 2>/dev/null && break; sleep 0.1; done
+kill -KILL $pid
+wait $pid 2>/dev/null
+expect_error "resume_before_first_checkpoint_says_what_to_do" 2 "^qkv: $T/early: no checkpoint yet: the run stopped before its first one; start it over with 'qkv train $T/early/config.yaml --set run_dir=$T/early'$" "$QKV" resume "$T/early"
+"$QKV" train "$T/early/config.yaml" --set run_dir="$T/early" --set train.steps=5 >"$T/early2.log" 2>&1 &&
+    grep -q "stopped before its first checkpoint; starting it over" "$T/early2.log" && [[ -f $T/early/ckpt/step-000005.safetensors ]] &&
+    ok "train_starts_over_a_run_without_checkpoints" || bad "train_starts_over_a_run_without_checkpoints" "$(tail -2 "$T/early2.log")"
+
+# ---- a train that fails before training leaves nothing that blocks the next one -----------
+err=$("$QKV" train "$T/r.yaml" --set run_dir="$T/failed" --set data.min_freq=1000000 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 2 && ! -e $T/failed ]] && ok "failed_train_leaves_no_run_directory" || bad "failed_train_leaves_no_run_directory" "exit $rc, $(ls "$T/failed" 2>&1): $err"
+
+# ---- the checkpoint holds the config in use, whatever happens to config.yaml meanwhile ------
+"$QKV" train "$T/r.yaml" --set run_dir="$T/edited" --set train.steps=100000 --set train.checkpoint_every=100000 >"$T/edited.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "^step " "$T/edited.log" 2>/dev/null && break; sleep 0.1; done
+echo "# edited while training" >"$T/edited/config.yaml"
+kill -INT $pid
+wait $pid
+ck=$(ls "$T/edited"/ckpt/step-*.safetensors | tail -1)
+"$QKV" info "$ck" 2>&1 | grep -q "^model: d_model 32, 4 heads, d_ff 64, 2+2 layers" &&
+    ok "checkpoint_holds_the_config_in_memory" || bad "checkpoint_holds_the_config_in_memory" "$("$QKV" info "$ck" 2>&1 | grep -m1 model)"
+grep -aq '"rng":"counter-based: dropout = hash(seed, step, site, index); batch order = hash(seed, epoch)"' "$ck" &&
+    ok "rng_metadata_whole" || bad "rng_metadata_whole" "$(grep -ao '"rng":"[^"]*"' "$ck")"
 
 finish

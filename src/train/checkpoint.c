@@ -18,19 +18,23 @@
 #error "checkpoints store little-endian float32; add byte swapping for this machine"
 #endif
 
-#define HEADER_MAX (64u << 20) /* a header past 64 MiB is not one of ours */
+#define HEADER_MAX 100000000u /* the safetensors limit: a header past 100 MB is no checkpoint */
 #define HC_KEY "\"header_checksum\":\""
 
 /* ---- writing ------------------------------------------------------------------------- */
 
 static void meta_set(json_t *md, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void meta_set(json_t *md, const char *key, const char *fmt, ...) {
-    char buf[64];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap); /* sized first: a value is never cut short */
+    va_end(ap);
+    char *buf = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(buf, (size_t)n + 1, fmt, ap);
     va_end(ap);
     json_object_set_new(md, key, json_string(buf));
+    free(buf);
 }
 
 static void add_tensor(json_t *root, const char *name, const TensorInfo *t, size_t *offset) {
@@ -232,6 +236,17 @@ static int parse_meta(CkptFile *f, json_t *md) {
 }
 
 int ckpt_open(CkptFile *f, const char *path) {
+    memset(f, 0, sizeof *f);
+    /* the header's length first: a file that claims a header past the limit, or past its
+     * own end, is refused before the rest of it is read */
+    uint64_t hlen;
+    size_t size;
+    int got = read_prefix(path, &hlen, 8, &size);
+    if (got < 0) return -1;
+    if (got == 8 && (hlen > HEADER_MAX || hlen > size - 8))
+        return err_set("%s: header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, "
+                       "or truncated",
+                       path, (unsigned long long)hlen, size, HEADER_MAX);
     size_t len;
     char *bytes = read_file(path, &len);
     if (!bytes) {
@@ -255,8 +270,8 @@ int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     uint64_t hlen;
     memcpy(&hlen, f->bytes, 8);
     if (hlen < 2 || hlen > HEADER_MAX || hlen > f->len - 8) {
-        fault(f, "header length %llu does not fit the file (%zu bytes): not a checkpoint, or truncated",
-              (unsigned long long)hlen, f->len);
+        fault(f, "header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, or truncated",
+              (unsigned long long)hlen, f->len, HEADER_MAX);
         goto done;
     }
     char *header = f->bytes + 8;

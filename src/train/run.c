@@ -108,10 +108,10 @@ void run_rotate_checkpoints(const char *dir, int keep) {
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
-            snprintf(p, sizeof p, "%s/%s", ck, e->d_name);
-            unlink(p);
+        char tmp[sizeof ck + sizeof e->d_name + 1];
+        if (tmp_is_stale(e->d_name)) {
+            snprintf(tmp, sizeof tmp, "%s/%s", ck, e->d_name);
+            unlink(tmp);
         }
     }
     closedir(d);
@@ -126,7 +126,7 @@ void run_clear_checkpoints(const char *dir) {
 int run_mark_best(const char *dir, const char *ckpt_path) {
     char best[CONFIG_PATH_MAX + 64], tmp[CONFIG_PATH_MAX + 80];
     run_path(best, sizeof best, dir, "ckpt/best.safetensors");
-    snprintf(tmp, sizeof tmp, "%s.tmp", best);
+    if (tmp_name(tmp, sizeof tmp, best) != 0) return -1;
     unlink(tmp);
     /* a hard link costs no space and survives the rotation deleting the step file */
     if (link(ckpt_path, tmp) != 0) return err_set("%s: cannot link: %s", tmp, strerror(errno));
@@ -162,14 +162,39 @@ static int run_lock(const char *dir) {
     return 0;      /* fd stays open: closing it would drop the lock */
 }
 
-int run_create(const Config *cfg, int force) {
+/* Whether a run has a checkpoint to lose: a step file or best.safetensors. */
+static int has_checkpoint(const char *dir) {
+    char p[CONFIG_PATH_MAX + 64];
+    struct stat st;
+    long long *steps;
+    int n = list_steps(dir, &steps);
+    free(steps);
+    return n > 0 || stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &st) == 0;
+}
+
+int run_create(const Config *cfg, int force, int *made) {
     char p[CONFIG_PATH_MAX + 32];
     struct stat st;
+    *made = stat(cfg->run_dir, &st) != 0;
     if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
-    if (!force && stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) == 0)
+    if (stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) != 0) return 0;
+    /* a run stopped before its first checkpoint has nothing to resume from or to lose */
+    if (!has_checkpoint(cfg->run_dir)) return 1;
+    if (!force)
         return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
                        cfg->run_dir, cfg->run_dir);
     return 0;
+}
+
+void run_abandon(const char *dir, int made) {
+    if (has_checkpoint(dir)) return;
+    static const char *const files[] = {"config.yaml", "src.vocab", "tgt.vocab", "src.model", "tgt.model",
+                                        "metrics.jsonl", "curves.svg", "lock"};
+    char p[CONFIG_PATH_MAX + 32];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(run_path(p, sizeof p, dir, files[i]));
+    run_rotate_checkpoints(dir, 0); /* this process' tmp files */
+    rmdir(run_path(p, sizeof p, dir, "ckpt"));
+    if (made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
 }
 
 int run_write_files(const Run *r) {
@@ -211,6 +236,10 @@ int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
     run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
+    if (!has_checkpoint(dir))
+        return err_set("%s: no checkpoint yet: the run stopped before its first one; start it over with "
+                       "'qkv train %s/config.yaml --set run_dir=%s'",
+                       dir, dir, dir);
     return run_latest_checkpoint(dir, ckpt, n);
 }
 

@@ -36,12 +36,16 @@ ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
 int run_open(Run *r, const char *path);
 void run_close(Run *r);
 
-/* A new run in cfg->run_dir: refuses a directory that already holds one unless force
- * (then its checkpoints go when run_write_files runs), and creates the directory.
- * -1 with the error set (a user error). */
-/* Makes the run directory and locks it for this process (a second train or resume of a
- * live run is refused, naming its pid), then refuses to reuse a run unless force. */
-int run_create(const Config *cfg, int force);
+/* A new run in cfg->run_dir: makes the directory (*made: it was not there before) and
+ * locks it for this process (a second train or resume of a live run is refused, naming
+ * its pid); refuses a directory that holds a run with checkpoints unless force (they
+ * go when run_write_files runs). 0: a new run; 1: a run that stopped before its first
+ * checkpoint, to be started over; -1 with the error set (a user error). */
+int run_create(const Config *cfg, int force, int *made);
+/* After a train that failed before its first checkpoint: removes the files it wrote
+ * (and the directory if it made it and it is empty), so nothing blocks the next train.
+ * Leaves a run with checkpoints alone. */
+void run_abandon(const char *dir, int made);
 /* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
  * resolved config.yaml and both vocabularies. -1 with the error set. */
 int run_write_files(const Run *r);
@@ -66,7 +70,8 @@ const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long 
 int run_step_checkpoints(const char *dir, char ***paths);
 /* The highest-step checkpoint of a run; -1 (error set) when there is none. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);
-/* Deletes step checkpoints beyond the newest `keep`, and stale .tmp files. */
+/* Deletes step checkpoints beyond the newest `keep`, and the .tmp files of ckpt/ that
+ * are this process' own or a dead process' (never a live writer's). */
 void run_rotate_checkpoints(const char *dir, int keep);
 /* Makes ckpt/best.safetensors the same file as `ckpt_path` (atomically). */
 int run_mark_best(const char *dir, const char *ckpt_path);

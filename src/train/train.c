@@ -105,6 +105,12 @@ int trainer_encode(Trainer *t, int build) {
     } else if (build) {
         corpus_build_vocabs(&t->train, cfg->data.tokenizer, cfg->data.vocab_size, cfg->data.min_freq,
                             cfg->data.shared_vocab, &t->run.src_vocab, &t->run.tgt_vocab);
+        /* a vocabulary of the special tokens alone would train, then not load back */
+        const char *empty = t->run.src_vocab.size <= VOCAB_N_SPECIAL ? "source"
+                            : t->run.tgt_vocab.size <= VOCAB_N_SPECIAL ? "target" : NULL;
+        if (empty)
+            return err_set("%s: data.min_freq %d: no %s token occurs that often in %s", cfg->source, cfg->data.min_freq,
+                           empty, empty[0] == 's' ? cfg->data.train.src : cfg->data.train.tgt);
     }
     corpus_encode(&t->train, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->data.max_len);
     if (t->has_valid)
@@ -289,23 +295,18 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
     const Config *cfg = &t->run.cfg;
     if (t->has_valid && t->last_valid_step != t->step) validate(t, r);
     int improved = t->has_valid && improved_best(t);
-    StrBuf config_text = {0};
-    char path[CONFIG_PATH_MAX + 64];
-    run_path(path, sizeof path, cfg->run_dir, "config.yaml");
-    size_t len;
-    char *text = read_file(path, &len);
-    if (!text) return -1;
-    sb_append(&config_text, text, len);
-    free(text);
+    /* the config in use, not config.yaml as it is on disk now (edited or gone) */
+    char *config = config_text(cfg, "the config"), path[CONFIG_PATH_MAX + 64];
+    if (!config) return -1;
     CkptMeta meta = {.step = t->step, .epoch = t->tb.epoch, .batch_pos = t->tb.pos, .seed = cfg->seed,
                      .threads = workers_shards(t->workers), .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
                      .best_valid_loss = t->best_valid, .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
                      .best_valid_bleu = t->best_bleu, .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
                      .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
-                     .data_hash = t->data_hash, .config = config_text.buf};
+                     .data_hash = t->data_hash, .config = config};
     run_step_checkpoint(path, sizeof path, cfg->run_dir, t->step);
     int rc = ckpt_save(path, &t->m, &t->adam, &meta);
-    sb_free(&config_text);
+    free(config);
     if (rc != 0) return -1;
     if (improved && run_mark_best(cfg->run_dir, path) != 0) return -1;
     run_rotate_checkpoints(cfg->run_dir, cfg->train.keep_checkpoints);
