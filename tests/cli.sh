@@ -151,6 +151,28 @@ awk 'BEGIN{for(i=0;i<500;i++) printf "a "; print ""}' >"$T/long.src"
 rc=$?
 out_lines=$(wc -l <"$T/long.hyp")
 [[ $rc -eq 0 && $out_lines -eq 1 ]] && ok "translate_survives_overlong_line" || bad "translate_survives_overlong_line" "exit $rc, $out_lines lines"
+awk 'BEGIN{for(i=0;i<40000;i++) printf "a "; print ""; print "b"}' >"$T/verylong.src"
+"$QKV" translate "$run" --greedy <"$T/verylong.src" >"$T/verylong.hyp" 2>/dev/null
+rc=$?
+[[ $rc -eq 0 && $(wc -l <"$T/verylong.hyp") -eq 2 ]] && ok "translate_reads_lines_past_64k_whole" || bad "translate_reads_lines_past_64k_whole" "exit $rc, $(wc -l <"$T/verylong.hyp") lines for 2"
+# gold alignments: every link counts, however many a line has
+echo "a b c" >"$T/al.src"
+awk 'BEGIN{for(i=0;i<5000;i++) printf "0-0 "; print ""}' >"$T/al.gold"
+"$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.gold" >"$T/al.out" 2>&1
+grep -q "(1 sentence pairs, 5000 gold links)" "$T/al.out" && ok "align_gold_counts_every_link" || bad "align_gold_counts_every_link" "$(tail -1 "$T/al.out")"
+echo "0-99999999999" >"$T/al.bad"
+expect_error "align_gold_index_out_of_range" 2 "al.bad:1: not Pharaoh alignments" "$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.bad"
+expect_error "bench_warmup_not_a_number" 2 "^qkv: --warmup: 'abc' is not a step count$" "$QKV" bench "$T/ok.yaml" --warmup abc
+# an output place that cannot hold the file is bad input (2), the same for every command;
+# a write that fails on the way (here a file size limit) is a runtime fault (1)
+expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors
+expect_error "grads_read_only_dir" 2 "^qkv: /sys/g: cannot create directory: " "$QKV" grads "$run" --out /sys/g
+expect_error "toy_data_read_only_dir" 2 "^qkv: /sys/toy: cannot create directory: " "$QKV" toy-data /sys/toy
+mkdir -p "$T/plotdir/curves.svg" && cp "$run/metrics.jsonl" "$T/plotdir/"
+expect_error "plot_output_is_a_directory" 2 "curves.svg: cannot rename into place: Is a directory" "$QKV" plot "$T/plotdir"
+err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 1 && $err == *"write failed: File too large" && $(wc -l <<<"$err") -eq 1 ]] && ok "export_write_fault_is_runtime" || bad "export_write_fault_is_runtime" "exit $rc: $err"
 expect_error "translate_missing_run" 2 "^qkv: $T/nowhere: No such file or directory$" "$QKV" translate "$T/nowhere"
 mkdir -p "$T/notarun"
 expect_error "translate_not_a_run" 2 "^qkv: $T/notarun: not a run directory" "$QKV" translate "$T/notarun"

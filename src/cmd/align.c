@@ -113,11 +113,14 @@ int cmd_align(int argc, char **argv) {
     picks[k++] = (Pick){-1, -1};
     int tok = r.cfg.data.tokenizer, max = r.model.cfg.max_positions - 2;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
-    int (*pairs)[2] = xmalloc(sizeof(int[2]) * 4096);
+    int (*pairs)[2] = NULL;
     for (int i = 0; i < n_src; i++) {
         int ns = encode_line(src[i], tok, &r.src_vocab, sid, max), nt = encode_line(tgt[i], tok, &r.tgt_vocab, tid, max);
         int ng = 0;
-        if (gold && (ng = align_parse(gold[i], pairs, 4096)) < 0) {
+        /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
+        int cap = gold ? (int)(strlen(gold[i]) / 3 + 1) : 0;
+        if (gold) pairs = xrealloc(pairs, sizeof(int[2]) * (size_t)cap);
+        if (gold && (ng = align_parse(gold[i], pairs, cap)) < 0) {
             err_set("%s:%d: not Pharaoh alignments (i-j pairs)", gold_path, i + 1);
             free(sid), free(tid), free(pairs);
             goto done;

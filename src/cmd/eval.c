@@ -2,6 +2,7 @@
  * reports what a translation toolkit reports: BLEU and chrF (sacrebleu's defaults and
  * signatures), exact matches, the reference's per-token NLL and perplexity under the
  * model, the source's unknown-token rate, and speed; one JSON line goes to RUN/eval.jsonl. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -95,8 +96,11 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     FILE *f = fopen(path, "a");
     int ok = f && fprintf(f, "%s\n", line) > 0;
     ok = f && fclose(f) == 0 && ok;
+    int errnum = errno;
     free(line);
-    return ok ? 0 : err_set("%s: cannot append the result", path);
+    if (ok) return 0;
+    err_set("%s: cannot append the result: %s", path, strerror(errnum));
+    return err_io(errnum);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -142,5 +146,5 @@ int cmd_eval(int argc, char **argv) {
     if (rc == 0) printf("appended to %s/eval.jsonl\n", r.dir);
     free_lines(src, n), free_lines(ref, n);
     run_close(&r);
-    return rc == 0 ? 0 : cmd_fail(1);
+    return rc == 0 ? 0 : cmd_fail(err_status());
 }

@@ -79,5 +79,5 @@ int cmd_export(int argc, char **argv) {
                (double)r.model.n_params / 1e6, (long long)r.meta.step, average > 1 ? " (averaged)" : "",
                r.src_vocab.spm ? "SentencePiece" : "the");
     run_close(&r);
-    return rc == 0 ? 0 : cmd_fail(2);
+    return rc == 0 ? 0 : cmd_fail(err_status());
 }

@@ -6,6 +6,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "train/dump.h"
+#include "util.h"
 
 int cmd_grads(int argc, char **argv) {
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"batch", required_argument, 0, 'b'}, {0}};
@@ -17,7 +18,7 @@ int cmd_grads(int argc, char **argv) {
         else if (cmd_int("--batch", "a batch number", optarg, 0, 1000000000, &batch) != 0) return cmd_fail(2);
     }
     if (optind != argc - 1 || !out) return cmd_usage("qkv grads RUN --out DIR [--batch K]");
-    if (dump_grads(argv[optind], out, batch) != 0) return cmd_fail(2);
+    if (dump_grads(argv[optind], out, batch) != 0) return cmd_fail(err_status());
     printf("wrote %s/grads.safetensors and %s/batch.json\n", out, out);
     return 0;
 }

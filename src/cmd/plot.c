@@ -11,7 +11,7 @@ int cmd_plot(int argc, char **argv) {
     char m[2048], s[2048];
     snprintf(m, sizeof m, "%s/metrics.jsonl", argv[1]);
     snprintf(s, sizeof s, "%s/curves.svg", argv[1]);
-    if (plot_metrics(m, s) != 0) return cmd_fail(2);
+    if (plot_metrics(m, s) != 0) return cmd_fail(err_status());
     printf("wrote %s\n", s);
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "util.h"
 #include "data/toydata.h"
 
 int cmd_toy_data(int argc, char **argv) {
@@ -23,7 +24,7 @@ int cmd_toy_data(int argc, char **argv) {
     if (optind != argc - 1)
         return cmd_usage("qkv toy-data DIR [--task translate|copy|reverse] [--train N] [--valid N] [--test N] [--seed S]");
     if (toydata_write(argv[optind], task, (int)n_train, (int)n_valid, (int)n_test, (uint64_t)seed) != 0)
-        return cmd_fail(2);
+        return cmd_fail(err_status());
     printf("wrote %s/{train,valid,test}.{src,tgt,align}: %ld/%ld/%ld pairs of the '%s' task\n", argv[optind], n_train,
            n_valid, n_test, task);
     return 0;

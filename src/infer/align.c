@@ -1,6 +1,7 @@
 /* align: see align.h. */
 #include "infer/align.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,10 +52,10 @@ int align_parse(const char *line, int (*pairs)[2], int max) {
         if (!*p) break;
         char *end;
         long i = strtol(p, &end, 10);
-        if (end == p || *end != '-' || i < 0) return -1;
+        if (end == p || *end != '-' || i < 0 || i > INT_MAX) return -1;
         p = end + 1;
         long j = strtol(p, &end, 10);
-        if (end == p || j < 0 || (*end && *end != ' ' && *end != '\t')) return -1;
+        if (end == p || j < 0 || j > INT_MAX || (*end && *end != ' ' && *end != '\t')) return -1;
         p = end;
         if (n < max) pairs[n][0] = (int)i, pairs[n][1] = (int)j;
         n++;
