@@ -188,6 +188,12 @@ err=$("$QKV" train "$T/r.yaml" --set run_dir="$T/failed" --set data.min_freq=100
 rc=$?
 [[ $rc -eq 2 && ! -e $T/failed ]] && ok "failed_train_leaves_no_run_directory" || bad "failed_train_leaves_no_run_directory" "exit $rc, $(ls "$T/failed" 2>&1): $err"
 
+# ---- a run whose directory name needs quoting in YAML (quote, backslash, non-ASCII) -------
+odd="$T/odd \"run\" \\ é"
+"$QKV" train "$T/r.yaml" --set run_dir="$odd" --set train.steps=4 >"$T/odd.log" 2>&1 &&
+    "$QKV" resume "$odd" --steps 6 >>"$T/odd.log" 2>&1 && "$QKV" translate "$odd" <"$T/data/test.src" >/dev/null 2>>"$T/odd.log" &&
+    [[ -f $odd/ckpt/step-000006.safetensors ]] && ok "odd_run_dir_round_trip" || bad "odd_run_dir_round_trip" "$(tail -2 "$T/odd.log")"
+
 # ---- the checkpoint holds the config in use, whatever happens to config.yaml meanwhile ------
 "$QKV" train "$T/r.yaml" --set run_dir="$T/edited" --set train.steps=100000 --set train.checkpoint_every=100000 >"$T/edited.log" 2>&1 &
 pid=$!
