@@ -168,6 +168,9 @@ expect_error "bench_warmup_not_a_number" 2 "^qkv: --warmup: 'abc' is not a step 
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors
 expect_error "grads_read_only_dir" 2 "^qkv: /sys/g: cannot create directory: " "$QKV" grads "$run" --out /sys/g
 expect_error "toy_data_read_only_dir" 2 "^qkv: /sys/toy: cannot create directory: " "$QKV" toy-data /sys/toy
+mkdir -p "$run/eval.jsonl"
+expect_error "eval_result_file_is_a_directory" 2 "eval.jsonl: cannot append the result: Is a directory" "$QKV" eval "$run" --src "$T/al.src" --ref "$T/al.src" --greedy
+rmdir "$run/eval.jsonl"
 mkdir -p "$T/plotdir/curves.svg" && cp "$run/metrics.jsonl" "$T/plotdir/"
 expect_error "plot_output_is_a_directory" 2 "curves.svg: cannot rename into place: Is a directory" "$QKV" plot "$T/plotdir"
 err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
 #include "util.h"
@@ -73,7 +74,41 @@ static void test_header_length_judged_first(void) {
     CHECK(took < 0.5, "took %.2fs: the file was read", took);
 }
 
+/* The config a checkpoint carries goes through the same YAML limits as a config file:
+ * 200,000 levels of nesting in its metadata are refused at once, not parsed for ever. */
+static void test_deep_config_in_checkpoint(void) {
+    const ModelConfig mc = {.src_vocab = 6, .tgt_vocab = 6, .d_model = 4, .heads = 1, .d_ff = 4,
+                            .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
+    Model m;
+    CHECK(model_init(&m, &mc) == 0, "%s", err_msg());
+    size_t deep = 200000;
+    char *config = malloc(2 * deep + 8);
+    strcpy(config, "seed: ");
+    memset(config + 6, '[', deep);
+    memset(config + 6 + deep, ']', deep);
+    config[6 + 2 * deep] = '\0';
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/qkv-files-deep-%d.safetensors", (int)getpid());
+    CkptMeta meta = {.step = 1, .valid_loss = 1, .best_valid_loss = 1, .config = config};
+    int saved = ckpt_save(path, &m, NULL, &meta) == 0;
+    free(config);
+    model_free(&m);
+    CHECK(saved, "%s", err_msg());
+    CkptFile f;
+    CHECK(ckpt_open(&f, path) == 0, "%s", err_msg());
+    unlink(path);
+    Config c;
+    config_defaults(&c);
+    double t0 = now_seconds();
+    int rc = config_parse(&c, f.meta.config, strlen(f.meta.config), path);
+    double took = now_seconds() - t0;
+    ckpt_close(&f);
+    CHECK(rc != 0 && strstr(err_msg(), "nested more than 16 levels deep"), "%s", rc ? err_msg() : "accepted");
+    CHECK(took < 1, "took %.1fs", took);
+}
+
 const TestCase files_tests[] = {
+    {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
     {"files_checkpoint_header_length_judged_first", test_header_length_judged_first},
     {NULL, NULL},
