@@ -75,6 +75,7 @@ grep -q '"format":"qkv-attention-2"' "$T/q/maps.json" && grep -q '"cross_scores"
 expect_error "attention_query_out_of_range" 2 "^qkv: --query: cross has queries 0\.\.[0-9]+ for this sentence" \
     "$QKV" attention "$T/run" --text "the cat" --query 40 --out "$T/x"
 expect_error "attention_bad_kind" 2 "^qkv: --kind: 'self' is not one of" "$QKV" attention "$T/run" --text "the cat" --query 0 --kind self
+expect_error "attention_read_only_out" 2 "^qkv: /sys/attn: cannot create: " "$QKV" attention "$T/run" --text "the cat" --out /sys/attn
 expect_error "attention_empty_out" 2 "^qkv: --out: an empty directory name" "$QKV" attention "$T/run" --text "the cat" --out ""
 
 # ---- an export replaces the old one whole, or not at all ----------------------------------------

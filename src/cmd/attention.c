@@ -5,7 +5,8 @@
  *
  * Files are written into a fresh directory beside --out and moved into place only when
  * all are written: a full disk leaves the old export whole, and a new export never shows
- * beside the files of an old one. */
+ * beside the files of an old one. A place that cannot hold the files exits 2, a write
+ * that fails partway (full disk) 1, as for every command that writes. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -76,7 +77,10 @@ static int staging_dir(const char *out, char *tmp, size_t n) {
         *slash = '\0';
         if (make_dirs(parent) != 0) return -1;
     }
-    if (mkdir(tmp, 0777) != 0) return err_set("%s: cannot create: %s", tmp, strerror(errno));
+    if (mkdir(tmp, 0777) != 0) {
+        int e = errno;
+        return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e); /* the place named, not the staging name */
+    }
     return 0;
 }
 
@@ -85,7 +89,10 @@ static int staging_dir(const char *out, char *tmp, size_t n) {
 static int publish(const char *tmp, const char *out) {
     if (rename(tmp, out) == 0) return 0; /* out did not exist (or was empty) */
     DIR *d = opendir(out);
-    if (!d) return err_set("%s: cannot open: %s", out, strerror(errno));
+    if (!d) {
+        int e = errno;
+        return err_set("%s: cannot open: %s", out, strerror(e)), err_io(e);
+    }
     char from[CONFIG_PATH_MAX + 300], to[CONFIG_PATH_MAX + 300];
     struct dirent *e;
     while ((e = readdir(d))) { /* stale files of the old export first */
@@ -100,7 +107,10 @@ static int publish(const char *tmp, const char *out) {
         if (e->d_name[0] == '.') continue;
         snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
         snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-        if (rename(from, to) != 0) rc = err_set("%s: cannot move into place: %s", to, strerror(errno));
+        if (rename(from, to) != 0) {
+            int e = errno;
+            rc = err_set("%s: cannot move into place: %s", to, strerror(e)), err_io(e);
+        }
     }
     if (d) closedir(d);
     remove_dir(tmp);
@@ -194,6 +204,7 @@ static int one_sentence(Run *r, Options *o) {
     printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, svgs, o->out);
     rc = 0;
 done:
+    if (rc == 1) rc = err_status(); /* where the files could not go: 2; a full disk: 1 */
     if (tmp[0]) remove_dir(tmp);
     attnmap_free(&maps);
     free(src), free(tgt);
@@ -251,6 +262,7 @@ static int watched(Run *r, const Options *o) {
            o->out);
     rc = 0;
 done:
+    if (rc == 1) rc = err_status();
     if (tmp[0]) remove_dir(tmp);
     if (gold) free_lines(gold, n_gold);
     free(aer);
