@@ -15,8 +15,12 @@ declare -A sets=(
     [tiny]="model.d_model=64 model.heads=4 model.d_ff=256 model.encoder_layers=2 model.decoder_layers=2"
     [small]="model.d_model=128 model.heads=4 model.d_ff=512 model.encoder_layers=3 model.decoder_layers=3"
     [base]="model.d_model=256 model.heads=8 model.d_ff=1024 model.encoder_layers=3 model.decoder_layers=3"
+    [multi30k]="train.threads=2"
 )
-declare -A steps=([tiny]=100 [small]=60 [base]=30)
+declare -A steps=([tiny]=100 [small]=60 [base]=30 [multi30k]=20)
+declare -A configs=([tiny]=configs/toy.yaml [small]=configs/toy.yaml [base]=configs/toy.yaml [multi30k]=configs/multi30k.yaml)
+# PyTorch decodes one sentence at a time at about 1 sentence/s on the Multi30k model
+declare -A decode=([tiny]=200 [small]=200 [base]=200 [multi30k]=40)
 
 {
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
@@ -29,12 +33,17 @@ cat "$out/peak.json" >&2
 ceiling=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_gflops"])' "$out/peak.json")
 
 results=()
-for size in ${QKV_BENCH_SIZES:-tiny small base}; do
+for size in ${QKV_BENCH_SIZES:-tiny small base multi30k}; do
+    if [[ $size == multi30k && ! -f ../shared/corpora/multi30k/train.de ]]; then
+        echo "SKIP multi30k: ../shared/corpora/multi30k is not here" >&2
+        continue
+    fi
     args=()
     for s in ${sets[$size]}; do args+=(--set "$s"); done
     n=$((steps[$size] * scale))
     echo "== $size: qkv ($n steps)" >&2
-    "$QKV" bench configs/toy.yaml "${args[@]}" --steps "$n" --warmup 5 --decode 200 --ceiling "$ceiling" --dump "$out/$size.json" >"$out/$size.qkv.json"
+    "$QKV" bench "${configs[$size]}" "${args[@]}" --steps "$n" --warmup 5 --decode "${decode[$size]}" --ceiling "$ceiling" \
+        --dump "$out/$size.json" >"$out/$size.qkv.json"
     cat "$out/$size.qkv.json" >&2
     # PyTorch: one thread for both torch and OpenBLAS, and two torch threads; the faster is kept
     best=""
@@ -58,12 +67,12 @@ for arg in sys.argv[1:]:
 q0 = rows[0][1]
 print(f"OpenBLAS {q0['corename']} kernels, {q0['threads']} threads; sgemm peak measured in this run: {q0['peak_gflops']:.1f} GFLOP/s")
 print()
-print(f"{'model':6s} {'impl':8s} {'tokens/s':>10s} {'step ms':>8s} {'GFLOP/s':>8s} {'MFU':>6s} {'RSS MB':>7s} {'decode sent/s':>14s} {'(tokens out)':>12s} {'beam 5 sent/s':>14s}")
+print(f"{'model':8s} {'impl':8s} {'tokens/s':>10s} {'step ms':>8s} {'GFLOP/s':>8s} {'MFU':>6s} {'RSS MB':>7s} {'decode sent/s':>14s} {'(tokens out)':>12s} {'beam 5 sent/s':>14s}")
 for size, q, t in rows:
-    print(f"{size:6s} {'qkv':8s} {q['tokens_per_s']:10.0f} {q['step_ms']:8.2f} {q['gflops']:8.1f} {100*q['mfu']:5.1f}% {q['peak_rss_mb']:7.1f} {q['decode_sentences_per_s']:14.1f} {q['decoded_tokens']:12d} {q['beam5_sentences_per_s']:14.1f}")
+    print(f"{size:8s} {'qkv':8s} {q['tokens_per_s']:10.0f} {q['step_ms']:8.2f} {q['gflops']:8.1f} {100*q['mfu']:5.1f}% {q['peak_rss_mb']:7.1f} {q['decode_sentences_per_s']:14.1f} {q['decoded_tokens']:12d} {q['beam5_sentences_per_s']:14.1f}")
     gt = q['flops_per_step'] / (t['step_ms'] / 1e3) / 1e9
-    print(f"{'':6s} {'pytorch':8s} {t['tokens_per_s']:10.0f} {t['step_ms']:8.2f} {gt:8.1f} {100*gt/q['peak_gflops']:5.1f}% {t['peak_rss_mb']:7.1f} {t['decode_sentences_per_s']:14.1f} {t['decoded_tokens']:12d}   ({t['threads']} torch thread(s), OPENBLAS_NUM_THREADS=1)")
-    print(f"{'':6s} {'ratio':8s} {q['tokens_per_s']/t['tokens_per_s']:9.2f}x {'':8s} {'':8s} {'':6s} {t['peak_rss_mb']/q['peak_rss_mb']:6.1f}x {q['decode_sentences_per_s']/t['decode_sentences_per_s']:13.1f}x")
+    print(f"{'':8s} {'pytorch':8s} {t['tokens_per_s']:10.0f} {t['step_ms']:8.2f} {gt:8.1f} {100*gt/q['peak_gflops']:5.1f}% {t['peak_rss_mb']:7.1f} {t['decode_sentences_per_s']:14.1f} {t['decoded_tokens']:12d}   ({t['threads']} torch thread(s), OPENBLAS_NUM_THREADS=1)")
+    print(f"{'':8s} {'ratio':8s} {q['tokens_per_s']/t['tokens_per_s']:9.2f}x {'':8s} {'':8s} {'':6s} {t['peak_rss_mb']/q['peak_rss_mb']:6.1f}x {q['decode_sentences_per_s']/t['decode_sentences_per_s']:13.1f}x")
 print()
 print("qkv time per step by kind of work (ms):")
 names = list(rows[0][1]["breakdown_ms"].keys())
