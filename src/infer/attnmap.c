@@ -23,8 +23,7 @@ int attnmap_rows(const AttnMaps *a, int kind) { return kind == ATTN_ENC_SELF ? a
 int attnmap_cols(const AttnMaps *a, int kind) { return kind == ATTN_DEC_SELF ? a->T : a->S; }
 
 const float *attnmap_at(const AttnMaps *a, int kind, int layer, int head) {
-    size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
-    return a->maps[kind] + ((size_t)layer * a->heads + head) * per;
+    return attnmap_slice(a, a->maps, kind, layer, head);
 }
 
 void attnmap_head_average(const AttnMaps *a, int kind, int layer, float *out) {
@@ -41,7 +40,7 @@ char **attnmap_col_labels(const AttnMaps *a, int kind) {
     return kind == ATTN_DEC_SELF ? a->tgt_in : a->src;
 }
 
-const float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head) {
+float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head) {
     size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
     return arrays[kind] + ((size_t)layer * a->heads + head) * per;
 }
@@ -81,15 +80,17 @@ static void copy_head(float *dst, const float *x, int n, int d, int h, int dh) {
  * the value norms, and each head's queries and keys. */
 static void capture_anatomy(AttnMaps *out, Model *m, int k, int l) {
     int rows = attnmap_rows(out, k), cols = attnmap_cols(out, k), H = out->heads, d = m->cfg.d_model, dh = out->d_head;
-    size_t per = (size_t)rows * cols, at = per * H * (size_t)l;
+    size_t per = (size_t)rows * cols;
     const AttnActs *a = acts_of(m, k, l);
     int kv_len = cols;
     AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0};
     float *norms = xmalloc(sizeof(float) * (size_t)H * cols);
     attention_value_norms(norms, a, params_of(m, k, l), &shape);
-    for (int h = 0; h < H; h++)
-        for (size_t i = 0; i < per; i++)
-            out->contrib[k][at + h * per + i] = out->maps[k][at + h * per + i] * norms[(size_t)h * cols + i % cols];
+    for (int h = 0; h < H; h++) {
+        const float *p = attnmap_at(out, k, l, h);
+        float *c = attnmap_slice(out, out->contrib, k, l, h);
+        for (size_t i = 0; i < per; i++) c[i] = p[i] * norms[(size_t)h * cols + i % cols];
+    }
     for (int h = 0; h < H; h++) {
         copy_head(out->queries[k] + ((size_t)l * H + h) * rows * dh, a->q, rows, d, h, dh);
         copy_head(out->keys[k] + ((size_t)l * H + h) * cols * dh, a->k, cols, d, h, dh);
@@ -257,10 +258,23 @@ static json_t *json_grid(const float *x, int layers, int heads, int rows, int co
     return ls;
 }
 
-static void put_kind(json_t *root, const char *kind, const char *what, json_t *v) {
-    char key[64];
-    snprintf(key, sizeof key, "%s%s", kind, what);
-    json_object_set_new(root, key, v);
+/* The arrays a kind has in maps.json, with their keys' suffixes and shapes: the one list
+ * the writer and the reader go through. */
+enum { KIND_ARRAYS = 5 };
+typedef struct {
+    const char *suffix;
+    float *x;
+    int rows, cols;
+    int nulls; /* masked entries are null (scores only) */
+} KindArray;
+
+static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
+    int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
+    out[0] = (KindArray){"", a->maps[k], rows, cols, 0};
+    out[1] = (KindArray){"_scores", a->scores[k], rows, cols, 1};
+    out[2] = (KindArray){"_contrib", a->contrib[k], rows, cols, 0};
+    out[3] = (KindArray){"_queries", a->queries[k], rows, a->d_head, 0};
+    out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, 0};
 }
 
 /* maps.json: see README ("Attention maps") for the schema. Keys keep this order
@@ -274,12 +288,13 @@ json_t *attnmap_to_json(const AttnMaps *a) {
     json_object_set_new(root, "target_in", json_tokens(a->tgt_in, a->T));
     json_object_set_new(root, "target_out", json_tokens(a->tgt_out, a->T));
     for (int k = 0; k < ATTN_KINDS; k++) {
-        int L = a->layers[k], H = a->heads, rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
-        json_object_set_new(root, kind_names[k], json_grid(a->maps[k], L, H, rows, cols));
-        put_kind(root, kind_names[k], "_scores", json_grid(a->scores[k], L, H, rows, cols));
-        put_kind(root, kind_names[k], "_contrib", json_grid(a->contrib[k], L, H, rows, cols));
-        put_kind(root, kind_names[k], "_queries", json_grid(a->queries[k], L, H, rows, a->d_head));
-        put_kind(root, kind_names[k], "_keys", json_grid(a->keys[k], L, H, cols, a->d_head));
+        KindArray arr[KIND_ARRAYS];
+        kind_arrays(a, k, arr);
+        for (int i = 0; i < KIND_ARRAYS; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
+            json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
+        }
     }
     return root;
 }
@@ -386,18 +401,14 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
     }
     alloc_maps(out);
     for (int k = 0; k < ATTN_KINDS; k++) {
-        int L = out->layers[k], H = out->heads, rows = attnmap_rows(out, k), cols = attnmap_cols(out, k);
-        char key[64];
-        const char *name = kind_names[k];
-        if (read_grid(root, name, out->maps[k], L, H, rows, cols, 0, what) != 0) goto fail;
-        snprintf(key, sizeof key, "%s_scores", name);
-        if (read_grid(root, key, out->scores[k], L, H, rows, cols, 1, what) != 0) goto fail;
-        snprintf(key, sizeof key, "%s_contrib", name);
-        if (read_grid(root, key, out->contrib[k], L, H, rows, cols, 0, what) != 0) goto fail;
-        snprintf(key, sizeof key, "%s_queries", name);
-        if (read_grid(root, key, out->queries[k], L, H, rows, out->d_head, 0, what) != 0) goto fail;
-        snprintf(key, sizeof key, "%s_keys", name);
-        if (read_grid(root, key, out->keys[k], L, H, cols, out->d_head, 0, what) != 0) goto fail;
+        KindArray arr[KIND_ARRAYS];
+        kind_arrays(out, k, arr);
+        for (int i = 0; i < KIND_ARRAYS; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
+            if (read_grid(root, key, arr[i].x, out->layers[k], out->heads, arr[i].rows, arr[i].cols, arr[i].nulls, what) != 0)
+                goto fail;
+        }
     }
     return 0;
 fail:

@@ -57,7 +57,7 @@ int attnmap_rows(const AttnMaps *a, int kind);
 int attnmap_cols(const AttnMaps *a, int kind);
 const float *attnmap_at(const AttnMaps *a, int kind, int layer, int head);
 /* The same (layer, head) slice of another of the arrays above (maps, scores, contrib). */
-const float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head);
+float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head);
 /* Mean over queries of the entropy (nats) of one head's weights; head < 0: of the
  * heads' average. */
 double attnmap_entropy(const AttnMaps *a, int kind, int layer, int head);
