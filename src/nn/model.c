@@ -589,10 +589,9 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
 static float loss_scale(const Model *m) { return m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f; }
 
 void model_backward(Model *m, const ModelBatch *b) {
-    int loss_tokens = m->loss_tokens;
-    double loss = m->loss_sum, nll = m->nll_sum;
-    classifier(m, b, m->a.d_tgt, loss_scale(m)); /* the forward's numbers again, and their gradient */
-    m->loss_sum = loss, m->nll_sum = nll, m->loss_tokens = loss_tokens;
+    /* the forward's logits again, chunk by chunk, and their gradient; the loss it records
+     * is the forward's, bit for bit (the same inputs, the same order) */
+    classifier(m, b, m->a.d_tgt, loss_scale(m));
     decoder_backward(m, b);
     encoder_backward(m, b);
 }
