@@ -38,5 +38,7 @@ extern const TestCase files_tests[];
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;
 void make_corpus(struct Corpus *c, int n);
+/* Shared fixture (test_config.c): "seed: " and a flow sequence nested depth deep (malloc'd). */
+char *deep_yaml(size_t depth);
 
 #endif

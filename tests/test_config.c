@@ -66,14 +66,18 @@ static void test_errors_name_line_and_column(void) {
     EXPECT_ERROR(DATA "train:\n  lr: {schedule: noam, warmup: 0}\n", "train.lr.warmup: 0 is out of range", ":4:32:");
 }
 
+char *deep_yaml(size_t depth) {
+    char *text = malloc(2 * depth + 8);
+    strcpy(text, "seed: ");
+    memset(text + 6, '[', depth);
+    memset(text + 6 + depth, ']', depth);
+    text[6 + 2 * depth] = '\0';
+    return text;
+}
+
 /* What libyaml would take but a config must not: each refused in one line, quickly. */
 static void test_yaml_limits(void) {
-    size_t deep = 400000;
-    char *text = malloc(2 * deep + 16);
-    strcpy(text, "seed: ");
-    memset(text + 6, '[', deep);
-    memset(text + 6 + deep, ']', deep);
-    text[6 + 2 * deep] = '\0';
+    char *text = deep_yaml(400000);
     Config c;
     config_defaults(&c);
     double t0 = now_seconds();

@@ -81,12 +81,7 @@ static void test_deep_config_in_checkpoint(void) {
                             .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
     Model m;
     CHECK(model_init(&m, &mc) == 0, "%s", err_msg());
-    size_t deep = 200000;
-    char *config = malloc(2 * deep + 8);
-    strcpy(config, "seed: ");
-    memset(config + 6, '[', deep);
-    memset(config + 6 + deep, ']', deep);
-    config[6 + 2 * deep] = '\0';
+    char *config = deep_yaml(200000);
     char path[64];
     snprintf(path, sizeof path, "/tmp/qkv-files-deep-%d.safetensors", (int)getpid());
     CkptMeta meta = {.step = 1, .valid_loss = 1, .best_valid_loss = 1, .config = config};
