@@ -157,11 +157,7 @@ static int sentence_ids(Run *r, const Options *o, int *src, int *n_src, int *tgt
         if (*n_tgt > max) return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
         return 0;
     }
-    Seq s = {src, *n_src}, out;
-    greedy_decode(&r->model, &s, 1, &out);
-    *n_tgt = out.len < max ? out.len : max;
-    memcpy(tgt, out.ids, sizeof(int) * (size_t)*n_tgt);
-    free(out.ids);
+    *n_tgt = greedy_ids(&r->model, src, *n_src, tgt, max);
     return 0;
 }
 

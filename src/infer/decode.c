@@ -137,3 +137,12 @@ void greedy_decode(Model *m, const Seq *src, int n, Seq *out) {
     o.beam = 1;
     decode(m, src, n, &o, out, NULL);
 }
+
+int greedy_ids(Model *m, int *src, int n_src, int *tgt, int max) {
+    Seq s = {src, n_src}, out;
+    greedy_decode(m, &s, 1, &out);
+    int n = out.len < max ? out.len : max;
+    memcpy(tgt, out.ids, sizeof(int) * (size_t)n);
+    free(out.ids);
+    return n;
+}

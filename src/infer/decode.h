@@ -35,6 +35,9 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
 
 /* Greedy search with the default length limit: decode() with beam 1. */
 void greedy_decode(Model *m, const Seq *src, int n, Seq *out);
+/* One sentence's greedy translation into tgt, at most max ids (the rest cut, so that it
+ * fits the model's positions when forced again); returns the count. */
+int greedy_ids(Model *m, int *src, int n_src, int *tgt, int max);
 
 /* Beam search for one group of sentences (beam.c), on st (zeroed, or used by an earlier
  * group; the caller frees it with model_step_end); decode() calls it for beam > 1. */

@@ -59,13 +59,7 @@ int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, cons
         encode_watch(m, tokenizer, sv, tv, &w[i], src, &n_src, tgt, &n_tgt);
         if (n_src > max) n_src = max; /* watch_check refused these; a safe cut all the same */
         if (n_tgt > max) n_tgt = max;
-        if (!w[i].tgt[0]) {
-            Seq s = {src, n_src}, o;
-            greedy_decode(m, &s, 1, &o);
-            n_tgt = o.len < max ? o.len : max;
-            memcpy(tgt, o.ids, sizeof(int) * (size_t)n_tgt);
-            free(o.ids);
-        }
+        if (!w[i].tgt[0]) n_tgt = greedy_ids(m, src, n_src, tgt, max);
         AttnMaps a;
         attnmap_capture(m, sv, tv, src, n_src, tgt, n_tgt, &a);
         attnmap_surface_labels(&a, tokenizer, sv, tv, src, w[i].src, tgt, w[i].tgt[0] ? w[i].tgt : NULL);
