@@ -110,20 +110,43 @@ uint64_t hash64(uint64_t a, uint64_t b) {
 
 static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-uint64_t checksum64(const void *data, size_t n) {
+static void mix_word(uint64_t *h, const unsigned char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    *h = rotl64(*h ^ (w * 0x9E3779B185EBCA87ull), 31) * 0xC2B2AE3D27D4EB4Full;
+}
+
+void checksum_start(Checksum *c, size_t total) { *c = (Checksum){.h = 0x27D4EB2F165667C5ull ^ (uint64_t)total}; }
+
+/* The data's words, 8 bytes at a time, whatever parts they come in: bytes short of a
+ * word wait in the carry for the next part. */
+void checksum_add(Checksum *c, const void *data, size_t n) {
     const unsigned char *p = data;
-    uint64_t h = 0x27D4EB2F165667C5ull ^ (uint64_t)n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = rotl64(h ^ (w * 0x9E3779B185EBCA87ull), 31) * 0xC2B2AE3D27D4EB4Full;
+    if (c->carried > 0) { /* complete the word the last part began */
+        size_t take = 8 - (size_t)c->carried < n ? 8 - (size_t)c->carried : n;
+        memcpy(c->carry + c->carried, p, take);
+        c->carried += (int)take, p += take, n -= take;
+        if (c->carried < 8) return;
+        mix_word(&c->h, c->carry), c->carried = 0;
     }
-    for (; i < n; i++) h = rotl64(h ^ (p[i] * 0x165667B19E3779F9ull), 23) * 0x9E3779B185EBCA87ull;
+    for (; n >= 8; p += 8, n -= 8) mix_word(&c->h, p);
+    if (n > 0) memcpy(c->carry, p, n), c->carried = (int)n; /* the carry is empty here */
+}
+
+uint64_t checksum_end(Checksum *c) {
+    uint64_t h = c->h;
+    for (int i = 0; i < c->carried; i++) h = rotl64(h ^ (c->carry[i] * 0x165667B19E3779F9ull), 23) * 0x9E3779B185EBCA87ull;
     h ^= h >> 33;
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;
     return h;
+}
+
+uint64_t checksum64(const void *data, size_t n) {
+    Checksum c;
+    checksum_start(&c, n);
+    checksum_add(&c, data, n);
+    return checksum_end(&c);
 }
 
 double now_seconds(void) {
@@ -342,24 +365,26 @@ int tmp_is_stale(const char *name) {
     return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len) {
+int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
     char tmp[4200];
     if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     int e = errno;
     if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            e = errno;
-            err_set("%s: write failed: %s", tmp, strerror(e));
-            goto fail;
+    for (int k = 0; k < n_parts; k++) {
+        const char *p = parts[k].data;
+        size_t left = parts[k].len;
+        while (left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                e = errno;
+                err_set("%s: write failed: %s", tmp, strerror(e));
+                goto fail;
+            }
+            p += w;
+            left -= (size_t)w;
         }
-        p += w;
-        left -= (size_t)w;
     }
     if (fsync(fd) != 0) {
         e = errno;
@@ -384,6 +409,11 @@ fail:
     if (fd >= 0) close(fd);
     unlink(tmp);
     return -1;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len) {
+    FilePart part = {data, len};
+    return write_file_atomic_parts(path, &part, 1);
 }
 
 void sb_append(StrBuf *sb, const char *s, size_t n) {

@@ -42,6 +42,16 @@ uint64_t hash64(uint64_t a, uint64_t b);
 /* A 64-bit checksum of a byte range (word-at-a-time multiply-rotate mixing); fast
  * enough for checkpoint data, sensitive to every bit. Not cryptographic. */
 uint64_t checksum64(const void *data, size_t n);
+/* The same checksum over bytes that come in parts (total bytes known first): start, add
+ * each part in order, end. Equals checksum64 of the parts laid end to end. */
+typedef struct {
+    uint64_t h;
+    unsigned char carry[8];
+    int carried;
+} Checksum;
+void checksum_start(Checksum *c, size_t total);
+void checksum_add(Checksum *c, const void *data, size_t n);
+uint64_t checksum_end(Checksum *c);
 
 double now_seconds(void); /* monotonic */
 
@@ -77,6 +87,12 @@ int make_dirs(const char *path);
 /* Writes `len` bytes to `path` atomically: path.<pid>.tmp, fsync, rename, fsync of the
  * directory. On failure the old file (if any) is untouched and no .tmp remains. */
 int write_file_atomic(const char *path, const void *data, size_t len);
+/* The same for a file made of parts laid end to end, written from where they are. */
+typedef struct {
+    const void *data;
+    size_t len;
+} FilePart;
+int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts);
 /* This process' tmp name for path: "<path>.<pid>.tmp". -1 with the error set if too long. */
 int tmp_name(char *buf, size_t n, const char *path);
 /* 1 if a file name is a tmp file this process may delete: its own, one of a process that

@@ -230,7 +230,32 @@ static void test_foreign_files_and_other_configs(void) {
     free_saved(&s);
 }
 
+/* The checksum of data fed in parts (as a checkpoint is saved: header, then each buffer
+ * where it lies) equals the checksum of the same bytes at once, for cuts anywhere, word
+ * boundaries or not; and it still sees a flipped bit. */
+static void test_checksum_in_parts(void) {
+    enum { N = 1003 };
+    unsigned char data[N];
+    Rng r = {17};
+    for (int i = 0; i < N; i++) data[i] = (unsigned char)rng_below(&r, 256);
+    uint64_t whole = checksum64(data, N);
+    const int widths[] = {1, 3, 7, 8, 9, 13, 64, 500};
+    for (int k = 0; k < 8; k++) {
+        Checksum c;
+        checksum_start(&c, N);
+        for (int at = 0; at < N; at += widths[k]) checksum_add(&c, data + at, (size_t)(N - at < widths[k] ? N - at : widths[k]));
+        CHECK(checksum_end(&c) == whole, "parts of %d bytes give another checksum", widths[k]);
+    }
+    Checksum c;
+    checksum_start(&c, N);
+    checksum_add(&c, data, 501);
+    data[700] ^= 4;
+    checksum_add(&c, data + 501, N - 501);
+    CHECK(checksum_end(&c) != whole, "a flipped bit in the second part goes unseen");
+}
+
 const TestCase checkpoint_tests[] = {
+    {"checkpoint_checksum_in_parts_equals_whole", test_checksum_in_parts},
     {"checkpoint_round_trip_weights_moments_metadata", test_round_trip},
     {"checkpoint_truncated_anywhere_rejected", test_truncated_at_every_header_byte_and_across_data},
     {"checkpoint_flipped_byte_anywhere_rejected", test_flipped_byte_anywhere},

@@ -46,23 +46,28 @@ static void add_tensor(json_t *root, const char *name, const TensorInfo *t, size
     *offset += 4 * t->size;
 }
 
+/* The file is written from the model's and the optimizer's own buffers: each group is
+ * one contiguous buffer whose tensors lie in table order, as the file lays them out, so
+ * saving copies no parameters (a copy would be the size of the checkpoint, at the peak of
+ * training's memory). */
 int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta *meta) {
     int groups = adam ? 3 : 1;
     const float *bufs[3] = {m->params, adam ? adam->m : NULL, adam ? adam->v : NULL};
     const char *prefix[3] = {"", "optim.m.", "optim.v."};
-    size_t data_len = 4 * m->n_params * (size_t)groups;
-    unsigned char *data = xmalloc(data_len ? data_len : 1);
+    size_t group_len = 4 * m->n_params, data_len = group_len * (size_t)groups;
     json_t *root = json_object(), *md = json_object();
     json_object_set_new(root, "__metadata__", md);
     size_t offset = 0;
+    Checksum sum;
+    checksum_start(&sum, data_len);
     for (int g = 0; g < groups; g++) {
         for (int i = 0; i < m->n_tensors; i++) {
             const TensorInfo *t = &m->tensors[i];
             char name[128];
             snprintf(name, sizeof name, "%s%s", prefix[g], t->name);
-            memcpy(data + offset, bufs[g] + t->offset, 4 * t->size);
             add_tensor(root, name, t, &offset);
         }
+        checksum_add(&sum, bufs[g], group_len);
     }
     meta_set(md, "format", "%s", CKPT_FORMAT);
     meta_set(md, "step", "%" PRId64, meta->step);
@@ -83,13 +88,12 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     json_object_set_new(md, "config", json_string(meta->config ? meta->config : ""));
     if (meta->src_vocab) json_object_set_new(md, "src_vocab", json_string(meta->src_vocab));
     if (meta->tgt_vocab) json_object_set_new(md, "tgt_vocab", json_string(meta->tgt_vocab));
-    meta_set(md, "checksum", "%016" PRIx64, checksum64(data, data_len));
+    meta_set(md, "checksum", "%016" PRIx64, checksum_end(&sum));
     meta_set(md, "header_checksum", "%016d", 0);
     char *header = xcheck(json_dumps(root, JSON_COMPACT));
     json_decref(root);
     size_t hlen = strlen(header), padded = (hlen + 7) & ~(size_t)7; /* data starts 8-byte aligned */
-    size_t total = 8 + padded + data_len;
-    unsigned char *buf = xmalloc(total);
+    unsigned char *buf = xmalloc(8 + padded);
     uint64_t n = padded;
     memcpy(buf, &n, 8);
     memcpy(buf + 8, header, hlen);
@@ -100,9 +104,9 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     char digits[17];
     snprintf(digits, sizeof digits, "%016" PRIx64, checksum64(buf + 8, padded));
     memcpy(hc, digits, 16);
-    memcpy(buf + 8 + padded, data, data_len);
-    free(data);
-    int rc = write_file_atomic(path, buf, total);
+    FilePart parts[4] = {{buf, 8 + padded}};
+    for (int g = 0; g < groups; g++) parts[1 + g] = (FilePart){bufs[g], group_len};
+    int rc = write_file_atomic_parts(path, parts, 1 + groups);
     free(buf);
     return rc;
 }
