@@ -62,6 +62,7 @@ static const KeySpec keys[] = {
     BOOL("model.tie_embeddings", model.tie_embeddings),
     INT("train.steps", train.steps, 1, 2000000000),
     INT("train.batch_tokens", train.batch_tokens, 1, 100000000),
+    INT("train.pass_tokens", train.pass_tokens, 0, 100000000),
     ENUM("train.lr.schedule", train.lr.schedule, "noam", "constant"),
     FLT("train.lr.factor", train.lr.factor, 0, 1000, 0),
     INT("train.lr.warmup", train.lr.warmup, 1, 100000000),
@@ -115,6 +116,7 @@ void config_defaults(Config *c) {
     c->model.tie_embeddings = 1;
     c->train.steps = 4000;
     c->train.batch_tokens = 2048;
+    c->train.pass_tokens = 512;
     c->train.lr.schedule = LR_NOAM;
     c->train.lr.factor = 1.0;
     c->train.lr.warmup = 400;

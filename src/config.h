@@ -48,6 +48,7 @@ typedef struct {
     } model;
     struct {
         int steps, batch_tokens;
+        int pass_tokens; /* most padded tokens a thread runs at once; 0: its whole share */
         struct {
             int schedule;
             double factor;

@@ -69,7 +69,7 @@ static void train_golden(double *losses) {
     const ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 12, .d_model = 16, .heads = 2, .d_ff = 32,
                              .encoder_layers = 1, .decoder_layers = 1, .dropout = 0.1f, .pre_norm = 0,
                              .tie_embeddings = 1, .label_smoothing = 0.1f, .max_positions = 16};
-    const ModelBatch b = {GB, GS, GT, g_src, g_src_len, g_tgt_in, g_tgt_out, g_tgt_len};
+    const ModelBatch b = {GB, GS, GT, g_src, g_src_len, g_tgt_in, g_tgt_out, g_tgt_len, 0};
     const LrSchedule lr = {LR_NOAM, 1.0, 5, 16, 0.0};
     openblas_set_num_threads(1);
     Model m;

@@ -118,7 +118,7 @@ static void test_relu(void) {
 typedef struct { float *x, *out; uint8_t *mask; float *w; } DropCtx;
 static double drop_loss(void *p) {
     DropCtx *c = p;
-    dropout_forward(c->out, c->mask, c->x, 64, 0.25f, 77);
+    dropout_forward(c->out, c->mask, c->x, 64, 0.25f, 77, 0);
     return weighted_sum(c->w, c->out, 64);
 }
 static void test_dropout(void) {
@@ -142,6 +142,19 @@ static void test_dropout(void) {
     memcpy(inplace, w, sizeof inplace);
     dropout_backward(inplace, inplace, mask, 64, 0.25f);
     CHECK(memcmp(inplace, dx, sizeof dx) == 0, "in-place backward differs");
+    /* a part of the buffer, at any offset (not only multiples of 4), gets the whole
+     * buffer's masks for its elements: shards and chunks of a batch drop what the whole
+     * batch would */
+    int cuts[] = {1, 7, 13, 30, 61};
+    drop_loss(&c); /* out again at x itself: the gradient check left the last probe's */
+    for (int c = 0; c < 5; c++) {
+        float part_out[64];
+        uint8_t part_mask[64];
+        int at = cuts[c], len = 64 - at < 9 ? 64 - at : 9;
+        dropout_forward(part_out, part_mask, x + at, (size_t)len, 0.25f, 77, (size_t)at);
+        CHECK(memcmp(part_mask, mask + at, (size_t)len) == 0, "mask of the part at %d differs from the whole's", at);
+        CHECK(memcmp(part_out, out + at, sizeof(float) * (size_t)len) == 0, "output of the part at %d differs", at);
+    }
 }
 
 /* ---- embedding ---- */

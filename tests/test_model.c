@@ -38,7 +38,7 @@ static void setup(ModelCtx *c, int pre, int tie, float dropout, int layers) {
     /* unit norms and zero biases make a special point; move off it so their gradients show */
     Rng r = {99};
     for (size_t i = 0; i < c->m.n_params; i++) c->m.params[i] += 0.1f * rng_normal(&r);
-    c->b = (ModelBatch){B, S, T, src, src_len, tgt_in, tgt_out, tgt_len};
+    c->b = (ModelBatch){B, S, T, src, src_len, tgt_in, tgt_out, tgt_len, 0};
     c->train = dropout > 0;
     model_reserve(&c->m, model_arena_floats(&c->m, B, S, T));
 }
@@ -157,49 +157,114 @@ static void test_table_names_and_sizes(void) {
     model_free(&c.m);
 }
 
+/* A random batch of FB rows (lengths falling row by row, to FS and FT wide) for a model
+ * of 20 source and 23 target tokens, and that model: pre-LN, dropout 0.2. */
+enum { FB = 5, FS = 30, FT = 40 };
+typedef struct {
+    int s[FB * FS], ti[FB * FT], to[FB * FT], sl[FB], tl[FB];
+    ModelBatch b;
+    Model m;
+    int tokens; /* target tokens, padding excluded */
+} RandBatch;
+
+static void random_batch(RandBatch *rb) {
+    ModelConfig cfg = {.src_vocab = 20, .tgt_vocab = 23, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 2,
+                       .decoder_layers = 2, .dropout = 0.2f, .pre_norm = 1, .tie_embeddings = 1, .label_smoothing = 0.1f,
+                       .max_positions = 48};
+    memset(rb, 0, sizeof *rb);
+    Rng r = {5};
+    for (int i = 0; i < FB; i++) {
+        rb->sl[i] = FS - 3 * i, rb->tl[i] = FT - 4 * i;
+        rb->tokens += rb->tl[i];
+        for (int j = 0; j < rb->sl[i]; j++) rb->s[i * FS + j] = j == rb->sl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 16);
+        for (int j = 0; j < rb->tl[i]; j++)
+            rb->ti[i * FT + j] = j ? rb->to[i * FT + j - 1] : 1,
+                            rb->to[i * FT + j] = j == rb->tl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 19);
+    }
+    rb->b = (ModelBatch){FB, FS, FT, rb->s, rb->sl, rb->ti, rb->to, rb->tl, 0};
+    CHECK(model_init(&rb->m, &cfg) == 0, "init");
+    model_init_weights(&rb->m, 9);
+    model_reserve(&rb->m, model_arena_floats(&rb->m, FB, FS, FT));
+}
+
 /* A training step's fused passes give the loss and the gradients of model_forward +
  * model_backward bit for bit, over a batch of 200 target rows (two classifier chunks),
  * with dropout and a normaliser from elsewhere (as parallel.c sets it). */
 static void test_forward_backward_fused_is_forward_then_backward(void) {
-    enum { FB = 5, FS = 30, FT = 40 };
-    ModelConfig cfg = {.src_vocab = 20, .tgt_vocab = 23, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 2,
-                       .decoder_layers = 2, .dropout = 0.2f, .pre_norm = 1, .tie_embeddings = 1, .label_smoothing = 0.1f,
-                       .max_positions = 48};
-    int *s = xcalloc(FB * FS, sizeof(int)), *ti = xcalloc(FB * FT, sizeof(int)), *to = xcalloc(FB * FT, sizeof(int));
-    int sl[FB], tl[FB];
-    Rng r = {5};
-    for (int i = 0; i < FB; i++) {
-        sl[i] = FS - 3 * i, tl[i] = FT - 4 * i;
-        for (int j = 0; j < sl[i]; j++) s[i * FS + j] = j == sl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 16);
-        for (int j = 0; j < tl[i]; j++) ti[i * FT + j] = j ? to[i * FT + j - 1] : 1, to[i * FT + j] = j == tl[i] - 1 ? 2 : 4 + (int)rng_below(&r, 19);
-    }
-    ModelBatch b = {FB, FS, FT, s, sl, ti, to, tl};
+    static RandBatch rb;
+    random_batch(&rb);
+    Model *m = &rb.m;
     CHECK(FB * FT > MODEL_CLASSIFIER_ROWS, "one chunk only");
-    Model m;
-    CHECK(model_init(&m, &cfg) == 0, "init");
-    model_init_weights(&m, 9);
-    model_reserve(&m, model_arena_floats(&m, FB, FS, FT));
-    float *g1 = xmalloc(sizeof(float) * m.n_params);
-    model_zero_grad(&m);
-    double l1 = model_forward(&m, &b, 1, 4, 7);
-    m.loss_tokens = 1000;
-    model_backward(&m, &b);
-    memcpy(g1, m.grads, sizeof(float) * m.n_params);
-    model_zero_grad(&m);
-    m.loss_tokens = 1000;
-    double l2 = model_forward_backward(&m, &b, 4, 7);
-    int same = memcmp(g1, m.grads, sizeof(float) * m.n_params) == 0;
+    float *g1 = xmalloc(sizeof(float) * m->n_params);
+    model_zero_grad(m);
+    double l1 = model_forward(m, &rb.b, 1, 4, 7);
+    m->loss_tokens = 1000;
+    model_backward(m, &rb.b);
+    memcpy(g1, m->grads, sizeof(float) * m->n_params);
+    model_zero_grad(m);
+    m->loss_tokens = 1000;
+    double l2 = model_forward_backward(m, &rb.b, 4, 7);
+    int same = memcmp(g1, m->grads, sizeof(float) * m->n_params) == 0;
     double norm = 0;
-    for (size_t i = 0; i < m.n_params; i++) norm += (double)g1[i] * g1[i];
-    free(g1), free(s), free(ti), free(to);
-    model_free(&m);
+    for (size_t i = 0; i < m->n_params; i++) norm += (double)g1[i] * g1[i];
+    free(g1);
+    model_free(m);
     CHECK(l1 == l2, "loss %.17g vs %.17g", l1, l2);
     CHECK(same && norm > 0, "gradients differ (norm %g)", norm);
+}
+
+/* The batch in passes of rows 0-1 and 2-4, each pass's gradients added to the last's,
+ * against the whole batch at once: largest gradient difference over the largest
+ * gradient, and the loss sums' relative difference. row0_known = 0 runs every pass as
+ * if its rows began the batch. */
+static double passes_against_whole(RandBatch *rb, int row0_known, double *loss_diff) {
+    Model *m = &rb->m;
+    float *whole = xmalloc(sizeof(float) * m->n_params);
+    model_zero_grad(m);
+    m->loss_tokens = rb->tokens;
+    model_forward_backward(m, &rb->b, 4, 7);
+    double whole_loss = m->loss_sum;
+    memcpy(whole, m->grads, sizeof(float) * m->n_params);
+    model_zero_grad(m);
+    double loss = 0;
+    const int cut[] = {0, 2, FB};
+    for (int k = 0; k < 2; k++) {
+        int first = cut[k];
+        ModelBatch pass = {cut[k + 1] - first, FS, FT, rb->s + first * FS, rb->sl + first, rb->ti + first * FT,
+                           rb->to + first * FT, rb->tl + first, row0_known ? first : 0};
+        m->loss_tokens = rb->tokens;
+        model_forward_backward(m, &pass, 4, 7);
+        loss += m->loss_sum;
+    }
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        worst = fmax(worst, fabs((double)whole[i] - m->grads[i]));
+        largest = fmax(largest, fabs((double)whole[i]));
+    }
+    free(whole);
+    *loss_diff = fabs(loss - whole_loss) / fabs(whole_loss);
+    return worst / largest;
+}
+
+/* A batch run in passes of fewer rows (train.pass_tokens), row0 telling each pass where
+ * its rows sit, gives the whole batch's loss and gradients up to rounding, dropout on:
+ * every pass drops what the whole batch drops there. Without row0 the passes repeat the
+ * first rows' masks and the gradients differ, so the check can fail. */
+static void test_passes_add_up_to_the_whole_batch(void) {
+    static RandBatch rb;
+    random_batch(&rb);
+    double loss_diff, wrong_loss_diff;
+    double diff = passes_against_whole(&rb, 1, &loss_diff);
+    double wrong = passes_against_whole(&rb, 0, &wrong_loss_diff);
+    model_free(&rb.m);
+    CHECK(diff < 1e-5 && loss_diff < 1e-6, "passes differ from the whole batch: gradients %.3g, loss %.3g", diff, loss_diff);
+    CHECK(wrong > 1e-3, "passes without their place in the batch match it too (%.3g): dropout does not show", wrong);
 }
 
 const TestCase model_tests[] = {
     {"model_table_names_and_sizes", test_table_names_and_sizes},
     {"model_forward_backward_fused_bit_identical", test_forward_backward_fused_is_forward_then_backward},
+    {"model_passes_add_up_to_the_whole_batch", test_passes_add_up_to_the_whole_batch},
     {"model_grad_every_tensor_post_ln_tied", test_grad_post_ln_tied},
     {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},
@@ -234,7 +299,7 @@ static void test_cached_decoding_matches_full_forward(void) {
             s[S - 1] = 2;
             tin[0] = 1;
             memcpy(tin + 1, out[i].ids, sizeof(int) * (size_t)out[i].len);
-            ModelBatch b = {1, S, T, s, &S, tin, NULL, &T};
+            ModelBatch b = {1, S, T, s, &S, tin, NULL, &T, 0};
             model_reserve(&m, model_arena_floats(&m, 1, S, T));
             model_encode(&m, &b);
             model_decode(&m, &b);
@@ -278,7 +343,7 @@ static void test_step_matches_full_forward(void) {
             Model m;
             step_model(&m, pre, tie);
             int V = m.cfg.tgt_vocab, tgt_len[SB] = {ST, ST, ST};
-            ModelBatch b = {SB, SS, ST, step_src, step_src_len, step_tgt, NULL, tgt_len};
+            ModelBatch b = {SB, SS, ST, step_src, step_src_len, step_tgt, NULL, tgt_len, 0};
             model_reserve(&m, model_arena_floats(&m, SB, SS, ST));
             model_encode(&m, &b);
             model_decode(&m, &b);
@@ -312,13 +377,13 @@ static void test_step_reorder(void) {
     Model m;
     step_model(&m, 1, 0);
     int V = m.cfg.tgt_vocab, one = 1, from[SB] = {2, 2, 0};
-    ModelBatch b = {SB, SS, 1, step_src, step_src_len, step_tgt, NULL, &one};
+    ModelBatch b = {SB, SS, 1, step_src, step_src_len, step_tgt, NULL, &one, 0};
     int perm_src[SB * SS], perm_len[SB];
     for (int i = 0; i < SB; i++) {
         memcpy(perm_src + i * SS, step_src + from[i] * SS, sizeof(int) * SS);
         perm_len[i] = step_src_len[from[i]];
     }
-    ModelBatch pb = {SB, SS, 1, perm_src, perm_len, step_tgt, NULL, &one};
+    ModelBatch pb = {SB, SS, 1, perm_src, perm_len, step_tgt, NULL, &one, 0};
     DecodeState a = {0}, p = {0};
     model_step_begin(&m, &a, &b, 1);
     model_step_begin(&m, &p, &pb, 1);
@@ -397,7 +462,7 @@ static double full_logp(Model *m, const Seq *src, const int *ids, int len, int w
         if (t + 1 < T) tin[t + 1] = ids[t];
         tout[t] = t < len ? ids[t] : 2;
     }
-    ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
+    ModelBatch b = {1, S, T, s, &S, tin, tout, &T, 0};
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_forward(m, &b, 0, 0, 0);
     free(s), free(tin), free(tout);

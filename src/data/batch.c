@@ -99,7 +99,7 @@ void batcher_get(Batcher *b, int k, ModelBatch *out) {
         b->src_len[i] = batch_frame_source(x->ids, x->len, b->src + (size_t)i * S, S);
         b->tgt_len[i] = batch_frame_target(y->ids, y->len, b->tgt_in + (size_t)i * T, b->tgt_out + (size_t)i * T, T);
     }
-    *out = (ModelBatch){s->count, S, T, b->src, b->src_len, b->tgt_in, b->tgt_out, b->tgt_len};
+    *out = (ModelBatch){s->count, S, T, b->src, b->src_len, b->tgt_in, b->tgt_out, b->tgt_len, 0};
 }
 
 void batcher_seek(Batcher *b, int64_t epoch, int pos) {

@@ -118,7 +118,7 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
         *tout = xmalloc(sizeof(int) * (size_t)T);
     batch_frame_source(src, n_src, s, S);
     batch_frame_target(tgt, n_tgt, tin, tout, T);
-    ModelBatch b = {1, S, T, s, &S, tin, tout, &T};
+    ModelBatch b = {1, S, T, s, &S, tin, tout, &T, 0};
     out->S = S, out->T = T, out->heads = H, out->d_head = m->cfg.d_model / H;
     out->layers[ATTN_ENC_SELF] = m->cfg.encoder_layers;
     out->layers[ATTN_DEC_SELF] = out->layers[ATTN_CROSS] = m->cfg.decoder_layers;

@@ -132,7 +132,7 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
     }
     int *src_ids, *src_len, S;
     decode_source_batch(src, G, &src_ids, &src_len, &S);
-    ModelBatch b = {G, S, 1, src_ids, src_len, NULL, NULL, &one};
+    ModelBatch b = {G, S, 1, src_ids, src_len, NULL, NULL, &one, 0};
     model_step_begin(m, st, &b, K);
     /* hist: row r's tokens so far; rewritten each step with stride t+1 */
     int *hist = xcalloc((size_t)B * Tmax, sizeof(int)), *next_hist = xcalloc((size_t)B * Tmax, sizeof(int));

@@ -80,7 +80,7 @@ static void greedy_group(Model *m, DecodeState *st, const Seq *const *src, int B
         out[i]->len = 0;
         tok[i] = VOCAB_BOS;
     }
-    ModelBatch b = {B, S, 1, src_ids, src_len, tok, NULL, &one};
+    ModelBatch b = {B, S, 1, src_ids, src_len, tok, NULL, &one, 0};
     model_step_begin(m, st, &b, 1);
     int remaining = B, V = m->cfg.tgt_vocab;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {

@@ -31,7 +31,7 @@ static void unk_sources(Model *m, const Seq *src, const Seq *out, int *where) {
     int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T), *tout = xmalloc(sizeof(int) * (size_t)T);
     batch_frame_source(src->ids, src->len, s, S);
     batch_frame_target(out->ids, out->len, tin, tout, T);
-    ModelBatch b = {1, S, T, s, &S, tin, NULL, &T};
+    ModelBatch b = {1, S, T, s, &S, tin, NULL, &T, 0};
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_encode(m, &b);
     model_decode(m, &b);
@@ -134,7 +134,7 @@ double reference_nll(Model *m, const Seq *src, const Seq *ref, int n, long long 
             slen[i] = batch_frame_source(src[first + i].ids, src[first + i].len, s + (size_t)i * S, S);
             tlen[i] = batch_frame_target(ref[first + i].ids, ref[first + i].len, tin + (size_t)i * T, tout + (size_t)i * T, T);
         }
-        ModelBatch b = {B, S, T, s, slen, tin, tout, tlen};
+        ModelBatch b = {B, S, T, s, slen, tin, tout, tlen, 0};
         model_reserve(m, model_arena_floats(m, B, S, T));
         model_forward(m, &b, 0, 0, 0);
         nll += m->nll_sum;

@@ -127,7 +127,7 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key) {
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset) {
     double t0_ = prof_start();
     if (p <= 0.0f) {
         memset(mask, 1, n);
@@ -136,14 +136,16 @@ void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, floa
         return;
     }
     float keep_scale = dropout_scale(p);
-    /* One 64-bit hash gives four 16-bit uniforms; a resolution of 1/65536 is plenty for p. */
+    /* One 64-bit hash of (key, g rounded down to 4) gives four 16-bit uniforms, for
+     * batch elements g .. g+3; a resolution of 1/65536 is plenty for p. */
     uint32_t threshold = (uint32_t)(p * 65536.0f);
-    for (size_t i = 0; i < n; i += 4) {
-        uint64_t h = hash64(key, i);
-        for (size_t k = 0; k < 4 && i + k < n; k++) {
+    for (size_t i = 0; i < n;) {
+        size_t g = offset + i;
+        uint64_t h = hash64(key, g & ~(size_t)3);
+        for (size_t k = g & 3; k < 4 && i < n; k++, i++) {
             uint32_t u = (uint32_t)(h >> (16 * k)) & 0xFFFFu;
-            mask[i + k] = u >= threshold;
-            out[i + k] = mask[i + k] ? inp[i + k] * keep_scale : 0.0f;
+            mask[i] = u >= threshold;
+            out[i] = mask[i] ? inp[i] * keep_scale : 0.0f;
         }
     }
     prof_stop(PROF_ELEMENTWISE, t0_);

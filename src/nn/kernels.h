@@ -40,9 +40,11 @@ void relu_forward(float *out, const float *inp, size_t n);
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 
 /* Inverted dropout with a counter-based mask: mask[i] is 1 (kept, scaled by 1/(1-p)) or
- * 0 (dropped), a pure function of (key, i); one byte each, a quarter of a float mask's
+ * 0 (dropped), a pure function of (key, offset + i), where offset is where out[0] sits in
+ * the whole batch's buffer: a part of a batch (a thread's shard, a chunk of it) gets the
+ * masks the whole batch would give those rows. One byte each, a quarter of a float mask's
  * memory. p == 0 makes out a copy and the mask all ones. out may alias inp. */
-void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key);
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset);
 /* dinp = dout * mask / (1-p). Overwrites dinp (which may alias dout): a dropout's input
  * feeds nothing else. */
 void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);

@@ -307,11 +307,18 @@ static const float *residual_in(Residual *r, const NormParams *n, const float *x
     return r->ln;
 }
 
+/* Dropout of a site: its key, and where this pass's rows start in the whole batch's
+ * (N, d) buffer. */
+typedef struct {
+    uint64_t key;
+    size_t offset;
+} DropSite;
+
 static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
-                         float p, uint64_t key) {
+                         float p, DropSite site) {
     size_t cnt = (size_t)N * d;
     if (p > 0.0f) {
-        dropout_forward(r->sum, r->mask, y, cnt, p, key);
+        dropout_forward(r->sum, r->mask, y, cnt, p, site.key, site.offset);
         double t0 = prof_start();
         for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
         prof_stop(PROF_ELEMENTWISE, t0);
@@ -364,22 +371,35 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
 
 /* ---- forward ------------------------------------------------------------------------- */
 
-/* Dropout sites: every mask gets its own key from (seed, step, site). */
-static uint64_t site_key(uint64_t seed, uint64_t step, int site) { return hash64(hash64(seed, step), (uint64_t)site); }
+/* Dropout sites: every mask gets its own key from (seed, step, site); a part of a batch
+ * starting at row row0 of width T starts at element row0 * T * d of the batch's buffer. */
+typedef struct {
+    uint64_t seed, step;
+    size_t offset;
+} DropKeys;
+
+static DropSite drop_site(const DropKeys *k, int site) {
+    return (DropSite){hash64(hash64(k->seed, k->step), (uint64_t)site), k->offset};
+}
+
+static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0, int T) {
+    return (DropKeys){seed, step, (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
+}
 
 /* Rows are positions first..first+T-1 of B sequences. */
 static void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first,
-                        float p, uint64_t key) {
+                        float p, DropSite site) {
     int d = m->cfg.d_model;
     embedding_forward(s->emb, tokens, table, m->pos_table + (size_t)first * d, sqrtf((float)d), B, T, d);
-    dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, key);
+    dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, site.key, site.offset);
 }
 
 static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
     int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
-    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, site_key(seed, step, 1));
+    DropKeys keys = drop_keys(m, seed, step, b->row0, S);
+    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, drop_site(&keys, 1));
     AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S};
     const float *x = a->src.x;
     for (int l = 0; l < c->encoder_layers; l++) {
@@ -387,11 +407,11 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
         const EncoderLayerParams *w = &m->p.enc[l];
         const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
         attention_forward(&e->attn, &w->self_attn, in, in, &shape);
-        residual_out(&e->r1, &w->norm1, x, e->attn.out, N, d, pre, p, site_key(seed, step, 100 + 4 * l));
+        residual_out(&e->r1, &w->norm1, x, e->attn.out, N, d, pre, p, drop_site(&keys, 100 + 4 * l));
         x = e->r1.out;
         in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
         ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
-        residual_out(&e->r2, &w->norm2, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 101 + 4 * l));
+        residual_out(&e->r2, &w->norm2, x, e->ffn.out, N, d, pre, p, drop_site(&keys, 101 + 4 * l));
         x = e->r2.out;
     }
     if (pre) layernorm_forward(a->src.out, a->src.norm_mean, a->src.norm_rstd, x, m->p.enc_norm.w, m->p.enc_norm.b, N, d);
@@ -405,7 +425,7 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
  * cross-attention reads the cached encoder keys and values. */
 static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
                                           const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
-                                          uint64_t seed, uint64_t step) {
+                                          const DropKeys *keys) {
     const DecoderLayerParams *w = &m->p.dec[l];
     int d = m->cfg.d_model, N = self->B * self->Tq, pre = m->cfg.pre_norm;
     const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
@@ -419,15 +439,15 @@ static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerAct
         }
     }
     attention_forward(&e->self_attn, &w->self_attn, in, st ? NULL : in, self);
-    residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, site_key(seed, step, 500 + 4 * l));
+    residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, drop_site(keys, 500 + 4 * l));
     x = e->r1.out;
     in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
     attention_forward(&e->cross_attn, &w->cross_attn, in, st ? NULL : mem, cross);
-    residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, site_key(seed, step, 501 + 4 * l));
+    residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, drop_site(keys, 501 + 4 * l));
     x = e->r2.out;
     in = residual_in(&e->r3, &w->norm3, x, N, d, pre);
     ffn_forward(&e->ffn, &w->ffn, in, N, d, m->cfg.d_ff);
-    residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, site_key(seed, step, 502 + 4 * l));
+    residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, drop_site(keys, 502 + 4 * l));
     return e->r3.out;
 }
 
@@ -448,12 +468,13 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
     int d = c->d_model, B = b->B, T = b->T;
-    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, site_key(seed, step, 2));
+    DropKeys keys = drop_keys(m, seed, step, b->row0, T);
+    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, drop_site(&keys, 2));
     AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
     AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
     const float *x = a->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
-        x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, seed, step);
+        x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, &keys);
     decoder_out(m, &a->tgt, x, B * T);
 }
 
@@ -679,14 +700,15 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
 const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     const ModelConfig *c = &m->cfg;
     int B = st->B, t = st->t, d = c->d_model;
-    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, 0);
+    DropKeys none = {0, 0, 0}; /* decoding drops nothing */
+    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2));
     for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
     /* one query per sequence: position t sees the cached positions 0..t, all of them */
     AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len};
     AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S};
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
-        x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, 0, 0);
+        x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
     decoder_head(m, &st->tgt, x, B, st->logits);
     st->t++;
     return st->logits;

@@ -120,6 +120,9 @@ typedef struct {
     const int *tgt_in;  /* (B, T) BOS y1 .. yn */
     const int *tgt_out; /* (B, T) y1 .. yn EOS; may be NULL when only decoding */
     const int *tgt_len; /* (B) */
+    int row0;           /* the first row's place in the step's whole batch when this is a
+                           part of it (a shard, a chunk): dropout masks follow the batch's
+                           rows, so a batch drops the same elements however it is cut */
 } ModelBatch;
 
 typedef struct {

@@ -22,6 +22,7 @@ enum { STAT_SUMSQ, STAT_LOSS, STAT_TOKENS, N_STATS };
 
 struct Workers {
     int n;                  /* threads of this process */
+    int pass_tokens;        /* most padded tokens one pass runs (0: a whole shard) */
     int rank, ranks, N;     /* this process' rank, the ranks, the shards: N = ranks * n */
     ThreadArg arg[PARALLEL_MAX];
     Model *model;                   /* the main model: replica 0 */
@@ -60,6 +61,24 @@ static void share(int B, int n, int i, int *first, int *count) {
     *first = i * base + (i < extra ? i : extra);
 }
 
+int pass_rows(int pass_tokens, int B, int S, int T) {
+    if (pass_tokens <= 0) return B > 0 ? B : 1;
+    int rows = pass_tokens / (S + T);
+    return rows < 1 ? 1 : rows > B ? (B > 0 ? B : 1) : rows;
+}
+
+ModelBatch batch_rows(const ModelBatch *b, int first, int count) {
+    return (ModelBatch){count,
+                        b->S,
+                        b->T,
+                        b->src + (size_t)first * b->S,
+                        b->src_len + first,
+                        b->tgt_in + (size_t)first * b->T,
+                        b->tgt_out ? b->tgt_out + (size_t)first * b->T : NULL,
+                        b->tgt_len + first,
+                        b->row0 + first};
+}
+
 /* All threads meet here between phases (nothing to wait for with one). */
 static void meet(Workers *w) {
     if (w->n > 1) pthread_barrier_wait(&w->phase);
@@ -93,19 +112,25 @@ static void fold(Workers *w, size_t lo, size_t hi) {
     if (acc != g + lo) memcpy(g + lo, acc, sizeof(float) * (hi - lo));
 }
 
+/* forward, then backward on this shard's rows, pass by pass (the gradients are all zero
+ * here: the previous step zeroed each buffer once it was used, and each pass adds to
+ * them), normalised by the whole batch's token count */
+static void run_shard(Workers *w, Model *m, const ModelBatch *b, double *st) {
+    st[STAT_LOSS] = st[STAT_TOKENS] = 0.0;
+    int rows = pass_rows(w->pass_tokens, b->B, b->S, b->T);
+    for (int first = 0; first < b->B; first += rows) {
+        ModelBatch pass = batch_rows(b, first, b->B - first < rows ? b->B - first : rows);
+        m->loss_tokens = w->total_tokens;
+        model_forward_backward(m, &pass, w->seed, w->step);
+        st[STAT_LOSS] += m->loss_sum, st[STAT_TOKENS] += m->n_tokens;
+    }
+}
+
 static void work(Workers *w, int i) {
     Model *m = replica(w, i);
-    const ModelBatch *b = &w->part[i];
     double *st = w->stats + (size_t)i * N_STATS;
-    /* 1. forward, then backward on this shard's rows (the gradients are all zero here:
-     * the previous step zeroed each buffer once it was used), normalised by the whole
-     * batch's token count */
-    st[STAT_LOSS] = st[STAT_TOKENS] = 0.0;
-    if (b->B > 0) {
-        m->loss_tokens = w->total_tokens;
-        model_forward_backward(m, b, w->seed, w->step);
-        st[STAT_LOSS] = m->loss_sum, st[STAT_TOKENS] = m->n_tokens;
-    }
+    /* 1. this shard's gradients */
+    run_shard(w, m, &w->part[i], st);
     meet(w);
     /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
     double t0 = prof_start();
@@ -253,11 +278,12 @@ static void free_workers(Workers *w) {
     free(w);
 }
 
-Workers *workers_start(Model *m, Adam *adam, int n) {
+Workers *workers_start(Model *m, Adam *adam, int n, int pass_tokens) {
     if (n < 1) n = 1;
     if (n > PARALLEL_MAX) n = PARALLEL_MAX;
     Workers *w = xcalloc(1, sizeof *w);
     w->n = n;
+    w->pass_tokens = pass_tokens;
     w->rank = dist_rank(), w->ranks = dist_size(), w->N = w->ranks * n;
     w->model = m;
     w->adam = adam;
@@ -302,7 +328,8 @@ int workers_shards(const Workers *w) { return w->N; }
 size_t workers_arena_floats(const Workers *w, int B, int S, int T) {
     int first, count;
     share(B, w->N, 0, &first, &count);
-    return model_arena_floats(w->model, count, S, T);
+    int rows = pass_rows(w->pass_tokens, count, S, T);
+    return model_arena_floats(w->model, count < rows ? count : rows, S, T);
 }
 
 void workers_reserve(Workers *w, size_t floats) {
@@ -320,9 +347,7 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
     for (int i = 0; i < w->n; i++) {
         int first, count;
         share(b->B, w->N, w->rank * w->n + i, &first, &count);
-        w->part[i] = (ModelBatch){count, b->S, b->T, b->src + (size_t)first * b->S, b->src_len + first,
-                                  b->tgt_in + (size_t)first * b->T, b->tgt_out + (size_t)first * b->T,
-                                  b->tgt_len + first};
+        w->part[i] = batch_rows(b, first, count);
     }
     w->stats[(size_t)w->n * N_STATS] = *stop;
     if (w->n > 1) pthread_barrier_wait(&w->start);

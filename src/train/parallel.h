@@ -8,9 +8,14 @@
  * (other ranks' shards arrive by point-to-point transfers: each rank receives every
  * shard's gradients over its own part only), the global norm is clipped, Adam updates
  * the slice, and the ranks then share their updated parts. Dropout masks depend on the
- * shard's rows and the (seed, step) key only. So results depend only on N: R ranks of n
- * threads give the bits of one process with R * n threads, and a resume with the same
- * N is bit-exact. On 2 cores splitting rows beats threading inside each matrix
+ * batch's rows and the (seed, step) key only, whoever runs them. So results depend only
+ * on N: R ranks of n threads give the bits of one process with R * n threads, and a
+ * resume with the same N is bit-exact.
+ *
+ * A shard wider than train.pass_tokens (padded source + target tokens) runs in several
+ * passes of fewer rows, each adding to the thread's gradients: activation memory follows
+ * the pass, not the batch, and the step's maths is the same (the sums differ only in
+ * rounding). On 2 cores splitting rows beats threading inside each matrix
  * product: the products here are small, and the element-wise work runs in parallel too. */
 #ifndef QKV_PARALLEL_H
 #define QKV_PARALLEL_H
@@ -27,10 +32,16 @@ typedef struct Workers Workers;
 
 /* Starts n-1 threads and replicas of m (n = 1: no threads). NULL with the error set
  * when the threads cannot be started (a runtime failure). */
-Workers *workers_start(Model *m, Adam *adam, int n);
+Workers *workers_start(Model *m, Adam *adam, int n, int pass_tokens);
 void workers_stop(Workers *w);
 int workers_count(const Workers *w);  /* threads of this process */
 int workers_shards(const Workers *w); /* threads of every rank: what results depend on */
+
+/* Rows of a B x (S + T) batch that one pass of at most pass_tokens padded tokens runs
+ * (at least 1; pass_tokens 0: all B). */
+int pass_rows(int pass_tokens, int B, int S, int T);
+/* Rows first .. first+count-1 of b, as a batch of their own (row0 follows them). */
+ModelBatch batch_rows(const ModelBatch *b, int first, int count);
 
 /* Arena floats each thread needs for a batch of this shape (the largest share). */
 size_t workers_arena_floats(const Workers *w, int B, int S, int T);

@@ -27,8 +27,8 @@ double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop
     return workers_step(t->workers, &b, t->seed, (uint64_t)step, t->clip_norm, *lr, stop);
 }
 
-Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats) {
-    Workers *w = workers_start(m, adam, threads);
+Workers *train_workers(Model *m, Adam *adam, int threads, int pass_tokens, const Batcher *b, size_t extra_floats) {
+    Workers *w = workers_start(m, adam, threads, pass_tokens);
     if (!w) return NULL;
     size_t need = 0;
     for (int k = 0; k < b->n_batches; k++) {
@@ -206,9 +206,14 @@ int trainer_check_ranks(Trainer *t, int *bad_input) {
 
 /* ---- set-up and tear-down ----------------------------------------------------------------- */
 
-static size_t arena_need(const Model *m, const Batcher *b, size_t need) {
+/* Validation runs its batches in passes of train.pass_tokens too, on the main model: its
+ * arena then needs no more than a training pass's. */
+static size_t arena_need(const Model *m, const Batcher *b, int pass_tokens) {
+    size_t need = 0;
     for (int k = 0; k < b->n_batches; k++) {
-        size_t n = model_arena_floats(m, b->batches[k].count, b->batches[k].S, b->batches[k].T);
+        const BatchSpec *s = &b->batches[k];
+        int rows = pass_rows(pass_tokens, s->count, s->S, s->T);
+        size_t n = model_arena_floats(m, s->count < rows ? s->count : rows, s->S, s->T);
         if (n > need) need = n;
     }
     return need;
@@ -225,7 +230,9 @@ int trainer_setup(Trainer *t) {
     adam_init(&t->adam, t->m.n_params, cfg->train.adam.beta1, cfg->train.adam.beta2, cfg->train.adam.eps,
               cfg->train.adam.weight_decay);
     int validates = t->has_valid && dist_rank() == 0;
-    t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, &t->tb, validates ? arena_need(&t->m, &t->vb, 0) : 0);
+    int pass = cfg->train.pass_tokens;
+    t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, pass, &t->tb,
+                               validates ? arena_need(&t->m, &t->vb, pass) : 0);
     if (!t->workers) return -2;
     t->ts = (TrainStep){t->workers, &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
@@ -259,9 +266,13 @@ static double validate(Trainer *t, const TrainReporter *r) {
     for (int k = 0; k < t->vb.n_batches; k++) {
         ModelBatch b;
         batcher_get(&t->vb, k, &b);
-        model_forward(&t->m, &b, 0, 0, 0);
-        nll += t->m.nll_sum;
-        tokens += t->m.n_tokens;
+        int rows = pass_rows(t->run.cfg.train.pass_tokens, b.B, b.S, b.T);
+        for (int first = 0; first < b.B; first += rows) {
+            ModelBatch pass = batch_rows(&b, first, b.B - first < rows ? b.B - first : rows);
+            model_forward(&t->m, &pass, 0, 0, 0);
+            nll += t->m.nll_sum;
+            tokens += t->m.n_tokens;
+        }
     }
     t->last_valid = tokens ? nll / (double)tokens : 0.0;
     t->last_valid_step = t->step;

@@ -38,7 +38,7 @@ typedef struct {
 /* Starts the threads for m and adam and reserves every arena for the largest share of
  * any batch (and for extra_floats on the main model, e.g. validation). NULL with the
  * error set when the threads cannot be started. */
-Workers *train_workers(Model *m, Adam *adam, int threads, const Batcher *b, size_t extra_floats);
+Workers *train_workers(Model *m, Adam *adam, int threads, int pass_tokens, const Batcher *b, size_t extra_floats);
 
 /* One step: next batch, forward, backward, clip, Adam. Allocates nothing. Returns the
  * batch's mean loss; *tokens gets its real token count and *lr the rate used; *stop
