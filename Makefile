@@ -28,7 +28,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize parity bench multi30k fuzz fuzz-targets
+.PHONY: all deps test unit demo clean install sanitize parity bench race multi30k fuzz fuzz-targets
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY)
 
@@ -113,6 +113,12 @@ multi30k: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+# qkv and PyTorch trained for the same minutes (QKV_RACE_MINUTES, default 20 each) on the
+# same Multi30k subword ids, both decoded greedily and scored: the BLEU each reaches.
+race: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/race.sh
 
 # Loss and every gradient against PyTorch (installs python3-torch; not in `make test`).
 parity: deps

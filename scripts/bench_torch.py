@@ -19,18 +19,18 @@ from parity import read_safetensors
 from qkv_torch import decode, encode, forward
 
 
-def main():
-    dump, threads = sys.argv[1], int(sys.argv[2])
-    torch.set_num_threads(threads)
-    torch.manual_seed(1)
-    with open(dump) as f:
-        job = json.load(f)
-    d, ff, V_src, V_tgt = job["d_model"], job["d_ff"], job["src_vocab"], job["tgt_vocab"]
+def model_config(job):
+    """The model and loss settings of a dump, as qkv_torch.forward takes them."""
     m = {k: job[k] for k in ("d_model", "heads", "encoder_layers", "decoder_layers")}
     m["norm"] = "pre" if job["pre_norm"] else "post"
     m["tie_embeddings"] = bool(job["tie_embeddings"])
-    cfg = {"model": m, "train": {"label_smoothing": job["label_smoothing"]}}
+    return {"model": m, "train": {"label_smoothing": job["label_smoothing"]}}
 
+
+def init_params(job):
+    """Fresh parameters named and shaped as qkv's, initialised as qkv initialises them."""
+    d, ff, V_src, V_tgt = job["d_model"], job["d_ff"], job["src_vocab"], job["tgt_vocab"]
+    m = model_config(job)["model"]
     shapes = {"encoder.embed_tokens": (V_src, d), "decoder.embed_tokens": (V_tgt, d)}
     if not m["tie_embeddings"]:
         shapes["generator"] = (V_tgt, d)
@@ -59,12 +59,44 @@ def main():
         else:
             w = torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
         params[name] = w.requires_grad_()
-    plist = list(params.values())
-    opt = torch.optim.Adam(plist, lr=1e-3, betas=(job["beta1"], job["beta2"]), eps=job["eps"])
+    return params
 
-    def lr_at(step):
+
+class Trainer:
+    """qkv's optimizer step: label-smoothed loss, backward, norm clipping, Adam with the
+    noam schedule, dropout on, float32."""
+
+    def __init__(self, job):
+        self.job, self.cfg = job, model_config(job)
+        self.params = init_params(job)
+        self.plist = list(self.params.values())
+        self.opt = torch.optim.Adam(self.plist, lr=1e-3, betas=(job["beta1"], job["beta2"]), eps=job["eps"])
+        self.step_no = 0
+
+    def lr_at(self, step):
+        d, job = self.job["d_model"], self.job
         return job["lr_factor"] / math.sqrt(d) * min(step ** -0.5, step * job["warmup"] ** -1.5)
 
+    def step(self, batch):
+        self.step_no += 1
+        self.opt.zero_grad(set_to_none=True)
+        loss = forward(self.params, self.cfg, batch, dropout=self.job["dropout"])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.plist, self.job["clip_norm"])
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr_at(self.step_no)
+        self.opt.step()
+        return loss
+
+
+def main():
+    dump, threads = sys.argv[1], int(sys.argv[2])
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    with open(dump) as f:
+        job = json.load(f)
+    m = model_config(job)["model"]
+    trainer = Trainer(job)
     warm = job["warmup_steps"]
     # one JSON line per recorded step, written while qkv trained
     with open(job["batches_file"]) as f:
@@ -74,18 +106,13 @@ def main():
     loss = None
     for step, batch in enumerate(batches, start=1):
         t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = forward(params, cfg, batch, dropout=job["dropout"])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(plist, job["clip_norm"])
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step)
-        opt.step()
+        loss = trainer.step(batch)
         dt = time.perf_counter() - t0
         if step > warm:
             t_train += dt
             tokens += batch["tokens"]
     steps = len(batches) - warm
+    params = trainer.params
 
     # greedy decoding with the weights qkv trained (so both decode the same sentences to
     # the same translations: the same work), groups of 64, the decoder re-run over the

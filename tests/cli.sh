@@ -163,6 +163,22 @@ grep -q "(1 sentence pairs, 5000 gold links)" "$T/al.out" && ok "align_gold_coun
 echo "0-99999999999" >"$T/al.bad"
 expect_error "align_gold_index_out_of_range" 2 "al.bad:1: not Pharaoh alignments" "$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.bad"
 expect_error "bench_warmup_not_a_number" 2 "^qkv: --warmup: 'abc' is not a step count$" "$QKV" bench "$T/ok.yaml" --warmup abc
+expect_error "bench_batches_only_needs_a_dump" 2 "^qkv: --batches-only writes a dump: give --dump FILE.json$" "$QKV" bench "$T/ok.yaml" --batches-only
+# the batches a peer trains on (make race) carry the hashes of the vocabulary and of the
+# encoded training ids, equal to those the run on the same config recorded
+"$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" \
+    --batches-only --warmup 1 --steps 4 --decode 3 --dump "$T/job.json" >/dev/null 2>"$T/job.err"
+hashes() { grep -ao "\"$2\": *\"[0-9a-f]*\"" "$1" | head -1 | grep -o '[0-9a-f]\{16\}'; }
+ckpt_head="$T/ckpt-head"
+head -c 100000 "$run/ckpt/step-000060.safetensors" >"$ckpt_head"
+if [[ $(wc -l <"$T/job.json.batches.jsonl") -eq 5 && -n $(hashes "$T/job.json" data_hash) &&
+    $(hashes "$T/job.json" data_hash) == $(hashes "$ckpt_head" data_hash) &&
+    $(hashes "$T/job.json" vocab_hash) == $(hashes "$ckpt_head" vocab_hash) ]]; then
+    ok "bench_batches_only_same_ids_as_the_run"
+else
+    bad "bench_batches_only_same_ids_as_the_run" "$(wc -l <"$T/job.json.batches.jsonl") lines; data $(hashes "$T/job.json" data_hash) vs $(hashes "$ckpt_head" data_hash); $(cat "$T/job.err")"
+fi
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors

@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static double step_flops(const ModelConfig *c, int B, int S, int T) {
 
 typedef struct {
     char *sets[64];
-    int n_sets, steps, warmup, n_decode, peak_only;
+    int n_sets, steps, warmup, n_decode, peak_only, batches_only;
     double ceiling;
     const char *config, *dump;
 } BenchOpts;
@@ -69,7 +70,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     static const struct option opts[] = {{"set", required_argument, 0, 's'},    {"steps", required_argument, 0, 'n'},
                                          {"warmup", required_argument, 0, 'w'}, {"dump", required_argument, 0, 'd'},
                                          {"decode", required_argument, 0, 'k'}, {"peak", no_argument, 0, 'p'},
-                                         {"ceiling", required_argument, 0, 'c'}, {0}};
+                                         {"ceiling", required_argument, 0, 'c'}, {"batches-only", no_argument, 0, 'b'},
+                                         {0}};
     *o = (BenchOpts){.steps = 50, .warmup = 5, .n_decode = 200};
     int c, rc = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, "s:n:w:d:k:p", opts, NULL)) != -1) {
@@ -83,6 +85,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
         case 'd': o->dump = optarg; break;
         case 'k': rc = cmd_int("--decode", "a sentence count", optarg, 0, 100000000, &o->n_decode); break;
         case 'p': o->peak_only = 1; break;
+        case 'b': o->batches_only = 1; break;
         case 'c': rc = cmd_double("--ceiling", "a GFLOP/s figure", optarg, 0, 1e9, &o->ceiling); break;
         default: return 2;
         }
@@ -90,7 +93,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     if (rc != 0) return cmd_fail(2);
     if (optind != argc - 1)
         return cmd_usage("qkv bench CONFIG.yaml [--set key=value ...] [--steps N] [--warmup N] [--decode N] "
-                         "[--dump FILE.json] [--peak | --ceiling GFLOPS]");
+                         "[--dump FILE.json [--batches-only]] [--peak | --ceiling GFLOPS]");
+    if (o->batches_only && !o->dump) return err_set("--batches-only writes a dump: give --dump FILE.json"), cmd_fail(2);
     o->config = argv[optind];
     return 0;
 }
@@ -276,6 +280,43 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
 }
 
+/* --batches-only: the dump of warmup + steps batches in training order, untrained, for a
+ * peer that trains on its own clock (scripts/race_torch.py), with the hashes of the
+ * vocabularies and of the encoded training data, which a qkv run's checkpoints also
+ * record: equal hashes, equal ids. */
+static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, json_t *dump, FILE *df, FILE *bf,
+                              const char *batches_path) {
+    for (int step = 1; step <= o->warmup + o->steps; step++) {
+        ModelBatch mb;
+        int tok = batcher_next(&t->tb, &mb);
+        write_batch(bf, &mb, tok);
+    }
+    int nd = o->n_decode < dc->n ? o->n_decode : dc->n;
+    json_t *src = json_array();
+    for (int i = 0; i < nd; i++) json_array_append_new(src, json_ints(dc->src[i].ids, dc->src[i].len));
+    json_put(dump, "decode_src", src);
+    json_put(dump, "steps", json_integer(o->steps));
+    json_put(dump, "batches_file", json_string(batches_path));
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab));
+    json_put(dump, "vocab_hash", json_string(hex));
+    snprintf(hex, sizeof hex, "%016" PRIx64, t->data_hash);
+    json_put(dump, "data_hash", json_string(hex));
+    int bad = fclose(bf) != 0;
+    bad |= json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF;
+    bad |= fclose(df) != 0;
+    json_decref(dump);
+    if (bad) return err_set("%s: write failed", o->dump), cmd_fail(1);
+    json_t *r = json_object();
+    json_put(r, "batches", json_integer(o->warmup + o->steps));
+    json_put(r, "dump", json_string(o->dump));
+    char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
+    printf("%s\n", text);
+    free(text);
+    json_decref(r);
+    return 0;
+}
+
 /* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     int has_valid, rc = bench_setup(t, valid, &has_valid);
@@ -289,6 +330,7 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
         return cmd_fail(2);
     }
     json_t *dump = df ? dump_header(t, o->warmup) : NULL;
+    if (o->batches_only) return write_batches_only(t, o, has_valid ? valid : &t->train, dump, df, bf, batches_path);
     TrainTimes tr = time_training(t, o, bf);
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
