@@ -148,7 +148,29 @@ static json_t *dump_header(const Trainer *t, int warmup) {
     json_put(o, "beta2", json_fmt("%g", cfg->train.adam.beta2));
     json_put(o, "eps", json_fmt("%g", cfg->train.adam.eps));
     json_put(o, "warmup_steps", json_integer(warmup));
+    /* what a qkv run's checkpoints record too: equal hashes, equal ids */
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab));
+    json_put(o, "vocab_hash", json_string(hex));
+    snprintf(hex, sizeof hex, "%016" PRIx64, t->data_hash);
+    json_put(o, "data_hash", json_string(hex));
     return o;
+}
+
+/* The first n_decode sentences of dc (all of them if fewer): the ones decoded, whose ids
+ * the dump carries for the peer. */
+static int decode_count(const BenchOpts *o, const Corpus *dc) { return o->n_decode < dc->n ? o->n_decode : dc->n; }
+
+static void put_decode_sources(json_t *dump, const Corpus *dc, int nd) {
+    json_t *src = json_array();
+    for (int i = 0; i < nd; i++) json_array_append_new(src, json_ints(dc->src[i].ids, dc->src[i].len));
+    json_put(dump, "decode_src", src);
+}
+
+/* Writes the dump's one JSON line and closes the file; -1 when that fails. */
+static int finish_dump(const json_t *dump, FILE *df) {
+    int bad = json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF;
+    return (fclose(df) != 0 || bad) ? -1 : 0;
 }
 
 static json_t *dump_batch(const ModelBatch *mb, int tokens) {
@@ -253,7 +275,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
         if (ckpt_save(weights, &t->m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
     }
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */
-    int nd = o->n_decode < dc->n ? o->n_decode : dc->n;
+    int nd = decode_count(o, dc);
     Seq *out = xmalloc(sizeof(Seq) * (size_t)(nd ? nd : 1));
     double t0 = now_seconds();
     greedy_decode(&t->m, dc->src, nd, out);
@@ -268,22 +290,17 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     for (int i = 0; i < nd; i++) free(out[i].ids);
     free(out);
     if (df) {
-        json_t *src = json_array();
-        for (int i = 0; i < nd; i++) json_array_append_new(src, json_ints(dc->src[i].ids, dc->src[i].len));
-        json_put(dump, "decode_src", src);
+        put_decode_sources(dump, dc, nd);
         json_put(dump, "decode_out_tokens", json_integer(out_tokens));
         json_put(dump, "steps", json_integer(o->steps));
         json_put(dump, "weights", json_string(weights));
-        if (json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF || fclose(df) != 0)
-            fprintf(stderr, "qkv: %s: write failed\n", o->dump);
+        if (finish_dump(dump, df) != 0) fprintf(stderr, "qkv: %s: write failed\n", o->dump);
     }
     print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
 }
 
 /* --batches-only: the dump of warmup + steps batches in training order, untrained, for a
- * peer that trains on its own clock (scripts/race_torch.py), with the hashes of the
- * vocabularies and of the encoded training data, which a qkv run's checkpoints also
- * record: equal hashes, equal ids. */
+ * peer that trains on its own clock (scripts/race_torch.py). */
 static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, json_t *dump, FILE *df, FILE *bf,
                               const char *batches_path) {
     for (int step = 1; step <= o->warmup + o->steps; step++) {
@@ -291,20 +308,11 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
         int tok = batcher_next(&t->tb, &mb);
         write_batch(bf, &mb, tok);
     }
-    int nd = o->n_decode < dc->n ? o->n_decode : dc->n;
-    json_t *src = json_array();
-    for (int i = 0; i < nd; i++) json_array_append_new(src, json_ints(dc->src[i].ids, dc->src[i].len));
-    json_put(dump, "decode_src", src);
+    put_decode_sources(dump, dc, decode_count(o, dc));
     json_put(dump, "steps", json_integer(o->steps));
     json_put(dump, "batches_file", json_string(batches_path));
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab));
-    json_put(dump, "vocab_hash", json_string(hex));
-    snprintf(hex, sizeof hex, "%016" PRIx64, t->data_hash);
-    json_put(dump, "data_hash", json_string(hex));
     int bad = fclose(bf) != 0;
-    bad |= json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF;
-    bad |= fclose(df) != 0;
+    bad |= finish_dump(dump, df) != 0;
     json_decref(dump);
     if (bad) return err_set("%s: write failed", o->dump), cmd_fail(1);
     json_t *r = json_object();

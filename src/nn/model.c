@@ -374,16 +374,14 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
 /* Dropout sites: every mask gets its own key from (seed, step, site); a part of a batch
  * starting at row row0 of width T starts at element row0 * T * d of the batch's buffer. */
 typedef struct {
-    uint64_t seed, step;
+    uint64_t step_key; /* hash64(seed, step) */
     size_t offset;
 } DropKeys;
 
-static DropSite drop_site(const DropKeys *k, int site) {
-    return (DropSite){hash64(hash64(k->seed, k->step), (uint64_t)site), k->offset};
-}
+static DropSite drop_site(const DropKeys *k, int site) { return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset}; }
 
 static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0, int T) {
-    return (DropKeys){seed, step, (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
+    return (DropKeys){hash64(seed, step), (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
 }
 
 /* Rows are positions first..first+T-1 of B sequences. */
@@ -700,7 +698,7 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
 const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     const ModelConfig *c = &m->cfg;
     int B = st->B, t = st->t, d = c->d_model;
-    DropKeys none = {0, 0, 0}; /* decoding drops nothing */
+    DropKeys none = {0, 0}; /* decoding drops nothing */
     stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2));
     for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
     /* one query per sequence: position t sees the cached positions 0..t, all of them */

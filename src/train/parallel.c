@@ -62,9 +62,9 @@ static void share(int B, int n, int i, int *first, int *count) {
 }
 
 int pass_rows(int pass_tokens, int B, int S, int T) {
-    if (pass_tokens <= 0) return B > 0 ? B : 1;
-    int rows = pass_tokens / (S + T);
-    return rows < 1 ? 1 : rows > B ? (B > 0 ? B : 1) : rows;
+    int rows = pass_tokens > 0 ? pass_tokens / (S + T) : B;
+    if (rows < 1) rows = 1;
+    return rows < B ? rows : B;
 }
 
 ModelBatch batch_rows(const ModelBatch *b, int first, int count) {
@@ -328,8 +328,7 @@ int workers_shards(const Workers *w) { return w->N; }
 size_t workers_arena_floats(const Workers *w, int B, int S, int T) {
     int first, count;
     share(B, w->N, 0, &first, &count);
-    int rows = pass_rows(w->pass_tokens, count, S, T);
-    return model_arena_floats(w->model, count < rows ? count : rows, S, T);
+    return model_arena_floats(w->model, pass_rows(w->pass_tokens, count, S, T), S, T);
 }
 
 void workers_reserve(Workers *w, size_t floats) {

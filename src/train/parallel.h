@@ -37,8 +37,8 @@ void workers_stop(Workers *w);
 int workers_count(const Workers *w);  /* threads of this process */
 int workers_shards(const Workers *w); /* threads of every rank: what results depend on */
 
-/* Rows of a B x (S + T) batch that one pass of at most pass_tokens padded tokens runs
- * (at least 1; pass_tokens 0: all B). */
+/* Rows of a B x (S + T) batch that one pass of at most pass_tokens padded tokens runs:
+ * at most B, and at least 1 when B > 0 (pass_tokens 0: all B). */
 int pass_rows(int pass_tokens, int B, int S, int T);
 /* Rows first .. first+count-1 of b, as a batch of their own (row0 follows them). */
 ModelBatch batch_rows(const ModelBatch *b, int first, int count);

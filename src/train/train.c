@@ -212,8 +212,7 @@ static size_t arena_need(const Model *m, const Batcher *b, int pass_tokens) {
     size_t need = 0;
     for (int k = 0; k < b->n_batches; k++) {
         const BatchSpec *s = &b->batches[k];
-        int rows = pass_rows(pass_tokens, s->count, s->S, s->T);
-        size_t n = model_arena_floats(m, s->count < rows ? s->count : rows, s->S, s->T);
+        size_t n = model_arena_floats(m, pass_rows(pass_tokens, s->count, s->S, s->T), s->S, s->T);
         if (n > need) need = n;
     }
     return need;
