@@ -33,7 +33,7 @@ FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
 .PHONY: all deps test unit demo clean install sanitize parity bench race multi30k fuzz fuzz-targets
 
-all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY)
+all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so
 
 deps:
 	@scripts/deps.sh
@@ -84,6 +84,11 @@ fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzzer/%)
 $(BUILD)/fuzzer/%: $(BUILD)/obj/fuzz/%.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CFLAGS) -fsanitize=fuzzer,address,undefined -pthread -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+
+# A test shim, preloaded by tests/threads.sh and tests/signals.sh: every new thread starts late.
+$(BUILD)/late_start.so: tests/shim/late_start.c
+	@mkdir -p $(dir $@)
+	cc -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)

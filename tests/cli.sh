@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Command-line tests: exit codes and one-line errors for bad input, the toy generator,
-# an end-to-end run, and the learning test. Ends with "N passed, N failed".
+# an end-to-end run, and the learning test. Ends with "N passed, N failed, N skipped".
 # QKV_SKIP_LEARN=1 skips the two-minute learning test (the sanitizer build sets it).
 set -u
 cd "$(dirname "$0")/.."
@@ -201,7 +201,7 @@ rm "$run/ckpt/cut.safetensors"
 
 # ---- learning: the toy pair to >= 95% exact match on held-out sentences --------------------
 if [[ ${QKV_SKIP_LEARN:-0} == 1 ]]; then
-    echo "skip learning test (QKV_SKIP_LEARN=1)"
+    skip learning "QKV_SKIP_LEARN=1"
 else
     "$QKV" toy-data "$T/learn" >/dev/null
     steps=${QKV_LEARN_STEPS:-2500}

@@ -1,12 +1,44 @@
-# Shared helpers of the shell tests: counters, one-line error checks, comparisons.
+# Shared helpers of the shell tests: counters, time bounds, one-line error checks,
+# comparisons. Sourced by each suite from the repository root, after it sets $QKV.
 passed=0
 failed=0
+skipped=0
 
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+# skip NAME WHY: a test not run, on purpose (counted, and said on the last line).
+skip() {
+    echo "SKIP $1: $2"
+    skipped=$((skipped + 1))
+}
+# skip_missing NAME WHY: a test that cannot run because a tool is missing. make test
+# installs what the tests need (scripts/deps.sh), so under CI (CI=true) this is a failure.
+skip_missing() {
+    if [[ ${CI:-} == true ]]; then bad "$1" "under CI, and skipped: $2"; else skip "$1" "$2"; fi
+}
 finish() {
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped"
     [[ $failed -eq 0 ]]
+}
+
+# Every command a test runs has a time bound, generous but finite (QKV_TIMEOUT seconds
+# each, default 300): qkv through $QKV, which from here names tests/qkv, and any other
+# command through "$BOUNDED" (a path, not a function: `"$BOUNDED" cmd &` leaves in $! the
+# pid of cmd itself). A hung command is killed, says so on its stderr, and fails
+# its test by name (exit 137); the suite goes on.
+if [[ $QKV != */tests/qkv ]]; then
+    export QKV_BIN=$QKV
+    QKV=$PWD/tests/qkv
+fi
+BOUNDED=$PWD/tests/bounded
+# wait_for FILE REGEX [SECONDS]: until a line of FILE matches (0), or SECONDS pass (1;
+# default 60), so no test waits on a process that died or hung
+wait_for() {
+    local deadline=$((SECONDS + ${3:-60}))
+    until grep -q -- "$2" "$1" 2>/dev/null; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
 }
 
 # expect_error NAME EXIT_CODE REGEX command...: the command fails with that code and

@@ -5,7 +5,7 @@
 # one line and leaves checkpoints that resume; SIGUSR1 stops all ranks with a
 # checkpoint; ranks started with different configs are refused. A build without MPI is
 # checked to refuse to run as one of several ranks. Skipped, loudly, without mpirun or
-# without MPI in the build. Ends with "N passed, N failed".
+# without MPI in the build. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -23,16 +23,16 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 50 >/dev/null
 tiny_config "$T/r.yaml" r "$T/data" 'batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 10, keep_checkpoints: 20'
 
-if ! ldd "$QKV" 2>/dev/null | grep -q libmpi; then
+if ! ldd "$QKV_BIN" 2>/dev/null | grep -q libmpi; then
     # as if an MPI launcher had started two processes: each refuses; rank 0 says why
     expect_error "no_mpi_build_refuses_to_run_as_a_rank" 2 "^qkv: started as one of 2 MPI processes, but this qkv was built without MPI" \
         env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$QKV" train "$T/r.yaml" --set run_dir="$T/x"
-    echo "SKIP mpi: $QKV is built without MPI (install libopenmpi-dev, then make MPI=1): MPI training was NOT tested"
+    skip_missing mpi "$QKV_BIN is built without MPI (install libopenmpi-dev, then make MPI=1): MPI training was NOT tested"
     finish
     exit
 fi
 if ! command -v mpirun >/dev/null; then
-    echo "SKIP mpi: mpirun is not installed (scripts/deps.sh --with-mpi): MPI training was NOT tested"
+    skip_missing mpi "mpirun is not installed (scripts/deps.sh --with-mpi): MPI training was NOT tested"
     finish
     exit
 fi
@@ -45,7 +45,7 @@ train() { # train RUN_DIR STEPS THREADS [more --set ...]: one process
 mpi_train() { # mpi_train RANKS RUN_DIR STEPS THREADS [more --set ...]
     local np=$1 dir=$2 steps=$3 threads=$4
     shift 4
-    mpirun -q -np "$np" "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps="$steps" --set train.threads="$threads" "$@" >"$dir.log" 2>&1
+    "$BOUNDED" mpirun -q -np "$np" "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps="$steps" --set train.threads="$threads" "$@" >"$dir.log" 2>&1
 }
 step_file() { printf '%s/ckpt/step-%06d.safetensors' "$1" "$2"; }
 
@@ -77,7 +77,7 @@ resume_case() { # NAME HOW_TRAIN HOW_RESUME: K steps one way, then to N the othe
     local name=$1 dir=$T/$1
     if [[ $2 == mpi ]]; then mpi_train 2 "$dir" $K 1; else train "$dir" $K 2; fi
     if [[ $3 == mpi ]]; then
-        mpirun -q -np 2 "$QKV" resume "$dir" --steps $N --threads 1 >"$dir.resume.log" 2>&1
+        "$BOUNDED" mpirun -q -np 2 "$QKV" resume "$dir" --steps $N --threads 1 >"$dir.resume.log" 2>&1
     else
         "$QKV" resume "$dir" --steps $N --threads 2 >"$dir.resume.log" 2>&1
     fi
@@ -93,7 +93,7 @@ resume_case "two_rank_run_resumed_by_one_process" mpi one
 
 # ---- SIGUSR1 to mpirun: every rank stops after the same step, rank 0 checkpoints ------------
 dir="$T/usr1"
-mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.threads=1 \
+"$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.threads=1 \
     --set train.checkpoint_every=100000 >"$dir.log" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do grep -q "^step 20/" "$dir.log" 2>/dev/null && break; sleep 0.05; done
@@ -104,7 +104,7 @@ stopped=$(sed -n 's/^stopped by signal [0-9]* after step \([0-9]*\);.*/\1/p' "$d
 if [[ $rc -eq 0 && -n $stopped && -f $(step_file "$dir" "$stopped") ]] && grep -q "^resume with: mpirun -np 2 qkv resume $dir$" "$dir.log"; then
     ok "sigusr1_stops_every_rank_with_a_checkpoint"
     target=$((stopped + 10))
-    mpirun -q -np 2 "$QKV" resume "$dir" --steps $target >"$dir.resume.log" 2>&1
+    "$BOUNDED" mpirun -q -np 2 "$QKV" resume "$dir" --steps $target >"$dir.resume.log" 2>&1
     train "$T/usr1ref" $target 2
     same_tensors "$(step_file "$dir" $target)" "$(step_file "$T/usr1ref" $target)" && ok "resume_after_sigusr1_is_byte_identical" ||
         bad "resume_after_sigusr1_is_byte_identical" "$(tail -2 "$dir.resume.log")"
@@ -116,7 +116,7 @@ fi
 M=150
 dir="$T/killed"
 train "$T/killref" $M 2
-mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=$M --set train.threads=1 \
+"$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=$M --set train.threads=1 \
     --set train.checkpoint_every=5 >"$dir.out" 2>"$dir.err" &
 launcher=$!
 for _ in $(seq 600); do [[ -f $(step_file "$dir" 30) ]] && break; sleep 0.05; done
@@ -139,16 +139,32 @@ n_bad=0
 for f in "$dir"/ckpt/step-*.safetensors; do "$QKV" info "$f" >/dev/null 2>&1 || n_bad=$((n_bad + 1)); done
 [[ $n_bad -eq 0 && -n $(ls "$dir"/ckpt/step-*.safetensors 2>/dev/null) ]] && ok "killed_rank_leaves_whole_checkpoints" ||
     bad "killed_rank_leaves_whole_checkpoints" "$n_bad checkpoints do not load"
-mpirun -q -np 2 "$QKV" resume "$dir" >"$dir.resume.log" 2>&1
+"$BOUNDED" mpirun -q -np 2 "$QKV" resume "$dir" >"$dir.resume.log" 2>&1
 same_tensors "$(step_file "$dir" $M)" "$(step_file "$T/killref" $M)" && [[ -z $(find "$dir" -name '*.tmp') ]] &&
     ok "resume_after_killed_rank_is_byte_identical" || bad "resume_after_killed_rank_is_byte_identical" "$(tail -2 "$dir.resume.log")"
 
+# ---- threads the OS starts late (tests/shim): a resume with nothing to do, and one of a
+# damaged checkpoint, still end under mpirun, 2 ranks x 2 threads
+shim=$(realpath "$(dirname "$QKV_BIN")/late_start.so")
+for what in finished damaged; do
+    cp -r "$dir" "$T/late-$what"
+    [[ $what == damaged ]] &&
+        printf '\xff\xff\xff\xff' | dd of="$(step_file "$T/late-$what" $M)" bs=1 seek=2000 conv=notrunc 2>/dev/null
+    start=$SECONDS
+    LD_PRELOAD=$shim QKV_TIMEOUT=60 "$BOUNDED" mpirun -q -np 2 -x LD_PRELOAD "$QKV" resume "$T/late-$what" --steps $M \
+        --threads 2 >"$T/late-$what.log" 2>&1
+    rc=$?
+    want=$([[ $what == damaged ]] && echo 2 || echo 0)
+    [[ $rc -eq $want ]] && ok "resume_of_${what}_run_under_mpirun_with_late_threads_ends ($((SECONDS - start))s)" ||
+        bad "resume_of_${what}_run_under_mpirun_with_late_threads_ends" "exit $rc, expected $want: $(tail -2 "$T/late-$what.log")"
+done
+
 # ---- every rank must run the same config ---------------------------------------------------------
 expect_error "ranks_with_other_configs_are_refused" 2 "^qkv: rank 1 was started with another config than rank 0" \
-    mpirun -q -np 1 "$QKV" train "$T/r.yaml" --set run_dir="$T/mixed" --set train.threads=1 : \
+    "$BOUNDED" mpirun -q -np 1 "$QKV" train "$T/r.yaml" --set run_dir="$T/mixed" --set train.threads=1 : \
     -np 1 "$QKV" train "$T/r.yaml" --set run_dir="$T/mixed" --set train.threads=1 --set train.lr.factor=2
 expect_error "bad_config_said_once_by_rank_0" 2 "^qkv: .*unknown key" \
-    mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set train.stepz=5
+    "$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set train.stepz=5
 [[ ! -e $T/mixed/ckpt ]] && ok "refused_job_wrote_no_run" || bad "refused_job_wrote_no_run" "$(ls "$T/mixed")"
 
 finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training progress as a user reads it: epoch and elapsed time in metrics.jsonl (the time
 # going on across a resume), the validation of a SIGINT stop logged, validation BLEU with
-# sample translations, and best.safetensors chosen by BLEU. Ends with "N passed, N failed".
+# sample translations, and best.safetensors chosen by BLEU. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -44,7 +44,7 @@ fi
 dir="$T/sig"
 "$QKV" train "$T/p.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.checkpoint_every=100000 >"$dir.log" 2>&1 &
 pid=$!
-while ! grep -q "^step 20/" "$dir.log" 2>/dev/null; do sleep 0.05; done
+wait_for "$dir.log" "^step 20/"
 sleep 0.1
 kill -INT $pid
 wait $pid

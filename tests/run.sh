@@ -1,31 +1,60 @@
 #!/usr/bin/env bash
 # Runs every test: the C unit tests, then the command-line suites. Each suite ends with
-# "N passed, N failed"; this script adds them up and ends with the same line.
+# "N passed, N failed[, N skipped]"; this script adds them up and ends with
+# "N passed, N failed, N skipped". A suite is itself bounded (QKV_SUITE_TIMEOUT seconds,
+# default 1200): one that hangs past every command's own bound fails by name, with the
+# time, and the next suite runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-QKV_TEST=${QKV_TEST:-build/qkv_test}
+export QKV_TEST=${QKV_TEST:-build/qkv_test}
 export QKV=${QKV:-build/qkv}
+suite_limit=${QKV_SUITE_TIMEOUT:-1200}
 
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# The golden losses are pinned for OpenBLAS's Haswell kernels: that suite selects them for
-# its own process, whatever this environment selects for everything else.
-golden() { OPENBLAS_CORETYPE=Haswell QKV_GOLDEN_STRICT=1 "$QKV_TEST" golden; }
-for suite in "$QKV_TEST" golden tests/fuzz.sh tests/cli.sh tests/resume.sh tests/progress.sh tests/attention.sh tests/translate.sh tests/mpi.sh; do
-    echo "== $suite"
-    "$suite" >"$log" 2>&1
+# suite NAME COMMAND...: runs one suite, bounded, and adds up its last line.
+suite() {
+    local name=$1 start=$SECONDS rc last
+    shift
+    echo "== $name"
+    timeout -k 10 "$suite_limit" "$@" >"$log" 2>&1
+    rc=$?
     cat "$log"
     last=$(tail -n 1 "$log")
-    if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+        echo "FAIL $name: still running after ${suite_limit}s, killed"
+        failed=$((failed + 1))
+    elif [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
         passed=$((passed + BASH_REMATCH[1]))
         failed=$((failed + BASH_REMATCH[2]))
+        skipped=$((skipped + ${BASH_REMATCH[4]:-0}))
+        if [[ $rc -ne 0 && ${BASH_REMATCH[2]} -eq 0 ]]; then
+            echo "FAIL $name: exit $rc after reporting no failure"
+            failed=$((failed + 1))
+        fi
     else
-        echo "FAIL $suite ended without its summary line"
+        echo "FAIL $name ended without its summary line (exit $rc, after $((SECONDS - start))s)"
         failed=$((failed + 1))
     fi
+}
+
+suite unit "$QKV_TEST"
+# The golden losses are pinned for OpenBLAS's Haswell kernels: that run selects them for
+# its own process, whatever this environment selects for everything else. It must have
+# run exactly the golden test: a filter that matched nothing, or more, proves nothing.
+golden=golden_losses_20_steps_bit_exact
+suite golden env OPENBLAS_CORETYPE=Haswell QKV_GOLDEN_STRICT=1 "$QKV_TEST" "$golden"
+ran=$(grep -cE '^(ok  |FAIL) ' "$log")
+if [[ $ran -ne 1 ]] || ! grep -q "^ok   $golden\$" "$log"; then
+    echo "FAIL golden: the pinned run must run exactly $golden, and it ran $ran test(s)"
+    failed=$((failed + 1))
+fi
+for s in fuzz cli resume progress attention translate threads mpi; do
+    suite "tests/$s.sh" "tests/$s.sh"
 done
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

@@ -1,4 +1,5 @@
-/* runner: runs every test table (or only tests whose name contains argv[1]). */
+/* runner: runs every test table (or only tests whose name contains argv[1]; a name
+ * that matches none is a failure). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,11 @@ int main(int argc, char **argv) {
             if (check_failed_now) failed++;
             else passed++;
         }
+    }
+    if (argc > 1 && passed + failed == 0) {
+        /* a filter that matches nothing proves nothing: a renamed test must not pass silently */
+        printf("FAIL no test name contains '%s'\n0 passed, 1 failed\n", argv[1]);
+        return 1;
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +31,15 @@ struct Workers {
     Adam *adam;
     pthread_t thread[PARALLEL_MAX];
     pthread_barrier_t start, phase, done;
-    pthread_mutex_t gate; /* held by workers_start until every thread is running */
-    int quit;
+    /* The start/stop protocol. Every started thread first passes the gate, held by
+     * start_threads until pthread_create has been called for all of them: under the gate
+     * it reads start_failed, which start_threads writes before releasing it. When all
+     * started, each thread then waits at `start` for every step and for the stop alike,
+     * and reads quit only after that barrier, which orders it after the stopper's write:
+     * a thread the OS runs late still meets the barrier the stopper waits at. */
+    pthread_mutex_t gate;
+    int start_failed;     /* written before the gate opens, read under it */
+    atomic_int quit;      /* written before `start`, read after it */
     /* the current step */
     ModelBatch part[PARALLEL_MAX];
     uint64_t seed, step;
@@ -187,23 +195,26 @@ static void work(Workers *w, int i) {
 
 static void *worker(void *p) {
     ThreadArg *a = p;
+    Workers *w = a->w;
     prof_elsewhere = 1;
-    /* wait until every thread has started (or one failed to, and we are told to quit) */
-    pthread_mutex_lock(&a->w->gate);
-    pthread_mutex_unlock(&a->w->gate);
-    if (a->w->quit) return NULL;
+    /* wait until every thread has been created; if one could not be, the barriers would
+     * never fill, so leave without meeting them (the starter joins, and waits at none) */
+    pthread_mutex_lock(&w->gate);
+    int abandoned = w->start_failed;
+    pthread_mutex_unlock(&w->gate);
+    if (abandoned) return NULL;
     for (;;) {
-        pthread_barrier_wait(&a->w->start);
-        if (a->w->quit) break;
-        work(a->w, a->i);
-        pthread_barrier_wait(&a->w->done);
+        pthread_barrier_wait(&w->start); /* a step, or the stop: quit says which */
+        if (atomic_load(&w->quit)) break;
+        work(w, a->i);
+        pthread_barrier_wait(&w->done);
     }
     return NULL;
 }
 
-/* Starts threads 1..n-1. They first pass the gate, which stays locked until all are
- * running: if one cannot be started, those already running are told to quit there
- * instead of waiting forever at a barrier sized for n. */
+/* Starts threads 1..n-1. They first pass the gate, which stays locked until every
+ * pthread_create has returned: if one failed, those already created are told there
+ * (start_failed) to leave instead of waiting forever at a barrier sized for n. */
 static int start_threads(Workers *w) {
     int n = w->n, started = 1;
     if (pthread_barrier_init(&w->start, NULL, (unsigned)n) != 0) return err_set("cannot create thread barriers");
@@ -222,7 +233,7 @@ static int start_threads(Workers *w) {
         w->arg[started] = (ThreadArg){w, started};
         if ((rc = pthread_create(&w->thread[started], NULL, worker, &w->arg[started])) != 0) break;
     }
-    if (rc != 0) w->quit = 1;
+    if (rc != 0) w->start_failed = 1;
     pthread_mutex_unlock(&w->gate);
     if (rc == 0) return 0;
     for (int i = 1; i < started; i++) pthread_join(w->thread[i], NULL);
@@ -311,7 +322,9 @@ Workers *workers_start(Model *m, Adam *adam, int n, int pass_tokens) {
 void workers_stop(Workers *w) {
     if (!w) return;
     if (w->n > 1) {
-        w->quit = 1;
+        /* every thread was created (workers_start returned w), so each of them meets
+         * `start` once more, however late it runs, and reads quit after it */
+        atomic_store(&w->quit, 1);
         pthread_barrier_wait(&w->start);
         for (int i = 1; i < w->n; i++) pthread_join(w->thread[i], NULL);
         pthread_barrier_destroy(&w->start);
