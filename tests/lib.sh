@@ -27,7 +27,7 @@ finish() {
 # pid of cmd itself). A hung command is killed, says so on its stderr, and fails
 # its test by name (exit 137); the suite goes on.
 if [[ $QKV != */tests/qkv ]]; then
-    export QKV_BIN=$QKV
+    [[ $QKV == /* ]] && export QKV_BIN=$QKV || export QKV_BIN=$PWD/$QKV # tests may cd
     QKV=$PWD/tests/qkv
 fi
 BOUNDED=$PWD/tests/bounded
