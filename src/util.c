@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +50,11 @@ const char *err_msg(void) { return err_buf[0] ? err_buf : "unknown error"; }
 
 static void out_of_memory(size_t n) {
     fprintf(stderr, "qkv: out of memory (asked for %zu bytes)\n", n);
+    exit(1);
+}
+
+void exit_out_of_memory(const char *msg) {
+    fprintf(stderr, "qkv: %s\n", msg);
     exit(1);
 }
 
@@ -155,18 +161,19 @@ double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Reads f to its end into one NUL-terminated heap buffer; *failed says whether a read
- * error cut it short (the buffer then holds what came before). */
+/* Reads f to its end into one NUL-terminated heap buffer; *failed is the errno of a read
+ * error that cut it short (the buffer then holds what came before), else 0. */
 static char *read_stream(FILE *f, size_t *len_out, int *failed) {
     size_t cap = 1 << 16, len = 0;
     char *buf = xmalloc(cap);
+    errno = 0;
     for (;;) {
         if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
         size_t got = fread(buf + len, 1, cap - len - 1, f);
         len += got;
         if (got == 0) break;
     }
-    *failed = ferror(f) != 0;
+    *failed = ferror(f) ? (errno ? errno : EIO) : 0;
     buf[len] = '\0';
     *len_out = len;
     return buf;
@@ -215,25 +222,37 @@ int read_prefix(const char *path, void *buf, size_t n, size_t *size_out) {
     return (int)got;
 }
 
+char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out) {
+    struct stat st;
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (unsigned long long)st.st_size < max ? (size_t)st.st_size + 1 : 1 << 16;
+    size_t len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        ssize_t got = read(fd, buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            return err_set("%s: %s", path, strerror(e)), err_io(e), NULL;
+        }
+        if (got == 0) break;
+        len += (size_t)got;
+        if (len > max) {
+            free(buf);
+            return err_set("%s: grew past its size limit while being read", path), NULL;
+        }
+    }
+    buf[len] = '\0';
+    if (len_out) *len_out = len;
+    return buf;
+}
+
 char *read_file_max(const char *path, size_t max, size_t *len_out) {
     int fd = open_regular(path, max, NULL);
     if (fd < 0) return NULL;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        err_set("%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    size_t len;
-    int failed;
-    char *buf = read_stream(f, &len, &failed);
-    if (failed || len > max) {
-        err_set("%s: %s", path, failed ? strerror(errno) : "grew past its size limit while being read");
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf && len_out) *len_out = len;
+    char *buf = read_fd_max(fd, path, max, len_out);
+    close(fd);
     return buf;
 }
 
@@ -266,6 +285,54 @@ char **read_lines(FILE *f, int *n_out) {
     char **lines = split_lines(text, len, n_out);
     free(text);
     return lines;
+}
+
+char **read_lines_checked(FILE *f, const char *name, int *n_out) {
+    size_t len;
+    int failed;
+    char *text = read_stream(f, &len, &failed);
+    if (failed) {
+        free(text);
+        return err_set("%s: read failed: %s", name, strerror(failed)), err_io(failed), NULL;
+    }
+    char **lines = split_lines(text, len, n_out);
+    free(text);
+    return lines;
+}
+
+int regular_or_absent(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0; /* absent: whoever opens it says why */
+    return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode));
+}
+
+FILE *fopen_regular(const char *path, const char *mode, const char *doing) {
+    int append = mode[0] == 'a';
+    /* O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) rather than waiting for
+     * one, and one with a reader is refused below; no O_TRUNC before the file is known to
+     * be regular */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0666);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENXIO && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode)), NULL;
+        return err_set("%s: %s: %s", path, doing, strerror(e)), err_io(e), NULL;
+    }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode)), NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    if (flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 && (append || ftruncate(fd, 0) == 0))
+        f = fdopen(fd, append ? "a" : "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return err_set("%s: %s: %s", path, doing, strerror(e)), err_io(e), NULL;
+    }
+    return f;
 }
 
 char **read_file_lines(const char *path, int *n_out) {
@@ -365,7 +432,44 @@ int tmp_is_stale(const char *name) {
     return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
+/* ---- signals held over a write -------------------------------------------------------- */
+
+static const int held_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_HELD (int)(sizeof held_signals / sizeof held_signals[0])
+static struct sigaction held_old[N_HELD];
+static int hold_depth;
+static atomic_int held; /* the signal that came while held (lock-free: a handler writes it) */
+
+static void on_held_signal(int sig) { atomic_store(&held, sig); }
+
+void signals_hold(void) {
+    if (hold_depth++ > 0) return;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_held_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < N_HELD; i++) {
+        sigaction(held_signals[i], NULL, &held_old[i]);
+        if (held_old[i].sa_handler != SIG_IGN) sigaction(held_signals[i], &sa, NULL);
+    }
+}
+
+void signals_release(void) {
+    if (hold_depth == 0 || --hold_depth > 0) return;
+    for (int i = 0; i < N_HELD; i++)
+        if (held_old[i].sa_handler != SIG_IGN) sigaction(held_signals[i], &held_old[i], NULL);
+    int sig = atomic_exchange(&held, 0);
+    if (sig) raise(sig); /* to the handler the process had: a stop flag, or the default end */
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts);
 int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
+    signals_hold();
+    int rc = write_parts(path, parts, n_parts);
+    signals_release();
+    return rc;
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts) {
     char tmp[4200];
     if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);

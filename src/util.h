@@ -24,6 +24,9 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* p, from an allocator outside qkv (json_dumps), or the same out-of-memory exit when NULL. */
+/* Ends the process, as the x* allocators do, for a library that ran out of memory and
+ * said so (msg): exit 1 with "qkv: msg". */
+void exit_out_of_memory(const char *msg);
 void *xcheck(void *p);
 
 /* splitmix64: one 64-bit state, good enough for shuffling and initialisation, and its
@@ -69,9 +72,25 @@ int open_regular(const char *path, size_t max, size_t *size_out);
  * before committing to the whole file; the count read, or -1 with the error set. */
 int read_prefix(const char *path, void *buf, size_t n, size_t *size_out);
 
+/* The rest of an open regular file (from its offset to its end, at most max bytes) as
+ * one NUL-terminated heap buffer, for a file opened once and read whatever happens to
+ * its name meanwhile (the caller closes fd); NULL with the error set, naming path. */
+char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out);
+/* 0 when path is absent or a regular file; else -1 with the error set ("<path>: a FIFO,
+ * not a regular file"). Looks (stat), never opens: a FIFO is not waited on. */
+int regular_or_absent(const char *path);
+/* Opens path for writing as fopen does with mode "w" or "a", but refuses anything other
+ * than a regular file at once: a FIFO is never opened to wait for a reader, a device
+ * never truncated. NULL with the error set: "<path>: a FIFO, not a regular file" (bad
+ * input), or "<path>: <doing>: <strerror>" for a failed open (err_io judged). */
+FILE *fopen_regular(const char *path, const char *mode, const char *doing);
+
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
  * one); free_lines frees them. A read error ends the lines early. */
 char **read_lines(FILE *f, int *n_out);
+/* The same, but a read error is an error: NULL with it set ("<name>: read failed: ...",
+ * an I/O fault, exit 1), and none of the lines. */
+char **read_lines_checked(FILE *f, const char *name, int *n_out);
 /* The same from the file at path, for text files: NULL with the error set, naming the
  * path, if it cannot be read or holds a NUL byte. */
 char **read_file_lines(const char *path, int *n_out);
@@ -84,8 +103,17 @@ int hex_decode(const char *hex, char **out, size_t *n);
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);
 
+/* Signals held while a file is half-written. Between signals_hold and signals_release,
+ * SIGINT, SIGTERM and SIGHUP (unless ignored) are caught and kept, whichever thread
+ * they land on; the release puts the process' handlers back and raises what came, so a
+ * stop or a kill takes effect once the tmp file is renamed or removed, never between.
+ * Nestable; main thread only. */
+void signals_hold(void);
+void signals_release(void);
+
 /* Writes `len` bytes to `path` atomically: path.<pid>.tmp, fsync, rename, fsync of the
- * directory. On failure the old file (if any) is untouched and no .tmp remains. */
+ * directory, with signals held throughout. On failure the old file (if any) is untouched
+ * and no .tmp remains. */
 int write_file_atomic(const char *path, const void *data, size_t len);
 /* The same for a file made of parts laid end to end, written from where they are. */
 typedef struct {

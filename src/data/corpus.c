@@ -109,10 +109,18 @@ static void encode_token(const char *tok, size_t len, void *ctx) {
     if (e->n < e->max) e->ids[e->n++] = vocab_lookup(e->v, tok, len);
 }
 
+/* Once its model is loaded (spm_load checks it), SentencePiece fails only for want of
+ * memory: that ends the process as xmalloc does, rather than dropping the line unseen. */
+static int spm_encode_checked(const Spm *spm, const char *line, int *ids, int max) {
+    int n = spm_encode(spm, line, ids, max);
+    if (n < 0) exit_out_of_memory(err_msg());
+    return n;
+}
+
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max) {
     if (v->spm) {
-        int n = spm_encode(v->spm, line, ids, max);
-        return n < 0 ? 0 : n < max ? n : max;
+        int n = spm_encode_checked(v->spm, line, ids, max);
+        return n < max ? n : max;
     }
     EncodeCtx e = {v, ids, 0, max};
     tokenize_line(tokenizer, line, encode_token, &e);
@@ -123,9 +131,8 @@ static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
     int n = 0;
     /* the whole encoding, however long (normalisation and byte fallback can make more
      * pieces than bytes): a long line is dropped by max_len, never cut short */
-    if (v->spm) n = spm_encode(v->spm, line, NULL, 0);
+    if (v->spm) n = spm_encode_checked(v->spm, line, NULL, 0);
     else tokenize_line(tokenizer, line, count_token, &n);
-    if (n < 0) n = 0;
     Seq s = {xmalloc(sizeof(int) * (size_t)(n ? n : 1)), 0};
     s.len = encode_line(line, tokenizer, v, s.ids, n);
     return s;
@@ -153,7 +160,11 @@ void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab
 }
 
 char *decode_ids(const int *ids, int n, int tokenizer, const Vocab *v) {
-    if (v->spm) return spm_decode(v->spm, ids, n);
+    if (v->spm) {
+        char *text = spm_decode(v->spm, ids, n);
+        if (!text) exit_out_of_memory(err_msg()); /* as for encoding, the one cause left */
+        return text;
+    }
     StrBuf sb = {0};
     sb_append(&sb, "", 0);
     for (int t = 0; t < n; t++) detokenize_append(&sb, tokenizer, vocab_token(v, ids[t]), t == 0);

@@ -5,7 +5,10 @@
  * fallback (a character never seen in training becomes its UTF-8 bytes, never UNK) and
  * the nmt_nfkc normalisation (NFKC, whitespace collapsed); decoding gives the normalised
  * text back. A model is kept as its serialized bytes, the same bytes as the .model file,
- * which are what a run's vocabulary hash covers. */
+ * which are what a run's vocabulary hash covers.
+ *
+ * No C++ exception leaves these functions: the library running out of memory is an error
+ * like any other ("... out of memory", err_status() 1), set where the function says. */
 #ifndef QKV_SPM_H
 #define QKV_SPM_H
 
@@ -20,19 +23,22 @@ int spm_train(const char *const *lines, size_t n, const char *kind, int vocab_si
               size_t *len_out);
 
 /* A model from its serialized bytes; `what` names it in errors. NULL with the error set
- * when the bytes are not a SentencePiece model or its special ids are not qkv's. */
+ * when the bytes are not a SentencePiece model, when its normalizer's character map (a
+ * trie the library trusts blindly) could lead the library outside the model ("<what>: not
+ * a valid SentencePiece model: ..."), or when its special ids are not qkv's. */
 Spm *spm_load(const char *bytes, size_t len, const char *what);
 void spm_free(Spm *s);
 
 int spm_size(const Spm *s);
-const char *spm_piece(const Spm *s, int id); /* "<unk>" for an id out of range */
+const char *spm_piece(const Spm *s, int id); /* "<unk>" for an id out of range (or no memory) */
 
 /* Encodes text into at most max ids; returns how many the whole text needs (which may be
  * more than max: the caller truncates), or -1 with the error set. */
 int spm_encode(const Spm *s, const char *text, int *ids, int max);
 /* Visits each piece of text's encoding (for counting lengths), -1 with the error set. */
 int spm_encode_pieces(const Spm *s, const char *text, void (*fn)(const char *piece, size_t len, void *ctx), void *ctx);
-/* The detokenized text of ids (malloc'd); special ids are skipped. */
+/* The detokenized text of ids (malloc'd); special ids are skipped. NULL with the error
+ * set when the library runs out of memory. */
 char *spm_decode(const Spm *s, const int *ids, int n);
 
 #endif
