@@ -5,6 +5,7 @@
 # --with-mpi also tries Open MPI (openmpi-bin, libopenmpi-dev), for training over MPI
 # ranks and its tests. Failing either is a warning (the test then says loudly that it was
 # skipped, and make builds without MPI), not an error.
+# --with-tsan installs gcc's ThreadSanitizer runtime (libtsan2), for make tsan.
 # --with-fuzz installs clang and its runtime libraries (libFuzzer, the sanitizers'
 # runtimes: only recommended by clang, so named here), for make fuzz; failing is an error.
 set -euo pipefail
@@ -23,9 +24,11 @@ if [[ $# -gt 0 ]]; then
         --with-mpi)
             QKV_EXTRA_PACKAGES="openmpi-bin libopenmpi-dev" "$0" ||
                 echo "qkv: warning: could not install Open MPI; qkv is built without MPI and its tests are skipped" >&2 ;;
+        --with-tsan)
+            QKV_EXTRA_PACKAGES="libtsan2" "$0" || exit 1 ;;
         --with-fuzz)
             QKV_EXTRA_PACKAGES="clang libclang-rt-14-dev" "$0" || exit 1 ;;
-        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-fuzz)" >&2; exit 2 ;;
+        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz)" >&2; exit 2 ;;
         esac
     done
     exit 0

@@ -15,6 +15,7 @@
 
 #include "util.h"
 
+
 typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
 
 typedef struct {
@@ -77,7 +78,7 @@ static const KeySpec keys[] = {
     INT("train.valid_every", train.valid_every, 1, 2000000000),
     INT("train.checkpoint_every", train.checkpoint_every, 1, 2000000000),
     INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1000),
-    INT("train.threads", train.threads, 1, 256),
+    INT("train.threads", train.threads, 1, CONFIG_THREADS_MAX),
     BOOL("train.valid_bleu", train.valid_bleu),
     ENUM("train.best_by", train.best_by, "loss", "bleu"),
     WATCH("train.watch", train.watch),
@@ -441,6 +442,22 @@ static int check_file(const Config *c, const char *key, const char *path) {
     return 0;
 }
 
+/* Whether two model files are one model: the same name, the same file, or the same
+ * bytes. A file that cannot be read counts as the same: check_file then says why. */
+static int same_model(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    if (!a[0]) return 0;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0 || !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode)) return 1;
+    if (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino) return 1;
+    if (sa.st_size != sb.st_size) return 0;
+    size_t la, lb;
+    char *x = read_file_max(a, READ_FILE_SMALL, &la), *y = x ? read_file_max(b, READ_FILE_SMALL, &lb) : NULL;
+    int same = !x || !y || (la == lb && memcmp(x, y, la) == 0);
+    free(x), free(y);
+    return same;
+}
+
 int config_validate(Config *c, int check_files) {
     char w[CONFIG_PATH_MAX + 32];
     if (c->data.train.src[0] == '\0') return err_set("%s: data.train.src is required", where_is(c, "data", w, sizeof w));
@@ -476,6 +493,13 @@ int config_validate(Config *c, int check_files) {
     if (!subword && (c->data.spm_model.src[0] || c->data.spm_model.tgt[0]))
         return err_set("%s: data.spm_model: SentencePiece models need data.tokenizer bpe or unigram",
                        where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));
+    /* a shared vocabulary is one model: a different second one would go unused. Checked
+     * for a new run (check_files); a run's own config.yaml was trained with already */
+    if (check_files && subword && c->data.shared_vocab && c->data.spm_model.tgt[0] &&
+        !same_model(c->data.spm_model.src, c->data.spm_model.tgt))
+        return err_set("%s: data.spm_model.tgt: '%s' differs from data.spm_model.src '%s': a shared vocabulary is one "
+                       "model for both sides; give it as src alone, or set data.shared_vocab: false",
+                       where_is(c, "data.spm_model.tgt", w, sizeof w), c->data.spm_model.tgt, c->data.spm_model.src);
     if (subword && (c->data.spm_model.src[0] == '\0') != (c->data.spm_model.tgt[0] == '\0') && !c->data.shared_vocab)
         return err_set("%s: data.spm_model needs both src and tgt (or data.shared_vocab: true and src alone)",
                        where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));

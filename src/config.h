@@ -14,6 +14,9 @@
 #include "nn/optim.h"      /* LR_* */
 
 #define CONFIG_PATH_MAX 1024
+/* train.threads: the most training threads one process runs (train/parallel.h sizes its
+ * per-thread tables by it), so a config never asks for more than are run */
+#define CONFIG_THREADS_MAX 256
 #define CONFIG_TEXT_MAX (1 << 20) /* bytes of YAML a config may be: every key with room to spare */
 
 enum { NORM_POST, NORM_PRE };

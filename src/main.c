@@ -2,6 +2,7 @@
  * in src/cmd/<name>.c, parses its own options and returns the exit status:
  * 0 success, 1 runtime failure, 2 usage/config/input error. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,9 @@ static int cmd_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* past a file size limit (ulimit -f) a write fails with EFBIG, reported as one line
+     * with the tmp file removed, rather than the process dying half-way through it */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;

@@ -6,7 +6,10 @@ set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
 source tests/lib.sh
-for t in config corpus checkpoint vocab metrics; do
+# every target: one directory of inputs beside each tests/fuzz/<target>.c
+for src in tests/fuzz/*.c; do
+    t=$(basename "$src" .c)
+    [[ -d tests/fuzz/$t ]] || continue
     out=$("$BOUNDED" "$(dirname "$QKV_BIN")/fuzz-replay/$t" tests/fuzz/$t/* 2>&1)
     rc=$?
     [[ $rc -eq 0 ]] && ok "fuzz_replay_$t ($out)" || bad "fuzz_replay_$t" "exit $rc: $(tail -5 <<<"$out")"

@@ -57,6 +57,21 @@ resume_case "resume_across_epoch_boundary_is_byte_identical" $((epoch - 3))
 resume_case "resume_at_epoch_end_is_byte_identical" "$epoch"
 "$QKV" resume "$T/straight" >"$T/again.log" 2>&1 && grep -q "nothing to do" "$T/again.log" &&
     ok "resume_when_done_does_nothing" || bad "resume_when_done_does_nothing" "$(cat "$T/again.log")"
+# a goal below the run's step: nothing to do, and nothing on disk changes (config.yaml keeps its train.steps)
+cp "$T/straight/config.yaml" "$T/config.before"
+out=$(timeout 120 "$QKV" resume "$T/straight" --steps 10 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "already at step $N, past --steps 10; nothing to do" <<<"$out" && cmp -s "$T/config.before" "$T/straight/config.yaml" &&
+    ok "resume_below_the_step_changes_nothing" || bad "resume_below_the_step_changes_nothing" "exit $rc: $(tail -1 <<<"$out"); $(diff "$T/config.before" "$T/straight/config.yaml" | tail -2)"
+# threads: no more than one process runs (train/parallel.h's PARALLEL_MAX), refused rather than quietly cut
+expect_error "resume_threads_over_max" 2 "^qkv: --threads: '257' is not a thread count from 1 to 256$" \
+    timeout 120 "$QKV" resume "$T/straight" --threads 257
+expect_error "train_threads_over_max" 2 "^qkv: --set train.threads=257: train.threads: 257 is out of range \[1, 256\]$" \
+    timeout 120 "$QKV" train "$T/r.yaml" --set run_dir="$T/t257" --set train.steps=2 --set train.threads=257
+# a FIFO where training appends its metrics is refused at once, never opened to wait for a reader
+cp -r "$T/straight" "$T/fifo" && rm "$T/fifo/metrics.jsonl" && mkfifo "$T/fifo/metrics.jsonl"
+expect_error "resume_refuses_a_fifo_metrics_file" 2 "^qkv: $T/fifo/metrics.jsonl: a FIFO, not a regular file$" \
+    timeout 120 "$QKV" resume "$T/fifo" --steps 60
 
 # ---- SIGINT / SIGTERM: finish the step, checkpoint, exit 0, say how to resume -------------
 for sig in INT TERM; do
@@ -119,7 +134,7 @@ cp "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors"
 size_kb=$(($(stat -c %s "$T/before.safetensors") / 1024))
 err=$(trap '' XFSZ; ulimit -f $((size_kb / 2)); "$QKV" resume "$dir" --steps 30 2>&1 >/dev/null)
 rc=$?
-if [[ $rc -eq 1 ]] && grep -q "^qkv: $dir/ckpt/step-000020.safetensors.[0-9]*.tmp: write failed: File too large" <<<"$err" &&
+if [[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 ]] && grep -q "^qkv: $dir/ckpt/step-000020.safetensors.[0-9]*.tmp: write failed: File too large" <<<"$err" &&
     cmp -s "$dir/ckpt/step-000010.safetensors" "$T/before.safetensors" && [[ -z $(find "$dir" -name '*.tmp') ]] &&
     [[ ! -e $dir/ckpt/step-000020.safetensors ]]; then
     ok "disk_full_keeps_old_checkpoint_and_stops"
@@ -127,6 +142,16 @@ else
     bad "disk_full_keeps_old_checkpoint_and_stops" "exit $rc: $err"
 fi
 "$QKV" resume "$dir" --steps 30 >/dev/null 2>&1 && ok "resume_after_disk_full" || bad "resume_after_disk_full" "could not resume"
+# the same without `trap '' XFSZ`: qkv itself ignores SIGXFSZ, so the write fails (EFBIG)
+# with one line and exit 1 rather than the process dying (153) and leaving its tmp file
+err=$(ulimit -f $((size_kb / 2)); timeout 120 "$QKV" resume "$dir" --steps 50 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $dir/ckpt/step-000040.safetensors."*".tmp: write failed: File too large"* ]] &&
+    [[ -z $(find "$dir" -name '*.tmp') && -f $dir/ckpt/step-000030.safetensors && ! -e $dir/ckpt/step-000040.safetensors ]]; then
+    ok "file_size_limit_without_trap_stops_with_one_line"
+else
+    bad "file_size_limit_without_trap_stops_with_one_line" "exit $rc: $err; $(find "$dir" -name '*.tmp')"
+fi
 
 # ---- bad checkpoints through the command line -----------------------------------------------
 ck="$T/straight/ckpt/step-000040.safetensors"

@@ -70,9 +70,9 @@ for n in 2 4; do
     late "resume_on_changed_data_refused" $n 2 "training data differs" "$QKV" resume "$T/changed$n" --steps 9 --threads $n
     cp -r "$T/done$n" "$T/nometrics$n"
     rm "$T/nometrics$n/metrics.jsonl" && mkdir "$T/nometrics$n/metrics.jsonl"
-    late "resume_without_metrics_file_refused" $n 1 "metrics.jsonl" "$QKV" resume "$T/nometrics$n" --steps 9 --threads $n
+    late "resume_without_metrics_file_refused" $n 2 "metrics.jsonl: a directory" "$QKV" resume "$T/nometrics$n" --steps 9 --threads $n
     mkdir -p "$T/fresh$n/metrics.jsonl"
-    late "train_without_metrics_file_refused" $n 1 "metrics.jsonl" \
+    late "train_without_metrics_file_refused" $n 2 "metrics.jsonl: a directory" \
         "$QKV" train "$T/c.yaml" --set run_dir="$T/fresh$n" --set train.threads=$n
     # and a run that does train, from start to end, with every thread late
     late "train_with_late_threads_finishes" $n 0 "" "$QKV" train "$T/c.yaml" --set run_dir="$T/full$n" --set train.threads=$n

@@ -51,6 +51,11 @@ awk -F' [|][|][|] ' 'NF != 3 || $1 != int((NR - 1) / 3) { bad = 1 } END { exit b
 expect_error "translate_nbest_over_beam" 2 "--nbest: 5 is not between 1 and the beam \(4\)" "$QKV" translate "$T/w" --beam 4 --nbest 5
 expect_error "translate_bad_beam" 2 "--beam: '0' is not a beam size" "$QKV" translate "$T/w" --beam 0
 expect_error "translate_bad_length_penalty" 2 "--length-penalty: 'x' is not a number" "$QKV" translate "$T/w" --length-penalty x
+# standard input that is no text: refused at once, not read as an empty input (exit 0)
+expect_error "translate_stdin_is_a_directory" 2 "^qkv: standard input: a directory, not text to translate$" \
+    timeout 120 "$QKV" translate "$T/w" --greedy <"$T"
+expect_error "translate_stdin_read_error" 2 "^qkv: standard input: read failed: Bad file descriptor$" \
+    timeout 120 "$QKV" translate "$T/w" --greedy 0>>"$T/write-only.txt"
 
 "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 3 >"$T/eval.txt" 2>&1
 if grep -q '^BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0 = ' "$T/eval.txt" &&
@@ -68,6 +73,11 @@ want=$("$QKV" score "$T/beam3.txt" "$T/data/test.tgt" | sed -n 's/^BLEU|[^=]*= \
 got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
+# a FIFO where the result goes is refused, never opened to wait for a reader
+mv "$T/w/eval.jsonl" "$T/eval.jsonl.kept" && mkfifo "$T/w/eval.jsonl"
+expect_error "eval_result_file_is_a_fifo" 2 "^qkv: $T/w/eval.jsonl: a FIFO, not a regular file$" \
+    timeout 120 "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy
+rm -f "$T/w/eval.jsonl" && mv "$T/eval.jsonl.kept" "$T/w/eval.jsonl"
 printf 'caf\xe9\n' >"$T/latin1.src"
 expect_error "eval_not_utf8" 2 "latin1.src:1: not UTF-8" "$QKV" eval "$T/w" --src "$T/latin1.src" --ref "$T/latin1.src"
 # a checkpoint named from inside its own directory still finds its run
@@ -114,6 +124,45 @@ assert max(abs(a - b) for a, b in zip(want, got)) < 1e-6
 PY
 expect_error "export_average_too_many" 2 "--average 9, but the run keeps 3 step checkpoints" "$QKV" export "$T/w" --average 9 --out "$T/x.safetensors"
 expect_error "export_needs_out" 2 "usage: qkv export" "$QKV" export "$T/w"
+# an --out that is one of the run's checkpoints (by name, however spelled, there yet or
+# not, or by being the same file) is refused: it would be replaced by weights alone
+latest=$(ls "$T/w/ckpt"/step-*.safetensors | tail -1)
+cp "$latest" "$T/latest.before" && ls "$T/w/ckpt" >"$T/ckpt.before"
+ln "$latest" "$T/hardlink.safetensors"
+expect_error "export_refuses_the_newest_checkpoint" 2 "^qkv: $latest: --out is a checkpoint of the run $T/w, which the export would replace" \
+    timeout 120 "$QKV" export "$T/w" --out "$latest"
+expect_error "export_refuses_best" 2 "^qkv: $T/w/ckpt/best.safetensors: --out is a checkpoint of the run" \
+    timeout 120 "$QKV" export "$T/w" --average 2 --out "$T/w/ckpt/best.safetensors"
+expect_error "export_refuses_a_future_step_name" 2 "^qkv: $T/w/../w/ckpt/step-999999.safetensors: --out is a checkpoint of the run" \
+    timeout 120 "$QKV" export "$T/w" --out "$T/w/../w/ckpt/step-999999.safetensors"
+expect_error "export_refuses_a_link_to_a_checkpoint" 2 "^qkv: $T/hardlink.safetensors: --out is a checkpoint of the run" \
+    timeout 120 "$QKV" export "$T/w" --out "$T/hardlink.safetensors"
+cmp -s "$latest" "$T/latest.before" && ls "$T/w/ckpt" | cmp -s - "$T/ckpt.before" && ok "export_refused_leaves_checkpoints_alone" ||
+    bad "export_refused_leaves_checkpoints_alone" "$(ls "$T/w/ckpt")"
+rm -f "$T/hardlink.safetensors"
+# past a file size limit (no `trap '' XFSZ` here: qkv itself must not die of SIGXFSZ) the
+# write fails with one line, exit 1, and leaves no tmp file
+err=$(ulimit -f 1; timeout 120 "$QKV" export "$T/w" --out "$T/big.safetensors" 2>&1 >/dev/null)
+rc=$?
+left=$(ls "$T" | grep '^big\.safetensors')
+[[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $T/big.safetensors."*".tmp: write failed: File too large" && -z $left ]] &&
+    ok "export_file_size_limit_one_line_exit_1" || bad "export_file_size_limit_one_line_exit_1" "exit $rc: $err; left: $left"
+# --average while a train of the run rotates its checkpoints every step: every export
+# averages checkpoints that exist together (one rotated away is never reported missing)
+tiny_config "$T/rot.yaml" rot "$T/data" 'steps: 100000, batch_tokens: 1024, log_every: 1000, valid_every: 20, checkpoint_every: 1, keep_checkpoints: 2, threads: 1'
+timeout 120 "$QKV" train "$T/rot.yaml" --set run_dir="$T/rot" >"$T/rot.log" 2>&1 &
+rot=$!
+for _ in $(seq 600); do [[ -f $T/rot/ckpt/best.safetensors ]] && break; sleep 0.05; done
+runs=0 fails=""
+end=$((SECONDS + 8))
+while ((SECONDS < end && runs < 500)) && kill -0 $rot 2>/dev/null; do
+    err=$(timeout 120 "$QKV" export "$T/rot" --average 2 --out "$T/rot.safetensors" 2>&1 >/dev/null) || fails+="$err; "
+    runs=$((runs + 1))
+done
+kill -INT $rot 2>/dev/null
+wait $rot
+[[ -z $fails && $runs -ge 20 ]] && timeout 120 "$QKV" info "$T/rot.safetensors" >/dev/null 2>&1 && ok "export_average_while_checkpoints_rotate" ||
+    bad "export_average_while_checkpoints_rotate" "$runs exports; failed: ${fails:0:300}"
 
 # subwords: the SentencePiece models live in the run, resume is bit-exact, output is text
 sub() { # sub RUN_DIR STEPS [--set ...]: a bpe run of the same data
@@ -148,6 +197,17 @@ PY
 cp "$T/b/src.model" "$T/given.model"
 sub "$T/g" 10 --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model" --set data.shared_vocab=false &&
     cmp -s "$T/g/src.model" "$T/given.model" && ok "bpe_given_model_is_used" || bad "bpe_given_model_is_used" "$(tail -2 "$T/g.log")"
+# given models are used, not trained: the log says which
+grep -q "^using the SentencePiece models $T/given.model (source) and $T/given.model (target)$" "$T/g.log" &&
+    ! grep -q "training SentencePiece" "$T/g.log" && ok "bpe_given_models_not_said_trained" ||
+    bad "bpe_given_models_not_said_trained" "$(grep -i sentencepiece "$T/g.log")"
+# a shared vocabulary with its one model given as src (and tgt a copy of the same bytes)
+cp "$T/given.model" "$T/given-copy.model"
+timeout 120 "$QKV" train "$T/w.yaml" --set run_dir="$T/gs" --set data.tokenizer=bpe --set data.shared_vocab=true --set train.steps=4 \
+    --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given-copy.model" >"$T/gs.log" 2>&1 &&
+    grep -q "^using the SentencePiece model $T/given.model for both sides$" "$T/gs.log" && ! grep -q "training SentencePiece" "$T/gs.log" &&
+    cmp -s "$T/gs/tgt.model" "$T/given.model" && ok "bpe_shared_given_model_used_for_both" ||
+    bad "bpe_shared_given_model_used_for_both" "$(grep -i "sentencepiece\|qkv:" "$T/gs.log")"
 printf 'not a model\n' >"$T/foreign.model"
 expect_error "bpe_foreign_model" 2 "foreign.model: not a SentencePiece model" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=bpe --set data.spm_model.src="$T/foreign.model" --set data.spm_model.tgt="$T/foreign.model"
@@ -161,6 +221,10 @@ expect_error "bpe_vocab_too_large" 2 "data.vocab_size 100000" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=100000
 # a run whose model file was swapped for another run's: the checkpoints no longer match
 sub "$T/other" 10 --set data.vocab_size=420
+# a shared vocabulary is one model: a different target model would go unused, so it is refused
+expect_error "bpe_shared_vocab_refuses_a_second_model" 2 "^qkv: --set data.spm_model.tgt: data.spm_model.tgt: '$T/other/src.model' differs from data.spm_model.src '$T/given.model': a shared vocabulary is one model" \
+    timeout 120 "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=bpe --set data.shared_vocab=true --set train.steps=4 \
+    --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/other/src.model"
 cp "$T/other/src.model" "$T/b/src.model"
 expect_error "bpe_model_of_another_run" 2 "vocabularies differ from those of" "$QKV" translate "$T/b"
 rm "$T/b/tgt.model"

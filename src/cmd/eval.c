@@ -93,9 +93,10 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "chrf_signature", json_string(CHRF_SIGNATURE));
     char *line = xcheck(json_dumps(j, JSONOUT_FLAGS));
     json_decref(j);
-    FILE *f = fopen(path, "a");
-    int ok = f && fprintf(f, "%s\n", line) > 0;
-    ok = f && fclose(f) == 0 && ok;
+    FILE *f = fopen_regular(path, "a", "cannot append the result");
+    if (!f) return free(line), -1;
+    int ok = fprintf(f, "%s\n", line) > 0;
+    ok = fclose(f) == 0 && ok;
     int errnum = errno;
     free(line);
     if (ok) return 0;
@@ -129,7 +130,7 @@ int cmd_eval(int argc, char **argv) {
     char **src, **ref;
     if (cmd_read_aligned(src_path, ref_path, "a source", &src, &ref, &n) != 0) return cmd_fail(2);
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
     printf("evaluating %s (%s, step %lld) on %s, %s\n", r.weights, r.which, (long long)r.meta.step, src_path,
            o.decode.beam == 1 ? "greedy search" : "beam search");
     EvalResult e = {0};

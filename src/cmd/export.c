@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
@@ -15,34 +17,47 @@
 #include "train/run.h"
 #include "util.h"
 
-/* r->model's weights become the mean of the last n step checkpoints of r's run. */
+/* r->model's weights become the mean of the last n step checkpoints of r's run. Each is
+ * opened before any is read, so a train of the run rotating checkpoints meanwhile cannot
+ * take one away half-way: the n averaged are n that existed together. */
 static int average_last(Run *r, int n) {
     char **paths;
-    int have = run_step_checkpoints(r->dir, &paths), rc = 0;
+    struct rlimit lim; /* room for n open files at once (up to 1000; the soft limit is often 1024) */
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < (rlim_t)n + 64) {
+        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > (rlim_t)n + 64 ? (rlim_t)n + 64 : lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    int *fds = xmalloc(sizeof(int) * (size_t)n);
+    int have = run_open_newest_checkpoints(r->dir, n, fds, &paths), rc = 0;
+    if (have < 0) return free(fds), -1;
     if (have < n) {
-        free_lines(paths, have);
+        for (int i = 0; i < have; i++) close(fds[i]);
+        free_lines(paths, have), free(fds);
         return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n, have);
     }
     Model tmp;
     ModelConfig mc = r->model.cfg;
     model_init(&tmp, &mc);
     double *sum = xcalloc(r->model.n_params, sizeof(double));
-    for (int i = have - n; i < have && rc == 0; i++) {
+    for (int i = 0; i < n && rc == 0; i++) {
         CkptFile f;
-        rc = ckpt_open(&f, paths[i]);
+        size_t len;
+        char *bytes = read_fd_max(fds[i], paths[i], READ_FILE_ANY, &len);
+        rc = bytes ? ckpt_parse(&f, paths[i], bytes, len) : -1;
         if (rc == 0) {
             rc = run_check_checkpoint(r, paths[i], &f.meta);
             if (rc == 0) rc = ckpt_read(&f, &tmp, NULL);
-            if (rc == 0 && i == have - 1) ckpt_meta_free(&r->meta), r->meta = ckpt_meta_take(&f);
+            if (rc == 0 && i == n - 1) ckpt_meta_free(&r->meta), r->meta = ckpt_meta_take(&f);
             ckpt_close(&f);
         }
         for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) sum[k] += tmp.params[k];
         if (rc == 0) printf("  %s\n", paths[i]);
     }
     for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) r->model.params[k] = (float)(sum[k] / n);
-    free(sum);
+    for (int i = 0; i < n; i++) close(fds[i]);
+    free(sum), free(fds);
     model_free(&tmp);
-    free_lines(paths, have);
+    free_lines(paths, n);
     return rc;
 }
 
@@ -61,7 +76,13 @@ int cmd_export(int argc, char **argv) {
     }
     if (optind != argc - 1 || !out) return cmd_usage("qkv export RUN_DIR|CHECKPOINT [--average N] --out FILE.safetensors");
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    /* an export there would replace a checkpoint with weights alone: no resuming from it */
+    if (run_is_own_checkpoint(r.dir, out)) {
+        err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file", out, r.dir);
+        run_close(&r);
+        return cmd_fail(2);
+    }
     int rc = 0;
     if (average > 0) {
         printf("averaging the last %d checkpoints of %s:\n", average, r.dir);

@@ -20,6 +20,7 @@
 #include "infer/translate.h"
 #include "infer/watch.h"
 #include "train/dist.h"
+#include "train/parallel.h"
 #include "train/run.h"
 #include "train/train.h"
 #include "util.h"
@@ -56,7 +57,14 @@ static int read_corpora(Trainer *t) {
  * -1 with the error set. */
 static int encode_data(Trainer *t, int build) {
     const Config *cfg = &t->run.cfg;
-    if (tokenizer_is_subword(cfg->data.tokenizer) && build)
+    /* given models are used as they are (config_validate saw to it that a shared
+     * vocabulary names one); only missing ones are trained */
+    const char *src_model = cfg->data.spm_model.src, *tgt_model = cfg->data.spm_model.tgt;
+    if (tokenizer_is_subword(cfg->data.tokenizer) && build && cfg->data.shared_vocab && src_model[0])
+        printf("using the SentencePiece model %s for both sides\n", src_model);
+    else if (tokenizer_is_subword(cfg->data.tokenizer) && build && src_model[0])
+        printf("using the SentencePiece models %s (source) and %s (target)\n", src_model, tgt_model);
+    else if (tokenizer_is_subword(cfg->data.tokenizer) && build)
         printf("training SentencePiece %s model%s of %d pieces on the training text\n",
                cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram", cfg->data.shared_vocab ? "" : "s",
                cfg->data.vocab_size);
@@ -74,9 +82,9 @@ static int encode_data(Trainer *t, int build) {
 static int read_data(Trainer *t, int build) {
     int lead = dist_rank() == 0, rc, bad;
     if ((rc = agree(read_corpora(t) != 0 ? 2 : 0))) return rc;
-    if ((rc = agree(lead && encode_data(t, build) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(lead && encode_data(t, build) != 0 ? err_status() : 0))) return rc;
     if ((rc = agree(trainer_share_vocabs(t) != 0 ? 1 : 0))) return rc;
-    if ((rc = agree(!lead && encode_data(t, 0) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(!lead && encode_data(t, 0) != 0 ? err_status() : 0))) return rc;
     return agree(trainer_check_ranks(t, &bad) != 0 ? (bad ? 2 : 1) : 0);
 }
 
@@ -230,8 +238,9 @@ static int check_watch(const Trainer *t) {
 static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     const Config *cfg = &t->run.cfg;
     if (end == TRAIN_DIVERGED || end == TRAIN_CKPT_FAILED) {
-        fprintf(stderr, "%sqkv: %s\n", screen->tty ? "\n" : "", err_msg());
-        if (end == TRAIN_CKPT_FAILED) fprintf(stderr, "qkv: stopping: training cannot go on without checkpoints\n");
+        /* one line: the failed write says what and where; the last whole checkpoint stays */
+        fprintf(stderr, "%sqkv: %s%s\n", screen->tty ? "\n" : "", err_msg(),
+                end == TRAIN_CKPT_FAILED ? "; stopping: training cannot go on without checkpoints" : "");
         return 1;
     }
     if (screen->tty) printf("\r\033[K");
@@ -314,7 +323,7 @@ static int train_new(Trainer *t, int force) {
     if (created == 1) printf("%s: the run there stopped before its first checkpoint; starting it over\n", cfg->run_dir);
     /* a failure before training starts leaves nothing behind that would block the next train */
     if ((rc = read_data(t, 1)) || (rc = agree(lead && run_write_files(&t->run) != 0 ? err_status() : 0)) ||
-        (rc = agree(setup(t))) || (rc = agree(trainer_open_metrics(t, 0) != 0 ? 1 : 0))) {
+        (rc = agree(setup(t))) || (rc = agree(trainer_open_metrics(t, 0) != 0 ? err_status() : 0))) {
         if (lead) run_abandon(cfg->run_dir, made);
         return rc;
     }
@@ -389,6 +398,14 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     int changed = goal != cfg->train.steps || per_process != cfg->train.threads;
     t->run.cfg.train.threads = per_process;
     if ((rc = read_data(t, 0)) || (rc = agree(setup(t))) || (rc = restore(t, ckpt, &trained))) return rc;
+    /* a goal already reached leaves the run as it is: config.yaml included */
+    if (t->step >= goal) {
+        char past[48] = "";
+        if (steps > 0 && steps < t->step) snprintf(past, sizeof past, ", past --steps %d", steps);
+        printf("%s: already at step %lld%s; nothing to do, nothing changed (pass --steps N above %lld to train longer)\n",
+               dir, (long long)t->step, past, (long long)t->step);
+        return 0;
+    }
     int shards = dist_size() * cfg->train.threads;
     if (lead && trained != shards)
         fprintf(stderr, "qkv: warning: trained with %d threads%s, resuming with %d: results will not be bit-identical\n",
@@ -396,20 +413,22 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     if ((rc = agree(lead && changed && run_set_steps(&t->run, goal) != 0 ? 1 : 0))) return rc;
     t->run.cfg.train.steps = goal;
     printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
-    if (t->step >= cfg->train.steps) {
-        printf("already at step %lld; nothing to do (pass --steps N to train longer)\n", (long long)t->step);
-        return 0;
-    }
-    if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? 1 : 0))) return rc;
+    if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? err_status() : 0))) return rc;
     return run_loop(t);
 }
+
+/* PARALLEL_MAX as text, for the message: the threads one process can run */
+#define THREADS_TEXT(n) #n
+#define THREADS_MAX_TEXT_OF(n) THREADS_TEXT(n)
+#define THREADS_MAX_TEXT THREADS_MAX_TEXT_OF(PARALLEL_MAX)
 
 int cmd_resume(int argc, char **argv) {
     static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {"threads", required_argument, 0, 't'}, {0}};
     int steps = 0, threads = 0, c;
     while ((c = getopt_long(argc, argv, "s:t:", opts, NULL)) != -1) {
         if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
-        else if (c == 't' && cmd_int("--threads", "a thread count from 1 to 256", optarg, 1, 256, &threads) != 0)
+        else if (c == 't' &&
+                 cmd_int("--threads", "a thread count from 1 to " THREADS_MAX_TEXT, optarg, 1, PARALLEL_MAX, &threads) != 0)
             return cmd_fail(2);
         else if (c != 's' && c != 't') return 2;
     }

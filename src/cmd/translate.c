@@ -1,10 +1,14 @@
 /* translate: `qkv translate RUN [--beam K | --greedy] [options] < source > translation`,
  * one output line per input line (empty lines stay empty), detokenized text; with
  * --nbest N, N lines per input in the Moses n-best format "i ||| text ||| score". */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
@@ -48,6 +52,16 @@ static void print_hypotheses(char **text, const double *scores, int n, int nbest
         }
 }
 
+/* Standard input is text to read: a file, a pipe, a terminal, a socket, /dev/null. A
+ * directory or a disk is refused at once, before the model is loaded. */
+static int check_stdin(void) {
+    struct stat st;
+    if (fstat(STDIN_FILENO, &st) != 0) return err_set("standard input: %s", strerror(errno));
+    if (S_ISDIR(st.st_mode)) return err_set("standard input: a directory, not text to translate");
+    if (S_ISBLK(st.st_mode)) return err_set("standard input: a block device, not text to translate");
+    return 0;
+}
+
 int cmd_translate(int argc, char **argv) {
     static struct option opts[16];
     size_t n_opts = sizeof translate_long_options / sizeof translate_long_options[0];
@@ -63,12 +77,14 @@ int cmd_translate(int argc, char **argv) {
         return cmd_usage("qkv translate RUN_DIR|WEIGHTS [--beam K | --greedy] [--nbest N] [--length-penalty A] "
                          "[--max-len-a A --max-len-b B] [--no-repeat-ngram N] [--no-replace-unk] < source.txt > translation.txt");
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
+    if (check_stdin() != 0) return cmd_fail(2);
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    int n; /* the input before the note: a read error is then the one line on stderr */
+    char **lines = read_lines_checked(stdin, "standard input", &n);
+    if (!lines) return run_close(&r), cmd_fail(err_status());
     fprintf(stderr, "qkv: translating with %s (%s, step %lld), %s\n", r.weights, r.which, (long long)r.meta.step,
             o.decode.beam == 1 ? "greedy search" : "beam search");
-    int n;
-    char **lines = read_lines(stdin, &n);
     TranslateStats st;
     double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o.decode.nbest);
     char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st, scores);

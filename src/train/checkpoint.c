@@ -1,5 +1,5 @@
 /* checkpoint: see checkpoint.h. The JSON header is written and read with jansson. */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, pread */
 #include "train/checkpoint.h"
 
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -241,22 +242,31 @@ static int parse_meta(CkptFile *f, json_t *md) {
 
 int ckpt_open(CkptFile *f, const char *path) {
     memset(f, 0, sizeof *f);
+    /* opened once, and read from that descriptor: a rename or rotation of the name
+     * meanwhile cannot swap the file under the check of its header length */
+    size_t size;
+    int fd = open_regular(path, READ_FILE_ANY, &size);
+    if (fd < 0) return -1;
     /* the header's length first: a file that claims a header past the limit, or past its
      * own end, is refused before the rest of it is read */
     uint64_t hlen;
-    size_t size;
-    int got = read_prefix(path, &hlen, 8, &size);
-    if (got < 0) return -1;
-    if (got == 8 && (hlen > HEADER_MAX || hlen > size - 8))
+    ssize_t got;
+    while ((got = pread(fd, &hlen, 8, 0)) < 0 && errno == EINTR) {}
+    if (got < 0) {
+        int e = errno;
+        close(fd);
+        return err_set("%s: %s", path, strerror(e)), err_io(e);
+    }
+    if (got == 8 && (hlen > HEADER_MAX || hlen > size - 8)) {
+        close(fd);
         return err_set("%s: header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, "
                        "or truncated",
                        path, (unsigned long long)hlen, size, HEADER_MAX);
-    size_t len;
-    char *bytes = read_file(path, &len);
-    if (!bytes) {
-        memset(f, 0, sizeof *f);
-        return -1;
     }
+    size_t len;
+    char *bytes = read_fd_max(fd, path, READ_FILE_ANY, &len);
+    close(fd);
+    if (!bytes) return -1;
     return ckpt_parse(f, path, bytes, len);
 }
 

@@ -23,10 +23,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 
-#define PARALLEL_MAX 16
+#define PARALLEL_MAX CONFIG_THREADS_MAX
 
 typedef struct Workers Workers;
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -45,6 +46,12 @@ const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long 
 
 uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt) { return hash64(vocab_hash(src), vocab_hash(tgt)); }
 
+/* 1 if name is a step checkpoint's file name, its step in *step. */
+static int step_name(const char *name, long long *step) {
+    char tail[32];
+    return sscanf(name, "step-%lld.safetensor%31s", step, tail) == 2 && strcmp(tail, "s") == 0 && *step >= 0;
+}
+
 /* Step numbers of the run's step checkpoints, ascending; returns the count. */
 static int list_steps(const char *dir, long long **steps_out) {
     char ck[CONFIG_PATH_MAX + 16];
@@ -56,8 +63,7 @@ static int list_steps(const char *dir, long long **steps_out) {
         struct dirent *e;
         while ((e = readdir(d))) {
             long long s;
-            char tail[32];
-            if (sscanf(e->d_name, "step-%lld.safetensor%31s", &s, tail) == 2 && strcmp(tail, "s") == 0 && s >= 0) {
+            if (step_name(e->d_name, &s)) {
                 if (n == cap) steps = xrealloc(steps, sizeof(long long) * (size_t)(cap *= 2));
                 steps[n++] = s;
             }
@@ -83,6 +89,65 @@ int run_step_checkpoints(const char *dir, char ***paths) {
     }
     free(steps);
     return n;
+}
+
+int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths) {
+    /* a train of the run may rotate the oldest away between the listing and the open:
+     * then the listing is read again; each file once open stays readable */
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        char **all;
+        int have = run_step_checkpoints(dir, &all), take = have < n ? have : n, opened = 0, vanished = 0;
+        if (have >= 0 && have < n && attempt < 20) {
+            /* a listing made while a checkpoint is renamed in and an old one removed can
+             * miss the new one (readdir over a changing directory): look again, briefly,
+             * before saying there are fewer than n */
+            free_lines(all, have);
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+            continue;
+        }
+        for (; opened < take; opened++) {
+            const char *p = all[have - take + opened];
+            struct stat st;
+            if ((fds[opened] = open_regular(p, READ_FILE_ANY, NULL)) >= 0) continue;
+            vanished = stat(p, &st) != 0 && errno == ENOENT;
+            break;
+        }
+        if (opened == take) {
+            *paths = xmalloc(sizeof(char *) * (size_t)(take ? take : 1));
+            for (int i = 0; i < take; i++) (*paths)[i] = xstrdup(all[have - take + i]);
+            free_lines(all, have);
+            return take;
+        }
+        for (int i = 0; i < opened; i++) close(fds[i]);
+        free_lines(all, have);
+        if (!vanished) return -1; /* a fault of the file's own, set by open_regular */
+    }
+    return err_set("%s: the run's checkpoints kept vanishing while being opened", dir);
+}
+
+int run_is_own_checkpoint(const char *dir, const char *path) {
+    char ck[CONFIG_PATH_MAX + 16], p[CONFIG_PATH_MAX + 64];
+    struct stat st, ck_st, other;
+    run_path(ck, sizeof ck, dir, "ckpt");
+    if (stat(ck, &ck_st) != 0) return 0; /* no checkpoints: nothing to overwrite */
+    if (stat(path, &st) == 0) { /* the same file under any name, a hard link or a symbolic one */
+        char **steps;
+        int n = run_step_checkpoints(dir, &steps), same = 0;
+        for (int i = 0; i < n && !same; i++)
+            same = stat(steps[i], &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
+        free_lines(steps, n);
+        if (same || (stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &other) == 0 && other.st_dev == st.st_dev &&
+                     other.st_ino == st.st_ino))
+            return 1;
+    }
+    /* a name the run's ckpt/ uses, whether or not it is there yet: the directory resolved */
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char parent[CONFIG_PATH_MAX + 64];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    long long step;
+    return (strcmp(base, "best.safetensors") == 0 || step_name(base, &step)) && stat(parent, &st) == 0 &&
+           st.st_dev == ck_st.st_dev && st.st_ino == ck_st.st_ino;
 }
 
 int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
@@ -128,14 +193,18 @@ int run_mark_best(const char *dir, const char *ckpt_path) {
     run_path(best, sizeof best, dir, "ckpt/best.safetensors");
     if (tmp_name(tmp, sizeof tmp, best) != 0) return -1;
     unlink(tmp);
+    signals_hold(); /* no tmp link left by a stop between link and rename */
     /* a hard link costs no space and survives the rotation deleting the step file */
-    if (link(ckpt_path, tmp) != 0) return err_set("%s: cannot link: %s", tmp, strerror(errno));
-    if (rename(tmp, best) != 0) {
+    int rc = 0;
+    if (link(ckpt_path, tmp) != 0) {
+        rc = err_set("%s: cannot link: %s", tmp, strerror(errno));
+    } else if (rename(tmp, best) != 0) {
         int e = errno;
         unlink(tmp);
-        return err_set("%s: cannot rename into place: %s", best, strerror(e));
+        rc = err_set("%s: cannot rename into place: %s", best, strerror(e));
     }
-    return 0;
+    signals_release();
+    return rc;
 }
 
 /* The run's lock: a write lock on <dir>/lock held by this process until it exits (the
@@ -177,6 +246,7 @@ int run_create(const Config *cfg, int force, int *made) {
     struct stat st;
     *made = stat(cfg->run_dir, &st) != 0;
     if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
+    if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, "metrics.jsonl")) != 0) return -1;
     if (stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) != 0) return 0;
     /* a run stopped before its first checkpoint has nothing to resume from or to lose */
     if (!has_checkpoint(cfg->run_dir)) return 1;
@@ -233,7 +303,10 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
 int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
     struct stat st;
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_lock(dir) != 0) return -1;
+    char p[CONFIG_PATH_MAX + 32];
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
+    /* the file training appends to: a FIFO there would hold the run until a reader came */
+    if (regular_or_absent(run_path(p, sizeof p, dir, "metrics.jsonl")) != 0) return -1;
     snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
     run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
     if (!has_checkpoint(dir))

@@ -68,6 +68,16 @@ const char *run_path(char *buf, size_t n, const char *dir, const char *file);
 const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step);
 /* Paths of a run's step checkpoints, oldest first (free_lines(paths, n) frees them). */
 int run_step_checkpoints(const char *dir, char ***paths);
+/* The newest n step checkpoints of a run, opened for reading (fds[i], oldest first, the
+ * caller closes them) with their paths (free_lines(paths, count) frees them): one that a
+ * train of the run rotates away between the listing and its open makes a new listing,
+ * so every file returned exists and stays readable. Returns the count, fewer than n
+ * when the run keeps fewer; -1 with the error set. */
+int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths);
+/* 1 if writing path would replace a checkpoint of the run in dir: path is the same file
+ * as one of its step checkpoints or best.safetensors, or names one of those in its
+ * ckpt/ (however the directory is spelled), there yet or not. */
+int run_is_own_checkpoint(const char *dir, const char *path);
 /* The highest-step checkpoint of a run; -1 (error set) when there is none. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);
 /* Deletes step checkpoints beyond the newest `keep`, and the .tmp files of ckpt/ that

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,10 @@
 #include "train/plot.h"
 #include "util.h"
 
-static volatile sig_atomic_t stop_signal;
-static void on_signal(int sig) { stop_signal = sig; }
+/* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
+ * by the main thread before each step: a lock-free atomic, which a handler may write. */
+static atomic_int stop_signal;
+static void on_signal(int sig) { atomic_store(&stop_signal, sig); }
 
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop) {
     ModelBatch b;
@@ -368,7 +371,7 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     /* read once, before the step: under ranks the step tells every rank of any rank's
      * request, so all stop after the same step; a signal arriving later is seen after
      * the next step, never between this step's validation and its checkpoint */
-    int stop = stop_signal;
+    int stop = atomic_load(&stop_signal);
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
     t->stopping = stop;
@@ -440,8 +443,10 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
 int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
     if (dist_rank() != 0) return 0;
-    t->metrics = fopen(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), append ? "a" : "w");
-    return t->metrics ? 0 : err_set("%s: cannot open for writing", p);
+    /* never blocks on a FIFO put there, and refuses anything but a regular file */
+    t->metrics = fopen_regular(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), append ? "a" : "w",
+                               "cannot open for writing");
+    return t->metrics ? 0 : -1;
 }
 
 int trainer_restore(Trainer *t, const char *ckpt, char *bytes, size_t len, int *threads) {

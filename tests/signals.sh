@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SIGINT and SIGTERM at random instants in the first 300 ms of a run, QKV_SIGNAL_RUNS
+# times each (default 50) with 2 and 4 threads, every other run with threads started late
+# by up to 100 ms (tests/shim): each run ends, with exit 0 (stopped after a step, with a
+# checkpoint, or done) or, when the signal came before training began, the signal's own
+# status (130, 143) and nothing that blocks the next `qkv train`; every checkpoint
+# written loads, and no tmp file is left. The same under mpirun, 2 ranks (SIGUSR1 is the
+# stop there; SIGINT/SIGTERM end the job). Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-signals.XXXXXX)
+[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+source tests/lib.sh
+runs=${QKV_SIGNAL_RUNS:-50}
+shim=$(realpath "$(dirname "$QKV_BIN")/late_start.so" 2>/dev/null || realpath build/late_start.so)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+
+"$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
+tiny_config "$T/c.yaml" r "$T/data" "steps: 100000, log_every: 10, valid_every: 1000, checkpoint_every: 1000"
+
+# check_run DIR: every checkpoint loads and no tmp file is left; prints what is wrong
+check_run() {
+    local f
+    for f in "$1"/ckpt/*.safetensors; do
+        [[ -e $f ]] || continue
+        "$QKV" info "$f" >/dev/null 2>&1 || echo "$f does not load"
+    done
+    find "$1" -name '*.tmp' | sed 's/$/ left behind/'
+}
+
+# storm SIG THREADS: $runs runs of `qkv train`, each signalled at a random instant
+storm() {
+    local sig=$1 n=$2 num fails=0 stopped=0 early=0 first="" i dir pid rc why
+    num=$(kill -l "$sig")
+    for ((i = 0; i < runs; i++)); do
+        dir="$T/$sig-$n-$i"
+        # a background job of a script starts with SIGINT ignored; a user's command does not
+        if ((i % 2)); then
+            LD_PRELOAD=$shim QKV_LATE_START_MS=100 QKV_LATE_START_RANDOM=1 QKV_TIMEOUT=60 env --default-signal=INT \
+                "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.threads=$n >"$dir.out" 2>"$dir.err" &
+        else
+            QKV_TIMEOUT=60 env --default-signal=INT \
+                "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.threads=$n >"$dir.out" 2>"$dir.err" &
+        fi
+        pid=$!
+        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+        kill -"$sig" $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        rc=$?
+        why=""
+        if [[ $rc -eq 0 ]]; then
+            grep -q "^stopped by signal $num after step [0-9]*; checkpoint " "$dir.out" || why="exit 0 without the stop line"
+            stopped=$((stopped + 1))
+        elif [[ $rc -eq $((128 + num)) ]]; then
+            early=$((early + 1))
+            [[ -s $dir.err ]] && why="killed early, but said: $(head -1 "$dir.err")"
+            # what it left must not block the next train in that directory
+            [[ -z $why ]] && ! QKV_TIMEOUT=60 "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.steps=2 \
+                >/dev/null 2>"$dir.again" && why="the next train there failed: $(head -1 "$dir.again")"
+        else
+            why="exit $rc: $(head -2 "$dir.err")"
+        fi
+        [[ -z $why ]] && why=$(check_run "$dir" | head -2)
+        if [[ -n $why ]]; then
+            fails=$((fails + 1))
+            [[ -n $first ]] || first="run $i: $why"
+        fi
+        [[ -n ${QKV_KEEP_TMP:-} ]] || rm -rf "$dir" "$dir".*
+    done
+    [[ $fails -eq 0 ]] && ok "sig${sig,,}_at_random_instants_${n}_threads ($stopped stopped with a checkpoint, $early before training)" ||
+        bad "sig${sig,,}_at_random_instants_${n}_threads" "$fails of $runs runs; $first"
+}
+
+for n in 2 4; do
+    storm INT $n
+    storm TERM $n
+done
+
+# ---- under mpirun --------------------------------------------------------------------------
+if ! ldd "$QKV_BIN" 2>/dev/null | grep -q libmpi || ! command -v mpirun >/dev/null; then
+    skip_missing mpi_signals "qkv without MPI, or no mpirun"
+    finish
+    exit
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_runs=${QKV_MPI_SIGNAL_RUNS:-10}
+# mpi_storm SIG: SIGUSR1 stops every rank with a checkpoint (exit 0); SIGINT and SIGTERM
+# end the job (not 0); either way the job ends and what it wrote loads
+mpi_storm() {
+    local sig=$1 fails=0 first="" i dir pid rc why
+    for ((i = 0; i < mpi_runs; i++)); do
+        dir="$T/mpi-$sig-$i"
+        # a SIGUSR1 that reaches mpirun before the ranks exist is dropped: the job trains to
+        # its end (150 steps), which must end too
+        QKV_TIMEOUT=60 env --default-signal=INT "$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/c.yaml" --set run_dir="$dir" \
+            --set train.threads=2 --set train.steps=150 >"$dir.out" 2>"$dir.err" &
+        pid=$!
+        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+        kill -"$sig" $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        rc=$?
+        why=""
+        if [[ $rc -eq 137 ]]; then why="hung: $(tail -1 "$dir.err")"
+        elif [[ $sig == USR1 && $rc -ne 0 ]] && grep -q "^step " "$dir.out"; then why="exit $rc after training began"
+        fi
+        [[ -z $why ]] && why=$(check_run "$dir" | grep -v '\.tmp left behind' | head -2)
+        if [[ -n $why ]]; then
+            fails=$((fails + 1))
+            [[ -n $first ]] || first="run $i: $why"
+        fi
+        [[ -n ${QKV_KEEP_TMP:-} ]] || rm -rf "$dir" "$dir".*
+    done 2>/dev/null
+    [[ $fails -eq 0 ]] && ok "mpirun_sig${sig,,}_at_random_instants" || bad "mpirun_sig${sig,,}_at_random_instants" "$fails of $mpi_runs runs; $first"
+}
+for sig in USR1 INT TERM; do mpi_storm $sig; done
+finish
