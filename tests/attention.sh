@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Attention maps end to end: the files `qkv attention` writes, its bad-input handling,
 # `qkv align` output, and a real-browser test of the HTML viewer in headless Chromium
-# (skipped, loudly, only when Chromium is not installed). Ends with "N passed, N failed".
+# (skipped, loudly, only when Chromium is not installed). Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -100,7 +100,8 @@ grep -q '"source":\["the","cat","<eos>"\]' "$out/maps.json" && grep -qF '["the",
 # Two watched sentences (one with its target forced), a snapshot at step 0 and every 60 steps;
 # the last decoder layer's head-averaged cross-attention must sharpen by 30% or more.
 ws=$(sed -n 3p "$T/data/test.src") wt=$(sed -n 3p "$T/data/test.tgt")
-sed -n '3p;7p' "$T/data/test.align" >"$T/watch.gold"
+# one gold line per watched sentence, in the order they are watched (test line 7, then 3)
+{ sed -n 7p "$T/data/test.align"; sed -n 3p "$T/data/test.align"; } >"$T/watch.gold"
 wcfg="train.watch=$(printf 'the red cat %.0s' {1..8})" # 24 tokens; max_len 3 gives 16 positions
 tiny_config "$T/watch.yaml" watch "$T/data" "steps: 480, valid_every: 60, checkpoint_every: 240,
   watch: [\"$(sed -n 7p "$T/data/test.src")\", {src: \"$ws\", tgt: \"$wt\"}]"
@@ -126,7 +127,7 @@ sed 's/^train: .*/train: {steps: 480, valid_every: 60, checkpoint_every: 240}/' 
     same_tensors "$T/watched/ckpt/step-000480.safetensors" "$T/unwatched/ckpt/step-000480.safetensors" &&
     ok "watch_leaves_weights_byte_identical" || bad "watch_leaves_weights_byte_identical" "checkpoints differ"
 expect_error "watch_without_snapshots" 2 "no watched sentences recorded" "$QKV" attention "$T/run" --watch --out "$T/x"
-expect_error "watch_sentence_too_long" 2 "^qkv: train.watch: sentence 1 is longer than" "$QKV" train "$T/watch.yaml" \
+expect_error "watch_sentence_too_long" 2 "^qkv: train.watch: sentence 1 is longer than" timeout 120 "$QKV" train "$T/watch.yaml" \
     --set run_dir="$T/toolong" --set data.max_len=3 --set "$wcfg"
 
 # ---- align ------------------------------------------------------------------------------------
@@ -143,11 +144,126 @@ expect_error "align_ragged_input" 2 "must be line-aligned" "$QKV" align "$T/run"
 expect_error "align_bad_head" 2 "^qkv: --layer/--head: this model has layers 0..1 and heads 0..3" "$QKV" align "$T/run" \
     --src "$T/data/test.src" --tgt "$T/data/test.tgt" --head 9
 
+# ---- odd inputs: snapshots of other models, huge claims, stray bytes, gold links off the sentence ----
+# utf8_ok FILE...: every file is well-formed UTF-8 (python3 is Debian's own, not a test dependency)
+utf8_ok() { /usr/bin/python3 -c 'import sys; [open(f, "rb").read().decode("utf-8") for f in sys.argv[1:]]' "$@" 2>/dev/null; }
+# the watched sentences again, through a model with one decoder layer, 3 snapshots (steps 0, 1, 2)
+tiny_config "$T/shallow.yaml" shallow "$T/data" "steps: 2, valid_every: 1, checkpoint_every: 2,
+  watch: [\"$(sed -n 7p "$T/data/test.src")\", {src: \"$ws\", tgt: \"$wt\"}]"
+sed -i 's/decoder_layers: 2/decoder_layers: 1/' "$T/shallow.yaml"
+timeout 120 "$QKV" train "$T/shallow.yaml" --set run_dir="$T/shallow" >"$T/shallow.log" 2>&1 ||
+    bad "watch_shallow_setup" "$(tail -2 "$T/shallow.log")"
+cp -r "$T/watched" "$T/mixed"
+cp "$T/shallow/watch/step-00000001.json" "$T/mixed/watch/"
+expect_error "watch_snapshots_of_two_model_shapes" 2 \
+    "^qkv: $T/mixed/watch/step-00000001\.json: sentence 1 is from a model of 2\+1 layers, 4 heads of 8, but step-00000000\.json from one of 2\+2 layers" \
+    timeout 120 "$QKV" attention "$T/mixed" --watch --out "$T/x"
+# train --force over a watched run with another model: its record starts over at step 0
+cp -r "$T/watched" "$T/reforced"
+timeout 120 "$QKV" train "$T/shallow.yaml" --set run_dir="$T/reforced" --force >"$T/reforced.log" 2>&1 &&
+    timeout 120 "$QKV" attention "$T/reforced" --watch --out "$T/reforced-view" >>"$T/reforced.log" 2>&1
+rc=$? snaps=$(ls "$T/reforced/watch" | tr '\n' ' ')
+[[ $rc -eq 0 && $snaps == "step-00000000.json step-00000001.json step-00000002.json " ]] &&
+    ok "watch_train_force_starts_a_new_record" || bad "watch_train_force_starts_a_new_record" "exit $rc, $snaps; $(tail -2 "$T/reforced.log")"
+cp -r "$T/watched" "$T/renamed"
+mv "$T/renamed/watch/step-00000060.json" "$T/renamed/watch/step-00000061.json"
+expect_error "watch_snapshot_step_differs_from_its_name" 2 "^qkv: $T/renamed/watch/step-00000061\.json: holds step 60, not the step 61" \
+    timeout 120 "$QKV" attention "$T/renamed" --watch --out "$T/x"
+# a small file claiming 16 layers of 256 heads of 8192 over 4096 tokens: refused before any allocation
+mkdir -p "$T/claims" && cp -r "$T/watched/"{config.yaml,src.vocab,tgt.vocab,ckpt} "$T/claims/" && mkdir -p "$T/claims/watch"
+/usr/bin/python3 -c 'import json; t = ["a"] * 4096
+d = {"format": "qkv-attention-2", "heads": 256, "d_head": 8192, "source": t, "target_in": t, "target_out": t}
+for k in ["encoder_self", "decoder_self", "cross"]: d[k] = [[]] * 16
+print(json.dumps({"format": "qkv-watch-1", "step": 0, "sentences": [d]}, separators=(",", ":")))' \
+    >"$T/claims/watch/step-00000000.json"
+expect_error "watch_snapshot_claims_huge_shapes ($(stat -c %s "$T/claims/watch/step-00000000.json") bytes)" 2 \
+    "^qkv: $T/claims/watch/step-00000000\.json: 'encoder_self'\[0\] does not hold 256 heads" \
+    timeout 120 "$QKV" attention "$T/claims" --watch --out "$T/x"
+# eight 511-byte sentences: a snapshot larger than the reader takes is refused before step 0
+long=$(printf 'the red cat sees a bird %.0s' {1..22})
+long=${long:0:511}
+tiny_config "$T/big.yaml" big "$T/data" "steps: 1, valid_every: 1, checkpoint_every: 1,
+  watch: [$(for i in 1 2 3 4 5 6 7 8; do printf '"%s"%s' "$long" "$([[ $i -lt 8 ]] && echo ', ')"; done)]"
+expect_error "watch_snapshot_larger_than_the_reader_takes" 2 \
+    "^qkv: train\.watch: a snapshot of these 8 sentences could take [0-9]+ bytes, more than the 67108864 'qkv attention --watch' reads" \
+    timeout 120 "$QKV" train "$T/big.yaml" --set run_dir="$T/big" --set data.max_len=80
+[[ ! -e $T/big/watch ]] && ok "watch_refused_list_writes_no_snapshot" || bad "watch_refused_list_writes_no_snapshot" "$(ls "$T/big/watch")"
+
+# bytes that are not UTF-8: every SVG parses as XML, every file is UTF-8, the warning spells them
+timeout 120 "$QKV" attention "$T/run" --text $'\xff\xfe cat \xc3' --out "$T/utf8" >"$T/utf8.log" 2>"$T/utf8.err"
+rc=$?
+parsed=$(/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as ET
+ok = 0
+for f in sys.argv[1:]:
+    try: ET.parse(f); ok += 1
+    except Exception as e: print(f, e, file=sys.stderr)
+print(ok)' "$T"/utf8/*.svg 2>"$T/utf8.xml")
+[[ $rc -eq 0 && $parsed -eq 30 ]] && utf8_ok "$T/utf8/maps.json" "$T/utf8/index.html" "$T/utf8.log" &&
+    grep -q '"source":\["\\ufffd\\ufffd","cat","\\ufffd"\|"source":\["��","cat","�"' "$T/utf8/maps.json" &&
+    ok "attention_invalid_utf8_svgs_parse_files_are_utf8" ||
+    bad "attention_invalid_utf8_svgs_parse_files_are_utf8" "exit $rc, $parsed of 30 SVGs parse; $(head -2 "$T/utf8.xml")"
+grep -qF "read as <unk>: '\xff\xfe', '\xc3'" "$T/utf8.err" && [[ $(wc -l <"$T/utf8.err") -eq 1 ]] &&
+    ok "attention_warning_spells_bytes_not_utf8" || bad "attention_warning_spells_bytes_not_utf8" "$(cat -v "$T/utf8.err")"
+# a long word is cut to its column on a character boundary
+timeout 120 "$QKV" attention "$T/run" --text "a$(printf 'é%.0s' {1..15}) cat" --query 1 --kind encoder_self --layer 0 \
+    --out "$T/wide" >"$T/wide.log" 2>/dev/null && utf8_ok "$T/wide.log" && ok "attention_query_table_cuts_labels_whole" ||
+    bad "attention_query_table_cuts_labels_whole" "$(grep -a '^   0' "$T/wide.log" | cat -v)"
+expect_error "attention_layer_without_query" 2 "^qkv: --kind/--layer/--head pick the map of --query N" \
+    timeout 120 "$QKV" attention "$T/run" --text "the cat" --layer 7 --out "$T/x"
+expect_error "attention_target_with_watch" 2 "^qkv: --target goes with --text, not --watch" \
+    timeout 120 "$QKV" attention "$T/watched" --watch --target "lo gato" --out "$T/x"
+
+# gold links past the sentence: refused with the file, line and link, by align and by --watch
+awk 'NR == 3 {$0 = $0 " 99-0"} 1' "$T/data/test.align" >"$T/oob-src.align"
+expect_error "align_gold_source_link_out_of_range" 2 \
+    "^qkv: $T/oob-src\.align:3: link 99-0 is out of range: the pair has [0-9]+ source and [0-9]+ target words" \
+    timeout 120 "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/oob-src.align"
+awk 'NR == 5 {$0 = "0-99 " $0} 1' "$T/data/test.align" >"$T/oob-tgt.align"
+expect_error "align_gold_target_link_out_of_range" 2 "^qkv: $T/oob-tgt\.align:5: link 0-99 is out of range" \
+    timeout 120 "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/oob-tgt.align"
+sed '2s/$/ 0-40/' "$T/watch.gold" >"$T/watch-oob-tgt.gold"
+expect_error "watch_gold_target_link_out_of_range" 2 \
+    "^qkv: $T/watch-oob-tgt\.gold:2: link 0-40 is out of range: watched sentence 2 has [0-9]+ source and [0-9]+ target words" \
+    timeout 120 "$QKV" attention "$T/watched" --watch --gold "$T/watch-oob-tgt.gold" --out "$T/x"
+sed '1s/$/ 30-0/' "$T/watch.gold" >"$T/watch-oob-src.gold"
+expect_error "watch_gold_source_link_out_of_range" 2 "^qkv: $T/watch-oob-src\.gold:1: link 30-0 is out of range: watched sentence 1 has" \
+    timeout 120 "$QKV" attention "$T/watched" --watch --gold "$T/watch-oob-src.gold" --out "$T/x"
+printf '%s\n' "0-0 1- 2" "0-0" >"$T/watch-loose.gold"
+expect_error "watch_gold_link_with_a_blank_inside" 2 "^qkv: $T/watch-loose\.gold:1: not Pharaoh alignments" \
+    timeout 120 "$QKV" attention "$T/watched" --watch --gold "$T/watch-loose.gold" --out "$T/x"
+# a link written twice is one sure link: the same scores as the file without repeats
+awk '{print $0, $0}' "$T/data/test.align" >"$T/twice.align"
+timeout 120 "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/twice.align" >"$T/twice.txt" 2>&1 &&
+    diff -q "$T/aer.txt" "$T/twice.txt" >/dev/null && ok "align_gold_repeated_links_count_once" ||
+    bad "align_gold_repeated_links_count_once" "$(diff "$T/aer.txt" "$T/twice.txt" | head -4)"
+# a line past the model's positions is refused, not cut short
+printf 'the cat %.0s' {1..60} >"$T/long.src" && printf 'lo gato %.0s' {1..60} >"$T/long.tgt"
+expect_error "align_line_longer_than_positions" 2 "^qkv: $T/long\.src:1: more than the [0-9]+ tokens this model has positions for" \
+    timeout 120 "$QKV" align "$T/run" --src "$T/long.src" --tgt "$T/long.tgt"
+
+# a word the text spells "<eos>" is still a word: four target words, four links
+printf 'the cat <eos> sleeps\n' >"$T/eos.src" && printf 'lo gato <eos> dorma\n' >"$T/eos.tgt"
+links=$(timeout 120 "$QKV" align "$T/run" --src "$T/eos.src" --tgt "$T/eos.tgt" 2>&1)
+[[ $links =~ ^[0-3]-0\ [0-3]-1\ [0-3]-2\ [0-3]-3$ ]] && ok "align_word_spelled_eos_keeps_numbering" ||
+    bad "align_word_spelled_eos_keeps_numbering" "'$links'"
+
+# subword pieces are pooled to words: one link per target word, each to a source word
+tiny_config "$T/bpe.yaml" bpe "$T/data" "steps: 20, valid_every: 20, checkpoint_every: 20, watch: [{src: \"$ws\", tgt: \"$wt\"}]"
+timeout 120 "$QKV" train "$T/bpe.yaml" --set run_dir="$T/bpe" --set data.tokenizer=bpe --set data.vocab_size=400 >"$T/bpe.log" 2>&1 ||
+    bad "bpe_setup" "$(tail -2 "$T/bpe.log")"
+timeout 120 "$QKV" align "$T/bpe" --src "$T/data/test.src" --tgt "$T/data/test.tgt" >"$T/bpe.align" 2>&1
+good=$(paste -d'\t' "$T/data/test.src" "$T/data/test.tgt" "$T/bpe.align" | awk -F'\t' '{
+    ns = split($1, s, " "); nt = split($2, t, " "); m = split($3, a, " "); fine = m == nt
+    for (k = 1; k <= m; k++) { split(a[k], p, "-"); if (p[1] >= ns || p[2] != k - 1) fine = 0 } c += fine } END { print c + 0 }')
+[[ $good -eq 50 ]] && ok "align_subword_pieces_pool_to_words" || bad "align_subword_pieces_pool_to_words" "$good of 50 lines; $(head -2 "$T/bpe.align")"
+echo "0-0" >"$T/bpe.gold"
+expect_error "watch_gold_refused_where_snapshots_lost_word_starts" 2 "^qkv: --gold: the snapshots of a bpe run do not keep where words start" \
+    timeout 120 "$QKV" attention "$T/bpe" --watch --gold "$T/bpe.gold" --out "$T/x"
+
 # ---- the viewer in a real browser ------------------------------------------------------------------
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
-    echo "SKIP browser test: Chromium is not installed and scripts/deps.sh could not install it"
-    echo "SKIP browser test: SKIPPED, the HTML viewer was NOT tested in a browser"
+    skip_missing browser "Chromium is not installed and scripts/deps.sh could not install it: the HTML viewer was NOT tested in a browser"
 else
     flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
         --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoints end to end: byte-identical resume (mid-epoch, across an epoch boundary,
 # after SIGINT, after SIGKILL), rotation and best, disk-full handling, bad checkpoints
-# through the command line. Ends with "N passed, N failed".
+# through the command line. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -78,7 +78,7 @@ for sig in INT TERM; do
     dir="$T/sig$sig"
     "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.checkpoint_every=100000 >"$dir.log" 2>&1 &
     pid=$!
-    while ! grep -q "^step 20/" "$dir.log" 2>/dev/null; do sleep 0.05; done
+    wait_for "$dir.log" "^step 20/"
     kill -$sig $pid
     wait $pid
     rc=$?

@@ -6,8 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/tokenize.h"
 #include "infer/align.h"
 #include "infer/attnmap.h"
+#include "infer/watch.h"
 #include "util.h"
 #include "check.h"
 
@@ -247,6 +249,19 @@ static void test_json_round_trip(void) {
     CHECK(worst < 1e-6, "read back differs by %g", worst);
     CHECK(strcmp(b.tgt_out[0], a.tgt_out[0]) == 0 && strcmp(b.src[4], "<eos>") == 0, "tokens");
     attnmap_free(&b);
+    /* a weight outside [0, 1], a number no float holds: refused, with the place */
+    json_t *row = json_array_get(json_array_get(json_array_get(json_object_get(root, "cross"), 1), 0), 1);
+    json_array_set_new(row, 2, json_real(2.5));
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strcmp(err_msg(), "x.json: 'cross'[1][0][1][2] is 2.5, not a weight in [0, 1]") == 0,
+          "weight 2.5 accepted: %s", err_msg());
+    json_array_set_new(row, 2, json_real(0.25));
+    row = json_array_get(json_array_get(json_array_get(json_object_get(root, "encoder_self_keys"), 0), 0), 0);
+    json_array_set_new(row, 0, json_real(1e300));
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "'encoder_self_keys'[0][0][0][0] is 1e+300, not a float"),
+          "1e300 accepted: %s", err_msg());
+    json_array_set_new(row, 0, json_real(0.5));
+    CHECK(attnmap_from_json(root, &b, "x.json") == 0, "%s", err_msg());
+    attnmap_free(&b);
     json_array_remove(json_array_get(json_array_get(json_array_get(json_object_get(root, "cross_contrib"), 1), 2), 0), 0);
     CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "x.json: 'cross_contrib'[1][2][0] does not hold"),
           "short row accepted: %s", err_msg());
@@ -299,15 +314,132 @@ static void test_alignment_scores(void) {
     /* pooling pieces to words: char pieces with the space marker */
     char *toks[6] = {"a", "b", "\xE2\x96\x81", "c", "d", "<eos>"};
     int word_of[6];
-    CHECK(align_words(toks, 6, 1, word_of) == 2 && word_of[1] == 0 && word_of[2] == -1 && word_of[4] == 1 &&
+    CHECK(align_words(toks, 6, TOKENIZER_CHAR, word_of) == 2 && word_of[1] == 0 && word_of[2] == -1 && word_of[4] == 1 &&
               word_of[5] == -1,
           "char pieces to words");
-    CHECK(align_words(toks, 2, 0, word_of) == 2 && word_of[1] == 1, "word tokens are words");
+    CHECK(align_words(toks, 2, TOKENIZER_WORD, word_of) == 2 && word_of[1] == 1, "word tokens are words");
+    /* subword pieces: a marked piece starts a word, a lone marker starts the next */
+    char *pieces[7] = {TOKENIZE_SPACE "farm", "er", TOKENIZE_SPACE "sees", "\xE2\x96\x81", "x", "y", "<eos>"};
+    int want[7] = {0, 0, 1, -1, 2, 2, -1}, piece_word[7];
+    CHECK(align_words(pieces, 7, TOKENIZER_BPE, piece_word) == 3 && memcmp(piece_word, want, sizeof want) == 0, "pieces to words");
     /* a map whose target word 0 looks at source word 1 */
     float map[2 * 3] = {0.1f, 0.8f, 0.1f, 0.7f, 0.2f, 0.1f};
     int tw[2] = {0, 1}, sw[3] = {0, 1, -1}, out[2];
     align_from_map(map, 3, tw, 2, 2, sw, 3, 2, out);
     CHECK(out[0] == 1 && out[1] == 0, "links %d %d", out[0], out[1]);
+}
+
+/* Bytes that are not UTF-8 (or not XML characters) reach no file: each becomes U+FFFD in
+ * labels, SVG, JSON and the page, and good text passes unchanged. */
+static void test_labels_become_valid_utf8(void) {
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"\xff\xfe cat \xc3", "\xEF\xBF\xBD\xEF\xBF\xBD cat \xEF\xBF\xBD"},
+        {"\xc0\xaf", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* overlong '/' */
+        {"a\xed\xa0\x80z", "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz"}, /* a surrogate */
+        {"\xef\xbf\xbe", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* U+FFFE: UTF-8, not XML */
+        {"\xe2\x82", "\xEF\xBF\xBD\xEF\xBF\xBD"},              /* cut off */
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *t = attnmap_utf8(cases[i].in);
+        CHECK(strcmp(t, cases[i].out) == 0, "case %zu: '%s'", i, t);
+        free(t);
+    }
+    float map[4] = {0.5f, 0.5f, 1, 0};
+    char *rows[2] = {"\xff<", "ok"}, *cols[2] = {"\xc3", "\xef\xbf\xbf"};
+    char *svg = attnmap_svg(map, 2, 2, rows, cols, "t\xfe");
+    CHECK(utf8_valid(svg, strlen(svg)) && !strstr(svg, "\xef\xbf\xbf") && strstr(svg, "\xEF\xBF\xBD&lt;"), "SVG: %.200s", svg);
+    free(svg);
+    /* maps whose labels were set by hand: the JSON and the page keep every good byte */
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    int src[2] = {4, 5}, tgt[1] = {6};
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, src, 2, tgt, 1, &a);
+    free(a.src[0]), a.src[0] = xstrdup("x\xffy");
+    char *text = attnmap_json(&a);
+    CHECK(utf8_valid(text, strlen(text)) && strstr(text, "\"x\xEF\xBF\xBDy\""), "maps.json: %.120s", text);
+    free(text);
+    char path[80];
+    snprintf(path, sizeof path, "/tmp/qkv-attn-utf8-%d.html", (int)getpid());
+    CHECK(attnview_write("{\"a\":\"\xff<\"}", path) == 0, "%s", err_msg());
+    size_t len;
+    char *html = read_file(path, &len);
+    unlink(path);
+    CHECK(html && utf8_valid(html, len) && strstr(html, "\"\xEF\xBF\xBD\\u003c\""), "page not UTF-8");
+    free(html);
+    attnmap_free(&a);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
+/* A small maps object that claims enormous shapes is refused by its shapes, before
+ * anything is allocated for them (an allocation that size would end in out of memory). */
+static void test_json_claims_checked_before_allocating(void) {
+    json_t *root = json_object(), *toks = json_array();
+    for (int i = 0; i < 4096; i++) json_array_append_new(toks, json_string("a"));
+    json_object_set_new(root, "format", json_string("qkv-attention-2"));
+    json_object_set_new(root, "heads", json_integer(256));
+    json_object_set_new(root, "d_head", json_integer(8192));
+    json_object_set(root, "source", toks);
+    json_object_set(root, "target_in", toks);
+    json_object_set_new(root, "target_out", toks);
+    const char *kinds[3] = {"encoder_self", "decoder_self", "cross"};
+    for (int k = 0; k < 3; k++) {
+        json_t *layers = json_array();
+        for (int l = 0; l < 16; l++) json_array_append_new(layers, json_array());
+        json_object_set_new(root, kinds[k], layers);
+    }
+    AttnMaps b;
+    CHECK(attnmap_from_json(root, &b, "big.json") != 0 && strcmp(err_msg(), "big.json: 'encoder_self'[0] does not hold 256 heads") == 0,
+          "%s", err_msg());
+    json_decref(root);
+}
+
+/* Pharaoh links are digits, a dash, digits: nothing strtol would also take; a link written
+ * twice counts once; a link past the sentence is found. */
+static void test_alignment_links_strict_unique_in_range(void) {
+    int pairs[8][2];
+    const char *loose[] = {"1- 2", "+1-2", "1-+2", " 1-2x", "1--2", "0x1-2", "99999999999-0", "1-2-3"};
+    for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) CHECK(align_parse(loose[i], pairs, 8) < 0, "'%s' accepted", loose[i]);
+    CHECK(align_parse(" 1-2\t3-4 ", pairs, 8) == 2 && pairs[1][0] == 3 && pairs[1][1] == 4, "blanks around links");
+    int n = align_parse("2-1 0-0 2-1 0-0 1-1", pairs, 8);
+    CHECK(n == 5 && align_unique(pairs, n) == 3 && pairs[0][0] == 0 && pairs[2][0] == 2, "repeats");
+    int links[2] = {0, 1};
+    AlignCounts c = {0};
+    align_score(links, 2, pairs, align_unique(pairs, align_parse("0-0 0-0 1-1", pairs, 8)), &c);
+    CHECK(c.gold == 2 && c.hits == 2 && align_aer(&c) == 0.0, "gold %ld hits %ld", c.gold, c.hits);
+    n = align_parse("0-0 1-2 3-1", pairs, 8);
+    CHECK(align_out_of_range(pairs, n, 4, 3) == -1 && align_out_of_range(pairs, n, 3, 3) == 2 &&
+              align_out_of_range(pairs, n, 4, 2) == 1,
+          "range");
+}
+
+/* watch_check's bound on a snapshot's size holds for what watch_record writes, and is not
+ * loose by more than twice (it takes every number at its longest). */
+static void test_watch_snapshot_bound(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    WatchSentence w[2] = {{"w4 w5 w6 w7 w8 w9 w4", "w8 w9 w4 w5"}, {"w5 w6 \x01", "w7"}};
+    char dir[80], path[120];
+    snprintf(dir, sizeof dir, "/tmp/qkv-watch-bound-%d", (int)getpid());
+    CHECK(watch_record(&m, TOKENIZER_WORD, &sv, &tv, w, 2, 7, dir) == 0, "%s", err_msg());
+    snprintf(path, sizeof path, "%s/watch/step-00000007.json", dir);
+    size_t len;
+    char *text = read_file(path, &len);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/watch", dir);
+    rmdir(path), rmdir(dir);
+    CHECK(text, "%s", err_msg());
+    free(text);
+    double bound = watch_snapshot_bound(&m, TOKENIZER_WORD, &sv, &tv, w, 2);
+    CHECK(bound >= (double)len && bound <= 2.0 * (double)len, "%zu bytes written, bound %.0f", len, bound);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
 }
 
 const TestCase attnmap_tests[] = {
@@ -318,5 +450,9 @@ const TestCase attnmap_tests[] = {
     {"attention_viewer_page_compiled_verbatim", test_viewer_page_compiled_verbatim},
     {"attention_svg_labels_legend_escaping", test_svg_labels_legend_escaping},
     {"alignment_parse_score_aer_pooling", test_alignment_scores},
+    {"attention_labels_become_valid_utf8", test_labels_become_valid_utf8},
+    {"attention_json_claims_checked_before_allocating", test_json_claims_checked_before_allocating},
+    {"alignment_links_strict_unique_in_range", test_alignment_links_strict_unique_in_range},
+    {"watch_snapshot_bound_holds", test_watch_snapshot_bound},
     {NULL, NULL},
 };

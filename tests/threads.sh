@@ -52,6 +52,8 @@ late() {
 for n in 2 4; do
     late "watch_sentence_too_long_refused" $n 2 "^qkv: train.watch: sentence 1 is longer than" \
         "$QKV" train "$T/c.yaml" --set run_dir="$T/w$n" --set train.threads=$n --set data.max_len=3 --set "$long_watch"
+    # a run refused before training leaves nothing that would block the next train
+    [[ ! -e $T/w$n ]] && ok "watch_refusal_leaves_no_run ($n threads)" || bad "watch_refusal_leaves_no_run ($n threads)" "$(ls "$T/w$n")"
     late "bench_batches_only_ends" $n 0 "" "$QKV" bench "$T/c.yaml" --set train.threads=$n --batches-only \
         --warmup 1 --steps 2 --decode 2 --dump "$T/job$n.json"
     late "bench_dump_nowhere_refused" $n 2 "^qkv: /sys/x.json" "$QKV" bench "$T/c.yaml" --set train.threads=$n \

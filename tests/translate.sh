@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Translation-toolkit tests: `qkv score` against sacrebleu's figures and its bad inputs,
 # beam search and its options on a trained toy run, `qkv eval`, `qkv export`, SentencePiece
-# runs. Ends with "N passed, N failed".
+# runs. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}

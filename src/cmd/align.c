@@ -115,8 +115,15 @@ int cmd_align(int argc, char **argv) {
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     int (*pairs)[2] = NULL;
     for (int i = 0; i < n_src; i++) {
-        int ns = encode_line(src[i], tok, &r.src_vocab, sid, max), nt = encode_line(tgt[i], tok, &r.tgt_vocab, tid, max);
+        /* one past the positions: a line the model cannot read whole is refused, not cut
+         * (its alignments would stop short of its last words) */
+        int ns = encode_line(src[i], tok, &r.src_vocab, sid, max + 1), nt = encode_line(tgt[i], tok, &r.tgt_vocab, tid, max + 1);
         int ng = 0;
+        if (ns > max || nt > max) {
+            err_set("%s:%d: more than the %d tokens this model has positions for", ns > max ? src_path : tgt_path, i + 1, max);
+            free(sid), free(tid), free(pairs);
+            goto done;
+        }
         /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
         int cap = gold ? (int)(strlen(gold[i]) / 3 + 1) : 0;
         if (gold) pairs = xrealloc(pairs, sizeof(int[2]) * (size_t)cap);
@@ -126,13 +133,27 @@ int cmd_align(int argc, char **argv) {
             goto done;
         }
         if (ns == 0 || nt == 0) {
+            if (gold && ng > 0) {
+                err_set("%s:%d: link %d-%d is out of range: the pair has an empty side", gold_path, i + 1, pairs[0][0], pairs[0][1]);
+                free(sid), free(tid), free(pairs);
+                goto done;
+            }
             if (!gold) printf("\n");
             continue;
         }
         AttnMaps a;
         attnmap_capture(&r.model, &r.src_vocab, &r.tgt_vocab, sid, ns, tid, nt, &a);
         int *sw = xmalloc(sizeof(int) * (size_t)a.S), *tw = xmalloc(sizeof(int) * (size_t)a.T);
-        int nsw = align_words(a.src, a.S, tok == TOKENIZER_CHAR, sw), ntw = align_words(a.tgt_out, a.T, tok == TOKENIZER_CHAR, tw);
+        int nsw = align_words(a.src, a.S, tok, sw), ntw = align_words(a.tgt_out, a.T, tok, tw); /* the vocabulary's pieces */
+        int bad = gold ? align_out_of_range(pairs, ng, nsw, ntw) : -1;
+        if (bad >= 0) {
+            err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", gold_path, i + 1,
+                    pairs[bad][0], pairs[bad][1], nsw, ntw);
+            free(sw), free(tw), free(sid), free(tid), free(pairs);
+            attnmap_free(&a);
+            goto done;
+        }
+        if (gold) ng = align_unique(pairs, ng); /* a link written twice is one sure link */
         float *map = xmalloc(sizeof(float) * (size_t)a.S * a.T);
         int *links = xmalloc(sizeof(int) * (size_t)(ntw ? ntw : 1));
         for (int p = 0; p < n_picks; p++) {

@@ -119,19 +119,39 @@ static int publish(const char *tmp, const char *out) {
 
 /* ---- one sentence ------------------------------------------------------------------------ */
 
-/* Encodes text; lists unknown words into `unknown` (may be NULL). Returns the count. */
+/* A word of the user's text quoted for a one-line message: control bytes and bytes that
+ * are not UTF-8 spelled \n, \t, \xNN, as every message spells them. */
+static void quote_word(StrBuf *sb, const char *w) {
+    sb_append(sb, "'", 1);
+    while (*w) {
+        size_t n = attnmap_utf8_char(w);
+        unsigned char c = (unsigned char)*w;
+        if (n && c >= 0x20 && c != 0x7f) sb_append(sb, w, n), w += n;
+        else if (c == '\n' || c == '\t') sb_append(sb, c == '\n' ? "\\n" : "\\t", 2), w++;
+        else sb_printf(sb, "\\x%02x", c), w++;
+    }
+    sb_append(sb, "'", 1);
+}
+
+/* Encodes text; lists unknown words into `unknown` (may be NULL), each once. Returns the
+ * count. */
 static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown) {
     int n = encode_line(text, tokenizer, v, ids, max);
     if (unknown) {
-        /* find which tokens mapped to <unk>: re-encode token by token */
+        /* which words mapped to <unk>: re-encode word by word, split where the tokenizer
+         * splits; with characters, the space token between words is no word's */
         char *copy = xstrdup(text);
-        int k = 0;
-        for (char *tok = strtok(copy, " \t"); tok && k < n; tok = strtok(NULL, " \t")) {
-            int sub[64], m = encode_line(tok, tokenizer, v, sub, 64);
-            for (int i = 0; i < m && k < n; i++, k++)
-                if (ids[k] == VOCAB_UNK) sb_printf(unknown, "%s'%s'", unknown->len ? ", " : "", tok);
+        int *sub = xmalloc(sizeof(int) * (size_t)(max + 1)), k = 0, first = 1;
+        for (char *tok = strtok(copy, " \t\r\v\f"); tok && k < n; tok = strtok(NULL, " \t\r\v\f"), first = 0) {
+            if (tokenizer == TOKENIZER_CHAR && !first) k++;
+            int m = encode_line(tok, tokenizer, v, sub, max + 1), unk = 0;
+            for (int i = 0; i < m && k < n; i++, k++) unk |= ids[k] == VOCAB_UNK;
+            if (unk) {
+                if (unknown->len) sb_append(unknown, ", ", 2);
+                quote_word(unknown, tok);
+            }
         }
-        free(copy);
+        free(copy), free(sub);
     }
     return n;
 }
@@ -174,7 +194,7 @@ static int check_query(const AttnMaps *a, Options *o) {
 }
 
 static int one_sentence(Run *r, Options *o) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2, svgs = 0;
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2, svgs = 0, held = 0;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     AttnMaps maps = {0};
     char tmp[CONFIG_PATH_MAX + 64], path[CONFIG_PATH_MAX + 96];
@@ -184,17 +204,19 @@ static int one_sentence(Run *r, Options *o) {
     attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
     if (o->query >= 0 && check_query(&maps, o) != 0) goto done;
     rc = 1;
+    signals_hold(), held = 1; /* a stop lands once the staging directory is published or gone */
     if (staging_dir(o->out, tmp, sizeof tmp) != 0) goto done;
     snprintf(path, sizeof path, "%s/maps.json", tmp);
     if (attnmap_write_json(&maps, path) != 0 || attnmap_write_svgs(&maps, tmp, &svgs) != 0) goto done;
     snprintf(path, sizeof path, "%s/index.html", tmp);
     if (attnmap_write_html(&maps, path) != 0 || publish(tmp, o->out) != 0) goto done;
     tmp[0] = '\0';
+    signals_release(), held = 0;
     printf("model: %s (%s, step %lld)\n", r->weights, r->which, (long long)r->meta.step);
-    printf("source: %s\n%s: ", o->text, o->target ? "target (forced)" : "translation (greedy)");
-    char *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab);
-    printf("%s\n\n", words);
-    free(words);
+    /* what the terminal shows is UTF-8 too, as the files are: a bad byte is U+FFFD */
+    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
+    printf("source: %s\n%s: %s\n\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    free(text), free(words), free(shown);
     if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
     else attnmap_print_terminal(&maps, stdout);
     printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, svgs, o->out);
@@ -202,6 +224,7 @@ static int one_sentence(Run *r, Options *o) {
 done:
     if (rc == 1) rc = err_status(); /* where the files could not go: 2; a full disk: 1 */
     if (tmp[0]) remove_dir(tmp);
+    if (held) signals_release();
     attnmap_free(&maps);
     free(src), free(tgt);
     return rc;
@@ -223,17 +246,34 @@ static int watched(Run *r, const Options *o) {
             err_set("%s: %d lines, but %d sentences are watched: one Pharaoh line each", o->gold, n_gold, w.n_sentences);
             goto done;
         }
+        /* a snapshot's labels are the text subword pieces stand for: where a word starts
+         * is gone, and pieces counted as words would give an AER of something else */
+        int tok = r->cfg.data.tokenizer;
+        if (tokenizer_is_subword(tok)) {
+            err_set("--gold: the snapshots of a %s run do not keep where words start; score alignments with 'qkv align "
+                    "--gold'",
+                    tok == TOKENIZER_BPE ? "bpe" : "unigram");
+            goto done;
+        }
+        /* which sentences have a given target (their target words are fixed): the run's
+         * own train.watch, when it lists the sentences the snapshots hold */
+        int forced[CONFIG_WATCH_MAX] = {0};
+        for (int i = 0; i < w.n_sentences && r->cfg.train.n_watch == w.n_sentences; i++) forced[i] = r->cfg.train.watch[i].tgt[0] != 0;
+        if (watch_gold_check(&w, tok, gold, o->gold, forced, r->model.cfg.max_positions - 2) != 0) goto done;
         aer = xmalloc(sizeof(double) * (size_t)w.n_snapshots);
         for (int k = 0; k < w.n_snapshots; k++)
-            if (watch_aer(&w, k, r->cfg.data.tokenizer == TOKENIZER_CHAR, gold, &aer[k]) != 0) goto done;
+            if (watch_aer(&w, k, tok, gold, &aer[k]) != 0) goto done;
     }
     rc = 1;
     char *json = watch_view_json(&w, aer);
+    signals_hold(); /* a stop lands once the staging directory is published or gone */
     int written = staging_dir(o->out, tmp, sizeof tmp) == 0 &&
                   (snprintf(path, sizeof path, "%s/watch.json", tmp), write_file_atomic(path, json, strlen(json)) == 0) &&
                   (snprintf(path, sizeof path, "%s/index.html", tmp), attnview_write(json, path) == 0) &&
                   publish(tmp, o->out) == 0;
     free(json);
+    if (!written && tmp[0]) remove_dir(tmp), tmp[0] = '\0';
+    signals_release();
     if (!written) goto done;
     tmp[0] = '\0';
     const AttnMaps *first = &w.snap[0].sentences[0];
@@ -273,7 +313,7 @@ int cmd_attention(int argc, char **argv) {
         {"head", required_argument, 0, 'h'},  {"watch", no_argument, 0, 'w'},        {"gold", required_argument, 0, 'a'},
         {0}};
     Options o = {.out = "attn", .query = -1, .kind = ATTN_CROSS, .layer = -1, .head = -1};
-    int c, bad = 0;
+    int c, bad = 0, picked = 0; /* --kind, --layer or --head given */
     while ((c = getopt_long(argc, argv, "t:g:o:q:k:l:h:wa:", opts, NULL)) != -1 && !bad) {
         switch (c) {
         case 't': o.text = optarg; break;
@@ -282,10 +322,10 @@ int cmd_attention(int argc, char **argv) {
         case 'w': o.watch = 1; break;
         case 'a': o.gold = optarg; break;
         case 'q': bad = cmd_int("--query", "a query (row) number", optarg, 0, 100000, &o.query) != 0; break;
-        case 'l': bad = cmd_int("--layer", "a layer number", optarg, 0, 1000, &o.layer) != 0; break;
-        case 'h': bad = cmd_int("--head", "a head number", optarg, 0, 1000, &o.head) != 0; break;
+        case 'l': bad = cmd_int("--layer", "a layer number", optarg, 0, 1000, &o.layer) != 0, picked = 1; break;
+        case 'h': bad = cmd_int("--head", "a head number", optarg, 0, 1000, &o.head) != 0, picked = 1; break;
         case 'k':
-            o.kind = -1;
+            o.kind = -1, picked = 1;
             for (int k = 0; k < ATTN_KINDS; k++)
                 if (strcmp(optarg, attnmap_kind_name(k)) == 0) o.kind = k;
             if (o.kind < 0) bad = err_set("--kind: '%s' is not one of encoder_self, decoder_self, cross", optarg) != 0;
@@ -299,6 +339,11 @@ int cmd_attention(int argc, char **argv) {
                          "[--head H]] | --watch [--gold ALIGNMENTS]) [--out DIR]");
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
     if (o.gold && !o.watch) return err_set("--gold goes with --watch (for a corpus: qkv align --gold)"), cmd_fail(2);
+    /* an option that would change nothing is refused, not ignored */
+    if (o.watch && (o.target || o.query >= 0 || picked))
+        return err_set("--%s goes with --text, not --watch", o.target ? "target" : o.query >= 0 ? "query" : "kind/--layer/--head"),
+               cmd_fail(2);
+    if (picked && o.query < 0) return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o);

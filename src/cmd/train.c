@@ -297,7 +297,7 @@ static void catch_launcher_signals(const Trainer *t) {
 }
 
 /* Runs the loop and says how it ended; returns the exit status. */
-static int run_loop(Trainer *t) {
+static int run_loop(Trainer *t, int *began) {
     catch_launcher_signals(t);
     /* under mpirun a rank's stdout is a pseudo-terminal wherever the job's output goes,
      * so a job of ranks logs line by line */
@@ -307,6 +307,7 @@ static int run_loop(Trainer *t) {
     int bad = dist_rank() == 0 &&
               ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0);
     int rc = agree(bad ? 2 : 0);
+    *began = rc == 0;
     if (rc == 0) rc = report_end(t, &screen, trainer_run(t, &rep));
     screen_free(&screen);
     return rc;
@@ -327,7 +328,9 @@ static int train_new(Trainer *t, int force) {
         if (lead) run_abandon(cfg->run_dir, made);
         return rc;
     }
-    return run_loop(t);
+    int began;
+    if ((rc = run_loop(t, &began)) != 0 && !began && lead) run_abandon(cfg->run_dir, made); /* refused: as above */
+    return rc;
 }
 
 /* Joins the MPI job when launched as one; the other ranks' standard output goes to
@@ -414,7 +417,8 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     t->run.cfg.train.steps = goal;
     printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
     if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? err_status() : 0))) return rc;
-    return run_loop(t);
+    int began;
+    return run_loop(t, &began);
 }
 
 /* PARALLEL_MAX as text, for the message: the threads one process can run */

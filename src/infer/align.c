@@ -8,16 +8,22 @@
 #include "data/tokenize.h"
 #include "util.h"
 
-int align_words(char **tokens, int n, int pieces_are_chars, int *word_of) {
+int align_words(char **tokens, int n, int tokenizer, int *word_of) {
     int words = 0, in_word = 0;
+    size_t marker = strlen(TOKENIZE_SPACE);
     for (int i = 0; i < n; i++) {
-        if (strcmp(tokens[i], TOKENIZE_SPACE) == 0 || strcmp(tokens[i], "<eos>") == 0) {
+        /* the EOS that ends the sequence; a "<eos>" the text itself holds is a word */
+        int eos = i == n - 1 && strcmp(tokens[i], "<eos>") == 0;
+        if (eos || (tokenizer != TOKENIZER_WORD && strcmp(tokens[i], TOKENIZE_SPACE) == 0)) {
             word_of[i] = -1;
             in_word = 0;
             continue;
         }
-        /* with words every token starts one; with characters a word runs to the next space */
-        if (!in_word || !pieces_are_chars) words++;
+        /* words: every token starts one; characters: a word runs to the next space;
+         * pieces: one that starts with the space marker starts a word */
+        int starts = tokenizer == TOKENIZER_WORD || !in_word ||
+                     (tokenizer_is_subword(tokenizer) && strncmp(tokens[i], TOKENIZE_SPACE, marker) == 0);
+        if (starts) words++;
         in_word = 1;
         word_of[i] = words - 1;
     }
@@ -44,23 +50,52 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
     free(pooled), free(pieces);
 }
 
+/* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */
+static const char *parse_index(const char *p, int *out) {
+    if (*p < '0' || *p > '9') return NULL;
+    long v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((v = v * 10 + (*p - '0')) > INT_MAX) return NULL;
+    *out = (int)v;
+    return p;
+}
+
 int align_parse(const char *line, int (*pairs)[2], int max) {
     int n = 0;
     const char *p = line;
     while (*p) {
         while (*p == ' ' || *p == '\t') p++;
         if (!*p) break;
-        char *end;
-        long i = strtol(p, &end, 10);
-        if (end == p || *end != '-' || i < 0 || i > INT_MAX) return -1;
-        p = end + 1;
-        long j = strtol(p, &end, 10);
-        if (end == p || j < 0 || j > INT_MAX || (*end && *end != ' ' && *end != '\t')) return -1;
-        p = end;
-        if (n < max) pairs[n][0] = (int)i, pairs[n][1] = (int)j;
+        int i, j;
+        if (!(p = parse_index(p, &i)) || *p != '-' || !(p = parse_index(p + 1, &j)) || (*p && *p != ' ' && *p != '\t'))
+            return -1;
+        if (n < max) pairs[n][0] = i, pairs[n][1] = j;
         n++;
     }
     return n > max ? max : n;
+}
+
+static int by_pair(const void *a, const void *b) {
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int align_unique(int (*pairs)[2], int n) {
+    if (n < 2) return n;
+    qsort(pairs, (size_t)n, sizeof *pairs, by_pair);
+    int m = 1;
+    for (int k = 1; k < n; k++) {
+        if (pairs[k][0] == pairs[m - 1][0] && pairs[k][1] == pairs[m - 1][1]) continue;
+        pairs[m][0] = pairs[k][0], pairs[m][1] = pairs[k][1];
+        m++;
+    }
+    return m;
+}
+
+int align_out_of_range(int (*pairs)[2], int n, int n_src_words, int n_tgt_words) {
+    for (int k = 0; k < n; k++)
+        if (pairs[k][0] >= n_src_words || pairs[k][1] >= n_tgt_words) return k;
+    return -1;
 }
 
 void align_score(const int *links, int n_tgt_words, int (*gold)[2], int n_gold, AlignCounts *c) {

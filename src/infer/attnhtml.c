@@ -26,9 +26,12 @@ int attnview_write(const char *json, const char *path) {
     /* JSON inside <script> is not HTML text: entities are not decoded there, so the XML
      * escaper does not apply. What must not appear is markup ("</script>", "<!--"); a '<'
      * can only occur inside a JSON string, where \u003c means the same character. */
-    for (const char *p = json; *p; p++) {
+    for (const char *p = json; *p;) {
+        size_t n = attnmap_utf8_char(p); /* jansson writes UTF-8; any other writer's bad byte becomes U+FFFD */
         if (*p == '<') sb_append(&sb, "\\u003c", 6);
-        else sb_append(&sb, p, 1);
+        else if (n) sb_append(&sb, p, n);
+        else sb_append(&sb, "\xEF\xBF\xBD", 3);
+        p += n ? n : 1;
     }
     const char *rest = at + strlen(MARKER);
     sb_append(&sb, rest, strlen(rest));

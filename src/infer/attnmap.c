@@ -12,6 +12,56 @@
 #include "data/tokenize.h"
 #include "util.h"
 
+/* ---- text every writer can carry ----------------------------------------------------------- */
+
+size_t attnmap_utf8_char(const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    unsigned c = s[0], cp, min;
+    size_t len;
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+    else return 0;
+    for (size_t k = 1; k < len; k++) { /* a NUL is no continuation byte: a cut-off sequence stops here */
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
+    return len;
+}
+
+char *attnmap_utf8(const char *s) {
+    StrBuf sb = {0};
+    sb_append(&sb, "", 0);
+    while (*s) {
+        size_t n = attnmap_utf8_char(s);
+        if (n) sb_append(&sb, s, n), s += n;
+        else sb_append(&sb, "\xEF\xBF\xBD", 3), s++;
+    }
+    return sb.buf;
+}
+
+/* Characters of s (as attnmap_utf8 counts them: a replaced byte is one). */
+static int utf8_chars(const char *s) {
+    int n = 0;
+    for (size_t k; *s; s += k ? k : 1, n++) k = attnmap_utf8_char(s);
+    return n;
+}
+
+/* s in a field of `width` characters, right-aligned or left, cut to at most `max`
+ * characters: a label longer than the column never splits a character in two. */
+static void put_label(FILE *f, const char *s, int width, int max, int right) {
+    int n = 0;
+    const char *end = s;
+    for (size_t k; *end && n < max; end += k ? k : 1, n++) k = attnmap_utf8_char(end);
+    int pad = width > n ? width - n : 0;
+    if (right) fprintf(f, "%*s", pad, "");
+    fwrite(s, 1, (size_t)(end - s), f);
+    if (!right) fprintf(f, "%*s", pad, "");
+}
+
 static const char *kind_names[ATTN_KINDS] = {"encoder_self", "decoder_self", "cross"};
 static const char *kind_titles[ATTN_KINDS] = {"encoder self-attention", "decoder masked self-attention",
                                               "cross-attention (Q: decoder, K/V: encoder)"};
@@ -141,9 +191,10 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     out->src = xmalloc(sizeof(char *) * (size_t)S);
     out->tgt_in = xmalloc(sizeof(char *) * (size_t)T);
     out->tgt_out = xmalloc(sizeof(char *) * (size_t)T);
-    for (int i = 0; i < S; i++) out->src[i] = xstrdup(vocab_token(sv, s[i]));
-    for (int t = 0; t < T; t++) out->tgt_in[t] = xstrdup(vocab_token(tv, tin[t]));
-    for (int t = 0; t < T; t++) out->tgt_out[t] = xstrdup(vocab_token(tv, tout[t]));
+    /* a vocabulary edited by hand may hold any bytes: labels are valid UTF-8 from here on */
+    for (int i = 0; i < S; i++) out->src[i] = attnmap_utf8(vocab_token(sv, s[i]));
+    for (int t = 0; t < T; t++) out->tgt_in[t] = attnmap_utf8(vocab_token(tv, tin[t]));
+    for (int t = 0; t < T; t++) out->tgt_out[t] = attnmap_utf8(vocab_token(tv, tout[t]));
     free(s), free(tin), free(tout);
 }
 
@@ -161,9 +212,12 @@ static void collect_word(const char *tok, size_t len, void *ctx) {
     w->tok[w->n++] = t;
 }
 
+/* Replaces a label by text (which it takes), as valid UTF-8: the text given on the
+ * command line may hold any bytes. */
 static void relabel(char **label, char *text) {
     free(*label);
-    *label = text;
+    *label = attnmap_utf8(text);
+    free(text);
 }
 
 /* Word/char vocabularies: labels 0..n-1 become the text's own tokens, when the text has
@@ -219,12 +273,14 @@ void attnmap_free(AttnMaps *a) {
 
 /* ---- JSON ------------------------------------------------------------------------------- */
 
-/* Written with jansson, whose escaping is the one qkv's JSON gets. Tokens are UTF-8 (the
- * corpus is checked); a vocabulary edited by hand could hold other bytes, which JSON
- * cannot: such a token shows as U+FFFD rather than breaking the file. */
+/* Written with jansson, whose escaping is the one qkv's JSON gets. Labels are made valid
+ * UTF-8 where they are made; maps built elsewhere (the tests) get the same treatment
+ * here, each bad byte a U+FFFD, rather than a file jansson would refuse to write. */
 static json_t *json_token(const char *s) {
-    json_t *j = json_string(s);
-    return j ? j : json_string("\xEF\xBF\xBD");
+    char *t = attnmap_utf8(s);
+    json_t *j = xcheck(json_string(t));
+    free(t);
+    return j;
 }
 
 static json_t *json_tokens(char **tokens, int n) {
@@ -261,20 +317,23 @@ static json_t *json_grid(const float *x, int layers, int heads, int rows, int co
 /* The arrays a kind has in maps.json, with their keys' suffixes and shapes: the one list
  * the writer and the reader go through. */
 enum { KIND_ARRAYS = 5 };
+/* What an array's entries may be: any float; a float or null, where a key is masked
+ * (scores); a probability (weights: entropies take their logarithms). */
+enum { VALUES_FLOAT, VALUES_MASKABLE, VALUES_WEIGHT };
 typedef struct {
     const char *suffix;
     float *x;
     int rows, cols;
-    int nulls; /* masked entries are null (scores only) */
+    int values;
 } KindArray;
 
 static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
     int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
-    out[0] = (KindArray){"", a->maps[k], rows, cols, 0};
-    out[1] = (KindArray){"_scores", a->scores[k], rows, cols, 1};
-    out[2] = (KindArray){"_contrib", a->contrib[k], rows, cols, 0};
-    out[3] = (KindArray){"_queries", a->queries[k], rows, a->d_head, 0};
-    out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, 0};
+    out[0] = (KindArray){"", a->maps[k], rows, cols, VALUES_WEIGHT};
+    out[1] = (KindArray){"_scores", a->scores[k], rows, cols, VALUES_MASKABLE};
+    out[2] = (KindArray){"_contrib", a->contrib[k], rows, cols, VALUES_FLOAT};
+    out[3] = (KindArray){"_queries", a->queries[k], rows, a->d_head, VALUES_FLOAT};
+    out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, VALUES_FLOAT};
 }
 
 /* maps.json: see README ("Attention maps") for the schema. Keys keep this order
@@ -331,14 +390,14 @@ static int read_tokens(json_t *root, const char *key, int max, char ***out, int 
     for (int i = 0; i < *n; i++) {
         const char *t = json_string_value(json_array_get(arr, (size_t)i));
         if (!t) return err_set("%s: '%s'[%d] is not a string", what, key, i);
-        (*out)[i] = xstrdup(t);
+        (*out)[i] = attnmap_utf8(t); /* jansson allows U+FFFE, XML does not */
     }
     return 0;
 }
 
-/* Fills x from a [layers][heads][rows][cols] array of numbers (null: -INFINITY where
- * nulls are allowed). */
-static int read_grid(json_t *root, const char *key, float *x, int layers, int heads, int rows, int cols, int nulls,
+/* Fills x from a [layers][heads][rows][cols] array of numbers as `values` allows (null:
+ * -INFINITY); x NULL: only checks the shape and every entry. */
+static int read_grid(json_t *root, const char *key, float *x, int layers, int heads, int rows, int cols, int values,
                      const char *what) {
     json_t *ls = json_object_get(root, key);
     if (json_array_size(ls) != (size_t)layers) return err_set("%s: '%s' does not hold %d layers", what, key, layers);
@@ -352,12 +411,16 @@ static int read_grid(json_t *root, const char *key, float *x, int layers, int he
                 json_t *row = json_array_get(m, (size_t)i);
                 if (json_array_size(row) != (size_t)cols)
                     return err_set("%s: '%s'[%d][%d][%d] does not hold %d numbers", what, key, l, h, i, cols);
-                float *dst = x + (((size_t)l * heads + h) * rows + i) * cols;
+                float *dst = x ? x + (((size_t)l * heads + h) * rows + i) * cols : NULL;
                 for (int j = 0; j < cols; j++) {
                     json_t *v = json_array_get(row, (size_t)j);
-                    if (json_is_number(v)) dst[j] = (float)json_number_value(v);
-                    else if (nulls && json_is_null(v)) dst[j] = -INFINITY;
-                    else return err_set("%s: '%s'[%d][%d][%d][%d] is not a number", what, key, l, h, i, j);
+                    float f = json_is_number(v) ? (float)json_number_value(v) : -INFINITY;
+                    if (!json_is_number(v) && !(values == VALUES_MASKABLE && json_is_null(v)))
+                        return err_set("%s: '%s'[%d][%d][%d][%d] is not a number", what, key, l, h, i, j);
+                    if (json_is_number(v) && (!isfinite(f) || (values == VALUES_WEIGHT && !(f >= 0.0f && f <= 1.0f))))
+                        return err_set("%s: '%s'[%d][%d][%d][%d] is %g, not %s", what, key, l, h, i, j, json_number_value(v),
+                                       values == VALUES_WEIGHT ? "a weight in [0, 1]" : "a float");
+                    if (x) dst[j] = f;
                 }
             }
         }
@@ -399,15 +462,21 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
         err_set("%s: decoder_self and cross have different layer counts", what);
         goto fail;
     }
-    alloc_maps(out);
-    for (int k = 0; k < ATTN_KINDS; k++) {
-        KindArray arr[KIND_ARRAYS];
-        kind_arrays(out, k, arr);
-        for (int i = 0; i < KIND_ARRAYS; i++) {
-            char key[64];
-            snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
-            if (read_grid(root, key, arr[i].x, out->layers[k], out->heads, arr[i].rows, arr[i].cols, arr[i].nulls, what) != 0)
-                goto fail;
+    /* every shape is checked against the arrays the file holds before anything is
+     * allocated: what the counts declare is then at most one float per number present,
+     * never what a small file merely claims (heads 256 x d_head 8192 x 4096 tokens) */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) alloc_maps(out);
+        for (int k = 0; k < ATTN_KINDS; k++) {
+            KindArray arr[KIND_ARRAYS];
+            kind_arrays(out, k, arr);
+            for (int i = 0; i < KIND_ARRAYS; i++) {
+                char key[64];
+                snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
+                if (read_grid(root, key, pass ? arr[i].x : NULL, out->layers[k], out->heads, arr[i].rows, arr[i].cols,
+                              arr[i].values, what) != 0)
+                    goto fail;
+            }
         }
     }
     return 0;
@@ -425,7 +494,7 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
     attnmap_head_average(a, ATTN_CROSS, L - 1, avg);
     int w = 6;
     for (int t = 0; t < rows; t++) {
-        int n = (int)strlen(a->tgt_out[t]);
+        int n = utf8_chars(a->tgt_out[t]);
         if (n > w) w = n < 16 ? n : 16;
     }
     fprintf(f, "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
@@ -440,7 +509,8 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
     for (int j = 0; j < cols; j++) fprintf(f, "%2d", j % 10);
     fprintf(f, "\n");
     for (int t = 0; t < rows; t++) {
-        fprintf(f, "%*.*s ", w, 16, a->tgt_out[t]);
+        put_label(f, a->tgt_out[t], w, 16, 1);
+        fputc(' ', f);
         int best = 0;
         for (int j = 0; j < cols; j++) {
             float p = avg[(size_t)t * cols + j];
@@ -481,7 +551,7 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
                 *p = attnmap_slice(a, a->maps, kind, layer, head) + (size_t)query * cols,
                 *c = attnmap_slice(a, a->contrib, kind, layer, head) + (size_t)query * cols;
     for (int j = 0; j < cols; j++) {
-        int n = (int)strlen(cl[j]);
+        int n = utf8_chars(cl[j]);
         if (n > w) w = n < 24 ? n : 24;
     }
     fprintf(f, "%s, layer %d, head %d, query %d '%s' (d_head %d)\n", kind_titles[kind], layer, head, query, rl[query],
@@ -497,8 +567,10 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
         double soft = isfinite(s[j]) ? exp((double)s[j] - max) / z : 0.0;
         worst = fmax(worst, fabs(soft - p[j]));
         sum_w += p[j];
-        if (isfinite(s[j])) fprintf(f, "%4d  %-*.*s  %12.6f  %10.6f  %12.6f\n", j, w, 24, cl[j], s[j], p[j], c[j]);
-        else fprintf(f, "%4d  %-*.*s  %12s  %10.6f  %12.6f\n", j, w, 24, cl[j], "masked", p[j], c[j]);
+        fprintf(f, "%4d  ", j);
+        put_label(f, cl[j], w, 24, 0);
+        if (isfinite(s[j])) fprintf(f, "  %12.6f  %10.6f  %12.6f\n", s[j], p[j], c[j]);
+        else fprintf(f, "  %12s  %10.6f  %12.6f\n", "masked", p[j], c[j]);
     }
     fprintf(f, "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); contrib_j = weight_j * "
                "||v_j W_O^%d||\n",

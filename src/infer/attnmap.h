@@ -88,7 +88,18 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f);
  * written out, and the keys ranked by each. */
 void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int query, FILE *f);
 
-/* SVG text of one heatmap (caller frees); shared by the SVG files and the tests. */
+/* s as text every writer can carry (caller frees): well-formed UTF-8 that XML 1.0 can
+ * hold. Each byte that does not start a well-formed sequence (a stray continuation, an
+ * overlong form, a surrogate, a cut-off sequence), and the non-characters U+FFFE and
+ * U+FFFF, become U+FFFD; control bytes are kept (JSON escapes them, the XML escaper
+ * drops them). Labels are made so once, where they are made or read. */
+char *attnmap_utf8(const char *s);
+/* The bytes of the character at s that attnmap_utf8 keeps as it is; 0 for a byte it
+ * replaces (and at the end of s). */
+size_t attnmap_utf8_char(const char *s);
+
+/* SVG text of one heatmap (caller frees); shared by the SVG files and the tests. Labels
+ * and title go through attnmap_utf8, whoever made them. */
 char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char **col_labels, const char *title);
 
 #endif

@@ -22,6 +22,19 @@ static void colour(float p, char out[8]) {
     snprintf(out, 8, "#%02x%02x%02x", c[0], c[1], c[2]);
 }
 
+/* Text into the SVG is valid UTF-8 that XML can hold (attnmap_utf8), then escaped.
+ * Labels are made so where they are made; copies made here hold it for any caller. */
+static char **clean_labels(char **labels, int n) {
+    char **out = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) out[i] = attnmap_utf8(labels[i]);
+    return out;
+}
+
+static void free_labels(char **labels, int n) {
+    for (int i = 0; i < n; i++) free(labels[i]);
+    free(labels);
+}
+
 static int longest(char **labels, int n) {
     int w = 1;
     for (int i = 0; i < n; i++) {
@@ -31,7 +44,9 @@ static int longest(char **labels, int n) {
     return w > 24 ? 24 : w;
 }
 
-char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char **col_labels, const char *title) {
+char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, char **col_labels_in, const char *title_in) {
+    char **row_labels = clean_labels(row_labels_in, rows), **col_labels = clean_labels(col_labels_in, cols);
+    char *title = attnmap_utf8(title_in);
     int big = rows > cols ? rows : cols;
     int cell = big > 0 ? 640 / big : 28;
     if (cell > 32) cell = 32;
@@ -83,6 +98,7 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels, char 
     for (int k = 0; k <= 4; k++)
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\">%.2f</text>\n", lx + 22, ly + lh - k * lh / 4 + font / 3, k / 4.0);
     sb_printf(&sb, "<text x=\"%d\" y=\"%d\" fill=\"#555\">weight</text>\n</svg>\n", lx - 4, ly + lh + 18);
+    free_labels(row_labels, rows), free_labels(col_labels, cols), free(title);
     return sb.buf;
 }
 
