@@ -192,6 +192,21 @@ expect_error "plot_output_is_a_directory" 2 "curves.svg: cannot rename into plac
 err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)
 rc=$?
 [[ $rc -eq 1 && $err == *"write failed: File too large" && $(wc -l <<<"$err") -eq 1 ]] && ok "export_write_fault_is_runtime" || bad "export_write_fault_is_runtime" "exit $rc: $err"
+# a small address-space limit: OpenBLAS's threads would spin for ever on buffers they
+# cannot map (every command hung, even help); now help runs, and work that multiplies
+# matrices is refused in one line, exit 1 (sanitizer runtimes reserve more than any such
+# limit allows, so not under them)
+if ldd "$QKV_BIN" | grep -q 'libasan\|libtsan'; then
+    skip address_space_limit "a sanitizer build cannot run under ulimit -v"
+else
+    out=$(ulimit -v 100000; QKV_TIMEOUT=30 "$QKV" help 2>&1)
+    rc=$?
+    [[ $rc -eq 0 && $out == usage:* ]] && ok "help_under_100mb_address_limit" || bad "help_under_100mb_address_limit" "exit $rc: ${out:0:200}"
+    expect_error "train_under_500mb_address_limit" 1 "^qkv: the address-space limit \(ulimit -v\) is 488 MiB, and 2 threads multiplying matrices need at least 576 MiB" \
+        bash -c 'ulimit -v 500000; QKV_TIMEOUT=30 exec "$0" train "$1" --set run_dir="$2" --set train.threads=2' "$QKV" "$T/ok.yaml" "$T/ulimit-run"
+    expect_error "translate_under_200mb_address_limit" 1 "^qkv: the address-space limit \(ulimit -v\) is 195 MiB, and 1 thread multiplying" \
+        bash -c 'ulimit -v 200000; echo a | QKV_TIMEOUT=30 exec "$0" translate "$1"' "$QKV" "$run"
+fi
 expect_error "translate_missing_run" 2 "^qkv: $T/nowhere: No such file or directory$" "$QKV" translate "$T/nowhere"
 mkdir -p "$T/notarun"
 expect_error "translate_not_a_run" 2 "^qkv: $T/notarun: not a run directory" "$QKV" translate "$T/notarun"

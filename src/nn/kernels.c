@@ -2,11 +2,30 @@
 #include "nn/kernels.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "nn/profile.h"
 #include "util.h"
+
+/* a buffer, a stack and slack for each thread that multiplies, and the rest of qkv (its
+ * libraries, a small model): measured on Debian 12's OpenBLAS 0.3.21, with room */
+#define BLAS_BYTES_PER_CALLER (160ull << 20)
+#define BLAS_BASE_BYTES (256ull << 20)
+
+int blas_room_check(int callers) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+    unsigned long long need = BLAS_BASE_BYTES + (unsigned long long)(callers > 0 ? callers : 1) * BLAS_BYTES_PER_CALLER;
+    if ((unsigned long long)rl.rlim_cur >= need) return 0;
+    err_set("the address-space limit (ulimit -v) is %llu MiB, and %d thread%s multiplying matrices need%s at least %llu "
+            "MiB (OpenBLAS maps a 128 MiB buffer for each): raise the limit%s",
+            (unsigned long long)rl.rlim_cur >> 20, callers, callers == 1 ? "" : "s", callers == 1 ? "s" : "", need >> 20,
+            callers > 1 ? ", or use fewer threads" : "");
+    return err_io(ENOMEM);
+}
 
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout) {
     double t0_ = prof_start();

@@ -5,6 +5,7 @@
  * carving), so the forward and the backward pass can never disagree about layout. */
 #include "nn/model.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h> /* snprintf */
 #include <stdlib.h>
@@ -100,6 +101,8 @@ static void bind_params(Binder *bd, Params *p) {
 }
 
 int model_init(Model *m, const ModelConfig *cfg) {
+    /* decoding multiplies on OpenBLAS's own threads: there must be room for their buffers */
+    if (blas_room_check(openblas_get_num_threads()) != 0) return -1;
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     const ModelConfig *c = cfg;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/kernels.h"
 #include "nn/profile.h"
 #include "train/dist.h"
 #include "util.h"
@@ -292,6 +293,7 @@ static void free_workers(Workers *w) {
 Workers *workers_start(Model *m, Adam *adam, int n, int pass_tokens) {
     if (n < 1) n = 1;
     if (n > PARALLEL_MAX) n = PARALLEL_MAX;
+    if (blas_room_check(n) != 0) return NULL;
     Workers *w = xcalloc(1, sizeof *w);
     w->n = n;
     w->pass_tokens = pass_tokens;

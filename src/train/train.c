@@ -224,7 +224,7 @@ static size_t arena_need(const Model *m, const Batcher *b, int pass_tokens) {
 int trainer_setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
     ModelConfig mc = run_model_config(cfg, t->run.src_vocab.size, t->run.tgt_vocab.size);
-    if (model_init(&t->m, &mc) != 0) return err_set("%s: %s", cfg->source, err_msg());
+    if (model_init(&t->m, &mc) != 0) return err_status() == 1 ? -2 : err_set("%s: %s", cfg->source, err_msg());
     model_init_weights(&t->m, (uint64_t)cfg->seed);
     batcher_init(&t->tb, &t->train, cfg->train.batch_tokens, (uint64_t)cfg->seed, 1);
     if (t->has_valid) batcher_init(&t->vb, &t->valid, cfg->train.batch_tokens, 0, 0);

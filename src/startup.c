@@ -1,0 +1,61 @@
+/* startup: what must happen before any library starts, so before main.
+ *
+ * OpenBLAS starts its pool of threads (one per core, each mapping a 128 MiB buffer) in a
+ * library constructor, before main runs. Under an address-space limit (ulimit -v) too
+ * small for that pool, a thread that cannot map its buffer retries for ever, and the
+ * process hangs at its first BLAS call or at exit: every command, even `qkv help`. A
+ * function in .preinit_array runs before any shared library's constructor (the ELF rule
+ * for executables): when the limit cannot hold the pool, it starts qkv again, at once,
+ * with OPENBLAS_NUM_THREADS=1 (unless the user chose a number), so no pool is made. qkv
+ * trains with one OpenBLAS thread per training thread anyway; only decoding loses
+ * OpenBLAS's own threads. A limit that cannot hold the work then fails in qkv's own one
+ * line ("out of memory"); below about 60 MB the dynamic loader itself refuses to start
+ * qkv (exit 127, its message).
+ *
+ * This runs before the C library has set up the environment (getenv, setenv and malloc
+ * are not to be used here): it reads envp itself and builds the new one on the stack. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* one OpenBLAS thread's share (its buffer, stack and slack), and the rest of qkv */
+#define PER_THREAD_BYTES (160ull << 20)
+#define BASE_BYTES (512ull << 20)
+#define ONE_THREAD "OPENBLAS_NUM_THREADS=1"
+
+static int has_var(char **envp, const char *name) {
+    size_t n = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return 1;
+    return 0;
+}
+
+static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
+    (void)argc;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+    if (has_var(envp, "OPENBLAS_NUM_THREADS") || has_var(envp, "GOTO_NUM_THREADS") || has_var(envp, "OMP_NUM_THREADS"))
+        return;
+    cpu_set_t cpus;
+    int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    if ((unsigned long long)rl.rlim_cur >= (unsigned long long)(cores > 0 ? cores : 1) * PER_THREAD_BYTES + BASE_BYTES)
+        return;
+    size_t n = 0;
+    while (envp[n]) n++;
+    if (n > 100000) return; /* an environment too large for the stack: keep the pool */
+    char *env[n + 2];
+    memcpy(env, envp, sizeof(char *) * n);
+    env[n] = ONE_THREAD, env[n + 1] = NULL;
+    /* by its own path, not /proc/self/exe: the process keeps its name (ps, top) */
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = '\0';
+    execve(self, argv, env); /* returns only when it failed: go on as we are */
+}
+
+__attribute__((section(".preinit_array"), used)) static void (*const run_before_libraries)(int, char **,
+                                                                                            char **) =
+    fit_openblas_to_address_limit;
