@@ -28,7 +28,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
 # tests/fuzz/<target>/); each is also built as a plain replay program for make test.
-FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model
+FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
 .PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k fuzz fuzz-targets
