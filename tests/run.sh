@@ -43,7 +43,8 @@ suite() {
 
 # QKV_SUITES picks suites by name (unit golden fuzz cli resume ...); default: all of them
 want() { [[ -z ${QKV_SUITES:-} || " $QKV_SUITES " == *" $1 "* ]]; }
-want unit && suite unit "$QKV_TEST"
+# QKV_UNIT_FILTER runs only the unit tests whose names hold it
+want unit && suite unit "$QKV_TEST" ${QKV_UNIT_FILTER:+"$QKV_UNIT_FILTER"}
 # The golden losses are pinned for OpenBLAS's Haswell kernels: that run selects them for
 # its own process, whatever this environment selects for everything else. It must have
 # run exactly the golden test: a filter that matched nothing, or more, proves nothing.

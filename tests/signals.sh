@@ -19,6 +19,13 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
 tiny_config "$T/c.yaml" r "$T/data" "steps: 100000, log_every: 10, valid_every: 1000, checkpoint_every: 1000"
 
+# signal_soon PID SIG: SIG to PID at a random instant in its first 300 ms; its exit status
+signal_soon() {
+    sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+    kill -"$2" "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
 # check_run DIR: every checkpoint loads and no tmp file is left; prints what is wrong
 check_run() {
     local f
@@ -31,7 +38,7 @@ check_run() {
 
 # storm SIG THREADS: $runs runs of `qkv train`, each signalled at a random instant
 storm() {
-    local sig=$1 n=$2 num fails=0 stopped=0 early=0 first="" i dir pid rc why
+    local sig=$1 n=$2 num fails=0 stopped=0 early=0 first="" i dir rc why
     num=$(kill -l "$sig")
     for ((i = 0; i < runs; i++)); do
         dir="$T/$sig-$n-$i"
@@ -43,10 +50,7 @@ storm() {
             QKV_TIMEOUT=60 env --default-signal=INT \
                 "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.threads=$n >"$dir.out" 2>"$dir.err" &
         fi
-        pid=$!
-        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
-        kill -"$sig" $pid 2>/dev/null
-        wait $pid 2>/dev/null
+        signal_soon $! "$sig"
         rc=$?
         why=""
         if [[ $rc -eq 0 ]]; then
@@ -88,17 +92,14 @@ mpi_runs=${QKV_MPI_SIGNAL_RUNS:-10}
 # mpi_storm SIG: SIGUSR1 stops every rank with a checkpoint (exit 0); SIGINT and SIGTERM
 # end the job (not 0); either way the job ends and what it wrote loads
 mpi_storm() {
-    local sig=$1 fails=0 first="" i dir pid rc why
+    local sig=$1 fails=0 first="" i dir rc why
     for ((i = 0; i < mpi_runs; i++)); do
         dir="$T/mpi-$sig-$i"
         # a SIGUSR1 that reaches mpirun before the ranks exist is dropped: the job trains to
         # its end (150 steps), which must end too
         QKV_TIMEOUT=60 env --default-signal=INT "$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/c.yaml" --set run_dir="$dir" \
             --set train.threads=2 --set train.steps=150 >"$dir.out" 2>"$dir.err" &
-        pid=$!
-        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
-        kill -"$sig" $pid 2>/dev/null
-        wait $pid 2>/dev/null
+        signal_soon $! "$sig"
         rc=$?
         why=""
         if [[ $rc -eq 137 ]]; then why="hung: $(tail -1 "$dir.err")"
