@@ -19,8 +19,17 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
 tiny_config "$T/c.yaml" r "$T/data" "steps: 100000, log_every: 10, valid_every: 1000, checkpoint_every: 1000"
 
-# signal_soon PID SIG: SIG to PID at a random instant in its first 300 ms; its exit status
+# signal_soon PID SIG: SIG to PID at a random instant in the first 300 ms of the program
+# it runs; its exit status. The instants start once PID is that program, not the
+# wrappers (env, tests/qkv, tests/bounded) that exec it: a signal to a wrapper's bash
+# before its exec is that shell's, and lost to the program.
 signal_soon() {
+    local exe
+    for _ in $(seq 200); do
+        exe=$(readlink "/proc/$1/exe" 2>/dev/null) || break
+        [[ $exe == */bash || $exe == */env ]] || break
+        sleep 0.005
+    done
     sleep "0.$(printf '%03d' $((RANDOM % 300)))"
     kill -"$2" "$1" 2>/dev/null
     wait "$1" 2>/dev/null
