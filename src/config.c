@@ -15,7 +15,6 @@
 
 #include "util.h"
 
-
 typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
 
 typedef struct {

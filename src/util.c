@@ -48,14 +48,15 @@ int err_status(void) { return err_runtime ? 1 : 2; }
 
 const char *err_msg(void) { return err_buf[0] ? err_buf : "unknown error"; }
 
-static void out_of_memory(size_t n) {
-    fprintf(stderr, "qkv: out of memory (asked for %zu bytes)\n", n);
-    exit(1);
-}
-
 void exit_out_of_memory(const char *msg) {
     fprintf(stderr, "qkv: %s\n", msg);
     exit(1);
+}
+
+static void out_of_memory(size_t n) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "out of memory (asked for %zu bytes)", n);
+    exit_out_of_memory(msg);
 }
 
 void *xcheck(void *p) {
@@ -201,25 +202,6 @@ int open_regular(const char *path, size_t max, size_t *size_out) {
     }
     if (size_out) *size_out = (size_t)st.st_size;
     return fd;
-}
-
-int read_prefix(const char *path, void *buf, size_t n, size_t *size_out) {
-    int fd = open_regular(path, READ_FILE_ANY, size_out);
-    if (fd < 0) return -1;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            err_set("%s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    return (int)got;
 }
 
 char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out) {

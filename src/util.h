@@ -24,10 +24,10 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* p, from an allocator outside qkv (json_dumps), or the same out-of-memory exit when NULL. */
+void *xcheck(void *p);
 /* Ends the process, as the x* allocators do, for a library that ran out of memory and
  * said so (msg): exit 1 with "qkv: msg". */
 void exit_out_of_memory(const char *msg);
-void *xcheck(void *p);
 
 /* splitmix64: one 64-bit state, good enough for shuffling and initialisation, and its
  * state is a single number a checkpoint can store. */
@@ -68,9 +68,6 @@ char *read_file(const char *path, size_t *len_out);
 /* The same checks, then an open descriptor (the caller closes it), *size_out (may be
  * NULL) the file's size; -1 with the error set. */
 int open_regular(const char *path, size_t max, size_t *size_out);
-/* Up to n bytes from the start of a regular file into buf, for a look at a header
- * before committing to the whole file; the count read, or -1 with the error set. */
-int read_prefix(const char *path, void *buf, size_t n, size_t *size_out);
 
 /* The rest of an open regular file (from its offset to its end, at most max bytes) as
  * one NUL-terminated heap buffer, for a file opened once and read whatever happens to

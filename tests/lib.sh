@@ -31,6 +31,14 @@ if [[ $QKV != */tests/qkv ]]; then
     QKV=$PWD/tests/qkv
 fi
 BOUNDED=$PWD/tests/bounded
+# use_late_start: LATE_START becomes the shim built beside qkv (tests/shim/late_start.c),
+# to preload so that every new thread starts late; sanitizer runtimes are told they need
+# not load first (the shim only wraps pthread_create). 1 when the shim was not built.
+use_late_start() {
+    LATE_START=$(dirname "$QKV_BIN")/late_start.so
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+    [[ -f $LATE_START ]]
+}
 # wait_for FILE REGEX [SECONDS]: until a line of FILE matches (0), or SECONDS pass (1;
 # default 60), so no test waits on a process that died or hung
 wait_for() {

@@ -145,13 +145,13 @@ same_tensors "$(step_file "$dir" $M)" "$(step_file "$T/killref" $M)" && [[ -z $(
 
 # ---- threads the OS starts late (tests/shim): a resume with nothing to do, and one of a
 # damaged checkpoint, still end under mpirun, 2 ranks x 2 threads
-shim=$(realpath "$(dirname "$QKV_BIN")/late_start.so")
+use_late_start
 for what in finished damaged; do
     cp -r "$dir" "$T/late-$what"
     [[ $what == damaged ]] &&
         printf '\xff\xff\xff\xff' | dd of="$(step_file "$T/late-$what" $M)" bs=1 seek=2000 conv=notrunc 2>/dev/null
     start=$SECONDS
-    LD_PRELOAD=$shim QKV_TIMEOUT=60 "$BOUNDED" mpirun -q -np 2 -x LD_PRELOAD "$QKV" resume "$T/late-$what" --steps $M \
+    LD_PRELOAD=$LATE_START QKV_TIMEOUT=60 "$BOUNDED" mpirun -q -np 2 -x LD_PRELOAD "$QKV" resume "$T/late-$what" --steps $M \
         --threads 2 >"$T/late-$what.log" 2>&1
     rc=$?
     want=$([[ $what == damaged ]] && echo 2 || echo 0)

@@ -13,8 +13,7 @@ T=$(mktemp -d /tmp/qkv-signals.XXXXXX)
 [[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
 runs=${QKV_SIGNAL_RUNS:-50}
-shim=$(realpath "$(dirname "$QKV_BIN")/late_start.so" 2>/dev/null || realpath build/late_start.so)
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+use_late_start || { echo "FAIL set-up: no late_start.so beside $QKV_BIN (make builds it)"; echo "0 passed, 1 failed"; exit 1; }
 
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
 tiny_config "$T/c.yaml" r "$T/data" "steps: 100000, log_every: 10, valid_every: 1000, checkpoint_every: 1000"
@@ -53,7 +52,7 @@ storm() {
         dir="$T/$sig-$n-$i"
         # a background job of a script starts with SIGINT ignored; a user's command does not
         if ((i % 2)); then
-            LD_PRELOAD=$shim QKV_LATE_START_MS=100 QKV_LATE_START_RANDOM=1 QKV_TIMEOUT=60 env --default-signal=INT \
+            LD_PRELOAD=$LATE_START QKV_LATE_START_MS=100 QKV_LATE_START_RANDOM=1 QKV_TIMEOUT=60 env --default-signal=INT \
                 "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.threads=$n >"$dir.out" 2>"$dir.err" &
         else
             QKV_TIMEOUT=60 env --default-signal=INT \

@@ -11,12 +11,7 @@ QKV=${QKV:-build/qkv}
 T=$(mktemp -d /tmp/qkv-threads.XXXXXX)
 [[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-SHIM=$(dirname "$QKV_BIN")/late_start.so
-[[ -f $SHIM ]] || SHIM=build/late_start.so
-[[ -f $SHIM ]] || { echo "FAIL set-up: no late_start.so beside $QKV_BIN (make builds it)"; echo "0 passed, 1 failed"; exit 1; }
-SHIM=$(realpath "$SHIM")
-# ASan and TSan builds want their runtime first; the shim only wraps pthread_create
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+use_late_start || { echo "FAIL set-up: no late_start.so beside $QKV_BIN (make builds it)"; echo "0 passed, 1 failed"; exit 1; }
 
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
 cp -r "$T/data" "$T/moved"
@@ -37,7 +32,7 @@ long_watch="train.watch=$(printf 'the red cat %.0s' {1..8})" # 24 tokens, more t
 late() {
     local name="$1 ($2 threads)" want=$3 pattern=$4 start=$SECONDS err rc
     shift 4
-    err=$(LD_PRELOAD=$SHIM QKV_TIMEOUT=20 "$@" 2>&1 >/dev/null)
+    err=$(LD_PRELOAD=$LATE_START QKV_TIMEOUT=20 "$@" 2>&1 >/dev/null)
     rc=$?
     local took=$((SECONDS - start))
     if [[ $rc -eq 137 ]]; then bad "$name" "hung: $err"; return; fi

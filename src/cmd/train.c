@@ -296,7 +296,8 @@ static void catch_launcher_signals(const Trainer *t) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Runs the loop and says how it ended; returns the exit status. */
+/* Runs the loop and says how it ended; returns the exit status. *began (if given) says
+ * whether training began: 0 when the checks before it refused. */
 static int run_loop(Trainer *t, int *began) {
     catch_launcher_signals(t);
     /* under mpirun a rank's stdout is a pseudo-terminal wherever the job's output goes,
@@ -307,7 +308,7 @@ static int run_loop(Trainer *t, int *began) {
     int bad = dist_rank() == 0 &&
               ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0);
     int rc = agree(bad ? 2 : 0);
-    *began = rc == 0;
+    if (began) *began = rc == 0;
     if (rc == 0) rc = report_end(t, &screen, trainer_run(t, &rep));
     screen_free(&screen);
     return rc;
@@ -417,8 +418,7 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     t->run.cfg.train.steps = goal;
     printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
     if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? err_status() : 0))) return rc;
-    int began;
-    return run_loop(t, &began);
+    return run_loop(t, NULL);
 }
 
 /* PARALLEL_MAX as text, for the message: the threads one process can run */

@@ -101,9 +101,9 @@ static void bind_params(Binder *bd, Params *p) {
 }
 
 int model_init(Model *m, const ModelConfig *cfg) {
+    memset(m, 0, sizeof *m); /* first: a model that failed here is still safe to model_free */
     /* decoding multiplies on OpenBLAS's own threads: there must be room for their buffers */
     if (blas_room_check(openblas_get_num_threads()) != 0) return -1;
-    memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     const ModelConfig *c = cfg;
     if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0) return err_set("d_model must be a positive multiple of heads");
