@@ -34,7 +34,7 @@ def rotl(x, r):
 
 
 def checksum64(data):
-    """qkv's checksum64 (src/util.c) of a bytes-like object."""
+    """qkv's checksum64 (src/util/checksum.c) of a bytes-like object."""
     n = len(data)
     h = 0x27D4EB2F165667C5 ^ n
     whole = n // 8 * 8

@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/atomic_file.h"
+#include "util/text.h"
 
 typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
 

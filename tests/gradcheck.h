@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "util.h"
+#include "util/rng.h"
 
 typedef double (*LossFn)(void *ctx);
 

@@ -6,12 +6,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "data/tokenize.h"
 #include "infer/align.h"
 #include "infer/attnmap.h"
 #include "infer/watch.h"
-#include "util.h"
-#include "check.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 static void make_vocab(Vocab *v, int n) {
     vocab_init(v);

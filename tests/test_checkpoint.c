@@ -6,9 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "train/checkpoint.h"
-#include "util.h"
 #include "check.h"
+#include "train/checkpoint.h"
+#include "util/checksum.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 static const ModelConfig small = {.src_vocab = 6, .tgt_vocab = 7, .d_model = 8, .heads = 2, .d_ff = 16,
                                   .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};

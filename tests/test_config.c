@@ -3,9 +3,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "util.h"
 #include "check.h"
+#include "config.h"
+#include "util/clock.h"
+#include "util/err.h"
 
 static const char *cfg_path(void) {
     static char path[64];

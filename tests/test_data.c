@@ -3,14 +3,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "data/batch.h"
 #include "data/corpus.h"
-#include "nn/optim.h"
 #include "data/tokenize.h"
 #include "data/vocab.h"
-#include "util.h"
-#include "check.h"
 #include "gradcheck.h"
+#include "nn/optim.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 static char tmpdir[256];
 

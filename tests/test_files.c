@@ -9,11 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
-#include "util.h"
-#include "check.h"
+#include "util/atomic_file.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
 
 /* A pid that no process has now: a child that has exited and been reaped. */
 static long dead_pid(void) {

@@ -2,10 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/attention.h"
-#include "nn/kernels.h"
 #include "check.h"
 #include "gradcheck.h"
+#include "nn/attention.h"
+#include "nn/kernels.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 #define TOL 2e-3
 

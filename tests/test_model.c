@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/decode.h"
-#include "util.h"
-#include "nn/model.h"
 #include "check.h"
 #include "gradcheck.h"
+#include "infer/decode.h"
+#include "nn/model.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 enum { B = 2, S = 5, T = 4 };
 /* sequence 0 is full, sequence 1 is padded: padding must neither leak nor get gradient */

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/score.h"
 #include "check.h"
+#include "infer/score.h"
+#include "util/file.h"
+#include "util/text.h"
 
 #define SCORING "../shared/scoring/"
 #define TOL 1e-4

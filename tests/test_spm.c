@@ -10,11 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "data/corpus.h"
 #include "data/spm.h"
 #include "data/tokenize.h"
 #include "data/vocab.h"
-#include "check.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/text.h"
 
 #define M30K "../shared/corpora/multi30k/"
 

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/train.h"
-#include "util.h"
 #include "check.h"
+#include "train/train.h"
+#include "util/err.h"
 
 /* The test binary is linked with --wrap for the allocator (see the Makefile), so every
  * malloc/calloc/realloc made by qkv's own code is counted here. */

@@ -15,7 +15,9 @@
 #include "infer/align.h"
 #include "infer/attnmap.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 /* Selections: every (layer, head), each layer's head average, and all layers' average. */
 typedef struct {

@@ -26,7 +26,11 @@
 #include "infer/decode.h"
 #include "infer/watch.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 typedef struct {
     const char *text, *target, *out, *gold;

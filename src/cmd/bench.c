@@ -25,7 +25,9 @@
 #include "train/checkpoint.h"
 #include "train/jsonout.h"
 #include "train/train.h"
-#include "util.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/mem.h"
 
 /* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. The
  * one cblas_sgemm outside nn/: it measures the library itself, not a layer of the model. */

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "data/tokenize.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/text.h"
 
 int cmd_fail(int code) {
     fprintf(stderr, "qkv: %s\n", err_msg());

@@ -17,7 +17,10 @@
 #include "infer/translate.h"
 #include "train/jsonout.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 typedef struct {
     Bleu bleu;

@@ -15,7 +15,10 @@
 #include "data/tokenize.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 /* r->model's weights become the mean of the last n step checkpoints of r's run. Each is
  * opened before any is read, so a train of the run rotating checkpoints meanwhile cannot

@@ -6,7 +6,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "train/dump.h"
-#include "util.h"
+#include "util/err.h"
 
 int cmd_grads(int argc, char **argv) {
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"batch", required_argument, 0, 'b'}, {0}};

@@ -4,6 +4,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "train/plot.h"
+#include "util/err.h"
 
 int cmd_plot(int argc, char **argv) {
     if (argc != 2 || argv[1][0] == '-')

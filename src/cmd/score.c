@@ -10,7 +10,8 @@
 #include "cmd/commands.h"
 #include "infer/score.h"
 #include "train/jsonout.h"
-#include "util.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
     double ratio = s->ref_len ? (double)s->sys_len / (double)s->ref_len : 0.0;

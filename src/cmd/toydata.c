@@ -5,8 +5,8 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "util.h"
 #include "data/toydata.h"
+#include "util/err.h"
 
 int cmd_toy_data(int argc, char **argv) {
     static const struct option opts[] = {{"task", required_argument, 0, 't'}, {"train", required_argument, 0, 'n'},

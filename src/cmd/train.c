@@ -23,7 +23,10 @@
 #include "train/parallel.h"
 #include "train/run.h"
 #include "train/train.h"
-#include "util.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 /* ---- what the user sees ------------------------------------------------------------ */
 

@@ -14,7 +14,9 @@
 #include "cmd/commands.h"
 #include "infer/translate.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 int translate_parse_option(int c, const char *arg, TranslateOptions *o) {
     DecodeOptions *d = &o->decode;

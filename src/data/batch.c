@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
 #include "data/vocab.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 static const Corpus *sort_corpus;
 static const int *sort_rank;

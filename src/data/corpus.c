@@ -6,7 +6,10 @@
 
 #include "data/spm.h"
 #include "data/tokenize.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 static void count_token(const char *tok, size_t len, void *ctx) {
     (void)tok, (void)len;

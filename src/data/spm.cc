@@ -20,7 +20,9 @@
 
 extern "C" {
 #include "data/spm.h"
-#include "util.h"
+
+#include "util/err.h"
+#include "util/mem.h"
 }
 
 // Declared by the library but not in its public headers: training logs at INFO level

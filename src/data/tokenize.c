@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "util/text.h"
+
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 static size_t utf8_len(unsigned char c) {
@@ -45,30 +47,4 @@ void detokenize_append(StrBuf *out, int kind, const char *tok, int first) {
     if (kind == TOKENIZER_CHAR && strcmp(tok, TOKENIZE_SPACE) == 0) tok = " ";
     else if (kind != TOKENIZER_CHAR && !first) sb_append(out, " ", 1);
     sb_append(out, tok, strlen(tok));
-}
-
-int utf8_valid(const char *str, size_t n) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned cp, min;
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-        else return 0;
-        if (i + len > n) return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        i += len;
-    }
-    return 1;
 }

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "util/text.h"
 
 /* Which tokenizer a corpus is cut with (config key data.tokenizer, same order). bpe and
  * unigram are SentencePiece models (spm.h, through the vocabulary); tokenize_line cuts
@@ -25,8 +25,5 @@ int tokenize_line(int kind, const char *line, TokenFn fn, void *ctx);
 /* Appends the text for one token to out (with a separating space in word mode, the
  * space itself for char mode's space token). */
 void detokenize_append(StrBuf *out, int kind, const char *tok, int first);
-
-/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
-int utf8_valid(const char *s, size_t n);
 
 #endif

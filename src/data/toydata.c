@@ -16,7 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/rng.h"
+#include "util/file.h"
+#include "util/atomic_file.h"
+#include "util/text.h"
 
 typedef struct { const char *sg, *pl, *t_sg, *t_pl; int fem; } Noun;
 typedef struct { const char *en, *stem; } Adj;

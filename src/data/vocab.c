@@ -5,7 +5,13 @@
 #include <string.h>
 
 #include "data/spm.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/checksum.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/rng.h"
+#include "util/text.h"
 
 static const char *special_names[VOCAB_N_SPECIAL] = {"<pad>", "<bos>", "<eos>", "<unk>"};
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "data/tokenize.h"
-#include "util.h"
+#include "util/mem.h"
 
 int align_words(char **tokens, int n, int tokenizer, int *word_of) {
     int words = 0, in_word = 0;

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "infer/attnmap.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/text.h"
 
 extern const char attnview_html[];
 

@@ -10,7 +10,10 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/tokenize.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 /* ---- text every writer can carry ----------------------------------------------------------- */
 

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "infer/attnmap.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 /* viridis at five stops: perceptually even, readable in grey, kind to colour blindness */
 static void colour(float p, char out[8]) {

@@ -14,7 +14,7 @@
 
 #include "data/vocab.h"
 #include "infer/decode.h"
-#include "util.h"
+#include "util/mem.h"
 
 typedef struct {
     double score; /* log P of the hypothesis extended by token */

@@ -11,7 +11,8 @@
 
 #include "data/batch.h"
 #include "data/vocab.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
 
 #define GROUP 64 /* sentences decoded together (after sorting by length) */
 

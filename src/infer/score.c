@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/mem.h"
+#include "util/text.h"
+
 /* ---- text helpers ----------------------------------------------------------------------- */
 
 /* Length of the UTF-8 sequence starting at s (1 for a stray byte). */

@@ -12,7 +12,7 @@
 #ifndef QKV_SCORE_H
 #define QKV_SCORE_H
 
-#include "util.h"
+#include "util/text.h"
 
 #define BLEU_ORDER 4
 #define CHRF_ORDER 6

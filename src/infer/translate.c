@@ -8,7 +8,8 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/tokenize.h"
-#include "util.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 typedef struct {
     char **tok;

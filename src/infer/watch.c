@@ -13,7 +13,11 @@
 #include "data/corpus.h"
 #include "infer/align.h"
 #include "infer/decode.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 /* Encodes one watched sentence; NULL target: none given. Returns the counts. */
 static void encode_watch(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w,

@@ -10,7 +10,7 @@
 
 #include "nn/kernels.h"
 #include "nn/profile.h"
-#include "util.h"
+#include "util/mem.h"
 
 void attention_project_kv(float *k, float *v, const AttnParams *w, const float *xkv, int rows, int d) {
     matmul_forward(k, xkv, w->w_k, w->b_k, rows, d, d);

@@ -8,7 +8,8 @@
 #include <sys/resource.h>
 
 #include "nn/profile.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/rng.h"
 
 /* a buffer, a stack and slack for each thread that multiplies, and the rest of qkv (its
  * libraries, a small model): measured on Debian 12's OpenBLAS 0.3.21, with room */

@@ -13,7 +13,9 @@
 
 #include "nn/kernels.h"
 #include "nn/profile.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 /* ---- parameter table ---------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "util.h"
+#include "util/mem.h"
 
 double lr_at(const LrSchedule *s, int64_t step) {
     if (s->kind == LR_CONSTANT) return s->value;

@@ -3,7 +3,7 @@
 #ifndef QKV_PROFILE_H
 #define QKV_PROFILE_H
 
-#include "util.h"
+#include "util/clock.h"
 
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_SOFTMAX, PROF_LAYERNORM, PROF_ELEMENTWISE, PROF_EMBED_LOSS, PROF_OPTIM, PROF_N };
 

@@ -13,7 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/checksum.h"
+#include "util/file.h"
+#include "util/atomic_file.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints store little-endian float32; add byte swapping for this machine"

@@ -3,10 +3,12 @@
 #include "train/dist.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
 
 /* The variables the common launchers set in each process they start: Open MPI's
  * mpirun, then PMI/PMIx-based ones (MPICH's hydra, Slurm's srun). */

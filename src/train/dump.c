@@ -13,11 +13,14 @@
 #include <string.h>
 
 #include "data/batch.h"
+#include "data/corpus.h"
 #include "train/checkpoint.h"
 #include "train/jsonout.h"
-#include "data/corpus.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/text.h"
 
 /* OUT/batch.json: the checkpoint used, the loss, the model switches the reference
  * needs, and the batch's token ids and lengths. */

@@ -12,7 +12,9 @@
 #include "nn/kernels.h"
 #include "nn/profile.h"
 #include "train/dist.h"
-#include "util.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/mem.h"
 
 typedef struct {
     struct Workers *w;

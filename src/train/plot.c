@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/file.h"
+#include "util/atomic_file.h"
+#include "util/text.h"
 
 typedef struct {
     double *x, *y;

@@ -2,7 +2,7 @@
 #ifndef QKV_PLOT_H
 #define QKV_PLOT_H
 
-#include "util.h"
+#include "util/text.h"
 
 /* metrics.jsonl grows a line (~150 bytes) per log step: this is millions of them. */
 #define PLOT_METRICS_MAX ((size_t)256 << 20)

@@ -12,7 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/rng.h"
+#include "util/file.h"
+#include "util/atomic_file.h"
+#include "util/text.h"
 
 ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab) {
     return (ModelConfig){

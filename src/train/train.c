@@ -3,6 +3,12 @@
 #include "train/train.h"
 
 #include "data/spm.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/rng.h"
 
 #include <math.h>
 #include <signal.h>
@@ -15,7 +21,6 @@
 #include "train/dist.h"
 #include "train/jsonout.h"
 #include "train/plot.h"
-#include "util.h"
 
 /* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
  * by the main thread before each step: a lock-free atomic, which a handler may write. */
@@ -355,7 +360,6 @@ static void write_metrics(FILE *f, const TrainProgress *p) {
     fflush(f); /* whole lines on disk: a kill leaves at most the last one cut (plot skips it) */
     json_decref(o);
 }
-
 
 /* One step and what follows it: the reporter, metrics and validation at log steps, a
  * checkpoint when one is due. *acc holds the sums since the last log. */

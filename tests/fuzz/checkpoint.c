@@ -15,7 +15,9 @@
 #include "fuzz.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
-#include "util.h"
+#include "util/checksum.h"
+#include "util/mem.h"
+#include "util/text.h"
 
 /* Writes 16 hex digits of v over the value of "key":" in the header, if it is there. */
 static void put_hex(char *header, size_t hlen, const char *key, uint64_t v) {

@@ -7,7 +7,6 @@
 
 #include "config.h"
 #include "fuzz.h"
-#include "util.h"
 
 static void round_trip(const Config *c) {
     char *yaml = config_text(c, "fuzz.yaml");

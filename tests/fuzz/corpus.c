@@ -18,7 +18,8 @@
 #include "data/tokenize.h"
 #include "data/vocab.h"
 #include "fuzz.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
 
 static Vocab subword[2]; /* bpe, unigram */
 static int fds[2];

@@ -5,7 +5,7 @@
 
 #include "fuzz.h"
 #include "train/plot.h"
-#include "util.h"
+#include "util/text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "util.h"
+#include "util/err.h"
+#include "util/file.h"
 
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 

@@ -17,7 +17,6 @@
 
 #include "data/spm.h"
 #include "fuzz.h"
-#include "util.h"
 
 static void count_piece(const char *piece, size_t len, void *ctx) {
     (void)piece;

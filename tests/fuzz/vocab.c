@@ -6,7 +6,6 @@
 
 #include "data/vocab.h"
 #include "fuzz.h"
-#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;

@@ -1,0 +1,137 @@
+/* atomic_file: see atomic_file.h. */
+#include "util/atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/err.h"
+#include "util/file.h"
+
+static int fsync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) strcpy(dir, ".");
+    else {
+        size_t n = (size_t)(slash - path);
+        if (n == 0) n = 1;
+        if (n >= sizeof dir) return 0;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0) return 0; /* nothing to sync we can reach; the rename already happened */
+    fsync(fd);
+    close(fd);
+    return 0;
+}
+
+int tmp_name(char *buf, size_t n, const char *path) {
+    /* the pid keeps two processes writing the same file from sharing (and deleting) one
+     * tmp file, and tells a sweep whose leftover it is */
+    if (snprintf(buf, n, "%s.%ld.tmp", path, (long)getpid()) >= (int)n) return err_set("%s: path too long", path);
+    return 0;
+}
+
+int tmp_is_stale(const char *name) {
+    size_t len = strlen(name);
+    if (len < 4 || strcmp(name + len - 4, ".tmp") != 0) return 0;
+    const char *end = name + len - 4, *p = end;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == end || p == name || p[-1] != '.' || end - p > 9) return 1; /* no pid: an older qkv's leftover */
+    long pid = strtol(p, NULL, 10);
+    return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+/* ---- signals held over a write -------------------------------------------------------- */
+
+static const int held_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_HELD (int)(sizeof held_signals / sizeof held_signals[0])
+static struct sigaction held_old[N_HELD];
+static int hold_depth;
+static atomic_int held; /* the signal that came while held (lock-free: a handler writes it) */
+
+static void on_held_signal(int sig) { atomic_store(&held, sig); }
+
+void signals_hold(void) {
+    if (hold_depth++ > 0) return;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_held_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < N_HELD; i++) {
+        sigaction(held_signals[i], NULL, &held_old[i]);
+        if (held_old[i].sa_handler != SIG_IGN) sigaction(held_signals[i], &sa, NULL);
+    }
+}
+
+void signals_release(void) {
+    if (hold_depth == 0 || --hold_depth > 0) return;
+    for (int i = 0; i < N_HELD; i++)
+        if (held_old[i].sa_handler != SIG_IGN) sigaction(held_signals[i], &held_old[i], NULL);
+    int sig = atomic_exchange(&held, 0);
+    if (sig) raise(sig); /* to the handler the process had: a stop flag, or the default end */
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts);
+int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
+    signals_hold();
+    int rc = write_parts(path, parts, n_parts);
+    signals_release();
+    return rc;
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts) {
+    char tmp[4200];
+    if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int e = errno;
+    if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+    for (int k = 0; k < n_parts; k++) {
+        const char *p = parts[k].data;
+        size_t left = parts[k].len;
+        while (left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                e = errno;
+                err_set("%s: write failed: %s", tmp, strerror(e));
+                goto fail;
+            }
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (fsync(fd) != 0) {
+        e = errno;
+        err_set("%s: fsync failed: %s", tmp, strerror(e));
+        goto fail;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        e = errno;
+        err_set("%s: close failed: %s", tmp, strerror(e));
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        err_set("%s: cannot rename into place: %s", path, strerror(e));
+        goto fail;
+    }
+    return fsync_parent_dir(path);
+fail:
+    err_io(e);
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len) {
+    FilePart part = {data, len};
+    return write_file_atomic_parts(path, &part, 1);
+}

@@ -1,0 +1,32 @@
+/* atomic_file: files that are either wholly written or not there: tmp file, fsync,
+ * rename, with the stop signals held meanwhile. */
+#ifndef QKV_UTIL_ATOMIC_FILE_H
+#define QKV_UTIL_ATOMIC_FILE_H
+
+#include <stddef.h>
+
+/* Signals held while a file is half-written. Between signals_hold and signals_release,
+ * SIGINT, SIGTERM and SIGHUP (unless ignored) are caught and kept, whichever thread
+ * they land on; the release puts the process' handlers back and raises what came, so a
+ * stop or a kill takes effect once the tmp file is renamed or removed, never between.
+ * Nestable; main thread only. */
+void signals_hold(void);
+void signals_release(void);
+
+/* Writes `len` bytes to `path` atomically: path.<pid>.tmp, fsync, rename, fsync of the
+ * directory, with signals held throughout. On failure the old file (if any) is untouched
+ * and no .tmp remains. */
+int write_file_atomic(const char *path, const void *data, size_t len);
+/* The same for a file made of parts laid end to end, written from where they are. */
+typedef struct {
+    const void *data;
+    size_t len;
+} FilePart;
+int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts);
+/* This process' tmp name for path: "<path>.<pid>.tmp". -1 with the error set if too long. */
+int tmp_name(char *buf, size_t n, const char *path);
+/* 1 if a file name is a tmp file this process may delete: its own, one of a process that
+ * no longer exists, or one without a pid (left by an older qkv). */
+int tmp_is_stale(const char *name);
+
+#endif

@@ -1,0 +1,203 @@
+/* file: see file.h. */
+#include "util/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/err.h"
+#include "util/mem.h"
+
+/* Reads f to its end into one NUL-terminated heap buffer; *failed is the errno of a read
+ * error that cut it short (the buffer then holds what came before), else 0. */
+static char *read_stream(FILE *f, size_t *len_out, int *failed) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    errno = 0;
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    *failed = ferror(f) ? (errno ? errno : EIO) : 0;
+    buf[len] = '\0';
+    *len_out = len;
+    return buf;
+}
+
+/* What a path is, for the message when it is not a regular file. */
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int open_regular(const char *path, size_t max, size_t *size_out) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return err_set("%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        err_set("%s: %s, not a regular file", path, fstat(fd, &st) != 0 ? strerror(errno) : file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        err_set("%s: %lld bytes, more than the %zu this file may hold", path, (long long)st.st_size, max);
+        close(fd);
+        return -1;
+    }
+    if (size_out) *size_out = (size_t)st.st_size;
+    return fd;
+}
+
+char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out) {
+    struct stat st;
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (unsigned long long)st.st_size < max ? (size_t)st.st_size + 1 : 1 << 16;
+    size_t len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        ssize_t got = read(fd, buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            return err_set("%s: %s", path, strerror(e)), err_io(e), NULL;
+        }
+        if (got == 0) break;
+        len += (size_t)got;
+        if (len > max) {
+            free(buf);
+            return err_set("%s: grew past its size limit while being read", path), NULL;
+        }
+    }
+    buf[len] = '\0';
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+char *read_file_max(const char *path, size_t max, size_t *len_out) {
+    int fd = open_regular(path, max, NULL);
+    if (fd < 0) return NULL;
+    char *buf = read_fd_max(fd, path, max, len_out);
+    close(fd);
+    return buf;
+}
+
+char *read_file(const char *path, size_t *len_out) { return read_file_max(path, READ_FILE_ANY, len_out); }
+
+/* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
+ * file written on Windows reads the same); a last line without '\n' still counts. Each
+ * line is copied out (a NUL inside a line ends its copy). */
+static char **split_lines(char *text, size_t len, int *n_out) {
+    int n = 0, cap = 256;
+    char **lines = xmalloc(sizeof(char *) * (size_t)cap);
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *stop = nl ? nl : end;
+        *stop = '\0';
+        if (stop > p && stop[-1] == '\r') stop[-1] = '\0';
+        if (n == cap) lines = xrealloc(lines, sizeof(char *) * (size_t)(cap *= 2));
+        lines[n++] = xstrdup(p);
+        p = stop + 1;
+    }
+    *n_out = n;
+    return lines;
+}
+
+char **read_lines(FILE *f, int *n_out) {
+    size_t len;
+    int failed; /* the lines before the error are still lines */
+    char *text = read_stream(f, &len, &failed);
+    char **lines = split_lines(text, len, n_out);
+    free(text);
+    return lines;
+}
+
+char **read_lines_checked(FILE *f, const char *name, int *n_out) {
+    size_t len;
+    int failed;
+    char *text = read_stream(f, &len, &failed);
+    if (failed) {
+        free(text);
+        return err_set("%s: read failed: %s", name, strerror(failed)), err_io(failed), NULL;
+    }
+    char **lines = split_lines(text, len, n_out);
+    free(text);
+    return lines;
+}
+
+int regular_or_absent(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0; /* absent: whoever opens it says why */
+    return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode));
+}
+
+FILE *fopen_regular(const char *path, const char *mode, const char *doing) {
+    int append = mode[0] == 'a';
+    /* O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) rather than waiting for
+     * one, and one with a reader is refused below; no O_TRUNC before the file is known to
+     * be regular */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0666);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENXIO && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode)), NULL;
+        return err_set("%s: %s: %s", path, doing, strerror(e)), err_io(e), NULL;
+    }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set("%s: %s, not a regular file", path, file_kind(st.st_mode)), NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    if (flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 && (append || ftruncate(fd, 0) == 0))
+        f = fdopen(fd, append ? "a" : "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return err_set("%s: %s: %s", path, doing, strerror(e)), err_io(e), NULL;
+    }
+    return f;
+}
+
+char **read_file_lines(const char *path, int *n_out) {
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) return NULL;
+    if (memchr(text, '\0', len)) {
+        free(text);
+        err_set("%s: contains NUL bytes: not a text file", path);
+        return NULL;
+    }
+    char **lines = split_lines(text, len, n_out);
+    free(text);
+    return lines;
+}
+
+void free_lines(char **lines, int n) {
+    for (int i = 0; i < n && lines; i++) free(lines[i]);
+    free(lines);
+}
+
+int make_dirs(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return err_set("%s: bad directory name", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+    struct stat st;
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", tmp);
+    return 0;
+}

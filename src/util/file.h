@@ -1,0 +1,46 @@
+/* file: reading files whole or by lines, refusing FIFOs and devices; mkdir -p. */
+#ifndef QKV_UTIL_FILE_H
+#define QKV_UTIL_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Reads a whole regular file of at most max bytes; returns NULL and sets the error
+ * (naming the path) on failure: a FIFO, device or directory is refused at once (never
+ * waited on), a larger file before any of it is read. */
+char *read_file_max(const char *path, size_t max, size_t *len_out);
+#define READ_FILE_ANY ((size_t)1 << 40) /* 1 TiB: any file memory could hold */
+#define READ_FILE_SMALL ((size_t)64 << 20) /* 64 MiB: configs, vocabularies, tokenizer models */
+char *read_file(const char *path, size_t *len_out);
+/* The same checks, then an open descriptor (the caller closes it), *size_out (may be
+ * NULL) the file's size; -1 with the error set. */
+int open_regular(const char *path, size_t max, size_t *size_out);
+
+/* The rest of an open regular file (from its offset to its end, at most max bytes) as
+ * one NUL-terminated heap buffer, for a file opened once and read whatever happens to
+ * its name meanwhile (the caller closes fd); NULL with the error set, naming path. */
+char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out);
+/* 0 when path is absent or a regular file; else -1 with the error set ("<path>: a FIFO,
+ * not a regular file"). Looks (stat), never opens: a FIFO is not waited on. */
+int regular_or_absent(const char *path);
+/* Opens path for writing as fopen does with mode "w" or "a", but refuses anything other
+ * than a regular file at once: a FIFO is never opened to wait for a reader, a device
+ * never truncated. NULL with the error set: "<path>: a FIFO, not a regular file" (bad
+ * input), or "<path>: <doing>: <strerror>" for a failed open (err_io judged). */
+FILE *fopen_regular(const char *path, const char *mode, const char *doing);
+
+/* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
+ * one); free_lines frees them. A read error ends the lines early. */
+char **read_lines(FILE *f, int *n_out);
+/* The same, but a read error is an error: NULL with it set ("<name>: read failed: ...",
+ * an I/O fault, exit 1), and none of the lines. */
+char **read_lines_checked(FILE *f, const char *name, int *n_out);
+/* The same from the file at path, for text files: NULL with the error set, naming the
+ * path, if it cannot be read or holds a NUL byte. */
+char **read_file_lines(const char *path, int *n_out);
+void free_lines(char **lines, int n);
+
+/* mkdir -p; 0 or -1 with the error set. */
+int make_dirs(const char *path);
+
+#endif

@@ -1,0 +1,24 @@
+/* text: growing heap strings, the XML escaper, hex, and UTF-8 validation. */
+#ifndef QKV_UTIL_TEXT_H
+#define QKV_UTIL_TEXT_H
+
+#include <stddef.h>
+
+/* Formats into a growing heap string (for building files in memory). */
+typedef struct { char *buf; size_t len, cap; } StrBuf;
+void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_append(StrBuf *sb, const char *s, size_t n);
+/* Appends s as XML/HTML text or attribute value (double-quoted): the one escaper of
+ * every SVG and HTML qkv writes. & < > " become entities; control bytes, which XML 1.0
+ * cannot hold, are dropped. */
+void sb_append_xml(StrBuf *sb, const char *s);
+void sb_free(StrBuf *sb);
+
+/* Bytes as lower-case hex (malloc'd), and back (*out malloc'd; -1 on a bad digit). */
+char *hex_encode(const void *data, size_t n);
+int hex_decode(const char *hex, char **out, size_t *n);
+
+/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
+int utf8_valid(const char *s, size_t n);
+
+#endif
