@@ -9,17 +9,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The config describes these; the layers that use them own them. */
-#include "data/tokenize.h" /* TOKENIZER_* */
-#include "nn/optim.h"      /* LR_* */
-
 #define CONFIG_PATH_MAX 1024
 /* train.threads: the most training threads one process runs (train/parallel.h sizes its
  * per-thread tables by it), so a config never asks for more than are run */
 #define CONFIG_THREADS_MAX 256
 #define CONFIG_TEXT_MAX (1 << 20) /* bytes of YAML a config may be: every key with room to spare */
 
-enum { NORM_POST, NORM_PRE };
+/* The values of the keys that name one of a few choices, in the order of their choices
+ * in config.c's table (a stored value is its choice's index). They live here, at the
+ * bottom of the house, so that config includes nothing above it; the layers that act on
+ * them (data/tokenize, nn/model, nn/optim, train/) include this header. */
+/* data.tokenizer: bpe and unigram are SentencePiece models (data/spm.h, through the
+ * vocabulary); word and char are data/tokenize.h's own cutters. */
+enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_UNIGRAM };
+static inline int tokenizer_is_subword(int kind) { return kind == TOKENIZER_BPE || kind == TOKENIZER_UNIGRAM; }
+enum { NORM_POST, NORM_PRE };        /* model.norm */
+enum { LR_NOAM, LR_CONSTANT };       /* train.lr.schedule (nn/optim.h's LrSchedule.kind) */
 enum { BEST_BY_LOSS, BEST_BY_BLEU }; /* train.best_by: what best.safetensors is best at */
 
 typedef struct {

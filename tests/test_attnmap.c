@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "data/tokenize.h"
-#include "infer/align.h"
+#include "infer/alignment.h"
 #include "infer/attnmap.h"
 #include "infer/watch.h"
 #include "util/err.h"

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "check.h"

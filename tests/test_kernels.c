@@ -4,7 +4,7 @@
 
 #include "check.h"
 #include "gradcheck.h"
-#include "nn/attention.h"
+#include "nn/multihead.h"
 #include "nn/kernels.h"
 #include "util/mem.h"
 #include "util/rng.h"

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "gradcheck.h"
+#include "infer/beam.h"
 #include "infer/decode.h"
 #include "nn/model.h"
 #include "util/mem.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "train/train.h"
+#include "train/trainer.h"
 #include "util/err.h"
 
 /* The test binary is linked with --wrap for the allocator (see the Makefile), so every

@@ -12,7 +12,7 @@
 #include "cmd/commands.h"
 #include "config.h"
 #include "data/corpus.h"
-#include "infer/align.h"
+#include "infer/alignment.h"
 #include "infer/attnmap.h"
 #include "train/run.h"
 #include "util/err.h"

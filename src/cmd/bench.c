@@ -5,7 +5,7 @@
  * counted FLOPs of every matrix product, peak RSS, and greedy and beam-5 decoding speed. The
  * batches it trains on (and the sentences it decodes) can be written out so the PyTorch
  * reference (scripts/bench_torch.py) runs exactly the same work. Prints one JSON line
- * (scripts/bench.sh reads it). The set-up is the training set-up of train/train.h,
+ * (scripts/bench.sh reads it). The set-up is the training set-up of train/trainer.h,
  * without a run directory. */
 #include <cblas.h>
 #include <errno.h>
@@ -23,8 +23,8 @@
 #include "infer/decode.h"
 #include "nn/profile.h"
 #include "train/checkpoint.h"
-#include "train/jsonout.h"
-#include "train/train.h"
+#include "util/json.h"
+#include "train/trainer.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -171,7 +171,7 @@ static void put_decode_sources(json_t *dump, const Corpus *dc, int nd) {
 
 /* Writes the dump's one JSON line and closes the file; -1 when that fails. */
 static int finish_dump(const json_t *dump, FILE *df) {
-    int bad = json_dumpf(dump, df, JSONOUT_FLAGS) != 0 || fputc('\n', df) == EOF;
+    int bad = json_dumpf(dump, df, JSON_WRITE_FLAGS) != 0 || fputc('\n', df) == EOF;
     return (fclose(df) != 0 || bad) ? -1 : 0;
 }
 
@@ -200,7 +200,7 @@ typedef struct {
  * own memory does not grow with the steps it records (its peak RSS is a figure it reports). */
 static void write_batch(FILE *bf, const ModelBatch *mb, int tokens) {
     json_t *b = dump_batch(mb, tokens);
-    char *line = xcheck(json_dumps(b, JSONOUT_FLAGS | JSON_COMPACT));
+    char *line = xcheck(json_dumps(b, JSON_WRITE_FLAGS | JSON_COMPACT));
     fprintf(bf, "%s\n", line);
     free(line);
     json_decref(b);
@@ -260,7 +260,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[i] / o->steps));
     json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
     json_put(r, "breakdown_ms", b);
-    char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
+    char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
     json_decref(r);
@@ -320,7 +320,7 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     json_t *r = json_object();
     json_put(r, "batches", json_integer(o->warmup + o->steps));
     json_put(r, "dump", json_string(o->dump));
-    char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
+    char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
     json_decref(r);
@@ -366,7 +366,7 @@ int cmd_bench(int argc, char **argv) {
         json_put(r, "corename", json_string(openblas_get_corename()));
         json_put(r, "threads", json_integer(openblas_get_num_threads()));
         json_put(r, "peak_gflops", json_fmt("%.1f", peak));
-        char *text = xcheck(json_dumps(r, JSONOUT_FLAGS));
+        char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
         printf("%s\n", text);
         free(text);
         json_decref(r);

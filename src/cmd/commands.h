@@ -20,7 +20,7 @@ int cmd_toy_data(int argc, char **argv);  /* toydata.c */
 
 /* The decoding options translate and eval share (translate.c). */
 #include <getopt.h>
-#include "infer/translate.h"
+#include "infer/translator.h"
 extern const struct option translate_long_options[9];
 TranslateOptions translate_defaults(void);
 /* Applies one of translate_long_options: 0, 1 (not one of them), -1 (bad value, error set). */

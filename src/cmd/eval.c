@@ -13,9 +13,9 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "data/corpus.h"
-#include "infer/score.h"
-#include "infer/translate.h"
-#include "train/jsonout.h"
+#include "infer/sacrebleu.h"
+#include "infer/translator.h"
+#include "util/json.h"
 #include "train/run.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -94,7 +94,7 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "sentences_per_s", json_fmt("%.1f", e->seconds > 0 ? e->n / e->seconds : 0.0));
     json_put(j, "bleu_signature", json_string(BLEU_SIGNATURE));
     json_put(j, "chrf_signature", json_string(CHRF_SIGNATURE));
-    char *line = xcheck(json_dumps(j, JSONOUT_FLAGS));
+    char *line = xcheck(json_dumps(j, JSON_WRITE_FLAGS));
     json_decref(j);
     FILE *f = fopen_regular(path, "a", "cannot append the result");
     if (!f) return free(line), -1;

@@ -5,7 +5,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "train/dump.h"
+#include "train/grad_dump.h"
 #include "util/err.h"
 
 int cmd_grads(int argc, char **argv) {
@@ -18,7 +18,7 @@ int cmd_grads(int argc, char **argv) {
         else if (cmd_int("--batch", "a batch number", optarg, 0, 1000000000, &batch) != 0) return cmd_fail(2);
     }
     if (optind != argc - 1 || !out) return cmd_usage("qkv grads RUN --out DIR [--batch K]");
-    if (dump_grads(argv[optind], out, batch) != 0) return cmd_fail(err_status());
+    if (grad_dump_write(argv[optind], out, batch) != 0) return cmd_fail(err_status());
     printf("wrote %s/grads.safetensors and %s/batch.json\n", out, out);
     return 0;
 }

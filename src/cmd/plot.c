@@ -3,7 +3,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "train/plot.h"
+#include "train/curves.h"
 #include "util/err.h"
 
 int cmd_plot(int argc, char **argv) {
@@ -12,7 +12,7 @@ int cmd_plot(int argc, char **argv) {
     char m[2048], s[2048];
     snprintf(m, sizeof m, "%s/metrics.jsonl", argv[1]);
     snprintf(s, sizeof s, "%s/curves.svg", argv[1]);
-    if (plot_metrics(m, s) != 0) return cmd_fail(err_status());
+    if (curves_plot(m, s) != 0) return cmd_fail(err_status());
     printf("wrote %s\n", s);
     return 0;
 }

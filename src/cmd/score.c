@@ -8,8 +8,8 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "infer/score.h"
-#include "train/jsonout.h"
+#include "infer/sacrebleu.h"
+#include "util/json.h"
 #include "util/file.h"
 #include "util/mem.h"
 
@@ -41,7 +41,7 @@ static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
     json_put(ch, "signature", json_string(CHRF_SIGNATURE));
     json_put(root, "bleu", bleu);
     json_put(root, "chrf", ch);
-    char *text = xcheck(json_dumps(root, JSONOUT_FLAGS));
+    char *text = xcheck(json_dumps(root, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
     json_decref(root);

@@ -5,7 +5,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "data/toydata.h"
+#include "data/toycorpus.h"
 #include "util/err.h"
 
 int cmd_toy_data(int argc, char **argv) {

@@ -1,6 +1,6 @@
 /* train: `qkv train CONFIG` (a new run) and `qkv resume RUN` (continue one).
  *
- * Drives the phases of a Trainer (train/train.h) and does all the printing: the data,
+ * Drives the phases of a Trainer (train/trainer.h) and does all the printing: the data,
  * vocabulary and model summaries, the live progress line on a terminal, a line per log
  * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
  * validation set for the loop (which may not call infer/) and shows sample translations. */
@@ -16,13 +16,13 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "config.h"
-#include "infer/score.h"
-#include "infer/translate.h"
+#include "infer/sacrebleu.h"
+#include "infer/translator.h"
 #include "infer/watch.h"
 #include "train/dist.h"
 #include "train/parallel.h"
 #include "train/run.h"
-#include "train/train.h"
+#include "train/trainer.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"

@@ -12,7 +12,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "infer/translate.h"
+#include "infer/translator.h"
 #include "train/run.h"
 #include "util/err.h"
 #include "util/file.h"

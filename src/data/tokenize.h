@@ -8,14 +8,11 @@
 
 #include <stddef.h>
 
+#include "config.h" /* TOKENIZER_*: the kinds */
 #include "util/text.h"
 
-/* Which tokenizer a corpus is cut with (config key data.tokenizer, same order). bpe and
- * unigram are SentencePiece models (spm.h, through the vocabulary); tokenize_line cuts
- * their text into words, which only serves to pre-filter over-long lines. */
-enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_UNIGRAM };
-static inline int tokenizer_is_subword(int kind) { return kind == TOKENIZER_BPE || kind == TOKENIZER_UNIGRAM; }
-
+/* kind is one of config.h's TOKENIZER_*. For bpe and unigram (SentencePiece models),
+ * tokenize_line cuts the text into words, which only serves to pre-filter over-long lines. */
 #define TOKENIZE_SPACE "\xE2\x96\x81" /* U+2581, stands for a space in char mode */
 
 typedef void (*TokenFn)(const char *tok, size_t len, void *ctx);

@@ -8,12 +8,14 @@
  * A sentence is done when K hypotheses have finished, or at its length limit, where the
  * live ones finish as they are. Ties go to the earlier beam, then EOS, then the ordinary
  * tokens in id order, then UNK: the order greedy search uses, so beam 1 is greedy. */
+#include "infer/beam.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/vocab.h"
-#include "infer/decode.h"
+#include "infer/search.h"
 #include "util/mem.h"
 
 typedef struct {
@@ -76,7 +78,7 @@ static int best_extensions(const float *logits, const double *score, const int *
         int row = g * K + k;
         if (score[row] == -INFINITY) continue;
         const float *z = logits + (size_t)row * V;
-        double base = score[row] - decode_log_normaliser(z, V);
+        double base = score[row] - search_log_normaliser(z, V);
         const int *h = hist + (size_t)row * (t + 1);
         for (int v = VOCAB_EOS; v < V; v++) {
             Cand c = {base + z[v], k, v, token_rank(v, V)};
@@ -131,7 +133,7 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
         if (sent[g].max_len + 1 > Tmax) Tmax = sent[g].max_len + 1;
     }
     int *src_ids, *src_len, S;
-    decode_source_batch(src, G, &src_ids, &src_len, &S);
+    search_source_batch(src, G, &src_ids, &src_len, &S);
     ModelBatch b = {G, S, 1, src_ids, src_len, NULL, NULL, &one, 0};
     model_step_begin(m, st, &b, K);
     /* hist: row r's tokens so far; rewritten each step with stride t+1 */

@@ -2,58 +2,20 @@
  *
  * Search only: the network is the model's incremental step (model_step), the same code
  * that training runs, one query row per hypothesis with cached keys and values. This file
- * holds what both searches share and greedy search; beam.c holds beam search. */
+ * holds greedy search and the grouping both searches run in; beam.c holds beam search,
+ * search.c what the two share. */
 #include "infer/decode.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/batch.h"
 #include "data/vocab.h"
-#include "util/err.h"
+#include "infer/beam.h"
+#include "infer/search.h"
 #include "util/mem.h"
 
 #define GROUP 64 /* sentences decoded together (after sorting by length) */
-
-DecodeOptions decode_defaults(void) {
-    return (DecodeOptions){.beam = 5, .nbest = 1, .length_penalty = 1.0, .max_len_a = 2.0, .max_len_b = 10};
-}
-
-int decode_check(const DecodeOptions *o) {
-    if (o->beam < 1 || o->beam > 64) return err_set("--beam: %d is not between 1 and 64", o->beam);
-    if (o->nbest < 1 || o->nbest > o->beam) return err_set("--nbest: %d is not between 1 and the beam (%d)", o->nbest, o->beam);
-    if (!(o->length_penalty >= 0.0 && o->length_penalty <= 10.0))
-        return err_set("--length-penalty: %g is not between 0 and 10", o->length_penalty);
-    if (!(o->max_len_a >= 0.0 && o->max_len_a <= 100.0) || o->max_len_b < 0 || o->max_len_b > 100000)
-        return err_set("--max-len-a/--max-len-b: %g, %d out of range (0..100, 0..100000)", o->max_len_a, o->max_len_b);
-    if (o->no_repeat_ngram < 0 || o->no_repeat_ngram > 100)
-        return err_set("--no-repeat-ngram: %d is not between 0 and 100", o->no_repeat_ngram);
-    return 0;
-}
-
-int decode_max_len(const Model *m, const DecodeOptions *o, int src_len) {
-    double n = o->max_len_a * src_len + o->max_len_b;
-    int cap = m->cfg.max_positions - 1;
-    return n < cap ? (n < 1 ? 1 : (int)n) : cap;
-}
-
-void decode_source_batch(const Seq *const *src, int n, int **ids_out, int **len_out, int *width) {
-    int S = 1;
-    for (int i = 0; i < n; i++)
-        if (src[i]->len + 1 > S) S = src[i]->len + 1;
-    int *ids = xmalloc(sizeof(int) * (size_t)n * S), *len = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) len[i] = batch_frame_source(src[i]->ids, src[i]->len, ids + (size_t)i * S, S);
-    *ids_out = ids, *len_out = len, *width = S;
-}
-
-double decode_log_normaliser(const float *logits, int V) {
-    float mx = logits[0];
-    for (int v = 1; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
-    double sum = 0.0;
-    for (int v = 0; v < V; v++) sum += expf(logits[v] - mx);
-    return (double)mx + log(sum);
-}
 
 /* EOS first, then the ordinary tokens, UNK only when strictly better: the order in which
  * ties are broken (beam.c ranks candidates the same way). */
@@ -73,7 +35,7 @@ static void greedy_group(Model *m, DecodeState *st, const Seq *const *src, int B
         if (t > Tmax) Tmax = t;
     }
     int *src_ids, *src_len, S, one = 1;
-    decode_source_batch(src, B, &src_ids, &src_len, &S);
+    search_source_batch(src, B, &src_ids, &src_len, &S);
     int *tok = xmalloc(sizeof(int) * (size_t)B), *done = xcalloc((size_t)B, sizeof(int));
     double *logp = xcalloc((size_t)B, sizeof(double));
     for (int i = 0; i < B; i++) {
@@ -90,7 +52,7 @@ static void greedy_group(Model *m, DecodeState *st, const Seq *const *src, int B
             if (done[i]) continue;
             const float *z = logits + (size_t)i * V;
             int best = argmax_token(z, V);
-            if (scores) logp[i] += z[best] - decode_log_normaliser(z, V);
+            if (scores) logp[i] += z[best] - search_log_normaliser(z, V);
             if (best != VOCAB_EOS) out[i]->ids[out[i]->len++] = tok[i] = best;
             if (best == VOCAB_EOS || out[i]->len >= decode_max_len(m, o, src[i]->len)) {
                 done[i] = 1, remaining--;

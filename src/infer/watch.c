@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "data/corpus.h"
-#include "infer/align.h"
+#include "infer/alignment.h"
 #include "infer/decode.h"
 #include "util/atomic_file.h"
 #include "util/err.h"

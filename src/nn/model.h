@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/attention.h"
+#include "nn/multihead.h"
 
 #define QKV_MAX_LAYERS 16
 /* Rows of logits the classifier holds at once (kernels.h, classifier_forward_backward). */

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "config.h" /* LR_* */
 #include "util/mem.h"
 
 double lr_at(const LrSchedule *s, int64_t step) {

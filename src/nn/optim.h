@@ -10,11 +10,8 @@
 
 #include "nn/model.h"
 
-/* Learning-rate schedules (config key train.lr.schedule, same order). */
-enum { LR_NOAM, LR_CONSTANT };
-
 typedef struct {
-    int kind; /* LR_NOAM or LR_CONSTANT */
+    int kind; /* LR_NOAM or LR_CONSTANT (config.h: train.lr.schedule) */
     double factor;
     int warmup, d_model;
     double value;

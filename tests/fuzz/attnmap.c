@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "infer/align.h"
+#include "infer/alignment.h"
 #include "infer/attnmap.h"
 
 static void maps(const uint8_t *data, size_t size) {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "train/plot.h"
+#include "train/curves.h"
 #include "util/text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data, size);
     text[size] = '\0';
     StrBuf svg = {0};
-    plot_svg(text, "metrics.jsonl", &svg);
+    curves_svg(text, "metrics.jsonl", &svg);
     /* bounded whatever the numbers: ticks, points and labels of ~70 bytes a line */
     if (svg.len > 64 * 1024 + 400 * size) abort();
     sb_free(&svg);

@@ -1,13 +1,13 @@
-/* jsonout: small helpers for the JSON files qkv writes with jansson (metrics.jsonl,
+/* json: small helpers for the JSON files qkv writes with jansson (metrics.jsonl,
  * batch.json, the benchmark's output and dumps), so that none is printed by hand. */
-#ifndef QKV_JSONOUT_H
-#define QKV_JSONOUT_H
+#ifndef QKV_UTIL_JSON_H
+#define QKV_UTIL_JSON_H
 
 #include <jansson.h>
 
 /* Every writer passes these flags: keys in insertion order, "a": 1, "b": 2 spacing,
  * and 15 significant digits, which print a json_fmt value back exactly as formatted. */
-#define JSONOUT_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+#define JSON_WRITE_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
 
 /* v as it reads when printed with the printf format fmt ("%.6f", "%g", ...): a file
  * keeps the precision it means to, without the noise of the last binary digits.

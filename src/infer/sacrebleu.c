@@ -1,10 +1,10 @@
-/* score: see score.h.
+/* sacrebleu: see sacrebleu.h.
  *
  * Python's string rules are reproduced on UTF-8 bytes where they agree (every pattern of
  * the 13a rules is ASCII, and a non-ASCII code point never matches one), and on code points
  * where they do not: whitespace is what Python's str.split() splits on, and chrF's
  * characters are code points. N-grams are counted exactly, by sorting, never by hash. */
-#include "infer/score.h"
+#include "infer/sacrebleu.h"
 
 #include <math.h>
 #include <stdlib.h>

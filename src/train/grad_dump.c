@@ -1,11 +1,11 @@
-/* dump: `qkv grads`, the hook for checking qkv against another implementation.
+/* grad_dump: `qkv grads`, the hook for checking qkv against another implementation.
  *
  * Takes one training batch of a run, runs forward and backward with dropout off, and
  * writes what a reference needs to redo the same computation:
  *   OUT/grads.safetensors   every parameter's gradient, under the parameter's name
  *   OUT/batch.json          the loss, the token ids and lengths, the checkpoint used
  * scripts/parity.py reads these with the checkpoint's weights and compares. */
-#include "train/dump.h"
+#include "train/grad_dump.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "train/checkpoint.h"
-#include "train/jsonout.h"
+#include "util/json.h"
 #include "train/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
@@ -45,7 +45,7 @@ static int write_batch_json(const char *path, const Run *r, const ModelBatch *mb
     json_put(o, "tgt_out", json_ints(mb->tgt_out, mb->B * mb->T));
     json_put(o, "end", json_true());
     StrBuf sb = {0};
-    char *text = json_dumps(o, JSONOUT_FLAGS);
+    char *text = json_dumps(o, JSON_WRITE_FLAGS);
     json_decref(o);
     sb_printf(&sb, "%s\n", text);
     free(text);
@@ -54,7 +54,7 @@ static int write_batch_json(const char *path, const Run *r, const ModelBatch *mb
     return rc;
 }
 
-int dump_grads(const char *run_path_arg, const char *out_dir, int batch_index) {
+int grad_dump_write(const char *run_path_arg, const char *out_dir, int batch_index) {
     Run r;
     if (run_open(&r, run_path_arg) != 0) return -1;
     const Config *cfg = &r.cfg;

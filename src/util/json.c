@@ -1,5 +1,5 @@
-/* jsonout: see jsonout.h. */
-#include "train/jsonout.h"
+/* json: see json.h. */
+#include "util/json.h"
 
 #include <math.h>
 #include <stdio.h>

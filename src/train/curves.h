@@ -1,17 +1,17 @@
-/* plot: training curves (loss, validation loss) from metrics.jsonl as an SVG file. */
-#ifndef QKV_PLOT_H
-#define QKV_PLOT_H
+/* curves: training curves (loss, validation loss) from metrics.jsonl as an SVG file. */
+#ifndef QKV_CURVES_H
+#define QKV_CURVES_H
 
 #include "util/text.h"
 
 /* metrics.jsonl grows a line (~150 bytes) per log step: this is millions of them. */
-#define PLOT_METRICS_MAX ((size_t)256 << 20)
+#define CURVES_METRICS_MAX ((size_t)256 << 20)
 
 /* -1 with the error set when the metrics cannot be read or hold nothing yet. */
-int plot_metrics(const char *metrics_path, const char *svg_path);
+int curves_plot(const char *metrics_path, const char *svg_path);
 /* The SVG of metrics.jsonl's text (cut into lines in place), appended to svg; lines that
  * are not JSON objects with numbers are skipped. -1 with the error set (naming what)
  * when no line holds a step and a loss. */
-int plot_svg(char *text, const char *what, StrBuf *svg);
+int curves_svg(char *text, const char *what, StrBuf *svg);
 
 #endif

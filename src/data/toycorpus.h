@@ -1,6 +1,6 @@
-/* toydata: writes the synthetic toy corpora (see toydata.c for the grammar). */
-#ifndef QKV_TOYDATA_H
-#define QKV_TOYDATA_H
+/* toycorpus: writes the synthetic toy corpora (see toycorpus.c for the grammar). */
+#ifndef QKV_TOYCORPUS_H
+#define QKV_TOYCORPUS_H
 
 #include <stdint.h>
 

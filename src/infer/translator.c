@@ -1,5 +1,5 @@
-/* translate: see translate.h. */
-#include "infer/translate.h"
+/* translator: see translator.h. */
+#include "infer/translator.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
-/* translate: lines of text in, lines of text out, with the model of a run.
+/* translator: lines of text in, lines of text out, with the model of a run.
  *
  * Encodes each line with the source vocabulary (or its SentencePiece model), decodes all
  * of them (decode.h), and detokenizes. For word and char vocabularies, each <unk> in an
  * output can be replaced by the source token the cross-attention weighs most at that
  * position (the last decoder layer, heads averaged): the classic unknown-word
  * replacement, on the model's own alignments. */
-#ifndef QKV_TRANSLATE_H
-#define QKV_TRANSLATE_H
+#ifndef QKV_TRANSLATOR_H
+#define QKV_TRANSLATOR_H
 
 #include "data/vocab.h"
 #include "infer/decode.h"

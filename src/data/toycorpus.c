@@ -1,4 +1,4 @@
-/* toydata: a deterministic synthetic language pair that needs real translation, plus
+/* toycorpus: a deterministic synthetic language pair that needs real translation, plus
  * copy and reverse sanity tasks.
  *
  * The pair: an English-like source and an invented target language with
@@ -10,7 +10,7 @@
  *     so it has to be learned per noun,
  * and 3-20 words per sentence. Each pair comes with its gold word alignment in Pharaoh
  * format ("i-j": source word i, target word j), for checking attention later. */
-#include "data/toydata.h"
+#include "data/toycorpus.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* attention: multi-head attention forward/backward for all three uses.
+/* multihead: multi-head attention forward/backward for all three uses.
  *
  *   encoder self-attention:   xq = xkv = encoder stream, keys masked past each source length
  *   decoder masked self:      xq = xkv = decoder stream, causal, keys masked past target length
@@ -8,8 +8,8 @@
  * S = Q K^T / sqrt(d_head), masked keys get probability exactly 0, P = softmax(S),
  * O = P V, out = concat_heads(O) W_O + b_O. The probabilities P are kept: the backward
  * pass needs them and the attention maps are read from them. */
-#ifndef QKV_ATTENTION_H
-#define QKV_ATTENTION_H
+#ifndef QKV_MULTIHEAD_H
+#define QKV_MULTIHEAD_H
 
 typedef struct {
     float *w_q, *b_q; /* (d, d), (d) */

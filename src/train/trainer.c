@@ -1,6 +1,6 @@
-/* train: see train.h. */
+/* trainer: see trainer.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "train/train.h"
+#include "train/trainer.h"
 
 #include "data/spm.h"
 #include "util/checksum.h"
@@ -19,8 +19,8 @@
 
 #include "train/checkpoint.h"
 #include "train/dist.h"
-#include "train/jsonout.h"
-#include "train/plot.h"
+#include "util/json.h"
+#include "train/curves.h"
 
 /* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
  * by the main thread before each step: a lock-free atomic, which a handler may write. */
@@ -336,7 +336,7 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
 static void redraw_curves(Trainer *t, const TrainReporter *r) {
     char m[CONFIG_PATH_MAX + 32], s[CONFIG_PATH_MAX + 32];
     run_path(m, sizeof m, t->run.cfg.run_dir, "metrics.jsonl");
-    if (plot_metrics(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0) r->warn(r->ctx, err_msg());
+    if (curves_plot(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0) r->warn(r->ctx, err_msg());
 }
 
 /* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
@@ -355,7 +355,7 @@ static void write_metrics(FILE *f, const TrainProgress *p) {
         json_put(o, "valid_ppl", json_fmt("%.4f", exp(p->valid_loss)));
         json_put(o, "valid_bleu", json_fmt("%.2f", p->valid_bleu)); /* dropped when NAN */
     }
-    json_dumpf(o, f, JSONOUT_FLAGS);
+    json_dumpf(o, f, JSON_WRITE_FLAGS);
     fputc('\n', f);
     fflush(f); /* whole lines on disk: a kill leaves at most the last one cut (plot skips it) */
     json_decref(o);

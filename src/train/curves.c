@@ -1,8 +1,8 @@
-/* plot: the training curves of a run as an SVG picture, from its metrics.jsonl.
+/* curves: the training curves of a run as an SVG picture, from its metrics.jsonl.
  * Training loss and validation loss against the step, on shared axes with ticks; when
  * the run logs valid_bleu, a second panel below shows BLEU on its own scale (0..100 is
  * not a loss scale) over the same steps. */
-#include "train/plot.h"
+#include "train/curves.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -96,7 +96,7 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
 #undef PY
 }
 
-int plot_svg(char *text, const char *what, StrBuf *svg) {
+int curves_svg(char *text, const char *what, StrBuf *svg) {
     Series train = {0}, valid = {0}, bleu = {0};
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         json_t *o = json_loads(line, 0, NULL);
@@ -134,11 +134,11 @@ done:
     return rc;
 }
 
-int plot_metrics(const char *metrics_path, const char *svg_path) {
-    char *text = read_file_max(metrics_path, PLOT_METRICS_MAX, NULL);
+int curves_plot(const char *metrics_path, const char *svg_path) {
+    char *text = read_file_max(metrics_path, CURVES_METRICS_MAX, NULL);
     if (!text) return -1;
     StrBuf sb = {0};
-    int rc = plot_svg(text, metrics_path, &sb);
+    int rc = curves_svg(text, metrics_path, &sb);
     free(text);
     if (rc == 0) rc = write_file_atomic(svg_path, sb.buf, sb.len);
     sb_free(&sb);

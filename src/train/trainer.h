@@ -1,4 +1,4 @@
-/* train: the training loop behind `qkv train` and `qkv resume`.
+/* trainer: the training loop behind `qkv train` and `qkv resume`.
  *
  * A Trainer is built in phases the command drives (read the corpora, encode them,
  * set up model/optimizer/threads, optionally restore a checkpoint, open the metrics),
@@ -11,8 +11,8 @@
  * rank 0 alone validates, writes metrics, curves and checkpoints, and reports. The stop
  * signal is then SIGUSR1 (mpirun passes it to every rank); the ranks agree on the step
  * after which they all stop. */
-#ifndef QKV_TRAIN_H
-#define QKV_TRAIN_H
+#ifndef QKV_TRAINER_H
+#define QKV_TRAINER_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* score: corpus and sentence BLEU and chrF, computed as sacrebleu 2.x computes them with
+/* sacrebleu: corpus and sentence BLEU and chrF, computed as sacrebleu 2.x computes them with
  * its defaults, so that a figure qkv prints is the figure a paper would print.
  *
  *   BLEU: 13a tokenization (mteval-v13a's rules), mixed case, one reference, n-grams up to
@@ -9,8 +9,8 @@
  *
  * Statistics are sums over sentences, so a corpus is scored by adding its sentences one
  * at a time and computing the score once. Lines are UTF-8 without their newline. */
-#ifndef QKV_SCORE_H
-#define QKV_SCORE_H
+#ifndef QKV_SACREBLEU_H
+#define QKV_SACREBLEU_H
 
 #include "util/text.h"
 

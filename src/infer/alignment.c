@@ -1,5 +1,5 @@
-/* align: see align.h. */
-#include "infer/align.h"
+/* alignment: see alignment.h. */
+#include "infer/alignment.h"
 
 #include <limits.h>
 #include <stdlib.h>

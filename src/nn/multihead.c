@@ -1,7 +1,7 @@
-/* attention: see attention.h. Heads are column slices of the (tokens, d) projections, so
+/* multihead: see multihead.h. Heads are column slices of the (tokens, d) projections, so
  * each head's products are strided sgemm calls with leading dimension d: no transposes,
  * no copies. */
-#include "nn/attention.h"
+#include "nn/multihead.h"
 
 #include <cblas.h>
 #include <math.h>

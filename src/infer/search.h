@@ -1,0 +1,33 @@
+/* search: what greedy and beam search share: their options, the length limit, the framed
+ * sources of a group, and the log-normaliser of one row of logits. Below both searches
+ * (decode.c, beam.c), so neither includes the other's header for them. */
+#ifndef QKV_SEARCH_H
+#define QKV_SEARCH_H
+
+#include "data/corpus.h"
+#include "nn/model.h"
+
+typedef struct {
+    int beam;              /* hypotheses kept per sentence; 1 is greedy search */
+    int nbest;             /* hypotheses returned per sentence, 1..beam */
+    double length_penalty; /* alpha: a finished hypothesis scores log P / length^alpha, length
+                              counting its EOS (fairseq's form); 0 ranks by log P alone */
+    double max_len_a;      /* at most a * |source| + b target tokens (and the position table) */
+    int max_len_b;
+    int no_repeat_ngram;   /* > 0: no n-gram of this many tokens twice in one hypothesis */
+} DecodeOptions;
+
+/* beam 5, nbest 1, length penalty 1.0, max length 2|src| + 10, repeats allowed. */
+DecodeOptions decode_defaults(void);
+/* The options' rules for users: 0, or -1 with the error set naming the option. */
+int decode_check(const DecodeOptions *o);
+
+/* Longest output for a source of n tokens. */
+int decode_max_len(const Model *m, const DecodeOptions *o, int src_len);
+
+/* The framed sources of a group (ids, EOS, padding; both arrays
+ * the caller's to free) and log sum exp of one row of logits. */
+void search_source_batch(const Seq *const *src, int n, int **ids_out, int **len_out, int *width);
+double search_log_normaliser(const float *logits, int V);
+
+#endif

@@ -1,9 +1,0 @@
-/* dump: one batch's loss and gradients to files, for checking against a reference. */
-#ifndef QKV_DUMP_H
-#define QKV_DUMP_H
-
-/* Writes OUT/grads.safetensors and OUT/batch.json for training batch `batch_index` of
- * the run (in length order), dropout off. -1 with the error set. */
-int dump_grads(const char *run, const char *out_dir, int batch_index);
-
-#endif

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The house's rules, checked on the code itself (src/README.md states them):
+#  - an #include points down the layers: main → cmd → infer, train → data → nn → config → util,
+#    or to a file of its own folder; infer and train never include each other;
+#  - no include circle between modules (a module is x.c with x.h);
+#  - no call circle between modules: from the built objects (nm), module A calls B when
+#    A's object needs a symbol B's object defines; the graph has no loop, so no two files
+#    call each other;
+#  - no file basename twice in src/ but cmd/'s: a command is cmd/NAME.c, as git's builtin/.
+# tsort (coreutils) finds the loops. Needs the objects of `make all` (BUILD, default build).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+obj=${BUILD:-build}/obj
+
+rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
+    case $1 in
+    main | startup) echo 0 ;; cmd/*) echo 1 ;; infer/* | train/*) echo 2 ;; data/*) echo 3 ;;
+    nn/*) echo 4 ;; config) echo 5 ;; util/*) echo 6 ;; *) echo 99 ;;
+    esac
+}
+folder() { [[ $1 == */* ]] && echo "${1%%/*}" || echo "."; }
+
+# module edges "from to" of every quoted #include in src/
+include_edges() {
+    local f m t
+    while IFS= read -r f; do
+        m=${f#src/}
+        m=${m%.*}
+        grep -oE '^#include "[^"]+"' "$f" | sed -E 's/#include "(.*)\.h"/\1/' | while read -r t; do
+            [[ $t != "$m" ]] && echo "$m $t"
+        done
+    done < <(find src -name '*.c' -o -name '*.h' -o -name '*.cc' | sort)
+}
+edges=$(include_edges)
+
+# 1. layers
+wrong=""
+while read -r from to; do
+    rf=$(rank "$from") rt=$(rank "$to")
+    if [[ $rf == 99 || $rt == 99 ]]; then
+        wrong+="$from -> $to (a module outside the layers); "
+    elif ((rt < rf)) || { ((rt == rf)) && [[ $(folder "$from") != "$(folder "$to")" ]]; }; then
+        wrong+="$from -> $to; "
+    fi
+done <<<"$edges"
+[[ -z $wrong ]] && ok includes_point_down_the_layers || bad includes_point_down_the_layers "$wrong"
+
+# 2. include circles. tsort reports a loop on stderr; a planted one shows the check bites.
+loops() { tsort 2>&1 >/dev/null | grep -v '^tsort: -: input contains a loop:$' | sed 's/^tsort: //' | tr '\n' ' '; }
+[[ -n $(printf 'a b\nb a\n' | loops) ]] || bad circle_check_finds_a_planted_loop "tsort saw no loop in a -> b -> a"
+l=$(loops <<<"$edges")
+[[ -z $l ]] && ok no_include_circle || bad no_include_circle "modules in a loop: $l"
+
+# 3. call circles, from the objects' symbols
+call_edges() {
+    local o m
+    declare -A owner
+    while IFS= read -r o; do
+        m=${o#"$obj"/}
+        m=${m%.o}
+        while read -r s; do owner[$s]=$m; done < <(nm --defined-only -g "$o" | awk 'NF == 3 { print $3 }')
+    done < <(find "$obj" -name '*.o' ! -path '*/tests/*' ! -path '*/fuzz/*' ! -path '*/gen/*' | sort)
+    while IFS= read -r o; do
+        m=${o#"$obj"/}
+        m=${m%.o}
+        [[ -f src/$m.c || -f src/$m.cc ]] || continue # an object left from a renamed file
+        nm -u "$o" | awk '{ print $2 }' | while read -r s; do
+            t=${owner[$s]:-}
+            [[ -n $t && $t != "$m" ]] && echo "$m $t"
+        done
+    done < <(find "$obj" -name '*.o' ! -path '*/tests/*' ! -path '*/fuzz/*' ! -path '*/gen/*' | sort)
+}
+if [[ ! -f $obj/main.o ]]; then
+    bad no_call_circle "no objects under $obj: run make all first"
+else
+    calls=$(call_edges | sort -u)
+    if [[ -z $calls ]]; then
+        bad no_call_circle "no calls found between modules: nm read nothing"
+    else
+        l=$(loops <<<"$calls")
+        [[ -z $l ]] && ok no_call_circle || bad no_call_circle "modules calling in a loop: $l"
+    fi
+fi
+
+# 4. basenames
+dups=$(find src -name '*.c' -o -name '*.cc' -o -name '*.html' | grep -v '^src/cmd/' | xargs -n1 basename |
+    sed 's/\.[a-z]*$//' | sort | uniq -d | tr '\n' ' ')
+cmd_clash=$(for f in src/cmd/*.c; do
+    b=$(basename "$f" .c)
+    find src -name "$b.c" ! -path 'src/cmd/*' | head -1
+done | tr '\n' ' ')
+[[ -z $dups && -z ${cmd_clash// /} ]] && ok no_basename_twice || bad no_basename_twice "twice: $dups $cmd_clash"
+
+finish
