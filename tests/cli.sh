@@ -90,6 +90,26 @@ done
 ((plot_ok)) && ok "plot_bounded_for_extreme_values" || bad "plot_bounded_for_extreme_values" "a plot failed, hung or grew past 100 kB"
 # the error contract: one line, "qkv: ...", exit 2
 expect_error "getopt_error_reads_qkv" 2 "^qkv: train: unrecognized option '--bogus'$" "$QKV" train --bogus
+# every command answers --help (and qkv help CMD, the same text) with its usage, its
+# options and an example, exit 0; each option the help names is one its parser takes
+cmds=$("$QKV" help | awk '/^  [a-z]/ {print $1}')
+n_cmds=0 help_bad=""
+for c in $cmds; do
+    n_cmds=$((n_cmds + 1))
+    h=$("$QKV" "$c" --help 2>&1) rc=$?
+    [[ $rc -eq 0 && $h == "usage: qkv $c "* && $h == *$'\nexample:\n  qkv '"$c"* ]] || { help_bad+="$c --help (exit $rc); "; continue; }
+    [[ $("$QKV" help "$c" 2>&1) == "$h" ]] || help_bad+="qkv help $c differs; "
+    # "  --beam K   what it does": the option, and a value when the help names one; no
+    # operand, so the parser reads the option and stops at the usage, doing nothing
+    while read -r o v; do
+        e=$("$QKV" "$c" "$o" ${v:+1} 2>&1 >/dev/null </dev/null)
+        [[ $e == *"unrecognized option"* || $e == *"requires an argument"* || $e == *"doesn't allow"* ]] &&
+            help_bad+="$c $o: $e; "
+    done < <(grep -oE '^  --[a-z-]+( [A-Z][A-Z0-9.=|_]*)?' <<<"$h")
+done
+[[ $n_cmds -ge 14 && -z $help_bad ]] && ok every_command_answers_help || bad every_command_answers_help "$n_cmds commands; $help_bad"
+expect_error "unknown_command_help" 2 "^qkv: 'bogus' is not a command; see 'qkv help'$" "$QKV" help bogus
+expect_error "usage_points_at_help" 2 "^usage: qkv translate RUN_DIR\|WEIGHTS .*\(qkv translate --help lists the options\)$" "$QKV" translate
 expect_error "name_dot_dot_refused" 2 "name: must be a plain directory name" "$QKV" train "$T/ok.yaml" --set name=.. --set run_dir=
 sets=(); for _ in $(seq 65); do sets+=(--set seed=1); done
 expect_error "too_many_sets_said" 2 "^qkv: --set: more than 64 overrides" "$QKV" train "$T/ok.yaml" "${sets[@]}"

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "data/corpus.h"
 #include "data/tokenize.h"
+#include "infer/aligner.h"
 #include "infer/alignment.h"
 #include "infer/attnmap.h"
 #include "infer/watch.h"
@@ -421,6 +423,101 @@ static void test_alignment_links_strict_unique_in_range(void) {
           "range");
 }
 
+/* The links of selection pk by the lower-level calls: one head's map, or head averages
+ * (attnmap_head_average) of one layer or of all layers averaged, pooled by align_from_map. */
+static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int nsw, const int *tw, int ntw, int *links) {
+    size_t per = (size_t)a->T * a->S;
+    float *map = xcalloc(per, sizeof(float)), *avg = xmalloc(sizeof(float) * per);
+    if (pk.head >= 0) memcpy(map, attnmap_at(a, ATTN_CROSS, pk.layer, pk.head), sizeof(float) * per);
+    else if (pk.layer >= 0) attnmap_head_average(a, ATTN_CROSS, pk.layer, map);
+    else
+        for (int l = 0; l < a->layers[ATTN_CROSS]; l++) {
+            attnmap_head_average(a, ATTN_CROSS, l, avg);
+            for (size_t i = 0; i < per; i++) map[i] += avg[i] / (float)a->layers[ATTN_CROSS];
+        }
+    align_from_map(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
+    free(map), free(avg);
+}
+
+/* The links aligner_links reads off a sentence pair are those the lower-level calls give
+ * for the same maps, for every selection; aligner_score's counts are align_score's on
+ * those links; both refuse gold links past the pair, a malformed gold line and a side
+ * longer than the positions, with the file and line, adding nothing. */
+static void test_aligner_pair_links_and_scores(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    AlignPick picks[3 * (4 + 1) + 1]; /* the model's 3 decoder layers of 4 heads */
+    int n_picks = aligner_picks(3, 4, picks);
+    CHECK(n_picks == 16 && picks[0].layer == 0 && picks[0].head == -1 && picks[1].head == 0 && picks[5].layer == 1 &&
+              picks[10].layer == 2 && picks[10].head == -1 && picks[14].layer == 2 && picks[14].head == 3 &&
+              picks[15].layer == -1 && picks[15].head == -1,
+          "%d picks, not in report order", n_picks);
+    /* the same pair by hand: ids, maps, words, each selection's links */
+    AlignPair p = {"w0 w1 w2 w3", "w4 w5 w6", NULL, "a.src", "a.tgt", "a.gold", 7};
+    int sid[8], tid[8];
+    int ns = encode_line(p.src, TOKENIZER_WORD, &sv, sid, 8), nt = encode_line(p.tgt, TOKENIZER_WORD, &tv, tid, 8);
+    CHECK(ns == 4 && nt == 3, "encoded %d and %d ids", ns, nt);
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, sid, ns, tid, nt, &a);
+    int sw[8], tw[8], nsw = align_words(a.src, a.S, TOKENIZER_WORD, sw);
+    int ntw = align_words(a.tgt_out, a.T, TOKENIZER_WORD, tw);
+    int want[16][3], differ = 0;
+    if (nsw == 4 && ntw == 3)
+        for (int k = 0; k < n_picks; k++) links_by_hand(&a, picks[k], sw, nsw, tw, ntw, want[k]);
+    attnmap_free(&a);
+    CHECK(nsw == 4 && ntw == 3, "%d source and %d target words", nsw, ntw);
+    for (int k = 1; k < n_picks; k++) differ += memcmp(want[k], want[0], sizeof want[0]) != 0;
+    CHECK(differ >= 8, "only %d selections link differently from the first: the check below would prove little", differ);
+    for (int k = 0; k < n_picks; k++) {
+        int *links = NULL, n = aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[k], &links);
+        int same = n == 3 && memcmp(links, want[k], sizeof want[k]) == 0;
+        free(links);
+        CHECK(same, "pick (%d, %d): %d links, not those of the maps", picks[k].layer, picks[k].head, n);
+    }
+    /* gold: two links of layer 2's average (one written twice) and 3-2 */
+    char gold[64];
+    snprintf(gold, sizeof gold, "%d-0 %d-1 %d-0 3-2", want[10][0], want[10][1], want[10][0]);
+    p.gold = gold;
+    int pairs[8][2], ng = align_unique(pairs, align_parse(gold, pairs, 8));
+    AlignCounts counts[16] = {{0}};
+    CHECK(aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, counts) == 0, "%s", err_msg());
+    for (int k = 0; k < n_picks; k++) {
+        AlignCounts c = {0};
+        align_score(want[k], 3, pairs, ng, &c);
+        CHECK(counts[k].hits == c.hits && counts[k].predicted == c.predicted && counts[k].gold == c.gold && c.gold == 3,
+              "pick %d: %ld/%ld/%ld hits/predicted/gold, by hand %ld/%ld/%ld", k, counts[k].hits, counts[k].predicted,
+              counts[k].gold, c.hits, c.predicted, c.gold);
+    }
+    CHECK(counts[10].hits >= 2, "layer 2's average: %ld hits", counts[10].hits);
+    /* refused, with where, and nothing added */
+    AlignCounts before[16];
+    memcpy(before, counts, sizeof counts);
+    p.gold = "0-0 4-1";
+    CHECK(aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, counts) == -1 &&
+              strcmp(err_msg(), "a.gold:7: link 4-1 is out of range: the pair has 4 source and 3 target words") == 0,
+          "out of range: %s", err_msg());
+    p.gold = "0-0 1-x";
+    CHECK(aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, counts) == -1 &&
+              strcmp(err_msg(), "a.gold:7: not Pharaoh alignments (i-j pairs)") == 0,
+          "malformed: %s", err_msg());
+    p.gold = "0-0", p.tgt = "";
+    CHECK(aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, counts) == -1 &&
+              strcmp(err_msg(), "a.gold:7: link 0-0 is out of range: the pair has an empty side") == 0,
+          "empty side: %s", err_msg());
+    CHECK(memcmp(before, counts, sizeof counts) == 0, "a refused pair added to the counts");
+    int *links = NULL;
+    CHECK(aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], &links) == 0 && !links, "an empty side has links");
+    char long_line[31 * 3 + 1] = "";
+    for (int i = 0; i < 31; i++) strcat(long_line, "w1 ");
+    p.src = long_line, p.tgt = "w4";
+    CHECK(aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], &links) == -1 &&
+              strcmp(err_msg(), "a.src:7: more than the 30 tokens this model has positions for") == 0,
+          "too long: %s", err_msg());
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
 /* watch_check's bound on a snapshot's size holds for what watch_record writes, and is not
  * loose by more than twice (it takes every number at its longest). */
 static void test_watch_snapshot_bound(void) {
@@ -456,6 +553,7 @@ const TestCase attnmap_tests[] = {
     {"attention_labels_become_valid_utf8", test_labels_become_valid_utf8},
     {"attention_json_claims_checked_before_allocating", test_json_claims_checked_before_allocating},
     {"alignment_links_strict_unique_in_range", test_alignment_links_strict_unique_in_range},
+    {"alignment_aligner_pair_links_and_scores", test_aligner_pair_links_and_scores},
     {"watch_snapshot_bound_holds", test_watch_snapshot_bound},
     {NULL, NULL},
 };

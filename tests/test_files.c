@@ -1,7 +1,10 @@
 /* Files qkv writes and reads: tmp files named per process and swept only when their
- * writer is gone; a checkpoint's header length judged before the file is read. */
+ * writer is gone; a checkpoint's header length judged before the file is read; a
+ * directory's files published whole or not at all. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/staged_dir.h"
 
 /* A pid that no process has now: a child that has exited and been reaped. */
 static long dead_pid(void) {
@@ -105,9 +109,113 @@ static void test_deep_config_in_checkpoint(void) {
     CHECK(took < 1, "took %.1fs", took);
 }
 
+/* ---- staged directories ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *names[2]; /* the files to write (NULL: none) */
+    const char *text;     /* what each holds */
+    int fail;             /* fail after writing them, as a full disk would */
+} StageFill;
+
+static volatile sig_atomic_t stage_signal;
+static int stage_signal_seen; /* whether the signal landed while fill ran */
+static void on_stage_signal(int sig) { stage_signal = sig; }
+
+static int stage_fill(const char *dir, void *arg) {
+    const StageFill *f = arg;
+    char path[STAGED_DIR_MAX + 256];
+    for (int i = 0; i < 2 && f->names[i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, f->names[i]);
+        if (write_file_atomic(path, f->text, strlen(f->text)) != 0) return -1;
+    }
+    raise(SIGTERM); /* held: lands once the directory is published or gone */
+    stage_signal_seen = stage_signal != 0;
+    return f->fail ? err_set("%s: write failed: no space left on device", dir) : 0;
+}
+
+static int stage_replaces(const char *name) { return strcmp(name, "a.txt") == 0 || strcmp(name, "b.txt") == 0; }
+
+/* "<dir>/<name>" holds text, or is absent when text is NULL. */
+static int holds(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t len;
+    char *got = read_file(path, &len);
+    int same = text ? got && strcmp(got, text) == 0 : !got;
+    free(got);
+    return same;
+}
+
+/* How many "*.partial-*" entries dir holds. */
+static int staging_left(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d))) n += strstr(e->d_name, ".partial-") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+static void test_staged_dir_whole_or_not_at_all(void) {
+    char base[64], out[128], blocker[128], path[160];
+    snprintf(base, sizeof base, "/tmp/qkv-staged-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/sub/out/", base); /* parents missing; a trailing slash */
+    snprintf(blocker, sizeof blocker, "%s/file", base);
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_stage_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old);
+    /* a new directory, parents and all; the stop signal held until it is in place */
+    StageFill first = {{"a.txt", "b.txt"}, "one", 0};
+    stage_signal = 0;
+    int rc = staged_dir_write(out, "--out", stage_fill, &first, stage_replaces);
+    int seen = stage_signal_seen, after = stage_signal != 0;
+    snprintf(path, sizeof path, "%s/sub", base);
+    int ok1 = rc == 0 && holds(out, "a.txt", "one") && holds(out, "b.txt", "one") && staging_left(path) == 0;
+    /* over the old one: a file it had and the new set lacks goes, one not claimed stays */
+    snprintf(path, sizeof path, "%s/keep.txt", out);
+    touch(path);
+    StageFill second = {{"a.txt", NULL}, "two", 0};
+    int rc2 = staged_dir_write(out, "--out", stage_fill, &second, stage_replaces);
+    /* a write that fails partway leaves the old files whole and no staging directory */
+    StageFill third = {{"a.txt", "b.txt"}, "three", 1};
+    int rc3 = staged_dir_write(out, "--out", stage_fill, &third, stage_replaces);
+    char msg3[256];
+    snprintf(msg3, sizeof msg3, "%s", err_msg());
+    /* a file where a parent directory should be: refused before anything is written */
+    touch(blocker);
+    snprintf(path, sizeof path, "%s/out", blocker);
+    stage_signal = 0;
+    int rc4 = staged_dir_write(path, "--out", stage_fill, &first, stage_replaces);
+    char msg4[256];
+    snprintf(msg4, sizeof msg4, "%s", err_msg());
+    /* a file where the directory should be */
+    int rc5 = staged_dir_write(blocker, "--out", stage_fill, &first, stage_replaces);
+    char msg5[256], want5[200];
+    snprintf(msg5, sizeof msg5, "%s", err_msg());
+    snprintf(want5, sizeof want5, "--out: %s exists and is not a directory", blocker);
+    sigaction(SIGTERM, &old, NULL);
+    snprintf(path, sizeof path, "%s/sub", base);
+    int left = staging_left(path) + staging_left(base);
+    int ok2 = holds(out, "a.txt", "two") && holds(out, "b.txt", NULL) && holds(out, "keep.txt", "");
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", base);
+    CHECK(ok1, "first write: rc %d, %s", rc, rc ? err_msg() : "files or staging wrong");
+    CHECK(!seen && after, "SIGTERM %s while the files were written, %s after", seen ? "landed" : "held",
+          after ? "landed" : "lost");
+    CHECK(rc2 == 0 && ok2, "second write: rc %d; a.txt new, b.txt gone, keep.txt kept: %d", rc2, ok2);
+    CHECK(rc3 == -1 && strstr(msg3, "write failed: no space left on device"), "failed fill: rc %d, %s", rc3, msg3);
+    CHECK(rc4 == -1 && strstr(msg4, "exists and is not a directory") && stage_signal == 0,
+          "a file for a parent: rc %d, %s", rc4, msg4);
+    CHECK(rc5 == -1 && strcmp(msg5, want5) == 0, "a file for the directory: rc %d, %s", rc5, msg5);
+    CHECK(left == 0, "%d staging directories left behind", left);
+}
+
 const TestCase files_tests[] = {
     {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
     {"files_checkpoint_header_length_judged_first", test_header_length_judged_first},
+    {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
     {NULL, NULL},
 };

@@ -263,6 +263,93 @@ static void test_passes_add_up_to_the_whole_batch(void) {
     CHECK(wrong > 1e-3, "passes without their place in the batch match it too (%.3g): dropout does not show", wrong);
 }
 
+/* The attention accessors name the sub-layer they claim to. Each (kind, layer)'s weights
+ * are the table's tensors of that name; its acts are that layer's (the test may look
+ * inside the arena); the scores a forward pass keeps for it are q . k / sqrt(d_head) of
+ * those acts' own q and k, and their probabilities the softmax of those; and each
+ * cross-attention's keys are the encoder output through that layer's own W_K. */
+static void test_attention_accessors_name_their_layer(void) {
+    enum { L = 2, H = 2, D = 8, DH = D / H };
+    static const char *names[ATTN_KINDS] = {"encoder.layers.%d.self_attn.w_%c", "decoder.layers.%d.self_attn.w_%c",
+                                            "decoder.layers.%d.cross_attn.w_%c"};
+    const int rows[ATTN_KINDS] = {S, T, T}, cols[ATTN_KINDS] = {S, T, S};
+    const int *kv_len[ATTN_KINDS] = {src_len, tgt_len, src_len};
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, L);
+    Model *m = &c.m;
+    const AttnActs *want[ATTN_KINDS][L] = {{&m->a.enc[0].attn, &m->a.enc[1].attn},
+                                           {&m->a.dec[0].self_attn, &m->a.dec[1].self_attn},
+                                           {&m->a.dec[0].cross_attn, &m->a.dec[1].cross_attn}};
+    float scores[ATTN_KINDS][L][B * H * S * S]; /* S >= T: room for every kind */
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < L; l++) {
+            const AttnParams *w = model_attention_params(m, k, l);
+            char name[96];
+            snprintf(name, sizeof name, names[k], l, 'q');
+            const TensorInfo *tq = model_find_tensor(m, name);
+            snprintf(name, sizeof name, names[k], l, 'k');
+            const TensorInfo *tk = model_find_tensor(m, name);
+            CHECK(w && tq && tk && w->w_q == m->params + tq->offset && w->w_k == m->params + tk->offset,
+                  "kind %d layer %d: the params are not the table's %s", k, l, name);
+            CHECK(model_attention_acts(m, k, l) == want[k][l], "kind %d layer %d: the acts of another sub-layer", k, l);
+            CHECK(model_attention_keep_scores(m, k, l, scores[k][l]) == 0, "kind %d layer %d: scores refused", k, l);
+        }
+    CHECK(!model_attention_acts(m, ATTN_ENC_SELF, L) && !model_attention_acts(m, ATTN_CROSS, -1) &&
+              !model_attention_params(m, ATTN_DEC_SELF, L) && !model_attention_params(m, ATTN_KINDS, 0) &&
+              model_attention_keep_scores(m, ATTN_CROSS, L, NULL) == -1,
+          "a layer the model lacks was handed out");
+    model_loss(&c);
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < L; l++) model_attention_keep_scores(m, k, l, NULL);
+    double worst_score = 0.0, worst_p = 0.0, worst_key = 0.0;
+    int masks_wrong = 0;
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < L; l++) {
+            const AttnActs *a = model_attention_acts(m, k, l);
+            int Tq = rows[k], Tk = cols[k];
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < Tq; i++) {
+                        int n = kv_len[k][b];
+                        if (k == ATTN_DEC_SELF && i + 1 < n) n = i + 1; /* causal */
+                        size_t row = (((size_t)b * H + h) * Tq + i) * Tk;
+                        const float *kept = scores[k][l] + row, *p = a->p + row;
+                        double s[S], max = -INFINITY, sum = 0.0;
+                        for (int j = 0; j < n; j++) {
+                            s[j] = 0.0;
+                            for (int e = 0; e < DH; e++)
+                                s[j] += (double)a->q[((size_t)b * Tq + i) * D + h * DH + e] *
+                                        a->k[((size_t)b * Tk + j) * D + h * DH + e];
+                            s[j] /= sqrt((double)DH);
+                            worst_score = fmax(worst_score, fabs(s[j] - kept[j]));
+                            max = fmax(max, s[j]);
+                        }
+                        for (int j = 0; j < n; j++) sum += exp(s[j] - max);
+                        for (int j = 0; j < n; j++) worst_p = fmax(worst_p, fabs(exp(s[j] - max) / sum - p[j]));
+                        for (int j = n; j < Tk; j++) masks_wrong += kept[j] != -INFINITY || p[j] != 0.0f;
+                    }
+        }
+    for (int l = 0; l < L; l++) {
+        const AttnActs *a = model_attention_acts(m, ATTN_CROSS, l);
+        const AttnParams *w = model_attention_params(m, ATTN_CROSS, l);
+        for (int r = 0; r < B * S; r++)
+            for (int j = 0; j < D; j++) {
+                double key = w->b_k[j];
+                for (int e = 0; e < D; e++) key += (double)m->a.src.out[(size_t)r * D + e] * w->w_k[(size_t)e * D + j];
+                worst_key = fmax(worst_key, fabs(key - a->k[(size_t)r * D + j]));
+            }
+    }
+    int differ = memcmp(model_attention_acts(m, ATTN_CROSS, 0)->p, model_attention_acts(m, ATTN_CROSS, 1)->p,
+                        sizeof(float) * B * H * T * S) != 0;
+    model_free(&c.m);
+    CHECK(worst_score < 1e-5, "kept scores differ from q . k / sqrt(d_head) of the same acts by %g", worst_score);
+    CHECK(worst_p < 1e-5, "probabilities differ from the softmax of the scores by %g", worst_p);
+    CHECK(masks_wrong == 0, "%d masked keys with a score or a weight", masks_wrong);
+    CHECK(worst_key < 1e-5, "cross-attention keys differ from the encoder output through that layer's W_K by %g",
+          worst_key);
+    CHECK(differ, "both decoder layers' cross-attention probabilities are the same");
+}
+
 const TestCase model_tests[] = {
     {"model_table_names_and_sizes", test_table_names_and_sizes},
     {"model_forward_backward_fused_bit_identical", test_forward_backward_fused_is_forward_then_backward},
@@ -271,6 +358,7 @@ const TestCase model_tests[] = {
     {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},
     {"model_padding_is_invisible", test_padding_is_invisible},
+    {"model_attention_accessors_name_their_layer", test_attention_accessors_name_their_layer},
     {NULL, NULL},
 };
 

@@ -1,46 +1,23 @@
 /* align: `qkv align RUN --src F --tgt F [--gold F]`, word alignments read from the
  * cross-attention, one Pharaoh line per pair, or precision/recall/AER per head against
- * gold links. */
+ * gold links. The command reads the files and prints; reading a pair's links off the
+ * model is infer/aligner.c's. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "config.h"
-#include "data/corpus.h"
+#include "cmd/options.h"
+#include "infer/aligner.h"
 #include "infer/alignment.h"
-#include "infer/attnmap.h"
 #include "train/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
 
-/* Selections: every (layer, head), each layer's head average, and all layers' average. */
-typedef struct {
-    int layer, head; /* -1: averaged */
-} Pick;
-
-static void pick_map(const AttnMaps *a, Pick p, float *out) {
-    int rows = a->T, cols = a->S, L = a->layers[ATTN_CROSS];
-    size_t per = (size_t)rows * cols;
-    if (p.head >= 0) {
-        memcpy(out, attnmap_at(a, ATTN_CROSS, p.layer, p.head), sizeof(float) * per);
-        return;
-    }
-    float *tmp = xmalloc(sizeof(float) * per);
-    memset(out, 0, sizeof(float) * per);
-    for (int l = p.layer < 0 ? 0 : p.layer; l < (p.layer < 0 ? L : p.layer + 1); l++) {
-        attnmap_head_average(a, ATTN_CROSS, l, tmp);
-        for (size_t i = 0; i < per; i++) out[i] += tmp[i] / (float)(p.layer < 0 ? L : 1);
-    }
-    free(tmp);
-}
-
-static void pick_name(Pick p, char *buf, size_t n) {
+static void pick_name(AlignPick p, char *buf, size_t n) {
     if (p.layer < 0) snprintf(buf, n, "all layers, all heads");
     else if (p.head < 0) snprintf(buf, n, "layer %d, average", p.layer);
     else snprintf(buf, n, "layer %d, head %d", p.layer, p.head);
@@ -54,31 +31,45 @@ static int parse_index(const char *s, const char *what, int *out) {
     return cmd_int(where, which, s, 0, 1000, out);
 }
 
+static const CmdOption options[] = {
+    {'s', "src", "FILE", "source sentences (required)", NULL},
+    {'t', "tgt", "FILE", "their translations, line-aligned (required)", NULL},
+    {'g', "gold", "FILE", "gold Pharaoh alignments: score every head instead of printing links", NULL},
+    {'l', "layer", "L|all", "the decoder layer whose cross-attention aligns; all: every layer averaged", "the last"},
+    {'h', "head", "H|avg", "one head of that layer; avg: its heads averaged", "avg"},
+    {0},
+};
+const CmdSpec cmd_align_spec = {
+    .name = "align",
+    .operands = "RUN --src FILE --tgt FILE [--gold FILE] [--layer L|all] [--head H|avg]",
+    .summary = "word alignments from cross-attention, or their AER against gold links",
+    .about = "Each target word is linked to the source word its cross-attention weighs most (pieces\n"
+             "pooled to words); one Pharaoh line \"i-j ...\" per pair. With --gold, precision, recall\n"
+             "and AER for every head, each layer's average and all layers'.",
+    .options = options,
+    .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
+};
+
 int cmd_align(int argc, char **argv) {
-    static const struct option opts[] = {{"src", required_argument, 0, 's'},   {"tgt", required_argument, 0, 't'},
-                                         {"gold", required_argument, 0, 'g'},  {"layer", required_argument, 0, 'l'},
-                                         {"head", required_argument, 0, 'h'},  {0}};
     const char *src_path = NULL, *tgt_path = NULL, *gold_path = NULL, *layer_s = NULL, *head_s = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "s:t:g:l:h:", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_align_spec, argc, argv)) >= 0) {
         switch (c) {
         case 's': src_path = optarg; break;
         case 't': tgt_path = optarg; break;
         case 'g': gold_path = optarg; break;
         case 'l': layer_s = optarg; break;
         case 'h': head_s = optarg; break;
-        default: return 2;
         }
     }
-    if (optind != argc - 1 || !src_path || !tgt_path) {
-        return cmd_usage("qkv align RUN --src SRC --tgt TGT [--layer L|all] [--head H|avg] [--gold GOLD]");
-    }
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || !src_path || !tgt_path) return cmd_usage_of(&cmd_align_spec);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int L = r.model.cfg.decoder_layers, H = r.model.cfg.heads;
     /* the default: the last decoder layer's heads averaged; on the toy pair it aligns
      * better than any single head and than all layers together (README, "Alignments") */
-    Pick chosen = {L - 1, -1};
+    AlignPick chosen = {L - 1, -1};
     if ((layer_s && strcmp(layer_s, "all") != 0 && parse_index(layer_s, "layer", &chosen.layer) != 0) ||
         (head_s && strcmp(head_s, "avg") != 0 && parse_index(head_s, "head", &chosen.head) != 0)) {
         run_close(&r);
@@ -101,77 +92,28 @@ int cmd_align(int argc, char **argv) {
     char **src = read_file_lines(src_path, &n_src), **tgt = src ? read_file_lines(tgt_path, &n_tgt) : NULL;
     char **gold = tgt && gold_path ? read_file_lines(gold_path, &n_gold) : NULL;
     int n_picks = L * (H + 1) + 1;
-    Pick *picks = xmalloc(sizeof(Pick) * (size_t)n_picks);
+    AlignPick *picks = xmalloc(sizeof(AlignPick) * (size_t)n_picks);
     AlignCounts *counts = xcalloc((size_t)n_picks, sizeof(AlignCounts));
+    aligner_picks(L, H, picks);
     if (!src || !tgt || (gold_path && !gold)) goto done;
     if (n_src != n_tgt || (gold && n_gold != n_src)) {
         err_set("%s has %d lines, %s %d%s%s%s: they must be line-aligned", src_path, n_src, tgt_path, n_tgt,
                 gold ? ", " : "", gold ? gold_path : "", gold ? "" : "");
         goto done;
     }
-    int k = 0;
-    for (int l = 0; l < L; l++)
-        for (int h = -1; h < H; h++) picks[k++] = (Pick){l, h};
-    picks[k++] = (Pick){-1, -1};
-    int tok = r.cfg.data.tokenizer, max = r.model.cfg.max_positions - 2;
-    int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
-    int (*pairs)[2] = NULL;
+    int tok = r.cfg.data.tokenizer;
     for (int i = 0; i < n_src; i++) {
-        /* one past the positions: a line the model cannot read whole is refused, not cut
-         * (its alignments would stop short of its last words) */
-        int ns = encode_line(src[i], tok, &r.src_vocab, sid, max + 1), nt = encode_line(tgt[i], tok, &r.tgt_vocab, tid, max + 1);
-        int ng = 0;
-        if (ns > max || nt > max) {
-            err_set("%s:%d: more than the %d tokens this model has positions for", ns > max ? src_path : tgt_path, i + 1, max);
-            free(sid), free(tid), free(pairs);
-            goto done;
-        }
-        /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
-        int cap = gold ? (int)(strlen(gold[i]) / 3 + 1) : 0;
-        if (gold) pairs = xrealloc(pairs, sizeof(int[2]) * (size_t)cap);
-        if (gold && (ng = align_parse(gold[i], pairs, cap)) < 0) {
-            err_set("%s:%d: not Pharaoh alignments (i-j pairs)", gold_path, i + 1);
-            free(sid), free(tid), free(pairs);
-            goto done;
-        }
-        if (ns == 0 || nt == 0) {
-            if (gold && ng > 0) {
-                err_set("%s:%d: link %d-%d is out of range: the pair has an empty side", gold_path, i + 1, pairs[0][0], pairs[0][1]);
-                free(sid), free(tid), free(pairs);
-                goto done;
-            }
-            if (!gold) printf("\n");
+        AlignPair pair = {src[i], tgt[i], gold ? gold[i] : NULL, src_path, tgt_path, gold_path, i + 1};
+        if (gold) {
+            if (aligner_score(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, picks, n_picks, counts) != 0) goto done;
             continue;
         }
-        AttnMaps a;
-        attnmap_capture(&r.model, &r.src_vocab, &r.tgt_vocab, sid, ns, tid, nt, &a);
-        int *sw = xmalloc(sizeof(int) * (size_t)a.S), *tw = xmalloc(sizeof(int) * (size_t)a.T);
-        int nsw = align_words(a.src, a.S, tok, sw), ntw = align_words(a.tgt_out, a.T, tok, tw); /* the vocabulary's pieces */
-        int bad = gold ? align_out_of_range(pairs, ng, nsw, ntw) : -1;
-        if (bad >= 0) {
-            err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", gold_path, i + 1,
-                    pairs[bad][0], pairs[bad][1], nsw, ntw);
-            free(sw), free(tw), free(sid), free(tid), free(pairs);
-            attnmap_free(&a);
-            goto done;
-        }
-        if (gold) ng = align_unique(pairs, ng); /* a link written twice is one sure link */
-        float *map = xmalloc(sizeof(float) * (size_t)a.S * a.T);
-        int *links = xmalloc(sizeof(int) * (size_t)(ntw ? ntw : 1));
-        for (int p = 0; p < n_picks; p++) {
-            int is_chosen = picks[p].layer == chosen.layer && picks[p].head == chosen.head;
-            if (!gold && !is_chosen) continue;
-            pick_map(&a, picks[p], map);
-            align_from_map(map, a.S, tw, a.T, ntw, sw, a.S, nsw, links);
-            if (gold) align_score(links, ntw, pairs, ng, &counts[p]);
-            else
-                for (int j = 0; j < ntw; j++) printf("%s%d-%d", j ? " " : "", links[j], j);
-        }
-        if (!gold) printf("\n");
-        free(sw), free(tw), free(map), free(links);
-        attnmap_free(&a);
+        int *links, n = aligner_links(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, chosen, &links);
+        if (n < 0) goto done;
+        for (int j = 0; j < n; j++) printf("%s%d-%d", j ? " " : "", links[j], j);
+        printf("\n");
+        free(links);
     }
-    free(sid), free(tid), free(pairs);
     if (gold) {
         printf("%-24s %9s %9s %9s\n", "cross-attention", "precision", "recall", "AER");
         int best = -1;

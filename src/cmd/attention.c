@@ -4,22 +4,19 @@
  * snapshots train.watch recorded.
  *
  * Files are written into a fresh directory beside --out and moved into place only when
- * all are written: a full disk leaves the old export whole, and a new export never shows
- * beside the files of an old one. A place that cannot hold the files exits 2, a write
- * that fails partway (full disk) 1, as for every command that writes. */
+ * all are written (util/staged_dir.h): a full disk leaves the old export whole, and a
+ * new export never shows beside the files of an old one. A place that cannot hold the
+ * files exits 2, a write that fails partway (full disk) 1, as for every command that
+ * writes. */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "config.h"
 #include "data/corpus.h"
 #include "infer/attnmap.h"
@@ -30,6 +27,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
+#include "util/staged_dir.h"
 #include "util/text.h"
 
 typedef struct {
@@ -52,73 +50,29 @@ static int export_file(const char *name) {
     return 0;
 }
 
-static void remove_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[CONFIG_PATH_MAX + 300];
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
+/* What one sentence's export writes into the directory staged_dir_write hands it. */
+typedef struct {
+    const AttnMaps *maps;
+    int svgs; /* how many SVG heatmaps were written */
+} SentenceFiles;
+
+static int write_sentence_files(const char *dir, void *arg) {
+    SentenceFiles *f = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/maps.json", dir);
+    if (attnmap_write_json(f->maps, path) != 0 || attnmap_write_svgs(f->maps, dir, &f->svgs) != 0) return -1;
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    return attnmap_write_html(f->maps, path);
 }
 
-/* A new, empty directory beside out for the files being written. */
-static int staging_dir(const char *out, char *tmp, size_t n) {
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/') len--;
-    if (len == 0 || len + 32 >= n) return err_set("--out: '%s' is not a usable directory name", out);
-    snprintf(tmp, n, "%.*s.partial-%d", (int)len, out, (int)getpid());
-    remove_dir(tmp); /* a leftover of this pid's predecessor */
-    struct stat st;
-    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("--out: %s exists and is not a directory", out);
-    char parent[CONFIG_PATH_MAX + 64];
-    snprintf(parent, sizeof parent, "%s", tmp);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = '\0';
-        if (make_dirs(parent) != 0) return -1;
-    }
-    if (mkdir(tmp, 0777) != 0) {
-        int e = errno;
-        return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e); /* the place named, not the staging name */
-    }
-    return 0;
-}
-
-/* Moves every file of tmp into out (made if missing) and removes the old export's files
- * that the new one does not have. Renames within one file system cannot run out of space. */
-static int publish(const char *tmp, const char *out) {
-    if (rename(tmp, out) == 0) return 0; /* out did not exist (or was empty) */
-    DIR *d = opendir(out);
-    if (!d) {
-        int e = errno;
-        return err_set("%s: cannot open: %s", out, strerror(e)), err_io(e);
-    }
-    char from[CONFIG_PATH_MAX + 300], to[CONFIG_PATH_MAX + 300];
-    struct dirent *e;
-    while ((e = readdir(d))) { /* stale files of the old export first */
-        snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-        if (export_file(e->d_name) && access(from, F_OK) != 0) unlink(to);
-    }
-    closedir(d);
-    int rc = 0;
-    d = opendir(tmp);
-    while (d && (e = readdir(d)) && rc == 0) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-        if (rename(from, to) != 0) {
-            int e = errno;
-            rc = err_set("%s: cannot move into place: %s", to, strerror(e)), err_io(e);
-        }
-    }
-    if (d) closedir(d);
-    remove_dir(tmp);
-    return rc;
+/* What --watch writes: the view's JSON and the page around it. */
+static int write_watch_files(const char *dir, void *arg) {
+    const char *json = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/watch.json", dir);
+    if (write_file_atomic(path, json, strlen(json)) != 0) return -1;
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    return attnview_write(json, path);
 }
 
 /* ---- one sentence ------------------------------------------------------------------------ */
@@ -198,24 +152,16 @@ static int check_query(const AttnMaps *a, Options *o) {
 }
 
 static int one_sentence(Run *r, Options *o) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2, svgs = 0, held = 0;
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     AttnMaps maps = {0};
-    char tmp[CONFIG_PATH_MAX + 64], path[CONFIG_PATH_MAX + 96];
-    tmp[0] = '\0';
+    SentenceFiles files = {&maps, 0};
     if (sentence_ids(r, o, src, &n_src, tgt, &n_tgt) != 0) goto done;
     attnmap_capture(&r->model, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &maps);
     attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
     if (o->query >= 0 && check_query(&maps, o) != 0) goto done;
     rc = 1;
-    signals_hold(), held = 1; /* a stop lands once the staging directory is published or gone */
-    if (staging_dir(o->out, tmp, sizeof tmp) != 0) goto done;
-    snprintf(path, sizeof path, "%s/maps.json", tmp);
-    if (attnmap_write_json(&maps, path) != 0 || attnmap_write_svgs(&maps, tmp, &svgs) != 0) goto done;
-    snprintf(path, sizeof path, "%s/index.html", tmp);
-    if (attnmap_write_html(&maps, path) != 0 || publish(tmp, o->out) != 0) goto done;
-    tmp[0] = '\0';
-    signals_release(), held = 0;
+    if (staged_dir_write(o->out, "--out", write_sentence_files, &files, export_file) != 0) goto done;
     printf("model: %s (%s, step %lld)\n", r->weights, r->which, (long long)r->meta.step);
     /* what the terminal shows is UTF-8 too, as the files are: a bad byte is U+FFFD */
     char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
@@ -223,12 +169,10 @@ static int one_sentence(Run *r, Options *o) {
     free(text), free(words), free(shown);
     if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
     else attnmap_print_terminal(&maps, stdout);
-    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, svgs, o->out);
+    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, files.svgs, o->out);
     rc = 0;
 done:
     if (rc == 1) rc = err_status(); /* where the files could not go: 2; a full disk: 1 */
-    if (tmp[0]) remove_dir(tmp);
-    if (held) signals_release();
     attnmap_free(&maps);
     free(src), free(tgt);
     return rc;
@@ -242,8 +186,6 @@ static int watched(Run *r, const Options *o) {
     int rc = 2, n_gold = 0;
     char **gold = NULL;
     double *aer = NULL;
-    char tmp[CONFIG_PATH_MAX + 64], path[CONFIG_PATH_MAX + 96];
-    tmp[0] = '\0';
     if (o->gold) {
         if (!(gold = read_file_lines(o->gold, &n_gold))) goto done;
         if (n_gold != w.n_sentences) {
@@ -270,16 +212,9 @@ static int watched(Run *r, const Options *o) {
     }
     rc = 1;
     char *json = watch_view_json(&w, aer);
-    signals_hold(); /* a stop lands once the staging directory is published or gone */
-    int written = staging_dir(o->out, tmp, sizeof tmp) == 0 &&
-                  (snprintf(path, sizeof path, "%s/watch.json", tmp), write_file_atomic(path, json, strlen(json)) == 0) &&
-                  (snprintf(path, sizeof path, "%s/index.html", tmp), attnview_write(json, path) == 0) &&
-                  publish(tmp, o->out) == 0;
+    int written = staged_dir_write(o->out, "--out", write_watch_files, json, export_file) == 0;
     free(json);
-    if (!written && tmp[0]) remove_dir(tmp), tmp[0] = '\0';
-    signals_release();
     if (!written) goto done;
-    tmp[0] = '\0';
     const AttnMaps *first = &w.snap[0].sentences[0];
     int L = first->layers[ATTN_CROSS];
     printf("%d watched sentence%s, %d snapshots (steps %lld..%lld)\n", w.n_sentences, w.n_sentences == 1 ? "" : "s",
@@ -303,22 +238,38 @@ static int watched(Run *r, const Options *o) {
     rc = 0;
 done:
     if (rc == 1) rc = err_status();
-    if (tmp[0]) remove_dir(tmp);
     if (gold) free_lines(gold, n_gold);
     free(aer);
     watch_free(&w);
     return rc;
 }
 
+static const CmdOption options[] = {
+    {'t', "text", "SOURCE", "the sentence whose maps to draw (or --watch)", NULL},
+    {'g', "target", "TRANSLATION", "force this translation instead of the model's greedy one", NULL},
+    {'o', "out", "DIR", "where maps.json, the SVGs and index.html go", "attn"},
+    {'q', "query", "N", "the anatomy of one query (target row N): scores, weights, values, contributions", NULL},
+    {'k', "kind", "KIND", "with --query: encoder_self, decoder_self or cross", "cross"},
+    {'l', "layer", "L", "with --query: the layer", "the last"},
+    {'h', "head", "H", "with --query: the head", "0"},
+    {'w', "watch", NULL, "the run's watched sentences over training (train.watch), with a step slider", NULL},
+    {'a', "gold", "FILE", "with --watch: gold alignments, for AER at each step", NULL},
+    {0},
+};
+const CmdSpec cmd_attention_spec = {
+    .name = "attention",
+    .operands = "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--query N ...] | --watch [--gold FILE]) [--out DIR]",
+    .summary = "the attention maps of one sentence, or of the watched ones over training",
+    .about = "Every kind (encoder self, decoder masked self, cross), layer and head: weights as a\n"
+             "terminal table, SVG pictures and one HTML viewer (open DIR/index.html).",
+    .options = options,
+    .example = "qkv attention runs/toy --text \"the farmers sleep under the old horses\" --out /tmp/attn",
+};
+
 int cmd_attention(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"text", required_argument, 0, 't'},  {"target", required_argument, 0, 'g'}, {"out", required_argument, 0, 'o'},
-        {"query", required_argument, 0, 'q'}, {"kind", required_argument, 0, 'k'},   {"layer", required_argument, 0, 'l'},
-        {"head", required_argument, 0, 'h'},  {"watch", no_argument, 0, 'w'},        {"gold", required_argument, 0, 'a'},
-        {0}};
     Options o = {.out = "attn", .query = -1, .kind = ATTN_CROSS, .layer = -1, .head = -1};
     int c, bad = 0, picked = 0; /* --kind, --layer or --head given */
-    while ((c = getopt_long(argc, argv, "t:g:o:q:k:l:h:wa:", opts, NULL)) != -1 && !bad) {
+    while (!bad && (c = cmd_option_next(&cmd_attention_spec, argc, argv)) >= 0) {
         switch (c) {
         case 't': o.text = optarg; break;
         case 'g': o.target = optarg; break;
@@ -334,13 +285,11 @@ int cmd_attention(int argc, char **argv) {
                 if (strcmp(optarg, attnmap_kind_name(k)) == 0) o.kind = k;
             if (o.kind < 0) bad = err_set("--kind: '%s' is not one of encoder_self, decoder_self, cross", optarg) != 0;
             break;
-        default: return 2;
         }
     }
     if (bad) return cmd_fail(2);
-    if (optind != argc - 1 || (!o.text) == !o.watch)
-        return cmd_usage("qkv attention RUN (--text \"source\" [--target \"translation\"] [--query N [--kind K] [--layer L] "
-                         "[--head H]] | --watch [--gold ALIGNMENTS]) [--out DIR]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || (!o.text) == !o.watch) return cmd_usage_of(&cmd_attention_spec);
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
     if (o.gold && !o.watch) return err_set("--gold goes with --watch (for a corpus: qkv align --gold)"), cmd_fail(2);
     /* an option that would change nothing is refused, not ignored */

@@ -9,7 +9,6 @@
  * without a run directory. */
 #include <cblas.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "config.h"
 #include "infer/decode.h"
 #include "nn/profile.h"
@@ -67,16 +67,32 @@ typedef struct {
     const char *config, *dump;
 } BenchOpts;
 
-/* 0, or the exit status to return. */
+static const CmdOption options[] = {
+    {'s', "set", "KEY=VALUE", "override one config key (repeatable)", NULL},
+    {'n', "steps", "N", "training steps timed", "50"},
+    {'w', "warmup", "N", "steps run first and not timed", "5"},
+    {'k', "decode", "N", "validation sentences decoded, greedy and beam 5; 0: no decoding", "200"},
+    {'d', "dump", "FILE.json", "also write the figures (and with --batches-only, the batches) as JSON", NULL},
+    {'b', "batches-only", NULL, "write the run's batches to --dump and time nothing (for a peer)", NULL},
+    {'p', "peak", NULL, "measure the sgemm ceiling only", NULL},
+    {'c', "ceiling", "GFLOPS", "take this ceiling instead of measuring it", "measured"},
+    {0},
+};
+const CmdSpec cmd_bench_spec = {
+    .name = "bench",
+    .operands = "CONFIG.yaml [options]",
+    .summary = "training and decoding speed, the sgemm ceiling, a per-op breakdown (make bench)",
+    .about = "One process measures the machine's sgemm rate, times training steps of the config's model\n"
+             "with a per-op breakdown and FLOP counts, and times greedy and beam decoding.",
+    .options = options,
+    .example = "qkv bench configs/toy.yaml --steps 20 --decode 50",
+};
+
+/* -1 to go on with the options in o; else the exit status to return now (0 after --help). */
 static int parse_options(int argc, char **argv, BenchOpts *o) {
-    static const struct option opts[] = {{"set", required_argument, 0, 's'},    {"steps", required_argument, 0, 'n'},
-                                         {"warmup", required_argument, 0, 'w'}, {"dump", required_argument, 0, 'd'},
-                                         {"decode", required_argument, 0, 'k'}, {"peak", no_argument, 0, 'p'},
-                                         {"ceiling", required_argument, 0, 'c'}, {"batches-only", no_argument, 0, 'b'},
-                                         {0}};
     *o = (BenchOpts){.steps = 50, .warmup = 5, .n_decode = 200};
     int c, rc = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, "s:n:w:d:k:p", opts, NULL)) != -1) {
+    while (rc == 0 && (c = cmd_option_next(&cmd_bench_spec, argc, argv)) >= 0) {
         switch (c) {
         case 's':
             if (o->n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
@@ -89,16 +105,14 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
         case 'p': o->peak_only = 1; break;
         case 'b': o->batches_only = 1; break;
         case 'c': rc = cmd_double("--ceiling", "a GFLOP/s figure", optarg, 0, 1e9, &o->ceiling); break;
-        default: return 2;
         }
     }
     if (rc != 0) return cmd_fail(2);
-    if (optind != argc - 1)
-        return cmd_usage("qkv bench CONFIG.yaml [--set key=value ...] [--steps N] [--warmup N] [--decode N] "
-                         "[--dump FILE.json [--batches-only]] [--peak | --ceiling GFLOPS]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_bench_spec);
     if (o->batches_only && !o->dump) return err_set("--batches-only writes a dump: give --dump FILE.json"), cmd_fail(2);
     o->config = argv[optind];
-    return 0;
+    return -1;
 }
 
 static int load_config(Config *cfg, const BenchOpts *o) {
@@ -354,7 +368,7 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
 int cmd_bench(int argc, char **argv) {
     BenchOpts o;
     int rc = parse_options(argc, argv, &o);
-    if (rc != 0) return rc;
+    if (rc >= 0) return rc;
     Trainer t = {0};
     if (load_config(&t.run.cfg, &o) != 0) return cmd_fail(2);
     openblas_set_num_threads(t.run.cfg.train.threads);

@@ -17,11 +17,6 @@ int cmd_fail(int code) {
     return code;
 }
 
-int cmd_usage(const char *usage) {
-    fprintf(stderr, "usage: %s\n", usage);
-    return 2;
-}
-
 int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out) {
     char *end;
     errno = 0;

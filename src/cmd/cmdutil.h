@@ -7,9 +7,6 @@
 /* Prints "qkv: <err_msg()>" to stderr; returns code (1 runtime, 2 usage/input). */
 int cmd_fail(int code);
 
-/* Prints the usage line (without "usage: ") to stderr; returns 2. */
-int cmd_usage(const char *usage);
-
 /* arg as a whole decimal integer in [lo, hi] into *out; otherwise -1 with the error
  * "<where>: '<arg>' is not <what>" set (e.g. "--steps", "a positive step count"). */
 int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out);

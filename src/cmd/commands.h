@@ -1,29 +1,43 @@
-/* commands: one function per subcommand, one file each in src/cmd/; main.c's table
- * dispatches to them. Each parses its own options (getopt_long) and returns the exit
- * status: 0 success, 1 runtime failure, 2 usage/config/input error. */
+/* commands: the table of qkv's commands, one file each in src/cmd/ (git's builtin/):
+ * cmd/NAME.c holds cmd_NAME and cmd_NAME_spec, its options table (cmd/options.h) from
+ * which both its parser and its --help come. A command returns the exit status: 0
+ * success, 1 runtime failure, 2 usage/config/input error.
+ *
+ * Adding a command: write src/cmd/NAME.c with its spec and function (copy a small one,
+ * such as plot.c), declare both below, and add one row to commands[] in commands.c. The
+ * help test (tests/cli.sh) then checks that `qkv NAME --help` names every option. */
 #ifndef QKV_COMMANDS_H
 #define QKV_COMMANDS_H
 
-int cmd_train(int argc, char **argv);     /* train.c */
-int cmd_resume(int argc, char **argv);    /* train.c */
-int cmd_info(int argc, char **argv);      /* info.c */
-int cmd_translate(int argc, char **argv); /* translate.c */
-int cmd_score(int argc, char **argv);     /* score.c */
-int cmd_eval(int argc, char **argv);      /* eval.c */
-int cmd_export(int argc, char **argv);    /* export.c */
-int cmd_attention(int argc, char **argv); /* attention.c */
-int cmd_align(int argc, char **argv);     /* align.c */
-int cmd_plot(int argc, char **argv);      /* plot.c */
-int cmd_bench(int argc, char **argv);     /* bench.c */
-int cmd_grads(int argc, char **argv);     /* grads.c */
-int cmd_toy_data(int argc, char **argv);  /* toydata.c */
+#include "cmd/options.h"
 
-/* The decoding options translate and eval share (translate.c). */
-#include <getopt.h>
-#include "infer/translator.h"
-extern const struct option translate_long_options[9];
-TranslateOptions translate_defaults(void);
-/* Applies one of translate_long_options: 0, 1 (not one of them), -1 (bad value, error set). */
-int translate_parse_option(int c, const char *arg, TranslateOptions *o);
+typedef struct {
+    int (*fn)(int argc, char **argv);
+    const CmdSpec *spec; /* its name, summary and options */
+} Command;
+
+extern const Command commands[];
+extern const int n_commands;
+/* The command named name, or NULL. */
+const Command *command_find(const char *name);
+
+int cmd_train(int argc, char **argv); /* train.c */
+int cmd_resume(int argc, char **argv); /* train.c */
+int cmd_info(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_score(int argc, char **argv);
+int cmd_attention(int argc, char **argv);
+int cmd_align(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_grads(int argc, char **argv);
+int cmd_toy_data(int argc, char **argv); /* toydata.c */
+int cmd_help(int argc, char **argv); /* commands.c */
+
+extern const CmdSpec cmd_train_spec, cmd_resume_spec, cmd_info_spec, cmd_translate_spec, cmd_eval_spec,
+    cmd_export_spec, cmd_score_spec, cmd_attention_spec, cmd_align_spec, cmd_plot_spec, cmd_bench_spec,
+    cmd_grads_spec, cmd_toy_data_spec, cmd_help_spec;
 
 #endif

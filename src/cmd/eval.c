@@ -3,7 +3,6 @@
  * signatures), exact matches, the reference's per-token NLL and perplexity under the
  * model, the source's unknown-token rate, and speed; one JSON line goes to RUN/eval.jsonl. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +11,8 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/decode_options.h"
+#include "cmd/options.h"
 #include "data/corpus.h"
 #include "infer/sacrebleu.h"
 #include "infer/translator.h"
@@ -107,26 +108,33 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     return err_io(errnum);
 }
 
+static const CmdOption options[] = {
+    {'s', "src", "FILE", "the source side of the test set (required)", NULL},
+    {'R', "ref", "FILE", "its reference translations, line-aligned (required)", NULL},
+    {0},
+};
+const CmdSpec cmd_eval_spec = {
+    .name = "eval",
+    .operands = "RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [options]",
+    .summary = "translate a test set and score it: BLEU, chrF, reference NLL",
+    .about = "Scores as sacrebleu does with its defaults, and appends the result, with the search\n"
+             "options, to RUN_DIR/eval.jsonl. --nbest is always 1 here.",
+    .options = options,
+    .shared = decode_options,
+    .example = "qkv eval runs/toy --src data/toy/test.src --ref data/toy/test.tgt --greedy",
+};
+
 int cmd_eval(int argc, char **argv) {
-    static struct option opts[16];
-    size_t n_opts = sizeof translate_long_options / sizeof translate_long_options[0];
-    for (size_t i = 0; i < n_opts; i++) opts[i] = translate_long_options[i];
-    opts[n_opts] = (struct option){"src", required_argument, 0, 's'};
-    opts[n_opts + 1] = (struct option){"ref", required_argument, 0, 'R'};
-    TranslateOptions o = translate_defaults();
+    TranslateOptions o = decode_options_defaults();
     const char *src_path = NULL, *ref_path = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "gb:", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_eval_spec, argc, argv)) >= 0) {
         if (c == 's') src_path = optarg;
         else if (c == 'R') ref_path = optarg;
-        else {
-            int rc = translate_parse_option(c, optarg, &o);
-            if (rc < 0) return cmd_fail(2);
-            if (rc > 0) return 2;
-        }
+        else if (decode_options_apply(c, optarg, &o) != 0) return cmd_fail(2);
     }
-    if (optind != argc - 1 || !src_path || !ref_path)
-        return cmd_usage("qkv eval RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [--beam K | --greedy] [translate's options]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || !src_path || !ref_path) return cmd_usage_of(&cmd_eval_spec);
     o.decode.nbest = 1;
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
     int n;

@@ -3,7 +3,6 @@
  * the config and both vocabularies (or SentencePiece models) in the metadata, so that
  * translate, eval and attention take the file on its own. --average N writes the mean
  * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "data/tokenize.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
@@ -67,17 +67,30 @@ static int average_last(Run *r, int n) {
 /* One side's vocabulary as the export stores it: the vocabulary file, or the model in hex. */
 static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->spm_model, v->spm_len) : vocab_text(v); }
 
+static const CmdOption options[] = {
+    {'o', "out", "FILE", "the weights file to write (required)", NULL},
+    {'a', "average", "N", "the mean of the run's last N step checkpoints instead of one", "the run's best or latest"},
+    {0},
+};
+const CmdSpec cmd_export_spec = {
+    .name = "export",
+    .operands = "RUN_DIR|CHECKPOINT --out FILE.safetensors [--average N]",
+    .summary = "weights for use, not resuming: one file with the config and both vocabularies",
+    .about = "translate, eval and attention take the exported file alone; it holds no optimizer state.",
+    .options = options,
+    .example = "qkv export runs/toy --average 3 --out toy.safetensors",
+};
+
 int cmd_export(int argc, char **argv) {
-    static const struct option opts[] = {{"average", required_argument, 0, 'a'}, {"out", required_argument, 0, 'o'}, {0}};
     const char *out = NULL;
     int average = 0, c;
-    while ((c = getopt_long(argc, argv, "a:o:", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_export_spec, argc, argv)) >= 0) {
         if (c == 'o') out = optarg;
-        else if (c == 'a') {
-            if (cmd_int("--average", "a checkpoint count from 1 to 1000", optarg, 1, 1000, &average) != 0) return cmd_fail(2);
-        } else return 2;
+        else if (cmd_int("--average", "a checkpoint count from 1 to 1000", optarg, 1, 1000, &average) != 0)
+            return cmd_fail(2);
     }
-    if (optind != argc - 1 || !out) return cmd_usage("qkv export RUN_DIR|CHECKPOINT [--average N] --out FILE.safetensors");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || !out) return cmd_usage_of(&cmd_export_spec);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     /* an export there would replace a checkpoint with weights alone: no resuming from it */

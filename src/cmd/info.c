@@ -5,6 +5,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "config.h"
 #include "train/checkpoint.h"
 
@@ -38,10 +39,23 @@ static void print_tensors(const CkptFile *f) {
     }
 }
 
+static const CmdOption options[] = {{0}};
+const CmdSpec cmd_info_spec = {
+    .name = "info",
+    .operands = "CHECKPOINT.safetensors",
+    .summary = "what a checkpoint holds, after verifying every byte of it",
+    .about = "Prints the step, epoch, losses, the model's shape and every tensor, once the header's\n"
+             "and the data's checksums are verified (a damaged file is refused, naming what).",
+    .options = options,
+    .example = "qkv info runs/toy/ckpt/best.safetensors",
+};
+
 int cmd_info(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') return cmd_usage("qkv info CHECKPOINT.safetensors");
+    int c = cmd_option_next(&cmd_info_spec, argc, argv);
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_info_spec);
     CkptFile f;
-    if (ckpt_open(&f, argv[1]) != 0) return cmd_fail(2);
+    if (ckpt_open(&f, argv[optind]) != 0) return cmd_fail(2);
     const CkptMeta *m = &f.meta;
     printf("%s: %s, %.2f MB\n", f.path, CKPT_FORMAT, (double)f.len / 1e6);
     printf("step %lld (epoch %lld, batch %d of the epoch), seed %lld, %d threads\n", (long long)m->step,

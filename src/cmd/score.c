@@ -1,13 +1,13 @@
 /* score: `qkv score HYP REF [--sentence] [--json]`, corpus BLEU and chrF of a translation
  * against its reference as sacrebleu computes them by default, with sacrebleu's
  * signatures; --sentence adds one line per sentence (sentence BLEU, effective order). */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "infer/sacrebleu.h"
 #include "util/json.h"
 #include "util/file.h"
@@ -47,15 +47,28 @@ static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
     json_decref(root);
 }
 
+static const CmdOption options[] = {
+    {'s', "sentence", NULL, "also each line's sentence BLEU and chrF", NULL},
+    {'j', "json", NULL, "the scores as one JSON object, with sacrebleu's signatures", NULL},
+    {0},
+};
+const CmdSpec cmd_score_spec = {
+    .name = "score",
+    .operands = "HYPOTHESES.txt REFERENCE.txt [--sentence] [--json]",
+    .summary = "BLEU and chrF of a translation, as sacrebleu computes them with its defaults",
+    .about = "Detokenized text, one line per sentence, line-aligned; 13a tokenization, mixed case.",
+    .options = options,
+    .example = "qkv score translation.txt data/toy/test.tgt",
+};
+
 int cmd_score(int argc, char **argv) {
-    static const struct option opts[] = {{"sentence", no_argument, 0, 's'}, {"json", no_argument, 0, 'j'}, {0}};
     int sentence = 0, as_json = 0, c;
-    while ((c = getopt_long(argc, argv, "sj", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_score_spec, argc, argv)) >= 0) {
         if (c == 's') sentence = 1;
-        else if (c == 'j') as_json = 1;
-        else return 2;
+        else as_json = 1;
     }
-    if (optind != argc - 2) return cmd_usage("qkv score HYPOTHESES.txt REFERENCE.txt [--sentence] [--json]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 2) return cmd_usage_of(&cmd_score_spec);
     char **hyp, **ref;
     int n;
     if (cmd_read_aligned(argv[optind], argv[optind + 1], "a translation", &hyp, &ref, &n) != 0) return cmd_fail(2);

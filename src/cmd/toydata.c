@@ -1,28 +1,42 @@
 /* toydata: `qkv toy-data DIR`, the synthetic corpora the tests and the demo train on. */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "data/toycorpus.h"
 #include "util/err.h"
 
+static const CmdOption options[] = {
+    {'t', "task", "TASK", "translate (the toy language pair), copy or reverse", "translate"},
+    {'n', "train", "N", "training pairs", "20000"},
+    {'v', "valid", "N", "validation pairs", "500"},
+    {'e', "test", "N", "test pairs", "500"},
+    {'s', "seed", "S", "the same seed writes the same files", "1"},
+    {0},
+};
+const CmdSpec cmd_toy_data_spec = {
+    .name = "toy-data",
+    .operands = "DIR [options]",
+    .summary = "write the synthetic toy corpora: DIR/{train,valid,test}.{src,tgt,align}",
+    .about = "The translate task is a small language pair with gender and number agreement and its own\n"
+             "word order (src/data/toycorpus.c), with gold word alignments for scoring attention.",
+    .options = options,
+    .example = "qkv toy-data data/toy --train 20000 --seed 1",
+};
+
 int cmd_toy_data(int argc, char **argv) {
-    static const struct option opts[] = {{"task", required_argument, 0, 't'}, {"train", required_argument, 0, 'n'},
-                                         {"valid", required_argument, 0, 'v'}, {"test", required_argument, 0, 'e'},
-                                         {"seed", required_argument, 0, 's'}, {0}};
     const char *task = "translate";
     long n_train = 20000, n_valid = 500, n_test = 500, seed = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:n:v:e:s:", opts, NULL)) != -1) {
-        long *dst = c == 'n' ? &n_train : c == 'v' ? &n_valid : c == 'e' ? &n_test : c == 's' ? &seed : NULL;
+    while ((c = cmd_option_next(&cmd_toy_data_spec, argc, argv)) >= 0) {
+        long *dst = c == 'n' ? &n_train : c == 'v' ? &n_valid : c == 'e' ? &n_test : &seed;
         if (c == 't') task = optarg;
-        else if (!dst) return 2;
         else if (cmd_long("toy-data", "a count", optarg, 0, 10000000, dst) != 0) return cmd_fail(2);
     }
-    if (optind != argc - 1)
-        return cmd_usage("qkv toy-data DIR [--task translate|copy|reverse] [--train N] [--valid N] [--test N] [--seed S]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_toy_data_spec);
     if (toydata_write(argv[optind], task, (int)n_train, (int)n_valid, (int)n_test, (uint64_t)seed) != 0)
         return cmd_fail(err_status());
     printf("wrote %s/{train,valid,test}.{src,tgt,align}: %ld/%ld/%ld pairs of the '%s' task\n", argv[optind], n_train,

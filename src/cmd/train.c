@@ -5,7 +5,6 @@
  * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
  * validation set for the loop (which may not call infer/) and shows sample translations. */
 #include <cblas.h>
-#include <getopt.h>
 #include <signal.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +14,8 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/decode_options.h"
+#include "cmd/options.h"
 #include "config.h"
 #include "infer/sacrebleu.h"
 #include "infer/translator.h"
@@ -194,7 +195,7 @@ static void screen_free(Screen *s) {
 static double on_valid_bleu(void *ctx, Model *m) {
     Screen *s = ctx;
     const Run *run = &s->t->run;
-    TranslateOptions o = translate_defaults();
+    TranslateOptions o = decode_options_defaults();
     o.decode.beam = 1, o.decode.nbest = 1;
     TranslateStats st;
     char **hyp = translate_lines(m, run->cfg.data.tokenizer, &run->src_vocab, &run->tgt_vocab, s->vsrc, s->vn, &o, &st,
@@ -349,18 +350,33 @@ static int join_ranks(void) {
     return 0;
 }
 
+static const CmdOption train_options[] = {
+    {'s', "set", "KEY=VALUE", "override one config key (repeatable), checked like the file's", NULL},
+    {'f', "force", NULL, "replace an existing run directory of the same name", NULL},
+    {0},
+};
+const CmdSpec cmd_train_spec = {
+    .name = "train",
+    .operands = "CONFIG.yaml [--set key=value ...] [--force]",
+    .summary = "train a new model from a config into its run directory",
+    .about = "Writes runs/NAME/ (or the config's run_dir): config.yaml, metrics.jsonl, curves.svg and\n"
+             "checkpoints. Ctrl-C finishes the step, writes a checkpoint and stops; qkv resume goes on\n"
+             "bit-exactly. Under mpirun, every rank trains on its share of each batch.",
+    .options = train_options,
+    .example = "qkv train configs/toy.yaml --set train.steps=2000",
+};
+
 int cmd_train(int argc, char **argv) {
-    static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"force", no_argument, 0, 'f'}, {0}};
     int force = 0, c;
     char *sets[64];
     int n_sets = 0;
-    while ((c = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_train_spec, argc, argv)) >= 0) {
         if (c == 's' && n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
         if (c == 's') sets[n_sets++] = optarg;
-        else if (c == 'f') force = 1;
-        else return 2;
+        else force = 1;
     }
-    if (optind != argc - 1) return cmd_usage("qkv train CONFIG.yaml [--set key=value ...] [--force]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_train_spec);
     int rc = join_ranks();
     if (rc != 0) return rc;
     Trainer t = {0};
@@ -429,17 +445,31 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
 #define THREADS_MAX_TEXT_OF(n) THREADS_TEXT(n)
 #define THREADS_MAX_TEXT THREADS_MAX_TEXT_OF(PARALLEL_MAX)
 
+static const CmdOption resume_options[] = {
+    {'s', "steps", "N", "train to step N instead of the config's train.steps", "the config's"},
+    {'t', "threads", "N", "training threads per process (not bit-identical to the run's own count)", "the config's"},
+    {0},
+};
+const CmdSpec cmd_resume_spec = {
+    .name = "resume",
+    .operands = "RUN_DIR [--steps N] [--threads N]",
+    .summary = "continue a run from its latest checkpoint, bit-exactly",
+    .about = "The data order, dropout masks and optimizer state go on where the checkpoint left them; a\n"
+             "run already at its goal is left as it is.",
+    .options = resume_options,
+    .example = "qkv resume runs/toy --steps 4000",
+};
+
 int cmd_resume(int argc, char **argv) {
-    static const struct option opts[] = {{"steps", required_argument, 0, 's'}, {"threads", required_argument, 0, 't'}, {0}};
     int steps = 0, threads = 0, c;
-    while ((c = getopt_long(argc, argv, "s:t:", opts, NULL)) != -1) {
+    while ((c = cmd_option_next(&cmd_resume_spec, argc, argv)) >= 0) {
         if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
         else if (c == 't' &&
                  cmd_int("--threads", "a thread count from 1 to " THREADS_MAX_TEXT, optarg, 1, PARALLEL_MAX, &threads) != 0)
             return cmd_fail(2);
-        else if (c != 's' && c != 't') return 2;
     }
-    if (optind != argc - 1) return cmd_usage("qkv resume RUN_DIR [--steps N] [--threads N]");
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_resume_spec);
     int rc = join_ranks();
     if (rc != 0) return rc;
     Trainer t = {0};

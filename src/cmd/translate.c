@@ -2,7 +2,6 @@
  * one output line per input line (empty lines stay empty), detokenized text; with
  * --nbest N, N lines per input in the Moses n-best format "i ||| text ||| score". */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,37 +11,13 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/decode_options.h"
+#include "cmd/options.h"
 #include "infer/translator.h"
 #include "train/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
-
-int translate_parse_option(int c, const char *arg, TranslateOptions *o) {
-    DecodeOptions *d = &o->decode;
-    switch (c) {
-    case 'g': d->beam = 1; return 0;
-    case 'b': return cmd_int("--beam", "a beam size from 1 to 64", arg, 1, 64, &d->beam);
-    case 'n': return cmd_int("--nbest", "a count from 1 to 64", arg, 1, 64, &d->nbest);
-    case 'l': return cmd_double("--length-penalty", "a number from 0 to 10", arg, 0, 10, &d->length_penalty);
-    case 'a': return cmd_double("--max-len-a", "a number from 0 to 100", arg, 0, 100, &d->max_len_a);
-    case 'B': return cmd_int("--max-len-b", "a count from 0 to 100000", arg, 0, 100000, &d->max_len_b);
-    case 'r': return cmd_int("--no-repeat-ngram", "an n-gram size from 0 to 100", arg, 0, 100, &d->no_repeat_ngram);
-    case 'u': o->replace_unk = 1; return 0;
-    case 'U': o->replace_unk = 0; return 0;
-    default: return 1;
-    }
-}
-
-const struct option translate_long_options[] = {
-    {"greedy", no_argument, 0, 'g'},       {"beam", required_argument, 0, 'b'},
-    {"nbest", required_argument, 0, 'n'},  {"length-penalty", required_argument, 0, 'l'},
-    {"max-len-a", required_argument, 0, 'a'}, {"max-len-b", required_argument, 0, 'B'},
-    {"no-repeat-ngram", required_argument, 0, 'r'}, {"replace-unk", no_argument, 0, 'u'},
-    {"no-replace-unk", no_argument, 0, 'U'},
-};
-
-TranslateOptions translate_defaults(void) { return (TranslateOptions){.decode = decode_defaults(), .replace_unk = 1}; }
 
 static void print_hypotheses(char **text, const double *scores, int n, int nbest) {
     for (int i = 0; i < n; i++)
@@ -64,20 +39,26 @@ static int check_stdin(void) {
     return 0;
 }
 
+static const CmdOption options[] = {{0}}; /* decode_options are all it takes */
+const CmdSpec cmd_translate_spec = {
+    .name = "translate",
+    .operands = "RUN_DIR|WEIGHTS [options] < SOURCE.txt > TRANSLATION.txt",
+    .summary = "translate standard input to standard output, a line for a line",
+    .about = "A run directory translates with its best checkpoint (else its latest); an exported file\n"
+             "with itself. Empty lines stay empty. With --nbest N, N lines per input in the Moses\n"
+             "n-best format \"i ||| text ||| score\".",
+    .options = options,
+    .shared = decode_options,
+    .example = "qkv translate runs/toy --beam 5 < data/toy/test.src > hyp.txt",
+};
+
 int cmd_translate(int argc, char **argv) {
-    static struct option opts[16];
-    size_t n_opts = sizeof translate_long_options / sizeof translate_long_options[0];
-    for (size_t i = 0; i < n_opts; i++) opts[i] = translate_long_options[i];
-    TranslateOptions o = translate_defaults();
+    TranslateOptions o = decode_options_defaults();
     int c;
-    while ((c = getopt_long(argc, argv, "gb:", opts, NULL)) != -1) {
-        int rc = translate_parse_option(c, optarg, &o);
-        if (rc < 0) return cmd_fail(2);
-        if (rc > 0) return 2;
-    }
-    if (optind != argc - 1)
-        return cmd_usage("qkv translate RUN_DIR|WEIGHTS [--beam K | --greedy] [--nbest N] [--length-penalty A] "
-                         "[--max-len-a A --max-len-b B] [--no-repeat-ngram N] [--no-replace-unk] < source.txt > translation.txt");
+    while ((c = cmd_option_next(&cmd_translate_spec, argc, argv)) >= 0)
+        if (decode_options_apply(c, optarg, &o) != 0) return cmd_fail(2);
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_translate_spec);
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
     if (check_stdin() != 0) return cmd_fail(2);
     Run r;

@@ -114,16 +114,6 @@ double attnmap_entropy(const AttnMaps *a, int kind, int layer, int head) {
     return sum / rows;
 }
 
-/* The attention acts of one kind and layer. */
-static AttnActs *acts_of(Model *m, int kind, int l) {
-    return kind == ATTN_ENC_SELF ? &m->a.enc[l].attn : kind == ATTN_DEC_SELF ? &m->a.dec[l].self_attn : &m->a.dec[l].cross_attn;
-}
-static const AttnParams *params_of(const Model *m, int kind, int l) {
-    return kind == ATTN_ENC_SELF ? &m->p.enc[l].self_attn
-           : kind == ATTN_DEC_SELF ? &m->p.dec[l].self_attn
-                                   : &m->p.dec[l].cross_attn;
-}
-
 /* Head h's columns of x (n rows of d) as n rows of dh. */
 static void copy_head(float *dst, const float *x, int n, int d, int h, int dh) {
     for (int i = 0; i < n; i++) memcpy(dst + (size_t)i * dh, x + (size_t)i * d + (size_t)h * dh, sizeof(float) * (size_t)dh);
@@ -131,14 +121,14 @@ static void copy_head(float *dst, const float *x, int n, int d, int h, int dh) {
 
 /* Everything but the weights, which the forward pass left in the acts: contributions from
  * the value norms, and each head's queries and keys. */
-static void capture_anatomy(AttnMaps *out, Model *m, int k, int l) {
+static void capture_anatomy(AttnMaps *out, const Model *m, int k, int l) {
     int rows = attnmap_rows(out, k), cols = attnmap_cols(out, k), H = out->heads, d = m->cfg.d_model, dh = out->d_head;
     size_t per = (size_t)rows * cols;
-    const AttnActs *a = acts_of(m, k, l);
+    const AttnActs *a = model_attention_acts(m, k, l);
     int kv_len = cols;
     AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0};
     float *norms = xmalloc(sizeof(float) * (size_t)H * cols);
-    attention_value_norms(norms, a, params_of(m, k, l), &shape);
+    attention_value_norms(norms, a, model_attention_params(m, k, l), &shape);
     for (int h = 0; h < H; h++) {
         const float *p = attnmap_at(out, k, l, h);
         float *c = attnmap_slice(out, out->contrib, k, l, h);
@@ -177,17 +167,18 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
     out->layers[ATTN_DEC_SELF] = out->layers[ATTN_CROSS] = m->cfg.decoder_layers;
     alloc_maps(out);
     /* the forward pass writes its scores straight into place, then forgets where */
-    for (int k = 0; k < ATTN_KINDS; k++)
-        for (int l = 0; l < out->layers[k]; l++)
-            acts_of(m, k, l)->scores = out->scores[k] + (size_t)l * H * attnmap_rows(out, k) * attnmap_cols(out, k);
+    for (int k = 0; k < ATTN_KINDS; k++) {
+        size_t per = (size_t)H * attnmap_rows(out, k) * attnmap_cols(out, k);
+        for (int l = 0; l < out->layers[k]; l++) model_attention_keep_scores(m, k, l, out->scores[k] + per * (size_t)l);
+    }
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_forward(m, &b, 0, 0, 0);
     for (int k = 0; k < ATTN_KINDS; k++)
-        for (int l = 0; l < out->layers[k]; l++) acts_of(m, k, l)->scores = NULL;
+        for (int l = 0; l < out->layers[k]; l++) model_attention_keep_scores(m, k, l, NULL);
     for (int k = 0; k < ATTN_KINDS; k++) {
         size_t per = (size_t)H * attnmap_rows(out, k) * attnmap_cols(out, k);
         for (int l = 0; l < out->layers[k]; l++) {
-            memcpy(out->maps[k] + per * (size_t)l, acts_of(m, k, l)->p, sizeof(float) * per);
+            memcpy(out->maps[k] + per * (size_t)l, model_attention_acts(m, k, l)->p, sizeof(float) * per);
             capture_anatomy(out, m, k, l);
         }
     }

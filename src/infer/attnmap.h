@@ -23,7 +23,7 @@
 #include "nn/model.h"
 #include "data/vocab.h"
 
-enum { ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS, ATTN_KINDS };
+/* Kinds are nn's AttnKind (nn/model.h): ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS. */
 
 typedef struct {
     int S, T;      /* source positions (tokens + EOS), decoder positions (target tokens + 1) */

@@ -36,7 +36,7 @@ static void unk_sources(Model *m, const Seq *src, const Seq *out, int *where) {
     model_reserve(m, model_arena_floats(m, 1, S, T));
     model_encode(m, &b);
     model_decode(m, &b);
-    const float *p = m->a.dec[L - 1].cross_attn.p; /* (1, H, T, S) */
+    const float *p = model_attention_acts(m, ATTN_CROSS, L - 1)->p; /* (1, H, T, S) */
     for (int t = 0; t < out->len; t++) {
         where[t] = -1;
         if (out->ids[t] != VOCAB_UNK) continue;

@@ -527,6 +527,43 @@ const float *model_logits_at(Model *m, int i, int t) {
     return m->decode_logits + ((size_t)i * m->T + t) * m->cfg.tgt_vocab;
 }
 
+/* ---- one attention sub-layer ------------------------------------------------------------ */
+
+static int attn_layer_exists(const Model *m, AttnKind kind, int layer) {
+    int n = kind == ATTN_ENC_SELF ? m->cfg.encoder_layers
+            : kind == ATTN_DEC_SELF || kind == ATTN_CROSS ? m->cfg.decoder_layers
+                                                          : 0;
+    return layer >= 0 && layer < n;
+}
+
+/* The one place (kind, layer) is mapped onto the arena; the public getter hands it out
+ * read-only, the scores setter writes one pointer through it. */
+static AttnActs *attn_acts(Model *m, AttnKind kind, int layer) {
+    if (!attn_layer_exists(m, kind, layer)) return NULL;
+    return kind == ATTN_ENC_SELF   ? &m->a.enc[layer].attn
+           : kind == ATTN_DEC_SELF ? &m->a.dec[layer].self_attn
+                                   : &m->a.dec[layer].cross_attn;
+}
+
+const AttnActs *model_attention_acts(const Model *m, AttnKind kind, int layer) {
+    return attn_acts((Model *)m, kind, layer); /* the cast only shares the mapping: nothing is written */
+}
+
+const AttnParams *model_attention_params(const Model *m, AttnKind kind, int layer) {
+    if (!attn_layer_exists(m, kind, layer)) return NULL;
+    return kind == ATTN_ENC_SELF   ? &m->p.enc[layer].self_attn
+           : kind == ATTN_DEC_SELF ? &m->p.dec[layer].self_attn
+                                   : &m->p.dec[layer].cross_attn;
+}
+
+/* carve() never touches AttnActs.scores, so the pointer outlives re-carving for new shapes. */
+int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *scores) {
+    AttnActs *a = attn_acts(m, kind, layer);
+    if (!a) return -1;
+    a->scores = scores;
+    return 0;
+}
+
 /* ---- backward ------------------------------------------------------------------------ */
 
 void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params); }

@@ -187,6 +187,28 @@ const float *model_logits_at(Model *m, int i, int t);
 
 const TensorInfo *model_find_tensor(const Model *m, const char *name);
 
+/* ---- one attention sub-layer, from outside nn ------------------------------------------------
+ * The attention maps and <unk> replacement read what a full forward pass left in one
+ * attention sub-layer; they name it by (kind, layer) through these, never by walking the
+ * arena or the parameter struct. Layers count from 0 within a kind: ATTN_ENC_SELF has
+ * cfg.encoder_layers, the other two cfg.decoder_layers. Rows are queries, columns keys:
+ * (Tq, Tk) is (S, S), (T, T) and (T, S) in kind order. */
+typedef enum { ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS, ATTN_KINDS } AttnKind;
+
+/* The acts (q, k, v, p (B, H, Tq, Tk), ctx) of the last model_forward, or of model_encode
+ * (ATTN_ENC_SELF) and model_decode (the decoder kinds); owned by m, the arrays valid until
+ * the next pass, model_reserve or model_free. NULL for a kind or layer the model lacks.
+ * model_step's incremental decoding keeps its own (DecodeState) and leaves these alone. */
+const AttnActs *model_attention_acts(const Model *m, AttnKind kind, int layer);
+/* The sub-layer's weights: views into m->params, owned by m. NULL as above. */
+const AttnParams *model_attention_params(const Model *m, AttnKind kind, int layer);
+/* From now until set again (NULL: no more), every full forward pass (model_forward,
+ * model_encode, model_decode) also writes the sub-layer's scaled scores, (B, H, Tq, Tk)
+ * of the batch it runs, -INFINITY where a key is masked, into `scores`: the caller's
+ * buffer, which it keeps owning and must size for each shape it runs. -1 for a kind or
+ * layer the model lacks. */
+int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *scores);
+
 /* ---- incremental decoding ----------------------------------------------------------------
  * The decoder run one position at a time over B sequences, for search. Each new position
  * goes through the same attention, residual and feed-forward code as training (one query

@@ -1,5 +1,6 @@
 /* atomic_file: files that are either wholly written or not there: tmp file, fsync,
- * rename, with the stop signals held meanwhile. */
+ * rename, with the stop signals held meanwhile. A directory of such files published
+ * whole is staged_dir's. */
 #ifndef QKV_UTIL_ATOMIC_FILE_H
 #define QKV_UTIL_ATOMIC_FILE_H
 

@@ -1,0 +1,24 @@
+/* staged_dir: a directory of files that a reader sees whole or not at all.
+ *
+ * The files are written into a fresh directory beside the destination, "<out>.partial-<pid>",
+ * and moved into place only when all are written: a full disk leaves the old files whole,
+ * and a new set never shows beside the files of an old one. Renames within one file system
+ * cannot run out of space. Plain files only: the staging directory holds no subdirectory.
+ * Single files written whole are atomic_file's. */
+#ifndef QKV_UTIL_STAGED_DIR_H
+#define QKV_UTIL_STAGED_DIR_H
+
+/* Room for a staging directory's name, NUL included: a destination of up to
+ * STAGED_DIR_MAX - 33 bytes is taken; a writer's "<dir>/<file>" fits STAGED_DIR_MAX + 256. */
+#define STAGED_DIR_MAX 1088
+
+/* Writes out's files through fill(dir, arg) (0, or -1 with the error set) into a staging
+ * directory, then moves each into out (made if missing, its parents too); a file out
+ * already holds that replaces(name) claims (NULL: none) and the new set lacks is removed,
+ * any other is left. Stop signals are held throughout (signals_hold). 0, or -1 with the
+ * error set, fill's or one naming out (what, e.g. "--out", opens the messages about its
+ * name; a failed system call is err_io judged); either way no staging directory remains. */
+int staged_dir_write(const char *out, const char *what, int (*fill)(const char *dir, void *arg), void *arg,
+                     int (*replaces)(const char *name));
+
+#endif

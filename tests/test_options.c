@@ -1,0 +1,121 @@
+/* The commands' option tables: every option a parser takes is in its help with what it
+ * does, the shown defaults are the real ones, and the parser reads what the table says. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cmd/commands.h"
+#include "cmd/decode_options.h"
+#include "cmd/options.h"
+
+/* The help as cmd_help_print writes it (through a tmpfile: a stream that grows a buffer
+ * of ours makes gcc see a pointer to a local where there is none). */
+static char *help_text(const CmdSpec *spec) {
+    FILE *f = tmpfile();
+    if (!f) return calloc(1, 1);
+    cmd_help_print(spec, f);
+    long len = ftell(f);
+    char *text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
+    rewind(f);
+    if (len > 0 && fread(text, 1, (size_t)len, f) != (size_t)len) text[0] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* "--name" as a whole option in text: followed by a space, a newline or the end */
+static int names_option(const char *text, const char *name) {
+    char want[80];
+    snprintf(want, sizeof want, "--%s", name);
+    for (const char *p = strstr(text, want); p; p = strstr(p + 1, want)) {
+        char after = p[strlen(want)];
+        if (after == ' ' || after == '\n' || after == '\0') return 1;
+    }
+    return 0;
+}
+
+static void test_every_command_helps_with_every_option(void) {
+    CHECK(n_commands >= 14, "%d commands", n_commands);
+    for (int i = 0; i < n_commands; i++) {
+        const CmdSpec *s = commands[i].spec;
+        char *text = help_text(s), head[64], example[64];
+        snprintf(head, sizeof head, "usage: qkv %s ", s->name);
+        snprintf(example, sizeof example, "\nexample:\n  qkv %s", s->name);
+        int ok = strncmp(text, head, strlen(head)) == 0 && strstr(text, example) && names_option(text, "help");
+        for (int t = 0; t < 2 && ok; t++)
+            for (const CmdOption *o = t ? s->shared : s->options; o && o->key && ok; o++)
+                ok = names_option(text, o->name) && o->help && strstr(text, o->help);
+        if (!ok) free(text);
+        CHECK(ok, "qkv %s --help leaves out its usage, an option or the example", s->name);
+        free(text);
+        CHECK(command_find(s->name) == &commands[i], "%s: found as another command", s->name);
+    }
+    CHECK(!command_find("bogus"), "a command that does not exist was found");
+}
+
+/* Keys are what the parser returns: two rows with one key could not be told apart. */
+static void test_option_keys_are_distinct(void) {
+    for (int i = 0; i < n_commands; i++) {
+        const CmdSpec *s = commands[i].spec;
+        int seen[128] = {0};
+        for (int t = 0; t < 2; t++)
+            for (const CmdOption *o = t ? s->shared : s->options; o && o->key; o++) {
+                CHECK(o->key > 0 && o->key < 128 && !seen[o->key], "%s: key '%c' twice", s->name, o->key);
+                seen[o->key] = 1;
+            }
+    }
+}
+
+static void test_decode_defaults_shown_are_the_real_ones(void) {
+    TranslateOptions o = decode_options_defaults();
+    struct {
+        const char *name;
+        double value;
+    } want[] = {{"beam", o.decode.beam}, {"nbest", o.decode.nbest}, {"length-penalty", o.decode.length_penalty},
+                {"max-len-a", o.decode.max_len_a}, {"max-len-b", o.decode.max_len_b},
+                {"no-repeat-ngram", o.decode.no_repeat_ngram}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const CmdOption *row = NULL;
+        for (const CmdOption *r = decode_options; r->key; r++)
+            if (strcmp(r->name, want[i].name) == 0) row = r;
+        CHECK(row && row->def && strtod(row->def, NULL) == want[i].value, "--%s: help says %s, the default is %g",
+              want[i].name, row && row->def ? row->def : "nothing", want[i].value);
+    }
+    CHECK(o.replace_unk == 1, "replace-unk is shown as on by default");
+}
+
+/* The parser over a table: values, flags, --help and -h, and a row keyed 'h' (--head)
+ * that must not be taken for -h. */
+static void test_parser_reads_the_table(void) {
+    static const CmdOption rows[] = {{'h', "head", "H", "a head", NULL}, {'f', "flag", NULL, "a flag", NULL}, {0}};
+    static const CmdSpec spec = {.name = "t", .operands = "X", .summary = "s", .options = rows, .example = "qkv t"};
+    char a0[] = "qkv: t", a1[] = "--head", a2[] = "3", a3[] = "--flag", a4[] = "x";
+    char *argv[] = {a0, a1, a2, a3, a4, NULL};
+    optind = 1;
+    int c1 = cmd_option_next(&spec, 5, argv);
+    CHECK(c1 == 'h' && optarg && strcmp(optarg, "3") == 0, "--head 3 read as %d", c1);
+    int c2 = cmd_option_next(&spec, 5, argv), c3 = cmd_option_next(&spec, 5, argv);
+    CHECK(c2 == 'f' && c3 == CMD_OPTIONS_END && optind == 4, "--flag then the operand: %d %d at %d", c2, c3, optind);
+    FILE *keep = stdout;
+    stdout = fopen("/dev/null", "w");
+    char h0[] = "qkv: t", h1[] = "-h";
+    char *hv[] = {h0, h1, NULL};
+    optind = 1;
+    int c4 = cmd_option_next(&spec, 2, hv);
+    char l1[] = "--help";
+    char *lv[] = {h0, l1, NULL};
+    optind = 1;
+    int c5 = cmd_option_next(&spec, 2, lv);
+    fclose(stdout);
+    stdout = keep;
+    CHECK(c4 == CMD_OPTIONS_HELP && c5 == CMD_OPTIONS_HELP, "-h gave %d, --help %d", c4, c5);
+    CHECK(cmd_option_status(c4) == 0 && cmd_option_status(CMD_OPTIONS_BAD) == 2, "exit statuses");
+    optind = 1;
+}
+
+const TestCase options_tests[] = {
+    {"every_command_helps_with_every_option", test_every_command_helps_with_every_option},
+    {"option_keys_are_distinct", test_option_keys_are_distinct},
+    {"decode_defaults_shown_are_the_real_ones", test_decode_defaults_shown_are_the_real_ones},
+    {"option_parser_reads_the_table", test_parser_reads_the_table},
+    {NULL, NULL},
+};
