@@ -18,12 +18,14 @@
 #include "util/atomic_file.h"
 #include "util/text.h"
 
-typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
+/* KEY_INT, KEY_BOOL and KEY_ENUM are int fields; KEY_INT64 an int64_t (the seed). */
+typedef enum { KEY_INT, KEY_INT64, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM, KEY_WATCH } KeyType;
 
 typedef struct {
     const char *path; /* dotted: "train.lr.warmup" */
     KeyType type;
     size_t offset;
+    double def;        /* default: the number, 0/1 for a bool, a choice's index (strings, watch list: empty) */
     double min, max;   /* inclusive, except where open says */
     int open;          /* OPEN_MAX: max excluded */
     const char *choices[4]; /* KEY_ENUM: index = stored value */
@@ -32,60 +34,71 @@ typedef struct {
 
 enum { OPEN_MAX = 1 };
 
+/* One row per key: path, field, default, then range or choices. A double holds every
+ * default exactly: whole numbers to 2^53 (the widest range, the seed's, stops at 2^31)
+ * and the float literals as written. */
 #define OFF(field) offsetof(Config, field)
-#define INT(p, f, lo, hi) {p, KEY_INT, OFF(f), lo, hi, 0, {0}, 0}
-#define FLT(p, f, lo, hi, open) {p, KEY_FLOAT, OFF(f), lo, hi, open, {0}, 0}
-#define BOOL(p, f) {p, KEY_BOOL, OFF(f), 0, 1, 0, {0}, 0}
-#define STR(p, f) {p, KEY_STRING, OFF(f), 0, 0, 0, {0}, sizeof(((Config *)0)->f)}
-#define ENUM(p, f, ...) {p, KEY_ENUM, OFF(f), 0, 0, 0, {__VA_ARGS__}, 0}
-#define WATCH(p, f) {p, KEY_WATCH, OFF(f), 0, 0, 0, {0}, 0}
+#define INT(p, f, def, lo, hi) {p, KEY_INT, OFF(f), def, lo, hi, 0, {0}, 0}
+#define INT64(p, f, def, lo, hi) {p, KEY_INT64, OFF(f), def, lo, hi, 0, {0}, 0}
+#define FLT(p, f, def, lo, hi, open) {p, KEY_FLOAT, OFF(f), def, lo, hi, open, {0}, 0}
+#define BOOL(p, f, def) {p, KEY_BOOL, OFF(f), def, 0, 1, 0, {0}, 0}
+#define STR(p, f) {p, KEY_STRING, OFF(f), 0, 0, 0, 0, {0}, sizeof(((Config *)0)->f)}
+#define ENUM(p, f, def, ...) {p, KEY_ENUM, OFF(f), def, 0, 0, 0, {__VA_ARGS__}, 0}
+#define WATCH(p, f) {p, KEY_WATCH, OFF(f), 0, 0, 0, 0, {0}, 0}
 
 static const KeySpec keys[] = {
     STR("name", name),
     STR("run_dir", run_dir),
-    INT("seed", seed, 0, 2147483647.0),
+    INT64("seed", seed, 1, 0, 2147483647.0),
     STR("data.train.src", data.train.src),
     STR("data.train.tgt", data.train.tgt),
     STR("data.valid.src", data.valid.src),
     STR("data.valid.tgt", data.valid.tgt),
-    ENUM("data.tokenizer", data.tokenizer, "word", "char", "bpe", "unigram"),
+    ENUM("data.tokenizer", data.tokenizer, TOKENIZER_WORD, "word", "char", "bpe", "unigram"),
     STR("data.spm_model.src", data.spm_model.src),
     STR("data.spm_model.tgt", data.spm_model.tgt),
-    INT("data.vocab_size", data.vocab_size, 8, 1000000),
-    INT("data.min_freq", data.min_freq, 1, 1000000000),
-    BOOL("data.shared_vocab", data.shared_vocab),
-    INT("data.max_len", data.max_len, 1, 4096),
-    INT("model.d_model", model.d_model, 2, 8192),
-    INT("model.heads", model.heads, 1, 256),
-    INT("model.d_ff", model.d_ff, 1, 65536),
-    INT("model.encoder_layers", model.encoder_layers, 1, 16),
-    INT("model.decoder_layers", model.decoder_layers, 1, 16),
-    FLT("model.dropout", model.dropout, 0, 1, OPEN_MAX),
-    ENUM("model.norm", model.norm, "post", "pre"),
-    BOOL("model.tie_embeddings", model.tie_embeddings),
-    INT("train.steps", train.steps, 1, 2000000000),
-    INT("train.batch_tokens", train.batch_tokens, 1, 100000000),
-    INT("train.pass_tokens", train.pass_tokens, 0, 100000000),
-    ENUM("train.lr.schedule", train.lr.schedule, "noam", "constant"),
-    FLT("train.lr.factor", train.lr.factor, 0, 1000, 0),
-    INT("train.lr.warmup", train.lr.warmup, 1, 100000000),
-    FLT("train.lr.value", train.lr.value, 0, 10, 0),
-    FLT("train.adam.beta1", train.adam.beta1, 0, 1, OPEN_MAX),
-    FLT("train.adam.beta2", train.adam.beta2, 0, 1, OPEN_MAX),
-    FLT("train.adam.eps", train.adam.eps, 1e-30, 1, 0), /* not 0: a zero second moment would divide by 0 */
-    FLT("train.adam.weight_decay", train.adam.weight_decay, 0, 10, 0),
-    FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0),
-    FLT("train.label_smoothing", train.label_smoothing, 0, 1, OPEN_MAX),
-    INT("train.log_every", train.log_every, 1, 2000000000),
-    INT("train.valid_every", train.valid_every, 1, 2000000000),
-    INT("train.checkpoint_every", train.checkpoint_every, 1, 2000000000),
-    INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1000),
-    INT("train.threads", train.threads, 1, CONFIG_THREADS_MAX),
-    BOOL("train.valid_bleu", train.valid_bleu),
-    ENUM("train.best_by", train.best_by, "loss", "bleu"),
+    INT("data.vocab_size", data.vocab_size, 8000, 8, 1000000),
+    INT("data.min_freq", data.min_freq, 1, 1, 1000000000),
+    BOOL("data.shared_vocab", data.shared_vocab, 0),
+    INT("data.max_len", data.max_len, 100, 1, 4096),
+    INT("model.d_model", model.d_model, 128, 2, 8192),
+    INT("model.heads", model.heads, 4, 1, 256),
+    INT("model.d_ff", model.d_ff, 512, 1, 65536),
+    INT("model.encoder_layers", model.encoder_layers, 3, 1, 16),
+    INT("model.decoder_layers", model.decoder_layers, 3, 1, 16),
+    FLT("model.dropout", model.dropout, 0.1, 0, 1, OPEN_MAX),
+    ENUM("model.norm", model.norm, NORM_POST, "post", "pre"),
+    BOOL("model.tie_embeddings", model.tie_embeddings, 1),
+    INT("train.steps", train.steps, 4000, 1, 2000000000),
+    INT("train.batch_tokens", train.batch_tokens, 2048, 1, 100000000),
+    INT("train.pass_tokens", train.pass_tokens, 512, 0, 100000000),
+    ENUM("train.lr.schedule", train.lr.schedule, LR_NOAM, "noam", "constant"),
+    FLT("train.lr.factor", train.lr.factor, 1.0, 0, 1000, 0),
+    INT("train.lr.warmup", train.lr.warmup, 400, 1, 100000000),
+    FLT("train.lr.value", train.lr.value, 3e-4, 0, 10, 0),
+    FLT("train.adam.beta1", train.adam.beta1, 0.9, 0, 1, OPEN_MAX),
+    FLT("train.adam.beta2", train.adam.beta2, 0.98, 0, 1, OPEN_MAX),
+    FLT("train.adam.eps", train.adam.eps, 1e-9, 1e-30, 1, 0), /* not 0: a zero second moment would divide by 0 */
+    FLT("train.adam.weight_decay", train.adam.weight_decay, 0.0, 0, 10, 0),
+    FLT("train.clip_norm", train.clip_norm, 1.0, 0, 1e9, 0),
+    FLT("train.label_smoothing", train.label_smoothing, 0.1, 0, 1, OPEN_MAX),
+    INT("train.log_every", train.log_every, 50, 1, 2000000000),
+    INT("train.valid_every", train.valid_every, 500, 1, 2000000000),
+    INT("train.checkpoint_every", train.checkpoint_every, 500, 1, 2000000000),
+    INT("train.keep_checkpoints", train.keep_checkpoints, 3, 1, 1000),
+    INT("train.threads", train.threads, 2, 1, CONFIG_THREADS_MAX),
+    BOOL("train.valid_bleu", train.valid_bleu, 0),
+    ENUM("train.best_by", train.best_by, BEST_BY_LOSS, "loss", "bleu"),
     WATCH("train.watch", train.watch),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
+/* Config's set_line/set_col hold one entry per key */
+_Static_assert(N_KEYS <= CONFIG_KEYS_MAX, "more keys than CONFIG_KEYS_MAX: raise it in config.h");
+
+/* Whether v lies in the key's range: [min, max], or [min, max) for OPEN_MAX. */
+static int in_range(const KeySpec *k, double v) {
+    return v >= k->min && (k->open == OPEN_MAX ? v < k->max : v <= k->max);
+}
 
 /* Mappings that may appear, i.e. the proper prefixes of the keys above. */
 static int is_section(const char *path) {
@@ -102,41 +115,51 @@ static int find_key(const char *path) {
 }
 
 void config_defaults(Config *c) {
-    memset(c, 0, sizeof *c);
-    c->seed = 1;
-    c->data.tokenizer = TOKENIZER_WORD;
-    c->data.vocab_size = 8000;
-    c->data.min_freq = 1;
-    c->data.shared_vocab = 0;
-    c->data.max_len = 100;
-    c->model.d_model = 128;
-    c->model.heads = 4;
-    c->model.d_ff = 512;
-    c->model.encoder_layers = 3;
-    c->model.decoder_layers = 3;
-    c->model.dropout = 0.1;
-    c->model.norm = NORM_POST;
-    c->model.tie_embeddings = 1;
-    c->train.steps = 4000;
-    c->train.batch_tokens = 2048;
-    c->train.pass_tokens = 512;
-    c->train.lr.schedule = LR_NOAM;
-    c->train.lr.factor = 1.0;
-    c->train.lr.warmup = 400;
-    c->train.lr.value = 3e-4;
-    c->train.adam.beta1 = 0.9;
-    c->train.adam.beta2 = 0.98;
-    c->train.adam.eps = 1e-9;
-    c->train.adam.weight_decay = 0.0;
-    c->train.clip_norm = 1.0;
-    c->train.label_smoothing = 0.1;
-    c->train.log_every = 50;
-    c->train.valid_every = 500;
-    c->train.checkpoint_every = 500;
-    c->train.keep_checkpoints = 3;
-    c->train.threads = 2;
-    c->train.valid_bleu = 0;
-    c->train.best_by = BEST_BY_LOSS;
+    memset(c, 0, sizeof *c); /* strings, the watch list and where each key was set: empty */
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &keys[i];
+        char *field = (char *)c + k->offset;
+        switch (k->type) {
+        case KEY_INT:
+        case KEY_BOOL:
+        case KEY_ENUM: *(int *)field = (int)k->def; break;
+        case KEY_INT64: *(int64_t *)field = (int64_t)k->def; break;
+        case KEY_FLOAT: *(double *)field = k->def; break;
+        case KEY_STRING:
+        case KEY_WATCH: break;
+        }
+    }
+}
+
+int config_check_keys(void) {
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &keys[i];
+        int n_choices = 0;
+        while (n_choices < 4 && k->choices[n_choices]) n_choices++;
+        int whole = k->type != KEY_FLOAT && k->def == floor(k->def); /* an int field would drop a fraction */
+        switch (k->type) {
+        case KEY_INT:
+        case KEY_INT64:
+        case KEY_BOOL:
+            if (!whole || !in_range(k, k->def))
+                return err_set("config key table: %s: default %g is not a whole number in [%g, %g]", k->path, k->def,
+                               k->min, k->max);
+            break;
+        case KEY_FLOAT:
+            if (!isfinite(k->def) || !in_range(k, k->def))
+                return err_set("config key table: %s: default %g is out of range [%g, %g%c", k->path, k->def, k->min,
+                               k->max, k->open == OPEN_MAX ? ')' : ']');
+            break;
+        case KEY_ENUM:
+            if (!whole || k->def < 0 || k->def >= n_choices)
+                return err_set("config key table: %s: default %g is not the index of one of its %d choices", k->path,
+                               k->def, n_choices);
+            break;
+        case KEY_STRING:
+        case KEY_WATCH: break; /* start empty: their rows have no default */
+        }
+    }
+    return 0;
 }
 
 /* Edit distance, to suggest the key the user probably meant. */
@@ -210,13 +233,14 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
     if (k->type != KEY_STRING && k->type != KEY_WATCH && *text == '\0')
         return err_set("%s: %s needs a value", where, k->path);
     switch (k->type) {
-    case KEY_INT: {
+    case KEY_INT:
+    case KEY_INT64: {
         errno = 0;
         long long v = strtoll(text, &end, 10);
         if (*end || errno) return err_set("%s: %s: expected an integer, got '%s'", where, k->path, text);
-        if (v < k->min || v > k->max)
+        if (!in_range(k, (double)v))
             return err_set("%s: %s: %lld is out of range [%.0f, %.0f]", where, k->path, v, k->min, k->max);
-        if (k->offset == OFF(seed)) *(int64_t *)field = v;
+        if (k->type == KEY_INT64) *(int64_t *)field = v;
         else *(int *)field = (int)v;
         return 0;
     }
@@ -224,7 +248,7 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
         errno = 0;
         double v = strtod(text, &end);
         if (*end || errno || !isfinite(v)) return err_set("%s: %s: expected a number, got '%s'", where, k->path, text);
-        if (v < k->min || v > k->max || (k->open == OPEN_MAX && v >= k->max))
+        if (!in_range(k, v))
             return err_set("%s: %s: %g is out of range [%g, %g%c", where, k->path, v, k->min, k->max,
                            k->open == OPEN_MAX ? ')' : ']');
         *(double *)field = v;
@@ -575,10 +599,8 @@ char *config_text(const Config *c, const char *name) {
         sb_printf(&sb, "%*s%s: ", 2 * depth, "", parts[np - 1]);
         const char *field = (const char *)c + k->offset;
         switch (k->type) {
-        case KEY_INT:
-            if (k->offset == OFF(seed)) sb_printf(&sb, "%lld\n", (long long)*(const int64_t *)field);
-            else sb_printf(&sb, "%d\n", *(const int *)field);
-            break;
+        case KEY_INT: sb_printf(&sb, "%d\n", *(const int *)field); break;
+        case KEY_INT64: sb_printf(&sb, "%lld\n", (long long)*(const int64_t *)field); break;
         case KEY_FLOAT: sb_printf(&sb, "%.17g\n", *(const double *)field); break;
         case KEY_BOOL: sb_printf(&sb, "%s\n", *(const int *)field ? "true" : "false"); break;
         case KEY_STRING:

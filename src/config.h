@@ -2,7 +2,12 @@
  *
  * Owns the config contract of DESIGN.md: every key, its type, its default and its range
  * live in one table in config.c. Errors name the place: "configs/x.yaml:12:3: unknown key
- * 'stepz'". Knows nothing of what the values are used for. */
+ * 'stepz'". Knows nothing of what the values are used for.
+ *
+ * Adding a key: its field in Config below, and one row of config.c's keys[] (path, field,
+ * default, range); parsing, --set, defaults, the resolved config.yaml and the checks all
+ * walk that table. A choice key's values are an enum here, in the order of its choices in
+ * its row (a stored value is its choice's index). Past CONFIG_KEYS_MAX keys, raise it. */
 #ifndef QKV_CONFIG_H
 #define QKV_CONFIG_H
 
@@ -14,6 +19,7 @@
  * per-thread tables by it), so a config never asks for more than are run */
 #define CONFIG_THREADS_MAX 256
 #define CONFIG_TEXT_MAX (1 << 20) /* bytes of YAML a config may be: every key with room to spare */
+#define CONFIG_KEYS_MAX 64         /* keys in config.c's table (it fails to compile past this) */
 
 /* The values of the keys that name one of a few choices, in the order of their choices
  * in config.c's table (a stored value is its choice's index). They live here, at the
@@ -74,10 +80,15 @@ typedef struct {
     } train;
     /* where each key was set, for errors found after parsing (index = key table order) */
     char source[CONFIG_PATH_MAX];
-    int set_line[64], set_col[64];
+    int set_line[CONFIG_KEYS_MAX], set_col[CONFIG_KEYS_MAX];
 } Config;
 
+/* Every key at its table default; strings and train.watch empty. */
 void config_defaults(Config *c);
+/* Checks config.c's key table itself, for the tests: each default a whole number where the
+ * key holds one, within the key's range, a choice key's among its choices. 0, or -1 with
+ * the error naming the first bad row. */
+int config_check_keys(void);
 /* Reads and applies a YAML file over the current values. -1 with the error set. */
 int config_load(Config *c, const char *path);
 /* The same from text in memory; name stands for the file in errors. */

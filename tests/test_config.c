@@ -45,6 +45,85 @@ static void test_defaults_and_minimal(void) {
     CHECK(strncmp(c.run_dir, "runs/qkv-config-test-", 21) == 0, "run_dir default '%s'", c.run_dir);
 }
 
+/* The resolved config of the defaults, byte for byte as config_defaults gave it while it
+ * was a hand-written list, before the key table carried the defaults. %.17g pins every
+ * number to the bit, so a default moved by a table edit fails here. */
+static const char defaults_text[] =
+    "# resolved config: every key, defaults included\n"
+    "name: \"\"\n"
+    "run_dir: \"\"\n"
+    "seed: 1\n"
+    "data:\n"
+    "  train:\n"
+    "    src: \"\"\n"
+    "    tgt: \"\"\n"
+    "  valid:\n"
+    "    src: \"\"\n"
+    "    tgt: \"\"\n"
+    "  tokenizer: word\n"
+    "  spm_model:\n"
+    "    src: \"\"\n"
+    "    tgt: \"\"\n"
+    "  vocab_size: 8000\n"
+    "  min_freq: 1\n"
+    "  shared_vocab: false\n"
+    "  max_len: 100\n"
+    "model:\n"
+    "  d_model: 128\n"
+    "  heads: 4\n"
+    "  d_ff: 512\n"
+    "  encoder_layers: 3\n"
+    "  decoder_layers: 3\n"
+    "  dropout: 0.10000000000000001\n"
+    "  norm: post\n"
+    "  tie_embeddings: true\n"
+    "train:\n"
+    "  steps: 4000\n"
+    "  batch_tokens: 2048\n"
+    "  pass_tokens: 512\n"
+    "  lr:\n"
+    "    schedule: noam\n"
+    "    factor: 1\n"
+    "    warmup: 400\n"
+    "    value: 0.00029999999999999997\n"
+    "  adam:\n"
+    "    beta1: 0.90000000000000002\n"
+    "    beta2: 0.97999999999999998\n"
+    "    eps: 1.0000000000000001e-09\n"
+    "    weight_decay: 0\n"
+    "  clip_norm: 1\n"
+    "  label_smoothing: 0.10000000000000001\n"
+    "  log_every: 50\n"
+    "  valid_every: 500\n"
+    "  checkpoint_every: 500\n"
+    "  keep_checkpoints: 3\n"
+    "  threads: 2\n"
+    "  valid_bleu: false\n"
+    "  best_by: loss\n"
+    "  watch: []\n";
+
+static void test_defaults_text_pinned(void) {
+    Config c;
+    config_defaults(&c);
+    char *text = config_text(&c, "defaults");
+    CHECK(text, "%s", err_msg());
+    size_t at = 0; /* the start of the first line that differs */
+    while (text[at] && text[at] == defaults_text[at]) at++;
+    while (at > 0 && text[at - 1] != '\n') at--;
+    char got[80];
+    snprintf(got, sizeof got, "%.*s", (int)strcspn(text + at, "\n"), text + at);
+    int same = strcmp(text, defaults_text) == 0;
+    free(text);
+    CHECK(same, "resolved defaults differ: '%s', pinned '%.*s'", got, (int)strcspn(defaults_text + at, "\n"),
+          defaults_text + at);
+}
+
+/* A row whose default lies outside its own range, or names no choice, is caught here
+ * rather than by the first user who leaves the key out. */
+static void test_key_table_defaults_in_range(void) {
+    CHECK(config_check_keys() == 0, "%s", err_msg());
+}
+
 static void test_errors_name_line_and_column(void) {
     char where[80];
     snprintf(where, sizeof where, "%s:4:3:", cfg_path());
@@ -182,6 +261,9 @@ static void test_watch_list(void) {
 }
 
 const TestCase config_tests[] = {
+    /* the table first: a bad default can crash the tests that use it (model.heads 0 divides by 0) */
+    {"config_key_table_defaults_in_range", test_key_table_defaults_in_range},
+    {"config_defaults_text_pinned", test_defaults_text_pinned},
     {"config_defaults_and_name", test_defaults_and_minimal},
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
     {"config_yaml_limits", test_yaml_limits},
