@@ -1,4 +1,5 @@
-# qkv: `make` builds build/qkv; `make test` runs every test; `make demo` shows it working.
+# qkv: `make` builds build/qkv; `make test` runs every test; `make demo` shows it working;
+# `make lint` checks the code's layout, `make format` mends it.
 CC      ?= cc
 PKGS    := openblas yaml-0.1 jansson sentencepiece
 CXX     ?= c++
@@ -13,6 +14,16 @@ QKV_CFLAGS := -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -MMD -MP -pthread
 CPPFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lm
 BUILD   ?= build
+# One short line a file (`  CC      src/main.c`, `  LD      build/qkv`); make V=1 shows
+# each command in full instead, make -s neither. Errors and warnings show either way.
+# A rule's command is $(call show,WHAT,FILE)command.
+show = @printf '  %-7s %s\n' '$(1)' '$(2)';
+ifeq ($(V),1)
+show =
+endif
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+show =
+endif
 # MPI (data-parallel training over ranks, src/train/dist.c) is built in when mpicc is
 # found, or with MPI=1; MPI=0 leaves it out. mpicc then compiles and links everything.
 MPI     ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
@@ -31,7 +42,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k fuzz fuzz-targets
+.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k fuzz fuzz-targets format lint
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so
 
@@ -47,68 +58,74 @@ $(BUILD)/obj/train/dist.o: $(BUILD)/mpi.stamp
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+	$(call show,CC,$<)$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
 # The one C++ file: SentencePiece's API behind a C one (src/data/spm.h).
 $(BUILD)/obj/%.o: src/%.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
+	$(call show,CXX,$<)$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
 # The attention viewer page is kept as plain HTML and compiled in as a C string.
 $(BUILD)/gen/attnview.c: src/infer/attnview.html Makefile
 	@mkdir -p $(dir $@)
-	awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
+	$(call show,GEN,$@)awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
 	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -c $< -o $@
+	$(call show,CC,$<)$(CC) $(CFLAGS) $(QKV_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
+	$(call show,CC,$<)$(CC) $(CFLAGS) $(QKV_CFLAGS) $(CPPFLAGS_PKG) -c $< -o $@
 
 $(BUILD)/obj/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Itests/fuzz $(CPPFLAGS_PKG) -c $< -o $@
+	$(call show,CC,$<)$(CC) $(CFLAGS) $(QKV_CFLAGS) -Itests/fuzz $(CPPFLAGS_PKG) -c $< -o $@
 
 $(BUILD)/fuzz-replay/%: $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+	$(call show,LD,$@)$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # kept: make would delete them as intermediate files and rebuild each time
-.SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/obj/fuzz/%.o)
+.SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/obj/fuzz/%.o) $(BUILD)/obj/fuzz/replay.o
 
 # The libFuzzer programs (built by make fuzz, with clang and without MPI, in build/fuzz).
 fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzzer/%)
 $(BUILD)/fuzzer/%: $(BUILD)/obj/fuzz/%.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CFLAGS) -fsanitize=fuzzer,address,undefined -pthread -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+	$(call show,LD,$@)$(CXX) $(CFLAGS) -fsanitize=fuzzer,address,undefined -pthread -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # A test shim, preloaded by tests/threads.sh and tests/signals.sh: every new thread starts late.
 $(BUILD)/late_start.so: tests/shim/late_start.c
 	@mkdir -p $(dir $@)
-	cc -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+	$(call show,CC,$<)cc -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ) $(BUILD)/mpi.stamp
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+	$(call show,LD,$@)$(CC) $(CFLAGS) $(QKV_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # The allocator is wrapped in the test binary so a test can count allocations per step.
 $(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ) $(BUILD)/mpi.stamp
-	$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+	$(call show,LD,$@)$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # The unit tests (gradient checks, data, config) alone.
 unit: $(BUILD)/qkv_test
 	$(BUILD)/qkv_test
 
 test:
-	@scripts/deps.sh --with-browser --with-mpi
+	@scripts/deps.sh --with-browser --with-mpi --with-format
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
 
+# Builds only what the demo runs (build/qkv), then runs it.
 demo: deps
-	@$(MAKE) --no-print-directory all
-	@scripts/demo.sh
+	@$(MAKE) --no-print-directory qkv
+	@QKV=$(BUILD)/qkv scripts/demo.sh
+
+# build/qkv alone, quietly when it is up to date (make demo builds through it).
+.PHONY: qkv
+qkv: $(BUILD)/qkv
+	@:
 
 # The real-corpus recipe: German -> English on ../shared/corpora/multi30k, scored on
 # test_2016_flickr (about 45 minutes of training on 2 cores; a recipe, not a test).
@@ -161,7 +178,22 @@ fuzz:
 
 PREFIX ?= /usr/local
 install: $(BUILD)/qkv
-	install -D -m 755 $(BUILD)/qkv $(DESTDIR)$(PREFIX)/bin/qkv
+	$(call show,INSTALL,$(DESTDIR)$(PREFIX)/bin/qkv)install -D -m 755 $(BUILD)/qkv $(DESTDIR)$(PREFIX)/bin/qkv
+
+# The code's layout (.clang-format, Debian 12's clang-format 14): make format lays out every
+# C and C++ source of src/ and tests/ in place; make lint checks it (tests/format.sh, which
+# names the files make format would change).
+CLANG_FORMAT ?= clang-format
+# The same files as tests/format.sh checks.
+FORMAT_SRC = $(shell find src \( -name '*.c' -o -name '*.h' -o -name '*.cc' \) | sort) \
+	$(wildcard tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/shim/*.c tests/shim/*.h)
+format:
+	@scripts/deps.sh --with-format
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "qkv: $(CLANG_FORMAT) is not installed: nothing formatted" >&2; exit 1; }
+	$(call show,FORMAT,$(words $(FORMAT_SRC)) files of src/ and tests/)$(CLANG_FORMAT) --style=file -i $(FORMAT_SRC)
+lint:
+	@scripts/deps.sh --with-format
+	@CLANG_FORMAT=$(CLANG_FORMAT) tests/format.sh
 
 clean:
 	rm -rf build

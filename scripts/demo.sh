@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: generate the toy pair, train on it, translate a few held-out sentences and
-# score the whole held-out split. Expects build/qkv to be built (make demo does that).
+# score the whole held-out split. Runs $QKV (default build/qkv), which must be built:
+# make demo builds it alone (make's `qkv` target) and passes its BUILD's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}

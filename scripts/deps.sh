@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages qkv needs, only those missing. A no-op when all are there.
+# Installs the Debian packages qkv needs, only those missing. Silent when all are there;
+# otherwise one line says what it installs, and apt's own output goes to a log that is
+# shown (its end) only if apt fails.
 # Uses sudo when not root. QKV_EXTRA_PACKAGES adds more (e.g. for optional tools).
 # --with-browser also tries Chromium, for the attention viewer's browser test;
 # --with-mpi also tries Open MPI (openmpi-bin, libopenmpi-dev), for training over MPI
@@ -8,6 +10,8 @@
 # --with-tsan installs gcc's ThreadSanitizer runtime (libtsan2), for make tsan.
 # --with-fuzz installs clang and its runtime libraries (libFuzzer, the sanitizers'
 # runtimes: only recommended by clang, so named here), for make fuzz; failing is an error.
+# --with-format installs clang-format (Debian 12's: version 14, which .clang-format is
+# written for), for tests/format.sh (make lint) and make format; failing is a warning.
 set -euo pipefail
 
 packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev)
@@ -28,7 +32,10 @@ if [[ $# -gt 0 ]]; then
             QKV_EXTRA_PACKAGES="libtsan2" "$0" || exit 1 ;;
         --with-fuzz)
             QKV_EXTRA_PACKAGES="clang libclang-rt-14-dev" "$0" || exit 1 ;;
-        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz)" >&2; exit 2 ;;
+        --with-format)
+            QKV_EXTRA_PACKAGES=clang-format "$0" ||
+                echo "qkv: warning: could not install clang-format; the format check will be skipped" >&2 ;;
+        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz, --with-format)" >&2; exit 2 ;;
         esac
     done
     exit 0
@@ -47,6 +54,12 @@ if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null || { echo "qkv: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
     sudo="sudo"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# env: sudo would drop DEBIAN_FRONTEND from the environment
+apt_get() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq "$@" </dev/null; }
+log=$(mktemp --tmpdir qkv-deps.XXXXXX)
+if ! { apt_get update && apt_get install -y --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 5 "$log" >&2
+    echo "qkv: could not install ${missing[*]} (apt's output: $log)" >&2
+    exit 1
+fi
+rm -f "$log"
