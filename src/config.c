@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
-#include "util/atomic_file.h"
 #include "util/text.h"
 
 /* KEY_INT, KEY_BOOL and KEY_ENUM are int fields; KEY_INT64 an int64_t (the seed). */
@@ -25,9 +25,9 @@ typedef struct {
     const char *path; /* dotted: "train.lr.warmup" */
     KeyType type;
     size_t offset;
-    double def;        /* default: the number, 0/1 for a bool, a choice's index (strings, watch list: empty) */
-    double min, max;   /* inclusive, except where open says */
-    int open;          /* OPEN_MAX: max excluded */
+    double def;             /* default: the number, 0/1 for a bool, a choice's index (strings, watch list: empty) */
+    double min, max;        /* inclusive, except where open says */
+    int open;               /* OPEN_MAX: max excluded */
     const char *choices[4]; /* KEY_ENUM: index = stored value */
     size_t size;            /* KEY_STRING: buffer size */
 } KeySpec;
@@ -37,14 +37,22 @@ enum { OPEN_MAX = 1 };
 /* One row per key: path, field, default, then range or choices. A double holds every
  * default exactly: whole numbers to 2^53 (the widest range, the seed's, stops at 2^31)
  * and the float literals as written. */
+/* clang-format off: one row a key, as the table reads best */
 #define OFF(field) offsetof(Config, field)
-#define INT(p, f, def, lo, hi) {p, KEY_INT, OFF(f), def, lo, hi, 0, {0}, 0}
-#define INT64(p, f, def, lo, hi) {p, KEY_INT64, OFF(f), def, lo, hi, 0, {0}, 0}
-#define FLT(p, f, def, lo, hi, open) {p, KEY_FLOAT, OFF(f), def, lo, hi, open, {0}, 0}
-#define BOOL(p, f, def) {p, KEY_BOOL, OFF(f), def, 0, 1, 0, {0}, 0}
-#define STR(p, f) {p, KEY_STRING, OFF(f), 0, 0, 0, 0, {0}, sizeof(((Config *)0)->f)}
-#define ENUM(p, f, def, ...) {p, KEY_ENUM, OFF(f), def, 0, 0, 0, {__VA_ARGS__}, 0}
-#define WATCH(p, f) {p, KEY_WATCH, OFF(f), 0, 0, 0, 0, {0}, 0}
+#define INT(p, f, def, lo, hi) \
+    { p, KEY_INT, OFF(f), def, lo, hi, 0, {0}, 0 }
+#define INT64(p, f, def, lo, hi) \
+    { p, KEY_INT64, OFF(f), def, lo, hi, 0, {0}, 0 }
+#define FLT(p, f, def, lo, hi, open) \
+    { p, KEY_FLOAT, OFF(f), def, lo, hi, open, {0}, 0 }
+#define BOOL(p, f, def) \
+    { p, KEY_BOOL, OFF(f), def, 0, 1, 0, {0}, 0 }
+#define STR(p, f) \
+    { p, KEY_STRING, OFF(f), 0, 0, 0, 0, {0}, sizeof(((Config *)0)->f) }
+#define ENUM(p, f, def, ...) \
+    { p, KEY_ENUM, OFF(f), def, 0, 0, 0, {__VA_ARGS__}, 0 }
+#define WATCH(p, f) \
+    { p, KEY_WATCH, OFF(f), 0, 0, 0, 0, {0}, 0 }
 
 static const KeySpec keys[] = {
     STR("name", name),
@@ -91,6 +99,7 @@ static const KeySpec keys[] = {
     ENUM("train.best_by", train.best_by, BEST_BY_LOSS, "loss", "bleu"),
     WATCH("train.watch", train.watch),
 };
+/* clang-format on */
 #define N_KEYS (sizeof keys / sizeof keys[0])
 /* Config's set_line/set_col hold one entry per key */
 _Static_assert(N_KEYS <= CONFIG_KEYS_MAX, "more keys than CONFIG_KEYS_MAX: raise it in config.h");
@@ -356,8 +365,8 @@ static int yaml_prescan(const char *text, size_t len, const char *name) {
         }
         yaml_event_type_t type = e.type;
         if (n >= YAML_EVENTS_MAX)
-            rc = err_set("%s: more than %d YAML nodes: not a config", event_where(where, sizeof where, name, &e.start_mark),
-                         YAML_EVENTS_MAX);
+            rc = err_set("%s: more than %d YAML nodes: not a config",
+                         event_where(where, sizeof where, name, &e.start_mark), YAML_EVENTS_MAX);
         else if (type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
             rc = err_set("%s: a second YAML document: a config is one document, with nothing after its end",
                          event_where(where, sizeof where, name, &e.start_mark));
@@ -463,8 +472,10 @@ static const char *where_is(const Config *c, const char *path, char *buf, size_t
 static int check_file(const Config *c, const char *key, const char *path) {
     char w[CONFIG_PATH_MAX + 32];
     struct stat st;
-    if (stat(path, &st) != 0) return err_set("%s: %s: '%s': %s", where_is(c, key, w, sizeof w), key, path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return err_set("%s: %s: '%s' is not a regular file", where_is(c, key, w, sizeof w), key, path);
+    if (stat(path, &st) != 0)
+        return err_set("%s: %s: '%s': %s", where_is(c, key, w, sizeof w), key, path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return err_set("%s: %s: '%s' is not a regular file", where_is(c, key, w, sizeof w), key, path);
     return 0;
 }
 
@@ -486,20 +497,23 @@ static int same_model(const char *a, const char *b) {
 
 int config_validate(Config *c, int check_files) {
     char w[CONFIG_PATH_MAX + 32];
-    if (c->data.train.src[0] == '\0') return err_set("%s: data.train.src is required", where_is(c, "data", w, sizeof w));
-    if (c->data.train.tgt[0] == '\0') return err_set("%s: data.train.tgt is required", where_is(c, "data", w, sizeof w));
+    if (c->data.train.src[0] == '\0')
+        return err_set("%s: data.train.src is required", where_is(c, "data", w, sizeof w));
+    if (c->data.train.tgt[0] == '\0')
+        return err_set("%s: data.train.tgt is required", where_is(c, "data", w, sizeof w));
     if ((c->data.valid.src[0] == '\0') != (c->data.valid.tgt[0] == '\0'))
-        return err_set("%s: data.valid needs both src and tgt", where_is(c, c->data.valid.src[0] ? "data.valid.src" : "data.valid.tgt", w, sizeof w));
+        return err_set("%s: data.valid needs both src and tgt",
+                       where_is(c, c->data.valid.src[0] ? "data.valid.src" : "data.valid.tgt", w, sizeof w));
     if (c->model.d_model % c->model.heads != 0)
-        return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)", where_is(c, "model.d_model", w, sizeof w),
-                       c->model.d_model, c->model.heads);
+        return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)",
+                       where_is(c, "model.d_model", w, sizeof w), c->model.d_model, c->model.heads);
     if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
-        return err_set("%s: train.best_by: bleu needs train.valid_bleu: true", where_is(c, "train.best_by", w, sizeof w));
+        return err_set("%s: train.best_by: bleu needs train.valid_bleu: true",
+                       where_is(c, "train.best_by", w, sizeof w));
     if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
     /* the name becomes a directory under runs/: a path component, printable */
     int dots = strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0;
-    for (const char *p = c->name; *p && !dots; p++)
-        dots = *p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f;
+    for (const char *p = c->name; *p && !dots; p++) dots = *p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f;
     if (dots)
         return err_set("%s: name: must be a plain directory name: not '.' or '..', no '/', no control characters",
                        where_is(c, "name", w, sizeof w));
@@ -514,11 +528,13 @@ int config_validate(Config *c, int check_files) {
     for (int i = 0; i < c->train.n_watch; i++)
         if (!utf8_valid(c->train.watch[i].src, strlen(c->train.watch[i].src)) ||
             !utf8_valid(c->train.watch[i].tgt, strlen(c->train.watch[i].tgt)))
-            return err_set("%s: train.watch: sentence %d is not valid UTF-8", where_is(c, "train.watch", w, sizeof w), i + 1);
+            return err_set("%s: train.watch: sentence %d is not valid UTF-8", where_is(c, "train.watch", w, sizeof w),
+                           i + 1);
     int subword = tokenizer_is_subword(c->data.tokenizer);
     if (!subword && (c->data.spm_model.src[0] || c->data.spm_model.tgt[0]))
         return err_set("%s: data.spm_model: SentencePiece models need data.tokenizer bpe or unigram",
-                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));
+                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
+                                sizeof w));
     /* a shared vocabulary is one model: a different second one would go unused. Checked
      * for a new run (check_files); a run's own config.yaml was trained with already */
     if (check_files && subword && c->data.shared_vocab && c->data.spm_model.tgt[0] &&
@@ -528,9 +544,11 @@ int config_validate(Config *c, int check_files) {
                        where_is(c, "data.spm_model.tgt", w, sizeof w), c->data.spm_model.tgt, c->data.spm_model.src);
     if (subword && (c->data.spm_model.src[0] == '\0') != (c->data.spm_model.tgt[0] == '\0') && !c->data.shared_vocab)
         return err_set("%s: data.spm_model needs both src and tgt (or data.shared_vocab: true and src alone)",
-                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w, sizeof w));
+                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
+                                sizeof w));
     if (check_files) {
-        if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt)) return -1;
+        if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt))
+            return -1;
         if ((c->data.spm_model.src[0] && check_file(c, "data.spm_model.src", c->data.spm_model.src)) ||
             (c->data.spm_model.tgt[0] && check_file(c, "data.spm_model.tgt", c->data.spm_model.tgt)))
             return -1;

@@ -19,7 +19,7 @@
  * per-thread tables by it), so a config never asks for more than are run */
 #define CONFIG_THREADS_MAX 256
 #define CONFIG_TEXT_MAX (1 << 20) /* bytes of YAML a config may be: every key with room to spare */
-#define CONFIG_KEYS_MAX 64         /* keys in config.c's table (it fails to compile past this) */
+#define CONFIG_KEYS_MAX 64        /* keys in config.c's table (it fails to compile past this) */
 
 /* The values of the keys that name one of a few choices, in the order of their choices
  * in config.c's table (a stored value is its choice's index). They live here, at the

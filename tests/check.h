@@ -8,12 +8,12 @@
 extern int check_failed_now;
 void check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
+#define CHECK(cond, ...)                                 \
+    do {                                                 \
+        if (!(cond)) {                                   \
             check_fail(__FILE__, __LINE__, __VA_ARGS__); \
-            return;                                       \
-        }                                                 \
+            return;                                      \
+        }                                                \
     } while (0)
 
 typedef struct {

@@ -28,8 +28,15 @@ static void make_vocab(Vocab *v, int n) {
 static void setup(Model *m, Vocab *sv, Vocab *tv) {
     make_vocab(sv, 10);
     make_vocab(tv, 12);
-    ModelConfig cfg = {.src_vocab = sv->size, .tgt_vocab = tv->size, .d_model = 16, .heads = 4, .d_ff = 32,
-                       .encoder_layers = 2, .decoder_layers = 3, .tie_embeddings = 1, .max_positions = 32};
+    ModelConfig cfg = {.src_vocab = sv->size,
+                       .tgt_vocab = tv->size,
+                       .d_model = 16,
+                       .heads = 4,
+                       .d_ff = 32,
+                       .encoder_layers = 2,
+                       .decoder_layers = 3,
+                       .tie_embeddings = 1,
+                       .max_positions = 32};
     model_init(m, &cfg);
     model_init_weights(m, 3);
 }
@@ -56,9 +63,11 @@ static void test_capture_shapes_sums_masks_and_identity(void) {
                     for (int j = 0; j < cols; j++) {
                         sum += p[i * cols + j];
                         if (k == ATTN_DEC_SELF && j > i)
-                            CHECK(p[i * cols + j] == 0.0f, "decoder self: future key %d of query %d has %g", j, i, p[i * cols + j]);
+                            CHECK(p[i * cols + j] == 0.0f, "decoder self: future key %d of query %d has %g", j, i,
+                                  p[i * cols + j]);
                     }
-                    CHECK(fabs(sum - 1.0) < 1e-5, "%s layer %d head %d row %d sums to %g", attnmap_kind_name(k), l, h, i, sum);
+                    CHECK(fabs(sum - 1.0) < 1e-5, "%s layer %d head %d row %d sums to %g", attnmap_kind_name(k), l, h,
+                          i, sum);
                 }
             }
     }
@@ -66,7 +75,8 @@ static void test_capture_shapes_sums_masks_and_identity(void) {
     const float *cross2 = attnmap_at(&a, ATTN_CROSS, 2, 1);
     CHECK(memcmp(cross2, m.a.dec[2].cross_attn.p + 1 * a.T * a.S, sizeof(float) * a.T * a.S) == 0,
           "cross map differs from the forward pass's probabilities");
-    CHECK(memcmp(attnmap_at(&a, ATTN_ENC_SELF, 1, 3), m.a.enc[1].attn.p + 3 * a.S * a.S, sizeof(float) * a.S * a.S) == 0,
+    CHECK(memcmp(attnmap_at(&a, ATTN_ENC_SELF, 1, 3), m.a.enc[1].attn.p + 3 * a.S * a.S, sizeof(float) * a.S * a.S) ==
+              0,
           "encoder map differs");
     /* and what JSON carries is the same to the printed precision */
     char *text = attnmap_json(&a);
@@ -79,11 +89,13 @@ static void test_capture_shapes_sums_masks_and_identity(void) {
     for (int i = 0; i < a.T; i++)
         for (int j = 0; j < a.S; j++) {
             double v = json_real_value(json_array_get(json_array_get(json_array_get(json_array_get(c, 2), 1), i), j)) +
-                       (double)json_integer_value(json_array_get(json_array_get(json_array_get(json_array_get(c, 2), 1), i), j));
+                       (double)json_integer_value(
+                           json_array_get(json_array_get(json_array_get(json_array_get(c, 2), 1), i), j));
             worst = fmax(worst, fabs(v - cross2[i * a.S + j]));
         }
     CHECK(worst < 1e-6, "JSON differs from the map by %g", worst);
-    CHECK(json_array_size(json_object_get(root, "source")) == 6 && json_array_size(json_object_get(root, "target_out")) == 4,
+    CHECK(json_array_size(json_object_get(root, "source")) == 6 &&
+              json_array_size(json_object_get(root, "target_out")) == 4,
           "token lists");
     json_decref(root);
     free(text);
@@ -155,15 +167,18 @@ static void test_anatomy_scores_contributions(void) {
     for (int k = 0; k < ATTN_KINDS; k++) {
         int rows = attnmap_rows(&a, k), cols = attnmap_cols(&a, k);
         for (int l = 0; l < a.layers[k]; l++) {
-            const AttnActs *acts = k == ATTN_ENC_SELF ? &m.a.enc[l].attn : k == ATTN_DEC_SELF ? &m.a.dec[l].self_attn
-                                                                                               : &m.a.dec[l].cross_attn;
-            const float *wo = (k == ATTN_ENC_SELF ? &m.p.enc[l].self_attn
+            const AttnActs *acts = k == ATTN_ENC_SELF   ? &m.a.enc[l].attn
+                                   : k == ATTN_DEC_SELF ? &m.a.dec[l].self_attn
+                                                        : &m.a.dec[l].cross_attn;
+            const float *wo = (k == ATTN_ENC_SELF   ? &m.p.enc[l].self_attn
                                : k == ATTN_DEC_SELF ? &m.p.dec[l].self_attn
-                                                    : &m.p.dec[l].cross_attn)->w_o;
+                                                    : &m.p.dec[l].cross_attn)
+                                  ->w_o;
             for (int h = 0; h < H; h++) {
                 const float *s = attnmap_slice(&a, a.scores, k, l, h), *p = attnmap_at(&a, k, l, h),
                             *c = attnmap_slice(&a, a.contrib, k, l, h);
-                const float *q = a.queries[k] + ((size_t)l * H + h) * rows * dh, *kk = a.keys[k] + ((size_t)l * H + h) * cols * dh;
+                const float *q = a.queries[k] + ((size_t)l * H + h) * rows * dh,
+                            *kk = a.keys[k] + ((size_t)l * H + h) * cols * dh;
                 for (int i = 0; i < rows; i++) {
                     double max = -INFINITY, z = 0;
                     for (int j = 0; j < cols; j++)
@@ -184,7 +199,8 @@ static void test_anatomy_scores_contributions(void) {
                         double sq = 0;
                         for (int o = 0; o < d; o++) {
                             double x = 0;
-                            for (int e = 0; e < dh; e++) x += (double)acts->v[j * d + h * dh + e] * wo[(size_t)(h * dh + e) * d + o];
+                            for (int e = 0; e < dh; e++)
+                                x += (double)acts->v[j * d + h * dh + e] * wo[(size_t)(h * dh + e) * d + o];
                             sq += x * x;
                         }
                         double want = p[i * cols + j] * sqrt(sq);
@@ -212,7 +228,8 @@ static void test_anatomy_scores_contributions(void) {
             for (int e = 0; e < dh; e++) {
                 int o = h * dh + e;
                 double x = m.p.enc[0].self_attn.b_q[o];
-                for (int r = 0; r < d; r++) x += (double)m.a.src.x[i * d + r] * m.p.enc[0].self_attn.w_q[(size_t)r * d + o];
+                for (int r = 0; r < d; r++)
+                    x += (double)m.a.src.x[i * d + r] * m.p.enc[0].self_attn.w_q[(size_t)r * d + o];
                 worst_q = fmax(worst_q, fabs(x - a.queries[ATTN_ENC_SELF][((size_t)h * a.S + i) * dh + e]));
             }
     CHECK(worst_q <= 1e-5, "encoder layer 0 queries differ from x W_Q + b_Q by %g", worst_q);
@@ -235,7 +252,12 @@ static void test_json_round_trip(void) {
     json_t *root = json_loads(text, 0, &err);
     CHECK(root, "maps.json does not parse: %s", err.text);
     CHECK(strcmp(json_string_value(json_object_get(root, "format")), "qkv-attention-2") == 0, "format");
-    CHECK(json_is_null(json_array_get(json_array_get(json_array_get(json_array_get(json_object_get(root, "decoder_self_scores"), 0), 0), 0), 1)),
+    CHECK(json_is_null(
+              json_array_get(json_array_get(json_array_get(json_array_get(json_object_get(root, "decoder_self_scores"),
+                                                                          0),
+                                                           0),
+                                            0),
+                             1)),
           "a masked score is not null");
     CHECK(attnmap_from_json(root, &b, "maps.json") == 0, "%s", err_msg());
     CHECK(b.S == a.S && b.T == a.T && b.heads == a.heads && b.d_head == a.d_head, "counts");
@@ -244,12 +266,14 @@ static void test_json_round_trip(void) {
         size_t n = (size_t)a.layers[k] * a.heads * attnmap_rows(&a, k) * attnmap_cols(&a, k);
         for (size_t i = 0; i < n; i++) {
             CHECK(isfinite(a.scores[k][i]) == isfinite(b.scores[k][i]), "mask lost at %zu", i);
-            if (isfinite(a.scores[k][i])) worst = fmax(worst, fabs(a.scores[k][i] - b.scores[k][i]) / fmax(1, fabs(a.scores[k][i])));
+            if (isfinite(a.scores[k][i]))
+                worst = fmax(worst, fabs(a.scores[k][i] - b.scores[k][i]) / fmax(1, fabs(a.scores[k][i])));
             worst = fmax(worst, fabs(a.maps[k][i] - b.maps[k][i]));
             worst = fmax(worst, fabs(a.contrib[k][i] - b.contrib[k][i]) / fmax(1, fabs(a.contrib[k][i])));
         }
         size_t nq = (size_t)a.layers[k] * a.heads * attnmap_rows(&a, k) * a.d_head;
-        for (size_t i = 0; i < nq; i++) worst = fmax(worst, fabs(a.queries[k][i] - b.queries[k][i]) / fmax(1, fabs(a.queries[k][i])));
+        for (size_t i = 0; i < nq; i++)
+            worst = fmax(worst, fabs(a.queries[k][i] - b.queries[k][i]) / fmax(1, fabs(a.queries[k][i])));
     }
     CHECK(worst < 1e-6, "read back differs by %g", worst);
     CHECK(strcmp(b.tgt_out[0], a.tgt_out[0]) == 0 && strcmp(b.src[4], "<eos>") == 0, "tokens");
@@ -257,21 +281,26 @@ static void test_json_round_trip(void) {
     /* a weight outside [0, 1], a number no float holds: refused, with the place */
     json_t *row = json_array_get(json_array_get(json_array_get(json_object_get(root, "cross"), 1), 0), 1);
     json_array_set_new(row, 2, json_real(2.5));
-    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strcmp(err_msg(), "x.json: 'cross'[1][0][1][2] is 2.5, not a weight in [0, 1]") == 0,
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 &&
+              strcmp(err_msg(), "x.json: 'cross'[1][0][1][2] is 2.5, not a weight in [0, 1]") == 0,
           "weight 2.5 accepted: %s", err_msg());
     json_array_set_new(row, 2, json_real(0.25));
     row = json_array_get(json_array_get(json_array_get(json_object_get(root, "encoder_self_keys"), 0), 0), 0);
     json_array_set_new(row, 0, json_real(1e300));
-    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "'encoder_self_keys'[0][0][0][0] is 1e+300, not a float"),
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 &&
+              strstr(err_msg(), "'encoder_self_keys'[0][0][0][0] is 1e+300, not a float"),
           "1e300 accepted: %s", err_msg());
     json_array_set_new(row, 0, json_real(0.5));
     CHECK(attnmap_from_json(root, &b, "x.json") == 0, "%s", err_msg());
     attnmap_free(&b);
-    json_array_remove(json_array_get(json_array_get(json_array_get(json_object_get(root, "cross_contrib"), 1), 2), 0), 0);
-    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "x.json: 'cross_contrib'[1][2][0] does not hold"),
+    json_array_remove(json_array_get(json_array_get(json_array_get(json_object_get(root, "cross_contrib"), 1), 2), 0),
+                      0);
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 &&
+              strstr(err_msg(), "x.json: 'cross_contrib'[1][2][0] does not hold"),
           "short row accepted: %s", err_msg());
     json_object_set_new(root, "format", json_string("qkv-attention-1"));
-    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "expected qkv-attention-2"), "old format: %s", err_msg());
+    CHECK(attnmap_from_json(root, &b, "x.json") != 0 && strstr(err_msg(), "expected qkv-attention-2"), "old format: %s",
+          err_msg());
     json_decref(root);
     free(text);
     attnmap_free(&a);
@@ -286,7 +315,8 @@ static void test_viewer_page_compiled_verbatim(void) {
     size_t len;
     char *page = read_file("src/infer/attnview.html", &len);
     CHECK(page, "%s", err_msg());
-    CHECK(strlen(attnview_html) == len && memcmp(attnview_html, page, len) == 0, "compiled page differs from the source");
+    CHECK(strlen(attnview_html) == len && memcmp(attnview_html, page, len) == 0,
+          "compiled page differs from the source");
     CHECK(strchr(page, '\\'), "the page has no backslash to test with");
     free(page);
 }
@@ -296,7 +326,8 @@ static void test_svg_labels_legend_escaping(void) {
     char *rows[2] = {"a<b", "c"}, *cols[3] = {"x", "y&z", "\"q\""};
     char *svg = attnmap_svg(map, 2, 3, rows, cols, "test <map>");
     CHECK(strstr(svg, "<svg") && strstr(svg, "</svg>"), "not an SVG");
-    CHECK(strstr(svg, "a&lt;b") && strstr(svg, "y&amp;z") && strstr(svg, "&quot;q&quot;") && strstr(svg, "test &lt;map&gt;"),
+    CHECK(strstr(svg, "a&lt;b") && strstr(svg, "y&amp;z") && strstr(svg, "&quot;q&quot;") &&
+              strstr(svg, "test &lt;map&gt;"),
           "labels not escaped");
     CHECK(strstr(svg, "linearGradient") && strstr(svg, ">1.00<") && strstr(svg, ">0.00<"), "no colour legend");
     CHECK(strstr(svg, "a&lt;b \xe2\x86\x92 y&amp;z: 0.500"), "cell tooltips");
@@ -319,14 +350,15 @@ static void test_alignment_scores(void) {
     /* pooling pieces to words: char pieces with the space marker */
     char *toks[6] = {"a", "b", "\xE2\x96\x81", "c", "d", "<eos>"};
     int word_of[6];
-    CHECK(align_words(toks, 6, TOKENIZER_CHAR, word_of) == 2 && word_of[1] == 0 && word_of[2] == -1 && word_of[4] == 1 &&
-              word_of[5] == -1,
+    CHECK(align_words(toks, 6, TOKENIZER_CHAR, word_of) == 2 && word_of[1] == 0 && word_of[2] == -1 &&
+              word_of[4] == 1 && word_of[5] == -1,
           "char pieces to words");
     CHECK(align_words(toks, 2, TOKENIZER_WORD, word_of) == 2 && word_of[1] == 1, "word tokens are words");
     /* subword pieces: a marked piece starts a word, a lone marker starts the next */
     char *pieces[7] = {TOKENIZE_SPACE "farm", "er", TOKENIZE_SPACE "sees", "\xE2\x96\x81", "x", "y", "<eos>"};
     int want[7] = {0, 0, 1, -1, 2, 2, -1}, piece_word[7];
-    CHECK(align_words(pieces, 7, TOKENIZER_BPE, piece_word) == 3 && memcmp(piece_word, want, sizeof want) == 0, "pieces to words");
+    CHECK(align_words(pieces, 7, TOKENIZER_BPE, piece_word) == 3 && memcmp(piece_word, want, sizeof want) == 0,
+          "pieces to words");
     /* a map whose target word 0 looks at source word 1 */
     float map[2 * 3] = {0.1f, 0.8f, 0.1f, 0.7f, 0.2f, 0.1f};
     int tw[2] = {0, 1}, sw[3] = {0, 1, -1}, out[2];
@@ -341,10 +373,10 @@ static void test_labels_become_valid_utf8(void) {
         const char *in, *out;
     } cases[] = {
         {"\xff\xfe cat \xc3", "\xEF\xBF\xBD\xEF\xBF\xBD cat \xEF\xBF\xBD"},
-        {"\xc0\xaf", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* overlong '/' */
+        {"\xc0\xaf", "\xEF\xBF\xBD\xEF\xBF\xBD"},                     /* overlong '/' */
         {"a\xed\xa0\x80z", "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz"}, /* a surrogate */
-        {"\xef\xbf\xbe", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* U+FFFE: UTF-8, not XML */
-        {"\xe2\x82", "\xEF\xBF\xBD\xEF\xBF\xBD"},              /* cut off */
+        {"\xef\xbf\xbe", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},     /* U+FFFE: UTF-8, not XML */
+        {"\xe2\x82", "\xEF\xBF\xBD\xEF\xBF\xBD"},                     /* cut off */
         {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -355,7 +387,8 @@ static void test_labels_become_valid_utf8(void) {
     float map[4] = {0.5f, 0.5f, 1, 0};
     char *rows[2] = {"\xff<", "ok"}, *cols[2] = {"\xc3", "\xef\xbf\xbf"};
     char *svg = attnmap_svg(map, 2, 2, rows, cols, "t\xfe");
-    CHECK(utf8_valid(svg, strlen(svg)) && !strstr(svg, "\xef\xbf\xbf") && strstr(svg, "\xEF\xBF\xBD&lt;"), "SVG: %.200s", svg);
+    CHECK(utf8_valid(svg, strlen(svg)) && !strstr(svg, "\xef\xbf\xbf") && strstr(svg, "\xEF\xBF\xBD&lt;"),
+          "SVG: %.200s", svg);
     free(svg);
     /* maps whose labels were set by hand: the JSON and the page keep every good byte */
     Model m;
@@ -399,7 +432,8 @@ static void test_json_claims_checked_before_allocating(void) {
         json_object_set_new(root, kinds[k], layers);
     }
     AttnMaps b;
-    CHECK(attnmap_from_json(root, &b, "big.json") != 0 && strcmp(err_msg(), "big.json: 'encoder_self'[0] does not hold 256 heads") == 0,
+    CHECK(attnmap_from_json(root, &b, "big.json") != 0 &&
+              strcmp(err_msg(), "big.json: 'encoder_self'[0] does not hold 256 heads") == 0,
           "%s", err_msg());
     json_decref(root);
 }
@@ -409,7 +443,8 @@ static void test_json_claims_checked_before_allocating(void) {
 static void test_alignment_links_strict_unique_in_range(void) {
     int pairs[8][2];
     const char *loose[] = {"1- 2", "+1-2", "1-+2", " 1-2x", "1--2", "0x1-2", "99999999999-0", "1-2-3"};
-    for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) CHECK(align_parse(loose[i], pairs, 8) < 0, "'%s' accepted", loose[i]);
+    for (size_t i = 0; i < sizeof loose / sizeof *loose; i++)
+        CHECK(align_parse(loose[i], pairs, 8) < 0, "'%s' accepted", loose[i]);
     CHECK(align_parse(" 1-2\t3-4 ", pairs, 8) == 2 && pairs[1][0] == 3 && pairs[1][1] == 4, "blanks around links");
     int n = align_parse("2-1 0-0 2-1 0-0 1-1", pairs, 8);
     CHECK(n == 5 && align_unique(pairs, n) == 3 && pairs[0][0] == 0 && pairs[2][0] == 2, "repeats");
@@ -468,7 +503,8 @@ static void test_aligner_pair_links_and_scores(void) {
     attnmap_free(&a);
     CHECK(nsw == 4 && ntw == 3, "%d source and %d target words", nsw, ntw);
     for (int k = 1; k < n_picks; k++) differ += memcmp(want[k], want[0], sizeof want[0]) != 0;
-    CHECK(differ >= 8, "only %d selections link differently from the first: the check below would prove little", differ);
+    CHECK(differ >= 8, "only %d selections link differently from the first: the check below would prove little",
+          differ);
     for (int k = 0; k < n_picks; k++) {
         int *links = NULL, n = aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[k], &links);
         int same = n == 3 && memcmp(links, want[k], sizeof want[k]) == 0;

@@ -14,8 +14,15 @@
 #include "util/mem.h"
 #include "util/rng.h"
 
-static const ModelConfig small = {.src_vocab = 6, .tgt_vocab = 7, .d_model = 8, .heads = 2, .d_ff = 16,
-                                  .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
+static const ModelConfig small = {.src_vocab = 6,
+                                  .tgt_vocab = 7,
+                                  .d_model = 8,
+                                  .heads = 2,
+                                  .d_ff = 16,
+                                  .encoder_layers = 1,
+                                  .decoder_layers = 1,
+                                  .tie_embeddings = 1,
+                                  .max_positions = 8};
 
 typedef struct {
     Model m;
@@ -29,9 +36,21 @@ static void save_one(Saved *s, uint64_t seed) {
     adam_init(&s->adam, s->m.n_params, 0.9, 0.98, 1e-9, 0);
     Rng r = {seed};
     for (size_t i = 0; i < s->m.n_params; i++) s->adam.m[i] = rng_normal(&r), s->adam.v[i] = (float)rng_uniform(&r);
-    snprintf(s->path, sizeof s->path, "/tmp/qkv-ckpt-test-%d-%llu.safetensors", (int)getpid(), (unsigned long long)seed);
-    CkptMeta meta = {.step = 42, .epoch = 3, .batch_pos = 7, .seed = 9, .threads = 2, .valid_loss = 1.5,
-                     .best_valid_loss = 1.25, .valid_bleu = NAN, .best_valid_bleu = 12.5, .elapsed_s = 3.25, .vocab_hash = 0xABCDEF, .data_hash = 0x123456, .config = "name: x\n"};
+    snprintf(s->path, sizeof s->path, "/tmp/qkv-ckpt-test-%d-%llu.safetensors", (int)getpid(),
+             (unsigned long long)seed);
+    CkptMeta meta = {.step = 42,
+                     .epoch = 3,
+                     .batch_pos = 7,
+                     .seed = 9,
+                     .threads = 2,
+                     .valid_loss = 1.5,
+                     .best_valid_loss = 1.25,
+                     .valid_bleu = NAN,
+                     .best_valid_bleu = 12.5,
+                     .elapsed_s = 3.25,
+                     .vocab_hash = 0xABCDEF,
+                     .data_hash = 0x123456,
+                     .config = "name: x\n"};
     if (ckpt_save(s->path, &s->m, &s->adam, &meta) != 0) abort();
 }
 
@@ -54,7 +73,8 @@ static void test_round_trip(void) {
     CHECK(memcmp(a.m, s.adam.m, 4 * m.n_params) == 0 && memcmp(a.v, s.adam.v, 4 * m.n_params) == 0, "moments differ");
     CHECK(meta.step == 42 && a.t == 42 && meta.epoch == 3 && meta.batch_pos == 7 && meta.seed == 9 && meta.threads == 2,
           "cursor or counters differ");
-    CHECK(isnan(meta.valid_bleu) && meta.best_valid_bleu == 12.5 && meta.elapsed_s == 3.25, "BLEU or elapsed time differ");
+    CHECK(isnan(meta.valid_bleu) && meta.best_valid_bleu == 12.5 && meta.elapsed_s == 3.25,
+          "BLEU or elapsed time differ");
     CHECK(meta.best_valid_loss == 1.25 && meta.vocab_hash == 0xABCDEF && meta.data_hash == 0x123456 &&
               strcmp(meta.config, "name: x\n") == 0,
           "metadata differs");
@@ -88,9 +108,11 @@ static int rejected_bytes(const char *path, const char *bytes, size_t len, const
     for (size_t i = 0; i < m.n_params; i++) untouched &= m.params[i] == 7.0f && a.m[i] == 7.0f;
     adam_free(&a);
     model_free(&m);
-    *why = !failed ? "loaded" : !untouched ? "model changed by a failed load"
-         : strncmp(err_msg(), path, strlen(path)) != 0 ? "message does not start with the path"
-         : strchr(err_msg(), '\n') ? "message is not one line" : NULL;
+    *why = !failed                                       ? "loaded"
+           : !untouched                                  ? "model changed by a failed load"
+           : strncmp(err_msg(), path, strlen(path)) != 0 ? "message does not start with the path"
+           : strchr(err_msg(), '\n')                     ? "message is not one line"
+                                                         : NULL;
     return *why == NULL;
 }
 
@@ -178,8 +200,8 @@ static void test_flipped_byte_anywhere(void) {
         }
     }
     /* the flips covered both checksums' ground (counts fixed by the seed and the layout) */
-    CHECK(in_header >= 150 && in_data >= 100, "flips: %d in the length, %d in the header, %d in the data",
-          in_length, in_header, in_data);
+    CHECK(in_header >= 150 && in_data >= 100, "flips: %d in the length, %d in the header, %d in the data", in_length,
+          in_header, in_data);
     free(bytes);
     unlink(bad);
     free_saved(&s);
@@ -225,7 +247,8 @@ static void test_foreign_files_and_other_configs(void) {
     /* counters a resume would carry on from, past where they can count: refused, not wrapped */
     CkptMeta huge = {.config = "", .epoch = INT64_MAX};
     ckpt_save(s.path, &s.m, NULL, &huge);
-    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "'epoch' is out of range"), "epoch: %s", err_msg());
+    CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "'epoch' is out of range"), "epoch: %s",
+          err_msg());
     huge = (CkptMeta){.config = "", .step = INT64_MAX};
     ckpt_save(s.path, &s.m, NULL, &huge);
     CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "'step' is out of range"), "step: %s", err_msg());
@@ -247,7 +270,8 @@ static void test_checksum_in_parts(void) {
     for (int k = 0; k < 8; k++) {
         Checksum c;
         checksum_start(&c, N);
-        for (int at = 0; at < N; at += widths[k]) checksum_add(&c, data + at, (size_t)(N - at < widths[k] ? N - at : widths[k]));
+        for (int at = 0; at < N; at += widths[k])
+            checksum_add(&c, data + at, (size_t)(N - at < widths[k] ? N - at : widths[k]));
         CHECK(checksum_end(&c) == whole, "parts of %d bytes give another checksum", widths[k]);
     }
     Checksum c;

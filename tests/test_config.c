@@ -27,13 +27,13 @@ static int load(Config *c, const char *text) {
 #define DATA "data:\n  train: {src: tests/test_config.c, tgt: tests/test_config.c}\n"
 
 /* Expects failure with a message containing both fragments. */
-#define EXPECT_ERROR(text, frag1, frag2)                                                              \
-    do {                                                                                              \
-        Config c_;                                                                                    \
-        CHECK(load(&c_, text) != 0, "accepted: %s", text);                                            \
-        CHECK(strstr(err_msg(), frag1) && strstr(err_msg(), frag2), "message '%s' lacks '%s' / '%s'", \
-              err_msg(), frag1, frag2);                                                               \
-        CHECK(!strchr(err_msg(), '\n'), "message is not one line");                                  \
+#define EXPECT_ERROR(text, frag1, frag2)                                                                         \
+    do {                                                                                                         \
+        Config c_;                                                                                               \
+        CHECK(load(&c_, text) != 0, "accepted: %s", text);                                                       \
+        CHECK(strstr(err_msg(), frag1) && strstr(err_msg(), frag2), "message '%s' lacks '%s' / '%s'", err_msg(), \
+              frag1, frag2);                                                                                     \
+        CHECK(!strchr(err_msg(), '\n'), "message is not one line");                                              \
     } while (0)
 
 static void test_defaults_and_minimal(void) {
@@ -48,59 +48,58 @@ static void test_defaults_and_minimal(void) {
 /* The resolved config of the defaults, byte for byte as config_defaults gave it while it
  * was a hand-written list, before the key table carried the defaults. %.17g pins every
  * number to the bit, so a default moved by a table edit fails here. */
-static const char defaults_text[] =
-    "# resolved config: every key, defaults included\n"
-    "name: \"\"\n"
-    "run_dir: \"\"\n"
-    "seed: 1\n"
-    "data:\n"
-    "  train:\n"
-    "    src: \"\"\n"
-    "    tgt: \"\"\n"
-    "  valid:\n"
-    "    src: \"\"\n"
-    "    tgt: \"\"\n"
-    "  tokenizer: word\n"
-    "  spm_model:\n"
-    "    src: \"\"\n"
-    "    tgt: \"\"\n"
-    "  vocab_size: 8000\n"
-    "  min_freq: 1\n"
-    "  shared_vocab: false\n"
-    "  max_len: 100\n"
-    "model:\n"
-    "  d_model: 128\n"
-    "  heads: 4\n"
-    "  d_ff: 512\n"
-    "  encoder_layers: 3\n"
-    "  decoder_layers: 3\n"
-    "  dropout: 0.10000000000000001\n"
-    "  norm: post\n"
-    "  tie_embeddings: true\n"
-    "train:\n"
-    "  steps: 4000\n"
-    "  batch_tokens: 2048\n"
-    "  pass_tokens: 512\n"
-    "  lr:\n"
-    "    schedule: noam\n"
-    "    factor: 1\n"
-    "    warmup: 400\n"
-    "    value: 0.00029999999999999997\n"
-    "  adam:\n"
-    "    beta1: 0.90000000000000002\n"
-    "    beta2: 0.97999999999999998\n"
-    "    eps: 1.0000000000000001e-09\n"
-    "    weight_decay: 0\n"
-    "  clip_norm: 1\n"
-    "  label_smoothing: 0.10000000000000001\n"
-    "  log_every: 50\n"
-    "  valid_every: 500\n"
-    "  checkpoint_every: 500\n"
-    "  keep_checkpoints: 3\n"
-    "  threads: 2\n"
-    "  valid_bleu: false\n"
-    "  best_by: loss\n"
-    "  watch: []\n";
+static const char defaults_text[] = "# resolved config: every key, defaults included\n"
+                                    "name: \"\"\n"
+                                    "run_dir: \"\"\n"
+                                    "seed: 1\n"
+                                    "data:\n"
+                                    "  train:\n"
+                                    "    src: \"\"\n"
+                                    "    tgt: \"\"\n"
+                                    "  valid:\n"
+                                    "    src: \"\"\n"
+                                    "    tgt: \"\"\n"
+                                    "  tokenizer: word\n"
+                                    "  spm_model:\n"
+                                    "    src: \"\"\n"
+                                    "    tgt: \"\"\n"
+                                    "  vocab_size: 8000\n"
+                                    "  min_freq: 1\n"
+                                    "  shared_vocab: false\n"
+                                    "  max_len: 100\n"
+                                    "model:\n"
+                                    "  d_model: 128\n"
+                                    "  heads: 4\n"
+                                    "  d_ff: 512\n"
+                                    "  encoder_layers: 3\n"
+                                    "  decoder_layers: 3\n"
+                                    "  dropout: 0.10000000000000001\n"
+                                    "  norm: post\n"
+                                    "  tie_embeddings: true\n"
+                                    "train:\n"
+                                    "  steps: 4000\n"
+                                    "  batch_tokens: 2048\n"
+                                    "  pass_tokens: 512\n"
+                                    "  lr:\n"
+                                    "    schedule: noam\n"
+                                    "    factor: 1\n"
+                                    "    warmup: 400\n"
+                                    "    value: 0.00029999999999999997\n"
+                                    "  adam:\n"
+                                    "    beta1: 0.90000000000000002\n"
+                                    "    beta2: 0.97999999999999998\n"
+                                    "    eps: 1.0000000000000001e-09\n"
+                                    "    weight_decay: 0\n"
+                                    "  clip_norm: 1\n"
+                                    "  label_smoothing: 0.10000000000000001\n"
+                                    "  log_every: 50\n"
+                                    "  valid_every: 500\n"
+                                    "  checkpoint_every: 500\n"
+                                    "  keep_checkpoints: 3\n"
+                                    "  threads: 2\n"
+                                    "  valid_bleu: false\n"
+                                    "  best_by: loss\n"
+                                    "  watch: []\n";
 
 static void test_defaults_text_pinned(void) {
     Config c;
@@ -120,9 +119,7 @@ static void test_defaults_text_pinned(void) {
 
 /* A row whose default lies outside its own range, or names no choice, is caught here
  * rather than by the first user who leaves the key out. */
-static void test_key_table_defaults_in_range(void) {
-    CHECK(config_check_keys() == 0, "%s", err_msg());
-}
+static void test_key_table_defaults_in_range(void) { CHECK(config_check_keys() == 0, "%s", err_msg()); }
 
 static void test_errors_name_line_and_column(void) {
     char where[80];
@@ -133,8 +130,8 @@ static void test_errors_name_line_and_column(void) {
     EXPECT_ERROR(DATA "model:\n  dropout: -0.1\n", "out of range", "model.dropout");
     EXPECT_ERROR(DATA "model:\n  d_ff: 0\n", "model.d_ff: 0 is out of range", ":4:9:");
     EXPECT_ERROR(DATA "model:\n  heads: -2\n", "model.heads", "out of range");
-    EXPECT_ERROR(DATA "model:\n  d_model: 100\n  heads: 3\n", "model.d_model (100) must be divisible by model.heads (3)",
-                 ":4:12:");
+    EXPECT_ERROR(DATA "model:\n  d_model: 100\n  heads: 3\n",
+                 "model.d_model (100) must be divisible by model.heads (3)", ":4:12:");
     EXPECT_ERROR(DATA "model:\n  norm: sideways\n", "'sideways' is not one of: post, pre", ":4:9:");
     EXPECT_ERROR(DATA "model:\n  tie_embeddings: maybe\n", "expected true or false", "tie_embeddings");
     EXPECT_ERROR("model:\n  d_model: 64\n", "data.train.src is required", cfg_path());
@@ -186,7 +183,8 @@ static void test_set_overrides(void) {
     CHECK(load(&c, DATA) == 0, "%s", err_msg());
     CHECK(config_set(&c, "train.steps=77") == 0 && c.train.steps == 77, "set steps");
     CHECK(config_set(&c, "train.lr.schedule=constant") == 0 && c.train.lr.schedule == LR_CONSTANT, "set enum");
-    CHECK(config_set(&c, "train.stepz=5") != 0 && strstr(err_msg(), "--set train.stepz=5: unknown key"), "%s", err_msg());
+    CHECK(config_set(&c, "train.stepz=5") != 0 && strstr(err_msg(), "--set train.stepz=5: unknown key"), "%s",
+          err_msg());
     CHECK(config_set(&c, "model.dropout=2") != 0 && strstr(err_msg(), "out of range"), "%s", err_msg());
     CHECK(config_set(&c, "steps") != 0 && strstr(err_msg(), "expected key=value"), "%s", err_msg());
     CHECK(config_set(&c, "model.heads=7") == 0, "set heads");
@@ -197,7 +195,8 @@ static void test_set_overrides(void) {
 
 static void test_resolved_config_round_trip(void) {
     Config a, b;
-    CHECK(load(&a, DATA "model:\n  dropout: 0.3\n  norm: pre\ntrain:\n  lr: {schedule: constant, value: 0.00025}\n") == 0,
+    CHECK(load(&a, DATA "model:\n  dropout: 0.3\n  norm: pre\ntrain:\n  lr: {schedule: constant, value: 0.00025}\n") ==
+              0,
           "%s", err_msg());
     char out[80];
     snprintf(out, sizeof out, "/tmp/qkv-config-resolved-%d.yaml", (int)getpid());
@@ -239,18 +238,22 @@ static void test_resolved_config_odd_strings(void) {
  * and too many refused with the place named; --set gives one sentence. */
 static void test_watch_list(void) {
     Config a, b;
-    CHECK(load(&a, DATA "train:\n  watch:\n    - the red cat sleeps\n    - {src: \"a \\\"dog\\\"\", tgt: lo cano}\n") == 0,
+    CHECK(load(&a, DATA "train:\n  watch:\n    - the red cat sleeps\n    - {src: \"a \\\"dog\\\"\", tgt: lo cano}\n") ==
+              0,
           "%s", err_msg());
-    CHECK(a.train.n_watch == 2 && strcmp(a.train.watch[0].src, "the red cat sleeps") == 0 && a.train.watch[0].tgt[0] == 0 &&
-              strcmp(a.train.watch[1].src, "a \"dog\"") == 0 && strcmp(a.train.watch[1].tgt, "lo cano") == 0,
+    CHECK(a.train.n_watch == 2 && strcmp(a.train.watch[0].src, "the red cat sleeps") == 0 &&
+              a.train.watch[0].tgt[0] == 0 && strcmp(a.train.watch[1].src, "a \"dog\"") == 0 &&
+              strcmp(a.train.watch[1].tgt, "lo cano") == 0,
           "parsed %d: '%s' '%s'", a.train.n_watch, a.train.watch[1].src, a.train.watch[1].tgt);
     char out[80];
     snprintf(out, sizeof out, "/tmp/qkv-config-watch-%d.yaml", (int)getpid());
     CHECK(config_write(&a, out) == 0, "write: %s", err_msg());
     config_defaults(&b);
     CHECK(config_load(&b, out) == 0, "reload: %s", err_msg());
-    CHECK(b.train.n_watch == 2 && memcmp(a.train.watch, b.train.watch, sizeof a.train.watch) == 0, "watch list changed");
-    CHECK(config_set(&b, "train.watch=the cat") == 0 && b.train.n_watch == 1 && strcmp(b.train.watch[0].src, "the cat") == 0,
+    CHECK(b.train.n_watch == 2 && memcmp(a.train.watch, b.train.watch, sizeof a.train.watch) == 0,
+          "watch list changed");
+    CHECK(config_set(&b, "train.watch=the cat") == 0 && b.train.n_watch == 1 &&
+              strcmp(b.train.watch[0].src, "the cat") == 0,
           "--set: %s", err_msg());
     CHECK(config_set(&b, "train.watch=") == 0 && b.train.n_watch == 0, "--set empty");
     CHECK(config_write(&b, out) == 0 && config_load(&a, out) == 0 && a.train.n_watch == 0, "empty list round trip");

@@ -76,7 +76,8 @@ static void test_header_length_judged_first(void) {
     int rc = ckpt_open(&f, path);
     double took = now_seconds() - t0;
     unlink(path);
-    CHECK(rc != 0 && strstr(err_msg(), "header length 1099511627776 does not fit") && strstr(err_msg(), "headers up to 100000000"),
+    CHECK(rc != 0 && strstr(err_msg(), "header length 1099511627776 does not fit") &&
+              strstr(err_msg(), "headers up to 100000000"),
           "%s", rc ? err_msg() : "accepted");
     CHECK(took < 0.5, "took %.2fs: the file was read", took);
 }
@@ -84,8 +85,15 @@ static void test_header_length_judged_first(void) {
 /* The config a checkpoint carries goes through the same YAML limits as a config file:
  * 200,000 levels of nesting in its metadata are refused at once, not parsed for ever. */
 static void test_deep_config_in_checkpoint(void) {
-    const ModelConfig mc = {.src_vocab = 6, .tgt_vocab = 6, .d_model = 4, .heads = 1, .d_ff = 4,
-                            .encoder_layers = 1, .decoder_layers = 1, .tie_embeddings = 1, .max_positions = 8};
+    const ModelConfig mc = {.src_vocab = 6,
+                            .tgt_vocab = 6,
+                            .d_model = 4,
+                            .heads = 1,
+                            .d_ff = 4,
+                            .encoder_layers = 1,
+                            .decoder_layers = 1,
+                            .tie_embeddings = 1,
+                            .max_positions = 8};
     Model m;
     CHECK(model_init(&m, &mc) == 0, "%s", err_msg());
     char *config = deep_yaml(200000);

@@ -24,16 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 #include "nn/model.h"
 #include "nn/optim.h"
-#include "check.h"
 
 #define GOLDEN_STEPS 20
 #define GOLDEN_CORE "Haswell" /* OpenBLAS kernels the values were produced with */
-#define GB 3 /* sequences */
-#define GS 6 /* source positions: tokens + EOS + padding */
-#define GT 5 /* decoder positions: BOS/EOS + tokens + padding */
+#define GB 3                  /* sequences */
+#define GS 6                  /* source positions: tokens + EOS + padding */
+#define GT 5                  /* decoder positions: BOS/EOS + tokens + padding */
 
 /* Ids: 0 pad, 1 BOS, 2 EOS, 3 UNK, words 4..11; lengths differ so padding and masks count. */
 static const int g_src[GB * GS] = {4, 5, 6, 7, 2, 0, /**/ 8, 9, 2, 0, 0, 0, /**/ 10, 11, 4, 5, 6, 2};
@@ -47,7 +47,7 @@ static const double golden_losses[GOLDEN_STEPS] = {
     0x1.9d58d5f75aa67p+1, /* 3.22927355 */
     0x1.36f4aab0713b7p+1, /* 2.42934164 */
     0x1.3f3fd7dd35427p+1, /* 2.49413584 */
-    0x1.e7b02bc51ec8p+0, /* 1.90503191 */
+    0x1.e7b02bc51ec8p+0,  /* 1.90503191 */
     0x1.45a7099923f9ap+1, /* 2.54416008 */
     0x1.e6a14a0e2dba9p+0, /* 1.90089858 */
     0x1.acd37f3ff9b6cp+0, /* 1.67510219 */
@@ -67,9 +67,18 @@ static const double golden_losses[GOLDEN_STEPS] = {
 };
 
 static void train_golden(double *losses) {
-    const ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 12, .d_model = 16, .heads = 2, .d_ff = 32,
-                             .encoder_layers = 1, .decoder_layers = 1, .dropout = 0.1f, .pre_norm = 0,
-                             .tie_embeddings = 1, .label_smoothing = 0.1f, .max_positions = 16};
+    const ModelConfig cfg = {.src_vocab = 12,
+                             .tgt_vocab = 12,
+                             .d_model = 16,
+                             .heads = 2,
+                             .d_ff = 32,
+                             .encoder_layers = 1,
+                             .decoder_layers = 1,
+                             .dropout = 0.1f,
+                             .pre_norm = 0,
+                             .tie_embeddings = 1,
+                             .label_smoothing = 0.1f,
+                             .max_positions = 16};
     const ModelBatch b = {GB, GS, GT, g_src, g_src_len, g_tgt_in, g_tgt_out, g_tgt_len, 0};
     const LrSchedule lr = {LR_NOAM, 1.0, 5, 16, 0.0};
     openblas_set_num_threads(1);

@@ -4,15 +4,18 @@
 
 #include "check.h"
 #include "gradcheck.h"
-#include "nn/multihead.h"
 #include "nn/kernels.h"
+#include "nn/multihead.h"
 #include "util/mem.h"
 #include "util/rng.h"
 
 #define TOL 2e-3
 
 /* ---- matmul ---- */
-typedef struct { int N, Cin, Cout; float *x, *w, *b, *out, *dw_out; } MatmulCtx;
+typedef struct {
+    int N, Cin, Cout;
+    float *x, *w, *b, *out, *dw_out;
+} MatmulCtx;
 static double matmul_loss(void *p) {
     MatmulCtx *c = p;
     matmul_forward(c->out, c->x, c->w, c->b, c->N, c->Cin, c->Cout);
@@ -31,7 +34,9 @@ static void test_matmul(void) {
 }
 
 /* ---- logits against a row-per-class table ---- */
-typedef struct { float *x, *table, *out, *w; } LogitsCtx;
+typedef struct {
+    float *x, *table, *out, *w;
+} LogitsCtx;
 static double logits_loss(void *p) {
     LogitsCtx *c = p;
     logits_forward(c->out, c->x, c->table, 3, 4, 5);
@@ -52,7 +57,10 @@ static void test_logits(void) {
 }
 
 /* ---- softmax (one masked row) ---- */
-typedef struct { int cols, valid; float *s, *p, *w; } SoftmaxCtx;
+typedef struct {
+    int cols, valid;
+    float *s, *p, *w;
+} SoftmaxCtx;
 static double softmax_loss(void *p) {
     SoftmaxCtx *c = p;
     softmax_forward(c->p, c->s, c->cols, c->valid);
@@ -73,7 +81,10 @@ static void test_softmax(void) {
 }
 
 /* ---- layernorm ---- */
-typedef struct { int N, C; float *x, *g, *b, *out, *mean, *rstd, *w; } LnCtx;
+typedef struct {
+    int N, C;
+    float *x, *g, *b, *out, *mean, *rstd, *w;
+} LnCtx;
 static double ln_loss(void *p) {
     LnCtx *c = p;
     layernorm_forward(c->out, c->mean, c->rstd, c->x, c->g, c->b, c->N, c->C);
@@ -94,7 +105,9 @@ static void test_layernorm(void) {
 }
 
 /* ---- relu ---- */
-typedef struct { float *x, *out, *w; } ReluCtx;
+typedef struct {
+    float *x, *out, *w;
+} ReluCtx;
 static double relu_loss(void *p) {
     ReluCtx *c = p;
     relu_forward(c->out, c->x, 16);
@@ -117,7 +130,11 @@ static void test_relu(void) {
 }
 
 /* ---- dropout ---- */
-typedef struct { float *x, *out; uint8_t *mask; float *w; } DropCtx;
+typedef struct {
+    float *x, *out;
+    uint8_t *mask;
+    float *w;
+} DropCtx;
 static double drop_loss(void *p) {
     DropCtx *c = p;
     dropout_forward(c->out, c->mask, c->x, 64, 0.25f, 77, 0);
@@ -160,7 +177,10 @@ static void test_dropout(void) {
 }
 
 /* ---- embedding ---- */
-typedef struct { float *table, *pos, *out, *w; int *tok; } EmbCtx;
+typedef struct {
+    float *table, *pos, *out, *w;
+    int *tok;
+} EmbCtx;
 static double emb_loss(void *p) {
     EmbCtx *c = p;
     embedding_forward(c->out, c->tok, c->table, c->pos, 2.0f, 2, 3, 4);
@@ -178,7 +198,10 @@ static void test_embedding(void) {
 }
 
 /* ---- label-smoothed cross-entropy ---- */
-typedef struct { float *logits, *probs; int *tgt; } CeCtx;
+typedef struct {
+    float *logits, *probs;
+    int *tgt;
+} CeCtx;
 static double ce_loss(void *p) {
     CeCtx *c = p;
     int count;
@@ -209,11 +232,15 @@ static void test_crossentropy(void) {
 }
 
 /* ---- the fused classifier: 7 rows in chunks of 3 (the last one short), a pad row ---- */
-typedef struct { float *x, *table, *scratch; int *tgt; } ClsCtx;
+typedef struct {
+    float *x, *table, *scratch;
+    int *tgt;
+} ClsCtx;
 static double cls_loss(void *p) {
     ClsCtx *c = p;
     int count;
-    return classifier_forward_backward(c->scratch, 3, c->x, c->table, c->tgt, 7, 4, 6, 0.1f, 0, &count, NULL, NULL, NULL, 0);
+    return classifier_forward_backward(c->scratch, 3, c->x, c->table, c->tgt, 7, 4, 6, 0.1f, 0, &count, NULL, NULL,
+                                       NULL, 0);
 }
 static void test_classifier_fused(void) {
     Rng r = {31};
@@ -226,12 +253,14 @@ static void test_classifier_fused(void) {
     ClsCtx c = {x, table, scratch, tgt};
     int count, count2;
     double nll, nll2;
-    double loss = classifier_forward_backward(scratch, 3, x, table, tgt, 7, 4, 6, 0.1f, 0, &count, &nll, dx, dtable, 1.0f);
+    double loss = classifier_forward_backward(scratch, 3, x, table, tgt, 7, 4, 6, 0.1f, 0, &count, &nll, dx, dtable,
+                                              1.0f);
     for (int i = 0; i < 28; i++) dx[i] -= dx0[i];
     /* the same numbers as the separate kernels over the whole matrix */
     logits_forward(logits, x, table, 7, 4, 6);
     double whole = crossentropy_forward(logits, logits, tgt, 7, 6, 0.1f, 0, &count2, &nll2);
-    CHECK(count == 6 && count2 == 6 && fabs(loss - whole) < 1e-9 && fabs(nll - nll2) < 1e-9, "loss %.12g vs %.12g", loss, whole);
+    CHECK(count == 6 && count2 == 6 && fabs(loss - whole) < 1e-9 && fabs(nll - nll2) < 1e-9, "loss %.12g vs %.12g",
+          loss, whole);
     for (int k = 0; k < 4; k++) CHECK(dx[4 + k] == 0.0f, "pad row has an input gradient");
     CHECK(gradcheck(cls_loss, &c, x, dx, 28, 1e-2f, 1e-1, NULL, NULL) < TOL, "d input");
     CHECK(gradcheck(cls_loss, &c, table, dtable, 24, 1e-2f, 1e-1, NULL, NULL) < TOL, "d table");
@@ -276,7 +305,8 @@ static void check_attention(int Tq, int Tk, int causal, int self, const char *wh
     c.wout = alloc_normal(nq, &r, 1);
     c.a.q = xmalloc(nq * 4), c.a.k = xmalloc(nk * 4), c.a.v = xmalloc(nk * 4);
     c.a.p = xmalloc((size_t)B * H * Tq * Tk * 4), c.a.ctx = xmalloc(nq * 4), c.a.out = xmalloc(nq * 4);
-    AttnScratch sc = {xmalloc(nq * 4), xmalloc(nk * 4), xmalloc(nk * 4), xmalloc(nq * 4), xmalloc((size_t)B * H * Tq * Tk * 4)};
+    AttnScratch sc = {xmalloc(nq * 4), xmalloc(nk * 4), xmalloc(nk * 4), xmalloc(nq * 4),
+                      xmalloc((size_t)B * H * Tq * Tk * 4)};
     float *dxq = xcalloc(nq, 4), *dxkv = self ? dxq : xcalloc(nk, 4);
     attn_loss(&c);
     /* probabilities: rows sum to one, masked keys exactly zero */

@@ -31,9 +31,18 @@ static double model_loss(void *p) {
 }
 
 static void setup(ModelCtx *c, int pre, int tie, float dropout, int layers) {
-    ModelConfig cfg = {.src_vocab = 7, .tgt_vocab = 9, .d_model = 8, .heads = 2, .d_ff = 12,
-                       .encoder_layers = layers, .decoder_layers = layers, .dropout = dropout, .pre_norm = pre,
-                       .tie_embeddings = tie, .label_smoothing = 0.1f, .max_positions = 16};
+    ModelConfig cfg = {.src_vocab = 7,
+                       .tgt_vocab = 9,
+                       .d_model = 8,
+                       .heads = 2,
+                       .d_ff = 12,
+                       .encoder_layers = layers,
+                       .decoder_layers = layers,
+                       .dropout = dropout,
+                       .pre_norm = pre,
+                       .tie_embeddings = tie,
+                       .label_smoothing = 0.1f,
+                       .max_positions = 16};
     memset(c, 0, sizeof *c);
     model_init(&c->m, &cfg);
     model_init_weights(&c->m, 5);
@@ -170,8 +179,17 @@ typedef struct {
 } RandBatch;
 
 static void random_batch(RandBatch *rb) {
-    ModelConfig cfg = {.src_vocab = 20, .tgt_vocab = 23, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 2,
-                       .decoder_layers = 2, .dropout = 0.2f, .pre_norm = 1, .tie_embeddings = 1, .label_smoothing = 0.1f,
+    ModelConfig cfg = {.src_vocab = 20,
+                       .tgt_vocab = 23,
+                       .d_model = 16,
+                       .heads = 2,
+                       .d_ff = 24,
+                       .encoder_layers = 2,
+                       .decoder_layers = 2,
+                       .dropout = 0.2f,
+                       .pre_norm = 1,
+                       .tie_embeddings = 1,
+                       .label_smoothing = 0.1f,
                        .max_positions = 48};
     memset(rb, 0, sizeof *rb);
     Rng r = {5};
@@ -232,8 +250,15 @@ static double passes_against_whole(RandBatch *rb, int row0_known, double *loss_d
     const int cut[] = {0, 2, FB};
     for (int k = 0; k < 2; k++) {
         int first = cut[k];
-        ModelBatch pass = {cut[k + 1] - first, FS, FT, rb->s + first * FS, rb->sl + first, rb->ti + first * FT,
-                           rb->to + first * FT, rb->tl + first, row0_known ? first : 0};
+        ModelBatch pass = {cut[k + 1] - first,
+                           FS,
+                           FT,
+                           rb->s + first * FS,
+                           rb->sl + first,
+                           rb->ti + first * FT,
+                           rb->to + first * FT,
+                           rb->tl + first,
+                           row0_known ? first : 0};
         m->loss_tokens = rb->tokens;
         model_forward_backward(m, &pass, 4, 7);
         loss += m->loss_sum;
@@ -259,7 +284,8 @@ static void test_passes_add_up_to_the_whole_batch(void) {
     double diff = passes_against_whole(&rb, 1, &loss_diff);
     double wrong = passes_against_whole(&rb, 0, &wrong_loss_diff);
     model_free(&rb.m);
-    CHECK(diff < 1e-5 && loss_diff < 1e-6, "passes differ from the whole batch: gradients %.3g, loss %.3g", diff, loss_diff);
+    CHECK(diff < 1e-5 && loss_diff < 1e-6, "passes differ from the whole batch: gradients %.3g, loss %.3g", diff,
+          loss_diff);
     CHECK(wrong > 1e-3, "passes without their place in the batch match it too (%.3g): dropout does not show", wrong);
 }
 
@@ -367,8 +393,15 @@ const TestCase model_tests[] = {
  * decoded token (or EOS at the end), unless the top two logits are a near tie. */
 static void test_cached_decoding_matches_full_forward(void) {
     for (int pre = 0; pre < 2; pre++) {
-        ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 14, .d_model = 16, .heads = 4, .d_ff = 24,
-                           .encoder_layers = 2, .decoder_layers = 2, .pre_norm = pre, .tie_embeddings = !pre,
+        ModelConfig cfg = {.src_vocab = 12,
+                           .tgt_vocab = 14,
+                           .d_model = 16,
+                           .heads = 4,
+                           .d_ff = 24,
+                           .encoder_layers = 2,
+                           .decoder_layers = 2,
+                           .pre_norm = pre,
+                           .tie_embeddings = !pre,
                            .max_positions = 40};
         Model m;
         model_init(&m, &cfg);
@@ -401,8 +434,8 @@ static void test_cached_decoding_matches_full_forward(void) {
                 DecodeOptions o = decode_defaults();
                 int capped = t == out[i].len && out[i].len == decode_max_len(&m, &o, src[i].len);
                 CHECK(best == want || capped || fabsf(z[best] - z[want]) < 1e-4f,
-                      "%s-LN: sentence %d position %d: cached decoding chose %d, the full forward %d", pre ? "pre" : "post",
-                      i, t, want, best);
+                      "%s-LN: sentence %d position %d: cached decoding chose %d, the full forward %d",
+                      pre ? "pre" : "post", i, t, want, best);
             }
             free(s), free(tin), free(out[i].ids), free(src[i].ids);
         }
@@ -419,8 +452,16 @@ static const int step_src_len[SB] = {6, 3, 4};
 static const int step_tgt[SB * ST] = {1, 4, 9, 5, 6, 12, 7, 1, 13, 4, 4, 8, 5, 6, 1, 7, 7, 11, 10, 9, 4};
 
 static void step_model(Model *m, int pre, int tie) {
-    ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 14, .d_model = 16, .heads = 4, .d_ff = 24, .encoder_layers = 2,
-                       .decoder_layers = 3, .pre_norm = pre, .tie_embeddings = tie, .max_positions = 20};
+    ModelConfig cfg = {.src_vocab = 12,
+                       .tgt_vocab = 14,
+                       .d_model = 16,
+                       .heads = 4,
+                       .d_ff = 24,
+                       .encoder_layers = 2,
+                       .decoder_layers = 3,
+                       .pre_norm = pre,
+                       .tie_embeddings = tie,
+                       .max_positions = 20};
     model_init(m, &cfg);
     model_init_weights(m, 21 + (uint64_t)(2 * pre + tie));
     Rng r = {17}; /* off the special point of unit norms and zero biases */
@@ -439,7 +480,8 @@ static void test_step_matches_full_forward(void) {
             model_decode(&m, &b);
             float *full = xmalloc(sizeof(float) * SB * ST * (size_t)V);
             for (int i = 0; i < SB; i++)
-                for (int t = 0; t < ST; t++) memcpy(full + ((size_t)i * ST + t) * V, model_logits_at(&m, i, t), sizeof(float) * V);
+                for (int t = 0; t < ST; t++)
+                    memcpy(full + ((size_t)i * ST + t) * V, model_logits_at(&m, i, t), sizeof(float) * V);
             DecodeState st = {0};
             model_step_begin(&m, &st, &b, 1);
             double worst = 0.0;
@@ -504,8 +546,16 @@ static void search_sources(Seq *src, int n) {
 }
 
 static void search_model(Model *m, int pre) {
-    ModelConfig cfg = {.src_vocab = 12, .tgt_vocab = 9, .d_model = 16, .heads = 2, .d_ff = 24, .encoder_layers = 1,
-                       .decoder_layers = 2, .pre_norm = pre, .tie_embeddings = 1, .max_positions = 24};
+    ModelConfig cfg = {.src_vocab = 12,
+                       .tgt_vocab = 9,
+                       .d_model = 16,
+                       .heads = 2,
+                       .d_ff = 24,
+                       .encoder_layers = 1,
+                       .decoder_layers = 2,
+                       .pre_norm = pre,
+                       .tie_embeddings = 1,
+                       .max_positions = 24};
     model_init(m, &cfg);
     model_init_weights(m, 31 + (uint64_t)pre);
     Rng r = {7};
@@ -531,7 +581,8 @@ static void test_beam_one_is_greedy(void) {
         model_step_end(&st);
         int same = 1, capped = 0;
         for (int i = 0; i < N; i++) {
-            same &= greedy[i].len == beam[i].len && memcmp(greedy[i].ids, beam[i].ids, sizeof(int) * (size_t)beam[i].len) == 0;
+            same &= greedy[i].len == beam[i].len &&
+                    memcmp(greedy[i].ids, beam[i].ids, sizeof(int) * (size_t)beam[i].len) == 0;
             capped += greedy[i].len == decode_max_len(&m, &o, src[i].len);
             free(greedy[i].ids), free(beam[i].ids), free(src[i].ids);
         }
@@ -544,7 +595,8 @@ static void test_beam_one_is_greedy(void) {
 /* Log P of ids (+ EOS when with_eos) given src, by the full forward pass. */
 static double full_logp(Model *m, const Seq *src, const int *ids, int len, int with_eos) {
     int S = src->len + 1, T = len + with_eos;
-    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T), *tout = xmalloc(sizeof(int) * (size_t)T);
+    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T),
+        *tout = xmalloc(sizeof(int) * (size_t)T);
     memcpy(s, src->ids, sizeof(int) * (size_t)src->len);
     s[S - 1] = 2;
     tin[0] = 1;
@@ -584,7 +636,8 @@ static void test_beam_scores_and_order(void) {
             worst = fmax(worst, fabs(want - score[i * K + k]));
             if (k) ordered &= score[i * K + k] <= score[i * K + k - 1];
             for (int j = 0; j < k; j++)
-                distinct &= !(out[i * K + j].len == h->len && memcmp(out[i * K + j].ids, h->ids, sizeof(int) * (size_t)h->len) == 0);
+                distinct &= !(out[i * K + j].len == h->len &&
+                              memcmp(out[i * K + j].ids, h->ids, sizeof(int) * (size_t)h->len) == 0);
         }
     }
     CHECK(worst < 1e-4, "a beam score differs from the full forward's log P by %g", worst);
@@ -596,7 +649,8 @@ static void test_beam_scores_and_order(void) {
     int repeats = 0;
     for (int i = 0; i < N; i++) {
         for (int a = 0; a + 1 < out[i].len; a++)
-            for (int b = a + 1; b + 1 < out[i].len; b++) repeats += out[i].ids[a] == out[i].ids[b] && out[i].ids[a + 1] == out[i].ids[b + 1];
+            for (int b = a + 1; b + 1 < out[i].len; b++)
+                repeats += out[i].ids[a] == out[i].ids[b] && out[i].ids[a + 1] == out[i].ids[b + 1];
         free(out[i].ids), free(src[i].ids);
     }
     model_free(&m);

@@ -70,8 +70,11 @@ static void test_decode_defaults_shown_are_the_real_ones(void) {
     struct {
         const char *name;
         double value;
-    } want[] = {{"beam", o.decode.beam}, {"nbest", o.decode.nbest}, {"length-penalty", o.decode.length_penalty},
-                {"max-len-a", o.decode.max_len_a}, {"max-len-b", o.decode.max_len_b},
+    } want[] = {{"beam", o.decode.beam},
+                {"nbest", o.decode.nbest},
+                {"length-penalty", o.decode.length_penalty},
+                {"max-len-a", o.decode.max_len_a},
+                {"max-len-b", o.decode.max_len_b},
                 {"no-repeat-ngram", o.decode.no_repeat_ngram}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const CmdOption *row = NULL;

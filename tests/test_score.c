@@ -51,7 +51,9 @@ static const char *check_case(const char *name, json_t *c, char **ref, int n_ref
         if (!near(bleu_compute(&one, 1).score, json_array_get(json_object_get(c, "sentence_bleu_first5"), i)))
             bad = "sentence bleu";
     }
-    if (bad) snprintf(why, why_n, "%s: %s differs from sacrebleu (BLEU %.4f, chrF %.4f)", name, bad, s.score, chrf_compute(&ch));
+    if (bad)
+        snprintf(why, why_n, "%s: %s differs from sacrebleu (BLEU %.4f, chrF %.4f)", name, bad, s.score,
+                 chrf_compute(&ch));
     free_lines(hyp, n);
     return bad ? why : NULL;
 }

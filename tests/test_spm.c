@@ -69,13 +69,15 @@ static void test_round_trip_multi30k(void) {
     free(ids);
     vocab_free(&v);
     free_lines(de, nd), free_lines(en, ne);
-    CHECK(differ == 0, "%d of %d lines do not survive detokenize(tokenize(x)), the first line %d", differ, 2 * nd, first_bad);
+    CHECK(differ == 0, "%d of %d lines do not survive detokenize(tokenize(x)), the first line %d", differ, 2 * nd,
+          first_bad);
     CHECK(unk == 0, "%d <unk> ids: byte fallback should leave none", unk);
 }
 
 /* Text the model never saw (other scripts, emoji) comes back whole through byte pieces. */
 static void test_byte_fallback(void) {
-    const char *lines[] = {"a small red dog runs", "ein kleiner roter hund rennt", "the dog and the cat", "der hund und die katze"};
+    const char *lines[] = {"a small red dog runs", "ein kleiner roter hund rennt", "the dog and the cat",
+                           "der hund und die katze"};
     char *model;
     size_t len;
     CHECK(spm_train(lines, 4, "bpe", 300, &model, &len) == 0, "training: %s", err_msg());
@@ -108,7 +110,8 @@ static void test_refusals(void) {
     const char *lines[] = {"one two three", "four five six"};
     char *model;
     size_t len;
-    CHECK(spm_train(lines, 2, "bpe", 5000, &model, &len) != 0, "a vocabulary larger than the text can fill was trained");
+    CHECK(spm_train(lines, 2, "bpe", 5000, &model, &len) != 0,
+          "a vocabulary larger than the text can fill was trained");
 }
 
 /* ---- a child process for what might crash ---- */
@@ -144,8 +147,8 @@ static int in_child(ChildFn fn, void *arg, char *msg, size_t n) {
 
 /* ---- crafted character maps ---- */
 
-static const char *const sample_lines[] = {"a small red dog runs", "ein kleiner roter hund rennt", "the dog and the cat",
-                                           "der hund und die katze"};
+static const char *const sample_lines[] = {"a small red dog runs", "ein kleiner roter hund rennt",
+                                           "the dog and the cat", "der hund und die katze"};
 
 static size_t get_varint(const unsigned char *p, size_t len, size_t *at) {
     size_t v = 0;
@@ -291,16 +294,19 @@ static void test_crafted_charsmap_refused(void) {
     memcpy(bad, model, len);
     uint32_t root = 0x1FFFFFu << 10 | 1u << 9;
     for (int k = 0; k < 4; k++) bad[at + 4 + (size_t)k] = (char)(root >> (8 * k));
-    int ok = refused(bad, len, "a small red dog", "x.model: not a valid SentencePiece model: "
-                     "normalizer_spec.precompiled_charsmap: trie unit 0 leads to units", msg, sizeof msg);
+    int ok = refused(bad, len, "a small red dog",
+                     "x.model: not a valid SentencePiece model: "
+                     "normalizer_spec.precompiled_charsmap: trie unit 0 leads to units",
+                     msg, sizeof msg);
     CHECK(ok, "a model whose trie root points past the trie: %s", msg);
     /* one unit further in: the first of the root's children (a byte some rule starts
      * with), sent past the trie the same way */
     memcpy(bad, model, len);
     const unsigned char *units = (const unsigned char *)model + at + 4;
     size_t n_units = (size - 4) / 4;
-#define UNIT(i) ((uint32_t)units[4 * (i)] | (uint32_t)units[4 * (i) + 1] << 8 | (uint32_t)units[4 * (i) + 2] << 16 | \
-                 (uint32_t)units[4 * (i) + 3] << 24)
+#define UNIT(i)                                                                                          \
+    ((uint32_t)units[4 * (i)] | (uint32_t)units[4 * (i) + 1] << 8 | (uint32_t)units[4 * (i) + 2] << 16 | \
+     (uint32_t)units[4 * (i) + 3] << 24)
     uint32_t base = (UNIT(0) >> 10) << ((UNIT(0) & (1u << 9)) >> 6), node = 0, c;
     for (c = 1; c < 256 && !node; c++)
         if ((base ^ c) < n_units && (UNIT(base ^ c) & (1u << 31 | 0xFF)) == c) node = base ^ c;

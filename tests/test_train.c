@@ -20,9 +20,17 @@ void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p
 static void steps_allocate_nothing_and_learn(int pass_tokens) {
     Corpus c;
     make_corpus(&c, 200);
-    ModelConfig cfg = {.src_vocab = 24, .tgt_vocab = 24, .d_model = 16, .heads = 2, .d_ff = 32,
-                       .encoder_layers = 2, .decoder_layers = 2, .dropout = 0.1f, .tie_embeddings = 1,
-                       .label_smoothing = 0.1f, .max_positions = 32};
+    ModelConfig cfg = {.src_vocab = 24,
+                       .tgt_vocab = 24,
+                       .d_model = 16,
+                       .heads = 2,
+                       .d_ff = 32,
+                       .encoder_layers = 2,
+                       .decoder_layers = 2,
+                       .dropout = 0.1f,
+                       .tie_embeddings = 1,
+                       .label_smoothing = 0.1f,
+                       .max_positions = 32};
     Model m;
     CHECK(model_init(&m, &cfg) == 0, "%s", err_msg());
     model_init_weights(&m, 1);
@@ -45,7 +53,8 @@ static void steps_allocate_nothing_and_learn(int pass_tokens) {
     corpus_free(&c);
     CHECK(during == 0 && regrowths == 0, "pass_tokens %d: %ld allocations inside training steps, %d arena regrowths",
           pass_tokens, during, regrowths);
-    CHECK(last < 0.7 * first / 3, "pass_tokens %d: loss went from %.3f to %.3f in three epochs", pass_tokens, first / 3, last);
+    CHECK(last < 0.7 * first / 3, "pass_tokens %d: loss went from %.3f to %.3f in three epochs", pass_tokens, first / 3,
+          last);
 }
 
 static void test_step_allocates_nothing_and_learns(void) { steps_allocate_nothing_and_learn(0); }

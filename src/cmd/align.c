@@ -121,7 +121,8 @@ int cmd_align(int argc, char **argv) {
             char name[64];
             pick_name(picks[p], name, sizeof name);
             printf("%-24s %9.3f %9.3f %9.3f%s\n", name, align_precision(&counts[p]), align_recall(&counts[p]),
-                   align_aer(&counts[p]), picks[p].layer == chosen.layer && picks[p].head == chosen.head ? "  (default)" : "");
+                   align_aer(&counts[p]),
+                   picks[p].layer == chosen.layer && picks[p].head == chosen.head ? "  (default)" : "");
             if (picks[p].head >= 0 && (best < 0 || align_aer(&counts[p]) < align_aer(&counts[best]))) best = p;
         }
         char name[64];

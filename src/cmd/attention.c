@@ -121,7 +121,9 @@ static int sentence_ids(Run *r, const Options *o, int *src, int *n_src, int *tgt
     StrBuf unknown = {0};
     *n_src = encode_checked(o->text, tok, &r->src_vocab, src, max + 1, &unknown);
     if (*n_src == 0) return sb_free(&unknown), err_set("--text: nothing to attend to: the text is empty");
-    if (*n_src > max) return sb_free(&unknown), err_set("--text: %d tokens, more than the %d this model has positions for", *n_src, max);
+    if (*n_src > max)
+        return sb_free(&unknown),
+               err_set("--text: %d tokens, more than the %d this model has positions for", *n_src, max);
     if (unknown.len) fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", unknown.buf);
     sb_free(&unknown);
     if (o->target) {
@@ -132,7 +134,8 @@ static int sentence_ids(Run *r, const Options *o, int *src, int *n_src, int *tgt
             sb_free(&bad);
             return -1;
         }
-        if (*n_tgt > max) return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
+        if (*n_tgt > max)
+            return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
         return 0;
     }
     *n_tgt = greedy_ids(&r->model, src, *n_src, tgt, max);
@@ -147,7 +150,8 @@ static int check_query(const AttnMaps *a, Options *o) {
         return err_set("--layer/--head: this model's %s has layers 0..%d and heads 0..%d", attnmap_kind_name(o->kind),
                        a->layers[o->kind] - 1, a->heads - 1);
     if (o->query >= attnmap_rows(a, o->kind))
-        return err_set("--query: %s has queries 0..%d for this sentence", attnmap_kind_name(o->kind), attnmap_rows(a, o->kind) - 1);
+        return err_set("--query: %s has queries 0..%d for this sentence", attnmap_kind_name(o->kind),
+                       attnmap_rows(a, o->kind) - 1);
     return 0;
 }
 
@@ -164,12 +168,14 @@ static int one_sentence(Run *r, Options *o) {
     if (staged_dir_write(o->out, "--out", write_sentence_files, &files, export_file) != 0) goto done;
     printf("model: %s (%s, step %lld)\n", r->weights, r->which, (long long)r->meta.step);
     /* what the terminal shows is UTF-8 too, as the files are: a bad byte is U+FFFD */
-    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
+    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab),
+         *shown = attnmap_utf8(words);
     printf("source: %s\n%s: %s\n\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
     free(text), free(words), free(shown);
     if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
     else attnmap_print_terminal(&maps, stdout);
-    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, files.svgs, o->out);
+    printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, files.svgs,
+           o->out);
     rc = 0;
 done:
     if (rc == 1) rc = err_status(); /* where the files could not go: 2; a full disk: 1 */
@@ -189,7 +195,8 @@ static int watched(Run *r, const Options *o) {
     if (o->gold) {
         if (!(gold = read_file_lines(o->gold, &n_gold))) goto done;
         if (n_gold != w.n_sentences) {
-            err_set("%s: %d lines, but %d sentences are watched: one Pharaoh line each", o->gold, n_gold, w.n_sentences);
+            err_set("%s: %d lines, but %d sentences are watched: one Pharaoh line each", o->gold, n_gold,
+                    w.n_sentences);
             goto done;
         }
         /* a snapshot's labels are the text subword pieces stand for: where a word starts
@@ -204,7 +211,8 @@ static int watched(Run *r, const Options *o) {
         /* which sentences have a given target (their target words are fixed): the run's
          * own train.watch, when it lists the sentences the snapshots hold */
         int forced[CONFIG_WATCH_MAX] = {0};
-        for (int i = 0; i < w.n_sentences && r->cfg.train.n_watch == w.n_sentences; i++) forced[i] = r->cfg.train.watch[i].tgt[0] != 0;
+        for (int i = 0; i < w.n_sentences && r->cfg.train.n_watch == w.n_sentences; i++)
+            forced[i] = r->cfg.train.watch[i].tgt[0] != 0;
         if (watch_gold_check(&w, tok, gold, o->gold, forced, r->model.cfg.max_positions - 2) != 0) goto done;
         aer = xmalloc(sizeof(double) * (size_t)w.n_snapshots);
         for (int k = 0; k < w.n_snapshots; k++)
@@ -225,13 +233,15 @@ static int watched(Run *r, const Options *o) {
     printf("%s\n", aer ? "    AER" : "");
     for (int k = 0; k < w.n_snapshots; k++) {
         printf("%10lld", (long long)w.snap[k].step);
-        for (int i = 0; i < w.n_sentences; i++) printf("  %10.4f", attnmap_entropy(&w.snap[k].sentences[i], ATTN_CROSS, L - 1, -1));
+        for (int i = 0; i < w.n_sentences; i++)
+            printf("  %10.4f", attnmap_entropy(&w.snap[k].sentences[i], ATTN_CROSS, L - 1, -1));
         if (aer) printf("  %6.3f", aer[k]);
         printf("\n");
     }
     for (int i = 0; i < w.n_sentences; i++) {
         const AttnMaps *a = &w.snap[w.n_snapshots - 1].sentences[i];
-        printf("sentence %d: %d source tokens; uniform attention over them has entropy %.4f\n", i + 1, a->S, log((double)a->S));
+        printf("sentence %d: %d source tokens; uniform attention over them has entropy %.4f\n", i + 1, a->S,
+               log((double)a->S));
     }
     printf("\nwrote %s/watch.json and %s/index.html (open it in a browser: the step slider replays training)\n", o->out,
            o->out);
@@ -258,12 +268,13 @@ static const CmdOption options[] = {
 };
 const CmdSpec cmd_attention_spec = {
     .name = "attention",
-    .operands = "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--query N ...] | --watch [--gold FILE]) [--out DIR]",
+    .operands =
+        "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--query N ...] | --watch [--gold FILE]) [--out DIR]",
     .summary = "the attention maps of one sentence, or of the watched ones over training",
     .about = "Every kind (encoder self, decoder masked self, cross), layer and head: weights as a\n"
              "terminal table, SVG pictures and one HTML viewer (open DIR/index.html).",
     .options = options,
-    .example = "qkv attention runs/toy --text \"the farmers sleep under the old horses\" --out /tmp/attn",
+    .example = "qkv attention runs/toy --text \"the old farmer sees a red bird\" --out attn/",
 };
 
 int cmd_attention(int argc, char **argv) {
@@ -294,9 +305,12 @@ int cmd_attention(int argc, char **argv) {
     if (o.gold && !o.watch) return err_set("--gold goes with --watch (for a corpus: qkv align --gold)"), cmd_fail(2);
     /* an option that would change nothing is refused, not ignored */
     if (o.watch && (o.target || o.query >= 0 || picked))
-        return err_set("--%s goes with --text, not --watch", o.target ? "target" : o.query >= 0 ? "query" : "kind/--layer/--head"),
+        return err_set("--%s goes with --text, not --watch", o.target       ? "target"
+                                                             : o.query >= 0 ? "query"
+                                                                            : "kind/--layer/--head"),
                cmd_fail(2);
-    if (picked && o.query < 0) return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
+    if (picked && o.query < 0)
+        return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o);

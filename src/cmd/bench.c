@@ -23,10 +23,10 @@
 #include "infer/decode.h"
 #include "nn/profile.h"
 #include "train/checkpoint.h"
-#include "util/json.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 /* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. The
@@ -53,9 +53,9 @@ static double sgemm_gflops(int n) {
 static double step_flops(const ModelConfig *c, int B, int S, int T) {
     double d = c->d_model, ff = c->d_ff, Ns = (double)B * S, Nt = (double)B * T, V = c->tgt_vocab;
     double enc = 4 * 2 * Ns * d * d + 2 * 2 * Ns * d * ff + 2 * 2 * (double)B * S * S * d;
-    double dec = 4 * 2 * Nt * d * d + 2 * 2 * (double)B * T * T * d   /* masked self */
-               + 2 * 2 * Nt * d * d + 2 * 2 * Ns * d * d + 2 * 2 * (double)B * T * S * d /* cross */
-               + 2 * 2 * Nt * d * ff;
+    double dec = 4 * 2 * Nt * d * d + 2 * 2 * (double)B * T * T * d                        /* masked self */
+                 + 2 * 2 * Nt * d * d + 2 * 2 * Ns * d * d + 2 * 2 * (double)B * T * S * d /* cross */
+                 + 2 * 2 * Nt * d * ff;
     double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * Nt * d * V;
     return 3 * fwd;
 }
@@ -287,7 +287,11 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     char weights[1100] = "";
     if (df) {
         snprintf(weights, sizeof weights, "%s.safetensors", o->dump);
-        CkptMeta meta = {.valid_loss = NAN, .best_valid_loss = NAN, .valid_bleu = NAN, .best_valid_bleu = NAN, .config = ""};
+        CkptMeta meta = {.valid_loss = NAN,
+                         .best_valid_loss = NAN,
+                         .valid_bleu = NAN,
+                         .best_valid_bleu = NAN,
+                         .config = ""};
         if (ckpt_save(weights, &t->m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
     }
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */

@@ -58,7 +58,9 @@ int cmd_read_aligned(const char *hyp_path, const char *ref_path, const char *wha
         else if (!utf8_valid((*ref)[i], strlen((*ref)[i]))) bad = i, which = ref_path;
     }
     if (nh != nr || bad >= 0) {
-        if (nh != nr) err_set("%s has %d lines, %s %d: %s and its reference must be line-aligned", hyp_path, nh, ref_path, nr, what);
+        if (nh != nr)
+            err_set("%s has %d lines, %s %d: %s and its reference must be line-aligned", hyp_path, nh, ref_path, nr,
+                    what);
         else err_set("%s:%d: not UTF-8 text", which, bad + 1);
         free_lines(*hyp, nh), free_lines(*ref, nr);
         return -1;

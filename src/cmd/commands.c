@@ -10,10 +10,10 @@
 #include "util/err.h"
 
 const Command commands[] = {
-    {cmd_train, &cmd_train_spec},         {cmd_resume, &cmd_resume_spec}, {cmd_info, &cmd_info_spec},
-    {cmd_translate, &cmd_translate_spec}, {cmd_eval, &cmd_eval_spec},     {cmd_export, &cmd_export_spec},
+    {cmd_train, &cmd_train_spec},         {cmd_resume, &cmd_resume_spec},       {cmd_info, &cmd_info_spec},
+    {cmd_translate, &cmd_translate_spec}, {cmd_eval, &cmd_eval_spec},           {cmd_export, &cmd_export_spec},
     {cmd_score, &cmd_score_spec},         {cmd_attention, &cmd_attention_spec}, {cmd_align, &cmd_align_spec},
-    {cmd_plot, &cmd_plot_spec},           {cmd_bench, &cmd_bench_spec},   {cmd_grads, &cmd_grads_spec},
+    {cmd_plot, &cmd_plot_spec},           {cmd_bench, &cmd_bench_spec},         {cmd_grads, &cmd_grads_spec},
     {cmd_toy_data, &cmd_toy_data_spec},   {cmd_help, &cmd_help_spec},
 };
 const int n_commands = (int)(sizeof commands / sizeof commands[0]);
@@ -35,7 +35,8 @@ const CmdSpec cmd_help_spec = {
 
 static void list_commands(FILE *out) {
     fprintf(out, "usage: qkv COMMAND [ARGS]   (qkv help COMMAND, or qkv COMMAND --help, for its options)\n\n");
-    for (int i = 0; i < n_commands; i++) fprintf(out, "  %-10s %s\n", commands[i].spec->name, commands[i].spec->summary);
+    for (int i = 0; i < n_commands; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].spec->name, commands[i].spec->summary);
 }
 
 int cmd_help(int argc, char **argv) {

@@ -21,7 +21,7 @@ extern const int n_commands;
 /* The command named name, or NULL. */
 const Command *command_find(const char *name);
 
-int cmd_train(int argc, char **argv); /* train.c */
+int cmd_train(int argc, char **argv);  /* train.c */
 int cmd_resume(int argc, char **argv); /* train.c */
 int cmd_info(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
@@ -34,10 +34,10 @@ int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_grads(int argc, char **argv);
 int cmd_toy_data(int argc, char **argv); /* toydata.c */
-int cmd_help(int argc, char **argv); /* commands.c */
+int cmd_help(int argc, char **argv);     /* commands.c */
 
-extern const CmdSpec cmd_train_spec, cmd_resume_spec, cmd_info_spec, cmd_translate_spec, cmd_eval_spec,
-    cmd_export_spec, cmd_score_spec, cmd_attention_spec, cmd_align_spec, cmd_plot_spec, cmd_bench_spec,
-    cmd_grads_spec, cmd_toy_data_spec, cmd_help_spec;
+extern const CmdSpec cmd_train_spec, cmd_resume_spec, cmd_info_spec, cmd_translate_spec, cmd_eval_spec, cmd_export_spec,
+    cmd_score_spec, cmd_attention_spec, cmd_align_spec, cmd_plot_spec, cmd_bench_spec, cmd_grads_spec,
+    cmd_toy_data_spec, cmd_help_spec;
 
 #endif

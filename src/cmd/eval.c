@@ -16,11 +16,11 @@
 #include "data/corpus.h"
 #include "infer/sacrebleu.h"
 #include "infer/translator.h"
-#include "util/json.h"
 #include "train/run.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 typedef struct {
@@ -147,9 +147,9 @@ int cmd_eval(int argc, char **argv) {
     EvalResult e = {0};
     evaluate(&r, src, ref, n, &o, &e);
     double ratio = e.bs.ref_len ? (double)e.bs.sys_len / (double)e.bs.ref_len : 0.0;
-    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n", BLEU_SIGNATURE,
-           e.bleu.score, e.bleu.precisions[0], e.bleu.precisions[1], e.bleu.precisions[2], e.bleu.precisions[3], e.bleu.bp,
-           ratio, e.bs.sys_len, e.bs.ref_len);
+    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n",
+           BLEU_SIGNATURE, e.bleu.score, e.bleu.precisions[0], e.bleu.precisions[1], e.bleu.precisions[2],
+           e.bleu.precisions[3], e.bleu.bp, ratio, e.bs.sys_len, e.bs.ref_len);
     printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, e.chrf);
     printf("exact match %.1f%% of %d; reference NLL %.4f per token (perplexity %.2f, %lld tokens); unknown source "
            "tokens %.2f%%; %.1f sentences/s\n",

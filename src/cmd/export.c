@@ -36,7 +36,8 @@ static int average_last(Run *r, int n) {
     if (have < n) {
         for (int i = 0; i < have; i++) close(fds[i]);
         free_lines(paths, have), free(fds);
-        return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n, have);
+        return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n,
+                       have);
     }
     Model tmp;
     ModelConfig mc = r->model.cfg;
@@ -95,7 +96,8 @@ int cmd_export(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     /* an export there would replace a checkpoint with weights alone: no resuming from it */
     if (run_is_own_checkpoint(r.dir, out)) {
-        err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file", out, r.dir);
+        err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file", out,
+                r.dir);
         run_close(&r);
         return cmd_fail(2);
     }

@@ -34,7 +34,8 @@ static void print_tensors(const CkptFile *f) {
         if (strncmp(t->name, "optim.", 6) == 0) continue;
         char shape[64] = "";
         for (int d = 0; d < t->ndim; d++)
-            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "",
+                     (long long)t->shape[d]);
         printf("  %-44s F32 [%s]\n", t->name, shape);
     }
 }
@@ -66,7 +67,9 @@ int cmd_info(int argc, char **argv) {
     printf("trained for %.1fs\n", m->elapsed_s);
     print_model(m);
     print_tensors(&f);
-    if (m->src_vocab) printf("exported weights: the config and both vocabularies are inside; translate, eval and attention take this file alone\n");
+    if (m->src_vocab)
+        printf("exported weights: the config and both vocabularies are inside; translate, eval and attention take this "
+               "file alone\n");
     printf("checksums: header OK, data OK\n");
     ckpt_close(&f);
     return 0;

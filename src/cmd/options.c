@@ -4,7 +4,7 @@
 #include <getopt.h>
 #include <string.h>
 
-#define LONGOPTS_MAX 64 /* rows of a command's tables together, with --help */
+#define LONGOPTS_MAX 64  /* rows of a command's tables together, with --help */
 #define HELP_KEY 0x10000 /* --help's key: no table key (a letter) can equal it */
 
 static int table_len(const CmdOption *t) {

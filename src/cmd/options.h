@@ -35,7 +35,7 @@ typedef struct {
 } CmdSpec;
 
 enum {
-    CMD_OPTIONS_END = -1, /* no more options: the operands start at optind */
+    CMD_OPTIONS_END = -1,  /* no more options: the operands start at optind */
     CMD_OPTIONS_HELP = -2, /* --help or -h: the help is printed, exit 0 */
     CMD_OPTIONS_BAD = -3,  /* an unknown option or a missing value: getopt said which, exit 2 */
 };

@@ -9,15 +9,15 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "infer/sacrebleu.h"
-#include "util/json.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
     double ratio = s->ref_len ? (double)s->sys_len / (double)s->ref_len : 0.0;
-    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n", BLEU_SIGNATURE,
-           b->score, b->precisions[0], b->precisions[1], b->precisions[2], b->precisions[3], b->bp, ratio, s->sys_len,
-           s->ref_len);
+    printf("BLEU|%s = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)\n",
+           BLEU_SIGNATURE, b->score, b->precisions[0], b->precisions[1], b->precisions[2], b->precisions[3], b->bp,
+           ratio, s->sys_len, s->ref_len);
     printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, chrf);
 }
 

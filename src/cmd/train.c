@@ -5,8 +5,8 @@
  * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
  * validation set for the loop (which may not call infer/) and shows sample translations. */
 #include <cblas.h>
-#include <signal.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,8 @@
 static void print_split(const char *what, const Corpus *c, int max_len) {
     printf("%s: %d pairs from %d lines", what, c->n, c->lines);
     if (c->dropped_empty || c->dropped_long)
-        printf(" (skipped %d with an empty side, %d longer than max_len %d)", c->dropped_empty, c->dropped_long, max_len);
+        printf(" (skipped %d with an empty side, %d longer than max_len %d)", c->dropped_empty, c->dropped_long,
+               max_len);
     printf("\n");
 }
 
@@ -156,10 +157,11 @@ static void on_log(void *ctx, const TrainProgress *p) {
     format_duration(eta, sizeof eta, p->eta_s);
     if (s->tty) printf("\r\033[K");
     if (!s->tty || p->validated || p->step == p->steps)
-        printf("step %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  %.1fs  ETA %s%s\n", (long long)p->step, p->steps,
-               p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta, vbuf);
+        printf("step %lld/%d  epoch %.2f  loss %.4f  %.0f tok/s  lr %.2e  %.1fs  ETA %s%s\n", (long long)p->step,
+               p->steps, p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta, vbuf);
     for (int k = 0; bleu && k < s->n_samples; k++)
-        printf("  src: %s\n  ref: %s\n  hyp: %s\n", s->vsrc[s->sample_line[k]], s->vref[s->sample_line[k]], s->sample_hyp[k]);
+        printf("  src: %s\n  ref: %s\n  hyp: %s\n", s->vsrc[s->sample_line[k]], s->vref[s->sample_line[k]],
+               s->sample_hyp[k]);
     fflush(stdout);
 }
 
@@ -216,8 +218,8 @@ static void on_watch(void *ctx, Model *m, int64_t step) {
     Screen *s = ctx;
     const Run *run = &s->t->run;
     const Config *cfg = &run->cfg;
-    if (watch_record(m, cfg->data.tokenizer, &run->src_vocab, &run->tgt_vocab, cfg->train.watch, cfg->train.n_watch, step,
-                     cfg->run_dir) != 0)
+    if (watch_record(m, cfg->data.tokenizer, &run->src_vocab, &run->tgt_vocab, cfg->train.watch, cfg->train.n_watch,
+                     step, cfg->run_dir) != 0)
         on_warn(ctx, err_msg());
 }
 
@@ -226,10 +228,11 @@ static int check_watch(const Trainer *t) {
     const Config *cfg = &t->run.cfg;
     char *unknown;
     if (cfg->train.n_watch == 0) return 0;
-    if (watch_check(&t->m, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->train.watch, cfg->train.n_watch,
-                    &unknown) != 0)
+    if (watch_check(&t->m, cfg->data.tokenizer, &t->run.src_vocab, &t->run.tgt_vocab, cfg->train.watch,
+                    cfg->train.n_watch, &unknown) != 0)
         return -1;
-    if (unknown) fprintf(stderr, "qkv: warning: train.watch: words not in the source vocabulary, read as <unk>: %s\n", unknown);
+    if (unknown)
+        fprintf(stderr, "qkv: warning: train.watch: words not in the source vocabulary, read as <unk>: %s\n", unknown);
     free(unknown);
     printf("watching %d sentence%s: attention recorded in %s/watch at step 0 and every %d steps\n", cfg->train.n_watch,
            cfg->train.n_watch == 1 ? "" : "s", cfg->run_dir, cfg->train.valid_every);
@@ -250,8 +253,8 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     if (screen->tty) printf("\r\033[K");
     if (end == TRAIN_WRITE_FAILED) return cmd_fail(1);
     if (end == TRAIN_RANKS_FAILED) {
-        fprintf(stderr, "qkv: %s; no checkpoint was written after step %lld; resume the run: qkv resume %s\n", err_msg(),
-                (long long)(t->step - 1), cfg->run_dir);
+        fprintf(stderr, "qkv: %s; no checkpoint was written after step %lld; resume the run: qkv resume %s\n",
+                err_msg(), (long long)(t->step - 1), cfg->run_dir);
         return 1;
     }
     char last[CONFIG_PATH_MAX + 64];
@@ -263,10 +266,12 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
         printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", t->stop_signal,
                (long long)t->step, last, cfg->run_dir);
     else
-        printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds, last);
+        printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds,
+               last);
     if (dist_size() > 1) {
         double bytes, s = workers_comm(t->workers, &bytes);
-        printf("mpi: rank 0 sent %.2f MB a step and received as much, in %.2f ms a step (waiting for the slowest rank included)\n",
+        printf("mpi: rank 0 sent %.2f MB a step and received as much, in %.2f ms a step (waiting for the slowest rank "
+               "included)\n",
                bytes / 1e6, s * 1e3);
     }
     return 0;
@@ -346,7 +351,8 @@ static int join_ranks(void) {
         if (dist_launched_rank() == 0) cmd_fail(2);
         return 2;
     }
-    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) return err_set("cannot silence rank %d", dist_rank()), 1;
+    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout))
+        return err_set("cannot silence rank %d", dist_rank()), 1;
     return 0;
 }
 
@@ -371,7 +377,8 @@ int cmd_train(int argc, char **argv) {
     char *sets[64];
     int n_sets = 0;
     while ((c = cmd_option_next(&cmd_train_spec, argc, argv)) >= 0) {
-        if (c == 's' && n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
+        if (c == 's' && n_sets == 64)
+            return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
         if (c == 's') sets[n_sets++] = optarg;
         else force = 1;
     }
@@ -425,13 +432,15 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     if (t->step >= goal) {
         char past[48] = "";
         if (steps > 0 && steps < t->step) snprintf(past, sizeof past, ", past --steps %d", steps);
-        printf("%s: already at step %lld%s; nothing to do, nothing changed (pass --steps N above %lld to train longer)\n",
+        printf("%s: already at step %lld%s; nothing to do, nothing changed (pass --steps N above %lld to train "
+               "longer)\n",
                dir, (long long)t->step, past, (long long)t->step);
         return 0;
     }
     int shards = dist_size() * cfg->train.threads;
     if (lead && trained != shards)
-        fprintf(stderr, "qkv: warning: trained with %d threads%s, resuming with %d: results will not be bit-identical\n",
+        fprintf(stderr,
+                "qkv: warning: trained with %d threads%s, resuming with %d: results will not be bit-identical\n",
                 trained, dist_size() > 1 ? " in all (ranks x threads)" : "", shards);
     if ((rc = agree(lead && changed && run_set_steps(&t->run, goal) != 0 ? 1 : 0))) return rc;
     t->run.cfg.train.steps = goal;
@@ -463,9 +472,10 @@ const CmdSpec cmd_resume_spec = {
 int cmd_resume(int argc, char **argv) {
     int steps = 0, threads = 0, c;
     while ((c = cmd_option_next(&cmd_resume_spec, argc, argv)) >= 0) {
-        if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0) return cmd_fail(2);
-        else if (c == 't' &&
-                 cmd_int("--threads", "a thread count from 1 to " THREADS_MAX_TEXT, optarg, 1, PARALLEL_MAX, &threads) != 0)
+        if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0)
+            return cmd_fail(2);
+        else if (c == 't' && cmd_int("--threads", "a thread count from 1 to " THREADS_MAX_TEXT, optarg, 1, PARALLEL_MAX,
+                                     &threads) != 0)
             return cmd_fail(2);
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);

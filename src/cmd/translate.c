@@ -70,10 +70,12 @@ int cmd_translate(int argc, char **argv) {
             o.decode.beam == 1 ? "greedy search" : "beam search");
     TranslateStats st;
     double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o.decode.nbest);
-    char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st, scores);
+    char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st,
+                                  scores);
     print_hypotheses(text, scores, n, o.decode.nbest);
     if (st.truncated)
-        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", st.truncated, r.model.cfg.max_positions - 1);
+        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", st.truncated,
+                r.model.cfg.max_positions - 1);
     free_lines(text, n * o.decode.nbest), free_lines(lines, n), free(scores);
     run_close(&r);
     return 0;

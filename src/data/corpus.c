@@ -66,8 +66,9 @@ int corpus_read(Corpus *c, const char *src_path, const char *tgt_path, int token
         c->tgt_text[c->n] = t[i], t[i] = NULL;
         c->n++;
     }
-    if (c->n == 0) rc = err_set("%s: no usable sentence pairs (%d lines, %d empty, %d over max_len %d)", src_path,
-                                c->lines, c->dropped_empty, c->dropped_long, max_len);
+    if (c->n == 0)
+        rc = err_set("%s: no usable sentence pairs (%d lines, %d empty, %d over max_len %d)", src_path, c->lines,
+                     c->dropped_empty, c->dropped_long, max_len);
 done:
     free_lines(s, ns_lines), free_lines(t, nt_lines);
     if (rc != 0) corpus_free(c);
@@ -82,7 +83,8 @@ static void vocab_add(const char *tok, size_t len, void *ctx) { vocab_count(((Co
 
 void corpus_count(const Corpus *c, int side, int tokenizer, Vocab *v) {
     CountCtx ctx = {v};
-    for (int i = 0; i < c->n; i++) tokenize_line(tokenizer, side == 0 ? c->src_text[i] : c->tgt_text[i], vocab_add, &ctx);
+    for (int i = 0; i < c->n; i++)
+        tokenize_line(tokenizer, side == 0 ? c->src_text[i] : c->tgt_text[i], vocab_add, &ctx);
 }
 
 void corpus_build_vocabs(const Corpus *c, int tokenizer, int max_size, int min_freq, int shared, Vocab *src,

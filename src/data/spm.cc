@@ -31,7 +31,7 @@ namespace sentencepiece {
 namespace logging {
 void SetMinLogLevel(int v);
 }
-}  // namespace sentencepiece
+} // namespace sentencepiece
 
 struct Spm {
     sentencepiece::SentencePieceProcessor proc;
@@ -122,8 +122,7 @@ int check_charsmap(const unsigned char *blob, size_t size, char *why, size_t n) 
     if (size == 0) return 0; /* no map: the text is left as it is */
     if (size <= 4) return snprintf(why, n, "%zu bytes, too few to hold a trie", size), -1;
     size_t trie_bytes = le32(blob), n_units = trie_bytes / 4;
-    if (trie_bytes > size - 4)
-        return snprintf(why, n, "a trie of %zu bytes in a map of %zu", trie_bytes, size), -1;
+    if (trie_bytes > size - 4) return snprintf(why, n, "a trie of %zu bytes in a map of %zu", trie_bytes, size), -1;
     if (n_units == 0) return snprintf(why, n, "an empty trie"), -1;
     const unsigned char *units = blob + 4, *text = blob + 4 + trie_bytes;
     size_t text_len = size - 4 - trie_bytes, text_end = 0; /* one past the last NUL */
@@ -243,7 +242,7 @@ class LineIterator : public sentencepiece::SentenceIterator {
     std::string value_;
 };
 
-}  // namespace
+} // namespace
 
 extern "C" int spm_train(const char *const *lines, size_t n, const char *kind, int vocab_size, char **model_out,
                          size_t *len_out) {

@@ -19,8 +19,7 @@ typedef struct Spm Spm;
 /* Trains a "bpe" or "unigram" model of vocab_size pieces on n lines, one thread (the same
  * lines give the same model). *model_out (malloc'd, *len_out bytes) is the serialized
  * model. -1 with the error set (e.g. a vocabulary too large for the text). */
-int spm_train(const char *const *lines, size_t n, const char *kind, int vocab_size, char **model_out,
-              size_t *len_out);
+int spm_train(const char *const *lines, size_t n, const char *kind, int vocab_size, char **model_out, size_t *len_out);
 
 /* A model from its serialized bytes; `what` names it in errors. NULL with the error set
  * when the bytes are not a SentencePiece model, when its normalizer's character map (a

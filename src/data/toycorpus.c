@@ -16,37 +16,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/atomic_file.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/mem.h"
 #include "util/rng.h"
-#include "util/file.h"
-#include "util/atomic_file.h"
 #include "util/text.h"
 
-typedef struct { const char *sg, *pl, *t_sg, *t_pl; int fem; } Noun;
-typedef struct { const char *en, *stem; } Adj;
-typedef struct { const char *sg, *pl, *stem; int transitive; } Verb;
+typedef struct {
+    const char *sg, *pl, *t_sg, *t_pl;
+    int fem;
+} Noun;
+typedef struct {
+    const char *en, *stem;
+} Adj;
+typedef struct {
+    const char *sg, *pl, *stem;
+    int transitive;
+} Verb;
 
 static const Noun nouns[] = {
-    {"cat", "cats", "miro", "miros", 0},        {"dog", "dogs", "kano", "kanes", 0},
-    {"bird", "birds", "avela", "avelas", 1},    {"farmer", "farmers", "grano", "granos", 0},
+    {"cat", "cats", "miro", "miros", 0},           {"dog", "dogs", "kano", "kanes", 0},
+    {"bird", "birds", "avela", "avelas", 1},       {"farmer", "farmers", "grano", "granos", 0},
     {"teacher", "teachers", "mesta", "mestas", 1}, {"child", "children", "nilo", "nilos", 0},
-    {"horse", "horses", "kabo", "kabos", 0},    {"house", "houses", "dema", "demas", 1},
-    {"river", "rivers", "rivo", "rivos", 0},    {"tree", "trees", "silva", "silvas", 1},
-    {"apple", "apples", "pomi", "pomis", 1},    {"book", "books", "libro", "libres", 0},
-    {"wolf", "wolves", "lupo", "lupos", 0},    {"girl", "girls", "nena", "nenas", 1},
-    {"boy", "boys", "nano", "nanos", 0},        {"king", "kings", "rego", "regos", 0},
-    {"queen", "queens", "rega", "regas", 1},    {"flower", "flowers", "flora", "floras", 1},
-    {"city", "cities", "urba", "urbas", 1},     {"friend", "friends", "amiko", "amikos", 0},
+    {"horse", "horses", "kabo", "kabos", 0},       {"house", "houses", "dema", "demas", 1},
+    {"river", "rivers", "rivo", "rivos", 0},       {"tree", "trees", "silva", "silvas", 1},
+    {"apple", "apples", "pomi", "pomis", 1},       {"book", "books", "libro", "libres", 0},
+    {"wolf", "wolves", "lupo", "lupos", 0},        {"girl", "girls", "nena", "nenas", 1},
+    {"boy", "boys", "nano", "nanos", 0},           {"king", "kings", "rego", "regos", 0},
+    {"queen", "queens", "rega", "regas", 1},       {"flower", "flowers", "flora", "floras", 1},
+    {"city", "cities", "urba", "urbas", 1},        {"friend", "friends", "amiko", "amikos", 0},
 };
 static const Adj adjs[] = {
-    {"red", "rub"}, {"old", "vet"},    {"big", "grand"}, {"small", "pik"},   {"happy", "fel"}, {"green", "verd"},
+    {"red", "rub"},  {"old", "vet"},   {"big", "grand"},  {"small", "pik"},  {"happy", "fel"},   {"green", "verd"},
     {"tall", "alt"}, {"young", "jov"}, {"quiet", "kalm"}, {"black", "negr"}, {"white", "blank"}, {"brave", "fort"},
 };
 static const Verb verbs[] = {
-    {"sees", "see", "vid", 1},     {"likes", "like", "am", 1},    {"finds", "find", "trov", 1},
-    {"follows", "follow", "sek", 1}, {"eats", "eat", "manj", 1},   {"helps", "help", "aid", 1},
-    {"sleeps", "sleep", "dorm", 0}, {"runs", "run", "kur", 0},    {"sings", "sing", "kant", 0},
+    {"sees", "see", "vid", 1},       {"likes", "like", "am", 1}, {"finds", "find", "trov", 1},
+    {"follows", "follow", "sek", 1}, {"eats", "eat", "manj", 1}, {"helps", "help", "aid", 1},
+    {"sleeps", "sleep", "dorm", 0},  {"runs", "run", "kur", 0},  {"sings", "sing", "kant", 0},
     {"waits", "wait", "atend", 0},
 };
 static const char *preps[][2] = {{"near", "apud"}, {"under", "sub"}, {"with", "kun"}, {"behind", "post"}};
@@ -154,7 +162,10 @@ static void gen_sequence(Pair *p, Rng *r, int reverse) {
 }
 
 /* A small open-addressing set of sentence hashes, so no pair repeats across splits. */
-typedef struct { uint64_t *slots; size_t n; } Seen;
+typedef struct {
+    uint64_t *slots;
+    size_t n;
+} Seen;
 static int seen_add(Seen *s, uint64_t h) {
     if (h == 0) h = 1;
     size_t i = h & (s->n - 1);
@@ -174,7 +185,10 @@ static uint64_t pair_hash(const Pair *p) {
 }
 
 int toydata_write(const char *dir, const char *task, int n_train, int n_valid, int n_test, uint64_t seed) {
-    int kind = strcmp(task, "translate") == 0 ? 0 : strcmp(task, "copy") == 0 ? 1 : strcmp(task, "reverse") == 0 ? 2 : -1;
+    int kind = strcmp(task, "translate") == 0 ? 0
+               : strcmp(task, "copy") == 0    ? 1
+               : strcmp(task, "reverse") == 0 ? 2
+                                              : -1;
     if (kind < 0) return err_set("unknown toy task '%s' (translate, copy, reverse)", task);
     if (make_dirs(dir) != 0) return -1;
     const char *splits[3] = {"train", "valid", "test"};

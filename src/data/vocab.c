@@ -160,7 +160,8 @@ int vocab_parse(Vocab *v, char *text, size_t len, const char *what) {
         }
         line = nl + 1;
     }
-    if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1) rc = err_set("%s: only %d tokens: not a trained vocabulary", what, v->size);
+    if (rc == 0 && v->size < VOCAB_N_SPECIAL + 1)
+        rc = err_set("%s: only %d tokens: not a trained vocabulary", what, v->size);
     if (rc != 0) vocab_free(v);
     return rc;
 }

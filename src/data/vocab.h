@@ -11,17 +11,17 @@
 enum { VOCAB_PAD = 0, VOCAB_BOS = 1, VOCAB_EOS = 2, VOCAB_UNK = 3, VOCAB_N_SPECIAL = 4 };
 
 typedef struct {
-    char **tokens; /* (size) owned strings */
+    char **tokens;   /* (size) owned strings */
     int64_t *counts; /* (size) frequency while counting; 0 for specials */
     int size, cap;
     int *slots; /* open-addressing hash table of ids, -1 empty */
     size_t n_slots;
-    struct Spm *spm;   /* a subword vocabulary's model (ids = piece ids), else NULL */
-    char *spm_model;   /* its serialized bytes, as in the run's .model file */
+    struct Spm *spm; /* a subword vocabulary's model (ids = piece ids), else NULL */
+    char *spm_model; /* its serialized bytes, as in the run's .model file */
     size_t spm_len;
 } Vocab;
 
-void vocab_init(Vocab *v);   /* just the specials */
+void vocab_init(Vocab *v); /* just the specials */
 void vocab_free(Vocab *v);
 /* Adds `count` occurrences of a token (inserting it if new). */
 void vocab_count(Vocab *v, const char *tok, size_t len, int64_t count);

@@ -89,9 +89,7 @@ void attnmap_head_average(const AttnMaps *a, int kind, int layer, float *out) {
 }
 
 char **attnmap_row_labels(const AttnMaps *a, int kind) { return kind == ATTN_ENC_SELF ? a->src : a->tgt_out; }
-char **attnmap_col_labels(const AttnMaps *a, int kind) {
-    return kind == ATTN_DEC_SELF ? a->tgt_in : a->src;
-}
+char **attnmap_col_labels(const AttnMaps *a, int kind) { return kind == ATTN_DEC_SELF ? a->tgt_in : a->src; }
 
 float *attnmap_slice(const AttnMaps *a, float *const *arrays, int kind, int layer, int head) {
     size_t per = (size_t)attnmap_rows(a, kind) * attnmap_cols(a, kind);
@@ -116,7 +114,8 @@ double attnmap_entropy(const AttnMaps *a, int kind, int layer, int head) {
 
 /* Head h's columns of x (n rows of d) as n rows of dh. */
 static void copy_head(float *dst, const float *x, int n, int d, int h, int dh) {
-    for (int i = 0; i < n; i++) memcpy(dst + (size_t)i * dh, x + (size_t)i * d + (size_t)h * dh, sizeof(float) * (size_t)dh);
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * dh, x + (size_t)i * d + (size_t)h * dh, sizeof(float) * (size_t)dh);
 }
 
 /* Everything but the weights, which the forward pass left in the acts: contributions from
@@ -397,10 +396,12 @@ static int read_grid(json_t *root, const char *key, float *x, int layers, int he
     if (json_array_size(ls) != (size_t)layers) return err_set("%s: '%s' does not hold %d layers", what, key, layers);
     for (int l = 0; l < layers; l++) {
         json_t *hs = json_array_get(ls, (size_t)l);
-        if (json_array_size(hs) != (size_t)heads) return err_set("%s: '%s'[%d] does not hold %d heads", what, key, l, heads);
+        if (json_array_size(hs) != (size_t)heads)
+            return err_set("%s: '%s'[%d] does not hold %d heads", what, key, l, heads);
         for (int h = 0; h < heads; h++) {
             json_t *m = json_array_get(hs, (size_t)h);
-            if (json_array_size(m) != (size_t)rows) return err_set("%s: '%s'[%d][%d] does not hold %d rows", what, key, l, h, rows);
+            if (json_array_size(m) != (size_t)rows)
+                return err_set("%s: '%s'[%d][%d] does not hold %d rows", what, key, l, h, rows);
             for (int i = 0; i < rows; i++) {
                 json_t *row = json_array_get(m, (size_t)i);
                 if (json_array_size(row) != (size_t)cols)
@@ -412,7 +413,8 @@ static int read_grid(json_t *root, const char *key, float *x, int layers, int he
                     if (!json_is_number(v) && !(values == VALUES_MASKABLE && json_is_null(v)))
                         return err_set("%s: '%s'[%d][%d][%d][%d] is not a number", what, key, l, h, i, j);
                     if (json_is_number(v) && (!isfinite(f) || (values == VALUES_WEIGHT && !(f >= 0.0f && f <= 1.0f))))
-                        return err_set("%s: '%s'[%d][%d][%d][%d] is %g, not %s", what, key, l, h, i, j, json_number_value(v),
+                        return err_set("%s: '%s'[%d][%d][%d][%d] is %g, not %s", what, key, l, h, i, j,
+                                       json_number_value(v),
                                        values == VALUES_WEIGHT ? "a weight in [0, 1]" : "a float");
                     if (x) dst[j] = f;
                 }
@@ -426,10 +428,12 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
     memset(out, 0, sizeof *out);
     const char *format = json_string_value(json_object_get(root, "format"));
     if (!format || strcmp(format, "qkv-attention-2") != 0)
-        return err_set("%s: not qkv attention maps (format '%s', expected qkv-attention-2)", what, format ? format : "none");
+        return err_set("%s: not qkv attention maps (format '%s', expected qkv-attention-2)", what,
+                       format ? format : "none");
     json_int_t heads = json_integer_value(json_object_get(root, "heads")),
                d_head = json_integer_value(json_object_get(root, "d_head"));
-    if (heads < 1 || heads > 256 || d_head < 1 || d_head > 8192) return err_set("%s: heads or d_head out of range", what);
+    if (heads < 1 || heads > 256 || d_head < 1 || d_head > 8192)
+        return err_set("%s: heads or d_head out of range", what);
     out->heads = (int)heads, out->d_head = (int)d_head;
     int n_in;
     char **tgt_in = NULL;
@@ -491,8 +495,9 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
         int n = utf8_chars(a->tgt_out[t]);
         if (n > w) w = n < 16 ? n : 16;
     }
-    fprintf(f, "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
-               "words)\n",
+    fprintf(f,
+            "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
+            "words)\n",
             L - 1, a->heads);
     if (cols > 10) { /* column numbers past 9 get a tens line above the units */
         fprintf(f, "%*s ", w, "");
@@ -566,8 +571,9 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
         if (isfinite(s[j])) fprintf(f, "  %12.6f  %10.6f  %12.6f\n", s[j], p[j], c[j]);
         else fprintf(f, "  %12s  %10.6f  %12.6f\n", "masked", p[j], c[j]);
     }
-    fprintf(f, "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); contrib_j = weight_j * "
-               "||v_j W_O^%d||\n",
+    fprintf(f,
+            "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); contrib_j = weight_j * "
+            "||v_j W_O^%d||\n",
             a->d_head, head);
     fprintf(f, "sum of weights %.6f; softmax(scores) - weights: max %.1e\n", sum_w, worst);
     float *masked = xmalloc(sizeof(float) * (size_t)cols);

@@ -20,13 +20,13 @@
 
 #include <stdio.h>
 
-#include "nn/model.h"
 #include "data/vocab.h"
+#include "nn/model.h"
 
 /* Kinds are nn's AttnKind (nn/model.h): ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS. */
 
 typedef struct {
-    int S, T;      /* source positions (tokens + EOS), decoder positions (target tokens + 1) */
+    int S, T; /* source positions (tokens + EOS), decoder positions (target tokens + 1) */
     int layers[ATTN_KINDS], heads;
     char **src;     /* (S) source tokens, EOS last */
     char **tgt_in;  /* (T) what each decoder position reads */

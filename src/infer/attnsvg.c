@@ -46,7 +46,8 @@ static int longest(char **labels, int n) {
     return w > 24 ? 24 : w;
 }
 
-char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, char **col_labels_in, const char *title_in) {
+char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, char **col_labels_in,
+                  const char *title_in) {
     char **row_labels = clean_labels(row_labels_in, rows), **col_labels = clean_labels(col_labels_in, cols);
     char *title = attnmap_utf8(title_in);
     int big = rows > cols ? rows : cols;
@@ -57,13 +58,15 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, ch
     int left = longest(row_labels, rows) * font * 6 / 10 + 16, top = longest(col_labels, cols) * font * 6 / 10 + 48;
     int width = left + cols * cell + 110, height = top + rows * cell + 40;
     StrBuf sb = {0};
-    sb_printf(&sb, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                   "font-family=\"sans-serif\" font-size=\"%d\">\n",
+    sb_printf(&sb,
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+              "font-family=\"sans-serif\" font-size=\"%d\">\n",
               width, height, width, height, font);
     sb_printf(&sb, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"8\" y=\"20\" font-size=\"14\" "
                    "font-weight=\"bold\">");
     sb_append_xml(&sb, title);
-    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">rows: queries; columns: keys; each row sums to 1</text>\n");
+    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">rows: queries; columns: keys; each row sums to "
+                   "1</text>\n");
     for (int j = 0; j < cols; j++) {
         int x = left + j * cell + cell / 2 + font / 3, y = top - 6;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-60 %d %d)\">", x, y, x, y);
@@ -94,8 +97,9 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, ch
         colour(k / 4.0f, c);
         sb_printf(&sb, "<stop offset=\"%d%%\" stop-color=\"%s\"/>", k * 25, c);
     }
-    sb_printf(&sb, "</linearGradient></defs>\n<rect x=\"%d\" y=\"%d\" width=\"16\" height=\"%d\" fill=\"url(#scale)\" "
-                   "stroke=\"#888\"/>\n",
+    sb_printf(&sb,
+              "</linearGradient></defs>\n<rect x=\"%d\" y=\"%d\" width=\"16\" height=\"%d\" fill=\"url(#scale)\" "
+              "stroke=\"#888\"/>\n",
               lx, ly, lh);
     for (int k = 0; k <= 4; k++)
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\">%.2f</text>\n", lx + 22, ly + lh - k * lh / 4 + font / 3, k / 4.0);
@@ -116,7 +120,8 @@ int attnmap_write_svgs(const AttnMaps *a, const char *dir, int *count) {
                 if (h < 0) {
                     attnmap_head_average(a, k, l, avg);
                     map = avg;
-                    snprintf(title, sizeof title, "%s, layer %d, average of %d heads", attnmap_kind_title(k), l, a->heads);
+                    snprintf(title, sizeof title, "%s, layer %d, average of %d heads", attnmap_kind_title(k), l,
+                             a->heads);
                     snprintf(path, sizeof path, "%s/%s-layer%d-avg.svg", dir, attnmap_kind_name(k), l);
                 } else {
                     snprintf(title, sizeof title, "%s, layer %d, head %d", attnmap_kind_title(k), l, h);

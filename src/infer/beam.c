@@ -105,7 +105,8 @@ static void choose(Sentence *s, const Cand *top, int n, const int *hist, int t, 
         int row = g * K + live++;
         from[row] = g * K + c->beam, tok[row] = c->token, new_score[row] = c->score;
     }
-    for (int k = live; k < K; k++) from[g * K + k] = g * K, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
+    for (int k = live; k < K; k++)
+        from[g * K + k] = g * K, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
     if (s->n_fin >= K || live == 0) s->done = 1;
 }
 
@@ -123,8 +124,8 @@ static int by_score(const void *a, const void *b) {
     return x->order - y->order;
 }
 
-void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, const DecodeOptions *o,
-                       Seq *const *out, double *const *scores) {
+void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, const DecodeOptions *o, Seq *const *out,
+                       double *const *scores) {
     int K = o->beam, B = G * K, V = m->cfg.tgt_vocab, Tmax = 1, one = 1;
     Sentence *sent = xcalloc((size_t)G, sizeof(Sentence));
     for (int g = 0; g < G; g++) {
@@ -148,7 +149,8 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
         for (int g = 0; g < G; g++) {
             Sentence *s = &sent[g];
             if (s->done) {
-                for (int k = 0; k < K; k++) from[g * K + k] = g * K + k, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
+                for (int k = 0; k < K; k++)
+                    from[g * K + k] = g * K + k, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
                 continue;
             }
             int n = best_extensions(logits, score, hist, t, g, K, V, o->no_repeat_ngram, top);
@@ -193,5 +195,6 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
         }
     }
     sentences_free(sent, G);
-    free(src_ids), free(src_len), free(hist), free(next_hist), free(tok), free(from), free(score), free(new_score), free(top);
+    free(src_ids), free(src_len), free(hist), free(next_hist), free(tok), free(from), free(score), free(new_score),
+        free(top);
 }

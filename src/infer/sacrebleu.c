@@ -49,7 +49,7 @@ static char *replace_all(char *s, const char *from, const char *to) {
     if (!strstr(s, from)) return s;
     StrBuf b = {0};
     size_t nf = strlen(from), nt = strlen(to);
-    for (const char *p = s, *hit; ; p = hit + nf) {
+    for (const char *p = s, *hit;; p = hit + nf) {
         hit = strstr(p, from);
         if (!hit) {
             sb_append(&b, p, strlen(p));
@@ -147,8 +147,14 @@ void bleu_tokenize_13a(const char *line, StrBuf *out) {
 
 /* An n-gram is n consecutive units of a sentence; a unit is a byte range (a token or a
  * code point). Two n-grams are equal when their units are, byte for byte. */
-typedef struct { const char *start; size_t len; } Unit;
-typedef struct { const Unit *u; int n; } Gram;
+typedef struct {
+    const char *start;
+    size_t len;
+} Unit;
+typedef struct {
+    const Unit *u;
+    int n;
+} Gram;
 
 static int unit_cmp(const Unit *a, const Unit *b) {
     size_t n = a->len < b->len ? a->len : b->len;

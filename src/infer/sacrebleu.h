@@ -25,9 +25,9 @@ typedef struct {
 } BleuStats;
 
 typedef struct {
-    double score;                 /* 0..100 */
+    double score;                  /* 0..100 */
     double precisions[BLEU_ORDER]; /* 0..100, after smoothing */
-    double bp;                    /* brevity penalty */
+    double bp;                     /* brevity penalty */
 } Bleu;
 
 typedef struct {

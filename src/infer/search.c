@@ -13,7 +13,8 @@ DecodeOptions decode_defaults(void) {
 
 int decode_check(const DecodeOptions *o) {
     if (o->beam < 1 || o->beam > 64) return err_set("--beam: %d is not between 1 and 64", o->beam);
-    if (o->nbest < 1 || o->nbest > o->beam) return err_set("--nbest: %d is not between 1 and the beam (%d)", o->nbest, o->beam);
+    if (o->nbest < 1 || o->nbest > o->beam)
+        return err_set("--nbest: %d is not between 1 and the beam (%d)", o->nbest, o->beam);
     if (!(o->length_penalty >= 0.0 && o->length_penalty <= 10.0))
         return err_set("--length-penalty: %g is not between 0 and 10", o->length_penalty);
     if (!(o->max_len_a >= 0.0 && o->max_len_a <= 100.0) || o->max_len_b < 0 || o->max_len_b > 100000)

@@ -14,7 +14,7 @@ typedef struct {
                               counting its EOS (fairseq's form); 0 ranks by log P alone */
     double max_len_a;      /* at most a * |source| + b target tokens (and the position table) */
     int max_len_b;
-    int no_repeat_ngram;   /* > 0: no n-gram of this many tokens twice in one hypothesis */
+    int no_repeat_ngram; /* > 0: no n-gram of this many tokens twice in one hypothesis */
 } DecodeOptions;
 
 /* beam 5, nbest 1, length penalty 1.0, max length 2|src| + 10, repeats allowed. */

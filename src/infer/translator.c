@@ -29,7 +29,8 @@ static void keep_surface(const char *tok, size_t len, void *ctx) {
  * layer, heads averaged) is highest, excluding the source's EOS; -1 elsewhere. */
 static void unk_sources(Model *m, const Seq *src, const Seq *out, int *where) {
     int S = src->len + 1, T = out->len + 1, H = m->cfg.heads, L = m->cfg.decoder_layers;
-    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T), *tout = xmalloc(sizeof(int) * (size_t)T);
+    int *s = xmalloc(sizeof(int) * (size_t)S), *tin = xmalloc(sizeof(int) * (size_t)T),
+        *tout = xmalloc(sizeof(int) * (size_t)T);
     batch_frame_source(src->ids, src->len, s, S);
     batch_frame_target(out->ids, out->len, tin, tout, T);
     ModelBatch b = {1, S, T, s, &S, tin, NULL, &T, 0};
@@ -65,7 +66,8 @@ static char *hypothesis_text(Model *m, int tokenizer, const Vocab *tv, const Seq
     StrBuf sb = {0};
     sb_append(&sb, "", 0);
     for (int t = 0; t < out->len; t++)
-        detokenize_append(&sb, tokenizer, where[t] >= 0 ? surface->tok[where[t]] : vocab_token(tv, out->ids[t]), t == 0);
+        detokenize_append(&sb, tokenizer, where[t] >= 0 ? surface->tok[where[t]] : vocab_token(tv, out->ids[t]),
+                          t == 0);
     st->replaced_unk += unks;
     free(where);
     return sb.buf;
@@ -130,10 +132,12 @@ double reference_nll(Model *m, const Seq *src, const Seq *ref, int n, long long 
             if (ref[first + i].len + 1 > T) T = ref[first + i].len + 1;
         }
         int *s = xmalloc(sizeof(int) * (size_t)B * S), *tin = xmalloc(sizeof(int) * (size_t)B * T);
-        int *tout = xmalloc(sizeof(int) * (size_t)B * T), *slen = xmalloc(sizeof(int) * (size_t)B), *tlen = xmalloc(sizeof(int) * (size_t)B);
+        int *tout = xmalloc(sizeof(int) * (size_t)B * T), *slen = xmalloc(sizeof(int) * (size_t)B),
+            *tlen = xmalloc(sizeof(int) * (size_t)B);
         for (int i = 0; i < B; i++) {
             slen[i] = batch_frame_source(src[first + i].ids, src[first + i].len, s + (size_t)i * S, S);
-            tlen[i] = batch_frame_target(ref[first + i].ids, ref[first + i].len, tin + (size_t)i * T, tout + (size_t)i * T, T);
+            tlen[i] = batch_frame_target(ref[first + i].ids, ref[first + i].len, tin + (size_t)i * T,
+                                         tout + (size_t)i * T, T);
         }
         ModelBatch b = {B, S, T, s, slen, tin, tout, tlen, 0};
         model_reserve(m, model_arena_floats(m, B, S, T));

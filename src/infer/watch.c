@@ -62,7 +62,8 @@ static double sentence_bytes(const Model *m, int S, int T, size_t label) {
     return b;
 }
 
-double watch_snapshot_bound(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w, int n) {
+double watch_snapshot_bound(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w,
+                            int n) {
     int max = m->cfg.max_positions - 2;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     /* a label is a word of the text or a token of a vocabulary, or <eos>, U+FFFD: 16 more
@@ -92,9 +93,11 @@ int watch_check(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
         encode_watch(m, tokenizer, sv, tv, &w[i], src, &n_src, tgt, &n_tgt);
         if (n_src == 0) rc = err_set("train.watch: sentence %d has no tokens", i + 1);
         else if (n_src > max || n_tgt > max)
-            rc = err_set("train.watch: sentence %d is longer than the %d tokens this model has positions for", i + 1, max);
+            rc = err_set("train.watch: sentence %d is longer than the %d tokens this model has positions for", i + 1,
+                         max);
         for (int j = 0; j < n_tgt && rc == 0; j++)
-            if (tgt[j] == VOCAB_UNK) rc = err_set("train.watch: the target of sentence %d has words not in the target vocabulary", i + 1);
+            if (tgt[j] == VOCAB_UNK)
+                rc = err_set("train.watch: the target of sentence %d has words not in the target vocabulary", i + 1);
         for (int j = 0; j < n_src && rc == 0; j++)
             if (src[j] == VOCAB_UNK) {
                 sb_printf(&unk, "%ssentence %d", unk.len ? ", " : "", i + 1);
@@ -106,7 +109,8 @@ int watch_check(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
     /* refused now rather than written at every validation and refused by the reader */
     double bytes = rc == 0 ? watch_snapshot_bound(m, tokenizer, sv, tv, w, n) : 0;
     if (rc == 0 && bytes > (double)READ_FILE_SMALL)
-        rc = err_set("train.watch: a snapshot of these %d sentences could take %.0f bytes, more than the %zu 'qkv attention "
+        rc = err_set("train.watch: a snapshot of these %d sentences could take %.0f bytes, more than the %zu 'qkv "
+                     "attention "
                      "--watch' reads: watch fewer or shorter sentences%s",
                      n, bytes, (size_t)READ_FILE_SMALL, greedy ? ", or give their targets" : "");
     if (rc == 0 && unk.len) *unknown = unk.buf;
@@ -170,7 +174,8 @@ int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, cons
     if (strlen(text) > READ_FILE_SMALL) /* watch_check bounds it; never a file the reader refuses */
         rc = err_set("%s: %zu bytes, more than the %zu 'qkv attention --watch' reads: not written", path, strlen(text),
                      (size_t)READ_FILE_SMALL);
-    else if (make_dirs(dir) != 0 || (step == 0 && clear_snapshots(dir) != 0) || write_file_atomic(path, text, strlen(text)) != 0)
+    else if (make_dirs(dir) != 0 || (step == 0 && clear_snapshots(dir) != 0) ||
+             write_file_atomic(path, text, strlen(text)) != 0)
         rc = -1;
     free(text);
     return rc;
@@ -206,19 +211,22 @@ static int load_snapshot(const char *path, long long name_step, WatchSnapshot *s
     const char *format = json_string_value(json_object_get(root, "format"));
     json_t *list = json_object_get(root, "sentences");
     size_t n = json_array_size(list);
-    if (!format || strcmp(format, "qkv-watch-1") != 0) rc = err_set("%s: not a qkv watch snapshot (format qkv-watch-1)", path);
+    if (!format || strcmp(format, "qkv-watch-1") != 0)
+        rc = err_set("%s: not a qkv watch snapshot (format qkv-watch-1)", path);
     else if (!json_is_integer(json_object_get(root, "step")) || n < 1 || n > CONFIG_WATCH_MAX)
         rc = err_set("%s: needs a step and 1..%d sentences", path, CONFIG_WATCH_MAX);
     else if (json_integer_value(json_object_get(root, "step")) != name_step)
         rc = err_set("%s: holds step %lld, not the step %lld its name says", path,
                      (long long)json_integer_value(json_object_get(root, "step")), name_step);
     else if (*n_sentences && (int)n != *n_sentences)
-        rc = err_set("%s: %zu sentences, but the other snapshots have %d (was train.watch changed?)", path, n, *n_sentences);
+        rc = err_set("%s: %zu sentences, but the other snapshots have %d (was train.watch changed?)", path, n,
+                     *n_sentences);
     if (rc == 0) {
         s->step = json_integer_value(json_object_get(root, "step"));
         s->sentences = xcalloc(n, sizeof(AttnMaps));
         *n_sentences = (int)n;
-        for (size_t i = 0; i < n && rc == 0; i++) rc = attnmap_from_json(json_array_get(list, i), &s->sentences[i], path);
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = attnmap_from_json(json_array_get(list, i), &s->sentences[i], path);
     }
     json_decref(root);
     return rc;
@@ -226,7 +234,8 @@ static int load_snapshot(const char *path, long long name_step, WatchSnapshot *s
 
 /* "2+2 layers, 4 heads of 8": the model shape a sentence's maps were recorded with. */
 static void shape_text(const AttnMaps *a, char *buf, size_t n) {
-    snprintf(buf, n, "%d+%d layers, %d heads of %d", a->layers[ATTN_ENC_SELF], a->layers[ATTN_CROSS], a->heads, a->d_head);
+    snprintf(buf, n, "%d+%d layers, %d heads of %d", a->layers[ATTN_ENC_SELF], a->layers[ATTN_CROSS], a->heads,
+             a->d_head);
 }
 
 static int same_shape(const AttnMaps *a, const AttnMaps *b) {
@@ -257,7 +266,8 @@ int watch_load(const char *run_dir, WatchLog *out) {
         }
     }
     closedir(d);
-    if (rc == 0 && n == 0) rc = err_set("%s: no snapshots yet (training writes one at step 0 and at every validation)", dir);
+    if (rc == 0 && n == 0)
+        rc = err_set("%s: no snapshots yet (training writes one at step 0 and at every validation)", dir);
     if (rc == 0) qsort(names, (size_t)n, sizeof *names, by_name_step);
     for (int k = 1; k < n && rc == 0; k++)
         if (names[k].step == names[k - 1].step)
@@ -305,10 +315,11 @@ static int gold_links(const char *line, int (**pairs)[2], int unique) {
     return n < 0 ? -1 : unique ? align_unique(*pairs, n) : n;
 }
 
-int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *path, const int *forced, int max_target) {
+int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *path, const int *forced,
+                     int max_target) {
     int rc = 0;
     for (int i = 0; i < w->n_sentences && rc == 0; i++) {
-        int (*pairs)[2], n = gold_links(gold[i], &pairs, 0);
+        int(*pairs)[2], n = gold_links(gold[i], &pairs, 0);
         if (n < 0) rc = err_set("%s:%d: not Pharaoh alignments (i-j pairs)", path, i + 1);
         for (int k = 0; k < w->n_snapshots && rc == 0; k++) {
             const AttnMaps *a = &w->snap[k].sentences[i];
@@ -316,8 +327,8 @@ int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *
             int nsw = align_words(a->src, a->S, tokenizer, sw), ntw = align_words(a->tgt_out, a->T, tokenizer, tw);
             int bad = align_out_of_range(pairs, n, nsw, forced[i] ? ntw : max_target);
             if (bad >= 0 && forced[i])
-                rc = err_set("%s:%d: link %d-%d is out of range: watched sentence %d has %d source and %d target words", path,
-                             i + 1, pairs[bad][0], pairs[bad][1], i + 1, nsw, ntw);
+                rc = err_set("%s:%d: link %d-%d is out of range: watched sentence %d has %d source and %d target words",
+                             path, i + 1, pairs[bad][0], pairs[bad][1], i + 1, nsw, ntw);
             else if (bad >= 0) /* translated greedily: its words change, the model's positions bound them */
                 rc = err_set("%s:%d: link %d-%d is out of range: watched sentence %d has %d source words and its "
                              "translation at most %d",
@@ -334,7 +345,7 @@ int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer)
     int rc = 0;
     for (int i = 0; i < w->n_sentences && rc == 0; i++) {
         const AttnMaps *a = &w->snap[k].sentences[i];
-        int (*pairs)[2], n_gold = gold_links(gold[i], &pairs, 1);
+        int(*pairs)[2], n_gold = gold_links(gold[i], &pairs, 1);
         int *sw = xmalloc(sizeof(int) * (size_t)a->S), *tw = xmalloc(sizeof(int) * (size_t)a->T);
         float *map = xmalloc(sizeof(float) * (size_t)a->S * a->T);
         if (n_gold < 0) rc = err_set("--gold: line %d: not Pharaoh alignments (i-j pairs)", i + 1);
@@ -370,7 +381,8 @@ char *watch_view_json(const WatchLog *w, const double *aer) {
                 json_t *layers = json_array();
                 for (int l = 0; l < a->layers[kind]; l++) {
                     json_t *heads = json_array();
-                    for (int h = 0; h < a->heads; h++) json_array_append_new(heads, json_real(attnmap_entropy(a, kind, l, h)));
+                    for (int h = 0; h < a->heads; h++)
+                        json_array_append_new(heads, json_real(attnmap_entropy(a, kind, l, h)));
                     json_array_append_new(layers, heads);
                 }
                 json_object_set_new(kinds, attnmap_kind_name(kind), layers);

@@ -30,7 +30,8 @@ int watch_check(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
 
 /* The most bytes a snapshot of these sentences can take (what watch_check holds to
  * READ_FILE_SMALL): every number at its longest, every label escaped at its longest. */
-double watch_snapshot_bound(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w, int n);
+double watch_snapshot_bound(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w,
+                            int n);
 
 /* Captures every watched sentence with m's weights now and writes the snapshot of
  * `step` atomically; step 0 first removes every snapshot already there (an earlier run's,
@@ -61,7 +62,8 @@ void watch_free(WatchLog *w);
  * greedily, whose words change from step to step, one below max_target. -1 with the
  * error set, "path:line: ..." naming the link. tokenizer: the run's, word or char (a
  * snapshot's labels are decoded: subword pieces no longer show where words start). */
-int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *path, const int *forced, int max_target);
+int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *path, const int *forced,
+                     int max_target);
 
 /* AER of snapshot k against gold (checked by watch_gold_check; source word i - target
  * word j, a link written twice counted once), read off the last decoder layer's

@@ -21,8 +21,8 @@
 
 typedef struct {
     Model *m;
-    float *base;   /* NULL while building the table */
-    int index;     /* next tensor */
+    float *base; /* NULL while building the table */
+    int index;   /* next tensor */
     int building;
 } Binder;
 
@@ -108,11 +108,13 @@ int model_init(Model *m, const ModelConfig *cfg) {
     if (blas_room_check(openblas_get_num_threads()) != 0) return -1;
     m->cfg = *cfg;
     const ModelConfig *c = cfg;
-    if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0) return err_set("d_model must be a positive multiple of heads");
+    if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0)
+        return err_set("d_model must be a positive multiple of heads");
     if (c->encoder_layers < 1 || c->encoder_layers > QKV_MAX_LAYERS || c->decoder_layers < 1 ||
         c->decoder_layers > QKV_MAX_LAYERS)
         return err_set("layer counts must be between 1 and %d", QKV_MAX_LAYERS);
-    if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_ff <= 0 || c->max_positions <= 0) return err_set("bad model sizes");
+    if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_ff <= 0 || c->max_positions <= 0)
+        return err_set("bad model sizes");
     Binder bd = {.m = m, .building = 1};
     bind_params(&bd, &m->p);
     m->params = xcalloc(m->n_params, sizeof(float));
@@ -383,7 +385,9 @@ typedef struct {
     size_t offset;
 } DropKeys;
 
-static DropSite drop_site(const DropKeys *k, int site) { return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset}; }
+static DropSite drop_site(const DropKeys *k, int site) {
+    return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset};
+}
 
 static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0, int T) {
     return (DropKeys){hash64(seed, step), (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
@@ -417,7 +421,8 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
         residual_out(&e->r2, &w->norm2, x, e->ffn.out, N, d, pre, p, drop_site(&keys, 101 + 4 * l));
         x = e->r2.out;
     }
-    if (pre) layernorm_forward(a->src.out, a->src.norm_mean, a->src.norm_rstd, x, m->p.enc_norm.w, m->p.enc_norm.b, N, d);
+    if (pre)
+        layernorm_forward(a->src.out, a->src.norm_mean, a->src.norm_rstd, x, m->p.enc_norm.w, m->p.enc_norm.b, N, d);
     else memcpy(a->src.out, x, sizeof(float) * (size_t)N * d);
 }
 
@@ -457,7 +462,8 @@ static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerAct
 /* The decoder stack's output (after the final norm for pre-LN) into s->out. */
 static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
     int d = m->cfg.d_model;
-    if (m->cfg.pre_norm) layernorm_forward(s->out, s->norm_mean, s->norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
+    if (m->cfg.pre_norm)
+        layernorm_forward(s->out, s->norm_mean, s->norm_rstd, x, m->p.dec_norm.w, m->p.dec_norm.b, N, d);
     else memcpy(s->out, x, sizeof(float) * (size_t)N * d);
 }
 
@@ -487,9 +493,9 @@ static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
     const ModelConfig *c = &m->cfg;
     int N = b->B * b->T, count = 0;
     if (dx) memset(dx, 0, sizeof(float) * (size_t)N * c->d_model);
-    m->loss_sum = classifier_forward_backward(m->a.logits, MODEL_CLASSIFIER_ROWS, m->a.tgt.out, m->p.generator, b->tgt_out,
-                                              N, c->d_model, c->tgt_vocab, c->label_smoothing, c->pad_id, &count,
-                                              &m->nll_sum, dx, dx ? m->g.generator : NULL, scale);
+    m->loss_sum = classifier_forward_backward(m->a.logits, MODEL_CLASSIFIER_ROWS, m->a.tgt.out, m->p.generator,
+                                              b->tgt_out, N, c->d_model, c->tgt_vocab, c->label_smoothing, c->pad_id,
+                                              &count, &m->nll_sum, dx, dx ? m->g.generator : NULL, scale);
     m->n_tokens = count;
     return count;
 }
@@ -530,7 +536,7 @@ const float *model_logits_at(Model *m, int i, int t) {
 /* ---- one attention sub-layer ------------------------------------------------------------ */
 
 static int attn_layer_exists(const Model *m, AttnKind kind, int layer) {
-    int n = kind == ATTN_ENC_SELF ? m->cfg.encoder_layers
+    int n = kind == ATTN_ENC_SELF                         ? m->cfg.encoder_layers
             : kind == ATTN_DEC_SELF || kind == ATTN_CROSS ? m->cfg.decoder_layers
                                                           : 0;
     return layer >= 0 && layer < n;
@@ -597,18 +603,21 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         DecoderLayerParams *g = &m->g.dec[l];
         const float *x1 = l ? a->dec[l - 1].r3.out : a->tgt.x, *x2 = e->r1.out, *x3 = e->r2.out;
         /* feed-forward block */
-        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+                                           m->dropout_p);
         const float *in = pre ? e->r3.ln : x3;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r3, &w->norm3, &g->norm3, dx, din, x3, N, d, pre);
         /* cross-attention block: K/V gradients flow into the encoder output */
-        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+                                    m->dropout_p);
         in = pre ? e->r2.ln : x2;
         attention_backward(&g->cross_attn, din, a->d_enc_out, a->d_sub, &e->cross_attn, &w->cross_attn, in, a->src.out,
                            &cross, &a->attn);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
         /* masked self-attention block */
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+                                    m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->self_attn, &w->self_attn, in, in, &self, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
@@ -624,8 +633,8 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
     if (pre) {
         const float *last = a->enc[c->encoder_layers - 1].r2.out;
         memset(dx, 0, sizeof(float) * (size_t)N * d);
-        layernorm_backward(dx, m->g.enc_norm.w, m->g.enc_norm.b, a->d_enc_out, last, m->p.enc_norm.w,
-                           a->src.norm_mean, a->src.norm_rstd, N, d);
+        layernorm_backward(dx, m->g.enc_norm.w, m->g.enc_norm.b, a->d_enc_out, last, m->p.enc_norm.w, a->src.norm_mean,
+                           a->src.norm_rstd, N, d);
     } else {
         memcpy(dx, a->d_enc_out, sizeof(float) * (size_t)N * d);
     }
@@ -635,11 +644,13 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         const EncoderLayerParams *w = &m->p.enc[l];
         EncoderLayerParams *g = &m->g.enc[l];
         const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
-        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+                                           m->dropout_p);
         const float *in = pre ? e->r2.ln : x2;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre, m->dropout_p);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+                                    m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
@@ -681,8 +692,10 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
     Carver cv = {.base = base};
     Residual r;
     carve_residual(&cv, &r, (size_t)B, d, pre);
-    AttnActs shared = {.q = take(&cv, (size_t)B * d), .p = take(&cv, (size_t)B * H * widest),
-                       .ctx = take(&cv, (size_t)B * d), .out = take(&cv, (size_t)B * d)};
+    AttnActs shared = {.q = take(&cv, (size_t)B * d),
+                       .p = take(&cv, (size_t)B * H * widest),
+                       .ctx = take(&cv, (size_t)B * d),
+                       .out = take(&cv, (size_t)B * d)};
     float *hidden = take(&cv, (size_t)B * c->d_ff);
     for (int l = 0; l < c->decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];

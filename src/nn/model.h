@@ -31,8 +31,12 @@ typedef struct {
     int pad_id;        /* the padding token: targets equal to it carry no loss */
 } ModelConfig;
 
-typedef struct { float *w, *b; } NormParams;              /* (d), (d) */
-typedef struct { float *w_1, *b_1, *w_2, *b_2; } FfnParams; /* (d, ff), (ff), (ff, d), (d) */
+typedef struct {
+    float *w, *b;
+} NormParams; /* (d), (d) */
+typedef struct {
+    float *w_1, *b_1, *w_2, *b_2;
+} FfnParams; /* (d, ff), (ff), (ff, d), (d) */
 
 typedef struct {
     AttnParams self_attn;
@@ -93,9 +97,9 @@ typedef struct {
 } DecoderLayerActs;
 
 typedef struct {
-    float *emb, *x;     /* (N, d): scaled embedding + position; after dropout */
-    uint8_t *emb_mask;  /* (N, d) */
-    float *out;                /* (N, d) the stack's output (after the final norm for pre-LN) */
+    float *emb, *x;    /* (N, d): scaled embedding + position; after dropout */
+    uint8_t *emb_mask; /* (N, d) */
+    float *out;        /* (N, d) the stack's output (after the final norm for pre-LN) */
     float *norm_mean, *norm_rstd;
 } StackActs;
 
@@ -106,9 +110,9 @@ typedef struct {
     float *logits; /* (MODEL_CLASSIFIER_ROWS, tgt_vocab): the classifier's chunk of logits,
                       then probabilities, then their gradient (kernels.h) */
     /* backward scratch, shared */
-    float *d_src, *d_tgt, *d_enc_out;   /* stream gradients (N, d) */
-    float *d_sub, *d_sum, *d_in;        /* (max N, d) */
-    float *d_hidden;                    /* (max N, ff) */
+    float *d_src, *d_tgt, *d_enc_out; /* stream gradients (N, d) */
+    float *d_sub, *d_sum, *d_in;      /* (max N, d) */
+    float *d_hidden;                  /* (max N, ff) */
     AttnScratch attn;
 } Acts;
 
@@ -140,13 +144,13 @@ typedef struct {
     /* results of the last model_forward */
     double loss_sum, nll_sum;
     int n_tokens;
-    int loss_tokens; /* the backward pass divides by this: n_tokens, or a whole batch's when
-                        the batch is split across replicas (parallel.c: set it before
-                        model_forward_backward) */
+    int loss_tokens;      /* the backward pass divides by this: n_tokens, or a whole batch's when
+                             the batch is split across replicas (parallel.c: set it before
+                             model_forward_backward) */
     float *decode_logits; /* (B*T, tgt_vocab) of the last model_decode, allocated there */
     size_t decode_logits_floats;
-    int is_replica;  /* shares params, table and positions with another Model */
-    float dropout_p; /* the rate the last forward used (0 when not training) */
+    int is_replica;      /* shares params, table and positions with another Model */
+    float dropout_p;     /* the rate the last forward used (0 when not training) */
     int arena_regrowths; /* shapes that outgrew the reserved arena (0 when reserved right) */
 } Model;
 
@@ -215,17 +219,17 @@ int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *score
  * row per sequence); its self-attention keys and values join a per-layer cache, and the
  * cross-attention keys and values are computed once from the encoder output. */
 typedef struct {
-    int B, S, max_len; /* sequences, source width, positions the cache holds (cfg.max_positions) */
-    int copies;        /* decoder rows per source */
-    int t;             /* positions fed so far */
-    int *src_len, *self_len;              /* (B) keys each query may see */
+    int B, S, max_len;                      /* sequences, source width, positions the cache holds (cfg.max_positions) */
+    int copies;                             /* decoder rows per source */
+    int t;                                  /* positions fed so far */
+    int *src_len, *self_len;                /* (B) keys each query may see */
     DecoderLayerActs layer[QKV_MAX_LAYERS]; /* B rows; self_attn.k/v are the cache (B, max_len, d),
                                                cross_attn.k/v the encoder's (B, S, d) */
-    StackActs tgt;                        /* (B, d) embedding in, decoder output out */
-    float *kv_new;                        /* (2, B, d) the new position's keys and values */
-    float *logits;                        /* (B, tgt_vocab) of the last step */
-    float *scratch;                       /* (2, B, max(max_len, S), d) for copying rows */
-    float *buf;                           /* the one allocation behind all of the above */
+    StackActs tgt;                          /* (B, d) embedding in, decoder output out */
+    float *kv_new;                          /* (2, B, d) the new position's keys and values */
+    float *logits;                          /* (B, tgt_vocab) of the last step */
+    float *scratch;                         /* (2, B, max(max_len, S), d) for copying rows */
+    float *buf;                             /* the one allocation behind all of the above */
     size_t buf_floats;
 } DecodeState;
 

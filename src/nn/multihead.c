@@ -69,8 +69,8 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh, d,
-                        a->k + b * kv_rows * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh,
+                        d, a->k + b * kv_rows * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
     prof_stop(PROF_ATTENTION, t0);
     t0 = prof_start();
     for (int b = 0; b < B; b++)
@@ -78,7 +78,8 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
             float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
             for (int i = 0; i < Tq; i++) {
                 int n = attention_valid_keys(s, b, i);
-                if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * Tq * Tk + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
+                if (a->scores)
+                    keep_scores(a->scores + ((size_t)b * H + h) * Tq * Tk + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
                 softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
             }
         }
@@ -86,8 +87,9 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     t0 = prof_start();
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk,
-                        a->v + b * kv_rows * d + h * dh, d, 0.0f, a->ctx + (size_t)b * Tq * d + h * dh, d);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f,
+                        a->p + ((size_t)b * H + h) * Tq * Tk, Tk, a->v + b * kv_rows * d + h * dh, d, 0.0f,
+                        a->ctx + (size_t)b * Tq * d + h * dh, d);
     prof_stop(PROF_ATTENTION, t0);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
 }
@@ -123,26 +125,29 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
     /* dP = dO V^T and dV = P^T dO */
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh, poff = ((size_t)b * H + h) * per;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff, d, 0.0f,
-                        sc->dp + poff, Tk);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, 1.0f, a->p + poff, Tk, sc->dctx + qoff, d, 1.0f,
-                        sc->dv + koff, d);
+            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh,
+                   poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff, d,
+                        0.0f, sc->dp + poff, Tk);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, 1.0f, a->p + poff, Tk, sc->dctx + qoff, d,
+                        1.0f, sc->dv + koff, d);
         }
     prof_stop(PROF_ATTENTION, t0);
     /* dS = P (dP - rowsum(dP P)); masked keys have P = 0, so their dS is 0 too */
     t0 = prof_start();
-    for (size_t r = 0; r < (size_t)B * H * Tq; r++) softmax_backward(sc->dp + r * Tk, sc->dp + r * Tk, a->p + r * Tk, Tk);
+    for (size_t r = 0; r < (size_t)B * H * Tq; r++)
+        softmax_backward(sc->dp + r * Tk, sc->dp + r * Tk, a->p + r * Tk, Tk);
     prof_stop(PROF_SOFTMAX, t0);
     /* dQ = dS K / sqrt(dh) and dK = dS^T Q / sqrt(dh) */
     t0 = prof_start();
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh, poff = ((size_t)b * H + h) * per;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, scale, sc->dp + poff, Tk, a->k + koff, d, 0.0f,
-                        sc->dq + qoff, d);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, scale, sc->dp + poff, Tk, a->q + qoff, d, 1.0f,
-                        sc->dk + koff, d);
+            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh,
+                   poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, scale, sc->dp + poff, Tk, a->k + koff, d,
+                        0.0f, sc->dq + qoff, d);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, scale, sc->dp + poff, Tk, a->q + qoff, d,
+                        1.0f, sc->dk + koff, d);
         }
     prof_stop(PROF_ATTENTION, t0);
     matmul_backward(dxq, g->w_q, g->b_q, sc->dq, xq, w->w_q, B * Tq, d, d);

@@ -27,12 +27,12 @@ typedef struct {
 } AttnShape;
 
 typedef struct {
-    float *q;   /* (B*Tq, d) */
-    float *k;   /* (B*Tk, d) */
-    float *v;   /* (B*Tk, d) */
-    float *p;   /* (B, heads, Tq, Tk) the attention probabilities */
-    float *ctx; /* (B*Tq, d) heads side by side, before W_O */
-    float *out; /* (B*Tq, d) */
+    float *q;      /* (B*Tq, d) */
+    float *k;      /* (B*Tk, d) */
+    float *v;      /* (B*Tk, d) */
+    float *p;      /* (B, heads, Tq, Tk) the attention probabilities */
+    float *ctx;    /* (B*Tq, d) heads side by side, before W_O */
+    float *out;    /* (B*Tq, d) */
     float *scores; /* NULL, or (B, heads, Tq, Tk): the scaled scores the softmax received,
                       -INFINITY where the key is masked. Only the attention maps ask for
                       them; training leaves it NULL and copies nothing. */

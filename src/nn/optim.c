@@ -28,15 +28,16 @@ void adam_free(Adam *a) {
     a->m = a->v = NULL;
 }
 
-void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors,
-                       double lr, int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads) {
+void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors, double lr,
+                       int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads) {
     float b1 = (float)a->beta1, b2 = (float)a->beta2;
     float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)t)));
     float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)t)));
     float eps = (float)a->eps, flr = (float)lr;
     for (int k = 0; k < n_tensors; k++) {
         const TensorInfo *ti = &tensors[k];
-        size_t lo = ti->offset > begin ? ti->offset : begin, hi = ti->offset + ti->size < end ? ti->offset + ti->size : end;
+        size_t lo = ti->offset > begin ? ti->offset : begin,
+               hi = ti->offset + ti->size < end ? ti->offset + ti->size : end;
         if (lo >= hi) continue;
         float decay = ti->ndim == 2 ? (float)(lr * a->weight_decay) : 0.0f;
         float *w = params, *m = a->m, *v = a->v;
@@ -53,7 +54,8 @@ void adam_update_range(const Adam *a, float *params, float *grads, const TensorI
 void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *tensors, int n_tensors, double lr) {
     a->t++;
     size_t n = 0;
-    for (int k = 0; k < n_tensors; k++) n = tensors[k].offset + tensors[k].size > n ? tensors[k].offset + tensors[k].size : n;
+    for (int k = 0; k < n_tensors; k++)
+        n = tensors[k].offset + tensors[k].size > n ? tensors[k].offset + tensors[k].size : n;
     adam_update_range(a, params, (float *)grads, tensors, n_tensors, lr, a->t, 0, n, 1.0f, 0);
 }
 

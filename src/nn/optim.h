@@ -21,7 +21,7 @@ typedef struct {
     double beta1, beta2, eps, weight_decay;
     float *m, *v; /* first and second moments, (n) each */
     size_t n;
-    int64_t t;    /* steps taken */
+    int64_t t; /* steps taken */
 } Adam;
 
 /* lr at a 1-based step: noam is factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5). */
@@ -36,8 +36,8 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
  * gradients multiplied by grad_scale (clipping) and, if zero_grads, zeroed once used
  * (saving the next step a pass over memory). adam_step is this over everything after
  * t++, scale 1, no zeroing. For splitting one update across threads. */
-void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors,
-                       double lr, int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads);
+void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors, double lr,
+                       int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads);
 
 /* Scales grads so their global L2 norm is at most max_norm (<= 0: no clipping).
  * Returns the norm before clipping. Built from the two parts below, which a caller

@@ -5,7 +5,16 @@
 
 #include "util/clock.h"
 
-enum { PROF_MATMUL, PROF_ATTENTION, PROF_SOFTMAX, PROF_LAYERNORM, PROF_ELEMENTWISE, PROF_EMBED_LOSS, PROF_OPTIM, PROF_N };
+enum {
+    PROF_MATMUL,
+    PROF_ATTENTION,
+    PROF_SOFTMAX,
+    PROF_LAYERNORM,
+    PROF_ELEMENTWISE,
+    PROF_EMBED_LOSS,
+    PROF_OPTIM,
+    PROF_N
+};
 
 extern int prof_enabled;
 extern _Thread_local int prof_elsewhere; /* set on worker threads: only the main thread counts */

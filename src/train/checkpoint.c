@@ -2,22 +2,22 @@
 #define _GNU_SOURCE /* memmem, pread */
 #include "train/checkpoint.h"
 
-#include <stdarg.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "util/err.h"
-#include "util/mem.h"
-#include "util/checksum.h"
-#include "util/file.h"
 #include "util/atomic_file.h"
+#include "util/checksum.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints store little-endian float32; add byte swapping for this machine"
@@ -288,7 +288,8 @@ int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     uint64_t hlen;
     memcpy(&hlen, f->bytes, 8);
     if (hlen < 2 || hlen > HEADER_MAX || hlen > f->len - 8) {
-        fault(f, "header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, or truncated",
+        fault(f,
+              "header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, or truncated",
               (unsigned long long)hlen, f->len, HEADER_MAX);
         goto done;
     }
@@ -348,7 +349,8 @@ int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     qsort(sorted, (size_t)f->n_tensors, sizeof(CkptTensor), by_begin);
     size_t at = 0;
     for (int i = 0; i < f->n_tensors && rc != -2; i++) {
-        if (sorted[i].begin < at) rc = -2, fault(f, "tensors '%s' and '%s' overlap", sorted[i - 1].name, sorted[i].name);
+        if (sorted[i].begin < at)
+            rc = -2, fault(f, "tensors '%s' and '%s' overlap", sorted[i - 1].name, sorted[i].name);
         else if (sorted[i].begin > at) rc = -2, fault(f, "gap in the data section before tensor '%s'", sorted[i].name);
         at = sorted[i].end;
     }

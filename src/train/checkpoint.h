@@ -31,7 +31,7 @@ typedef struct {
     double valid_loss; /* at this step, NAN if not validated */
     double best_valid_loss;
     double valid_bleu, best_valid_bleu; /* the same for BLEU, NAN when not computed */
-    double elapsed_s;  /* training time of the run so far, across resumes (0 in older files) */
+    double elapsed_s;                   /* training time of the run so far, across resumes (0 in older files) */
     uint64_t vocab_hash, data_hash;
     char *config; /* resolved config YAML; owned (malloc) when loaded */
     /* weights exported for use (qkv export): each side's vocabulary file as text, or its

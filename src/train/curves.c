@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/err.h"
-#include "util/mem.h"
-#include "util/file.h"
 #include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
 #include "util/text.h"
 
 typedef struct {
@@ -65,14 +65,16 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
 #define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
     for (int k = 0, nk = tick_count(y0, y1, ys); k < nk; k++) {
         double v = y0 + k * ys;
-        sb_printf(sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
-                      "text-anchor=\"end\">%g</text>\n",
+        sb_printf(sb,
+                  "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
+                  "text-anchor=\"end\">%g</text>\n",
                   L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
     }
     for (int k = 0, nk = tick_count(x0, x1, xs); k < nk; k++) {
         double v = x0 + k * xs;
-        sb_printf(sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
-                      "text-anchor=\"middle\">%g</text>\n",
+        sb_printf(sb,
+                  "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
+                  "text-anchor=\"middle\">%g</text>\n",
                   PX(v), PX(v), T, T + ph, PX(v), T + ph + 16, v);
     }
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
@@ -84,12 +86,13 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
         for (int i = 0; i < s->n; i++) sb_printf(sb, "%.1f,%.1f ", PX(s->x[i]), PY(s->y[i]));
         sb_printf(sb, "\"/>\n");
         for (int i = 0; i < s->n && c[k].dots; i++) {
-            sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %g: ", PX(s->x[i]), PY(s->y[i]),
-                      c[k].colour, s->x[i]);
+            sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>step %g: ", PX(s->x[i]),
+                      PY(s->y[i]), c[k].colour, s->x[i]);
             sb_printf(sb, fmt, s->y[i]);
             sb_printf(sb, "</title></circle>\n");
         }
-        sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
+        sb_printf(sb,
+                  "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
                   L + pw - 230, T + 14 + 18 * k, c[k].colour, L + pw - 210, T + 19 + 18 * k, c[k].label);
     }
 #undef PX
@@ -101,11 +104,15 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         json_t *o = json_loads(line, 0, NULL);
         if (!o) continue; /* a line cut by a kill: skip it */
-        json_t *step = json_object_get(o, "step"), *loss = json_object_get(o, "loss"), *vl = json_object_get(o, "valid_loss");
+        json_t *step = json_object_get(o, "step"), *loss = json_object_get(o, "loss"),
+               *vl = json_object_get(o, "valid_loss");
         json_t *vb = json_object_get(o, "valid_bleu");
-        if (json_is_number(step) && json_is_number(loss)) series_add(&train, json_number_value(step), json_number_value(loss));
-        if (json_is_number(step) && json_is_number(vl)) series_add(&valid, json_number_value(step), json_number_value(vl));
-        if (json_is_number(step) && json_is_number(vb)) series_add(&bleu, json_number_value(step), json_number_value(vb));
+        if (json_is_number(step) && json_is_number(loss))
+            series_add(&train, json_number_value(step), json_number_value(loss));
+        if (json_is_number(step) && json_is_number(vl))
+            series_add(&valid, json_number_value(step), json_number_value(vl));
+        if (json_is_number(step) && json_is_number(vb))
+            series_add(&bleu, json_number_value(step), json_number_value(vb));
         json_decref(o);
     }
     int rc = -1;
@@ -118,8 +125,9 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
     for (int i = 0; i < bleu.n; i++) x1 = fmax(x1, bleu.x[i]);
     if (x1 <= x0) x1 = x0 + 1;
     const int W = 720, H = 420, panel_h = H - 40; /* a second panel adds its plot and axis below */
-    sb_printf(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
-                   "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+    sb_printf(svg,
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+              "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
               W, H + (bleu.n ? panel_h : 0));
     sb_printf(svg, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", 60);
     const Curve losses[2] = {{&train, "#3b528b", "training loss (label-smoothed)", 0},

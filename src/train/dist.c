@@ -45,17 +45,16 @@ static int mpi_fail(const char *what, int code) {
     if (MPI_Error_string(code, s, &n) != MPI_SUCCESS) snprintf(s, sizeof s, "MPI error %d", code);
     return err_set("rank %d: %s: %s", rank, what, s);
 }
-#define MPI_CHECK(what, call)                                \
-    do {                                                     \
-        int rc_ = (call);                                    \
+#define MPI_CHECK(what, call)                               \
+    do {                                                    \
+        int rc_ = (call);                                   \
         if (rc_ != MPI_SUCCESS) return mpi_fail(what, rc_); \
     } while (0)
 
 int dist_start(void) {
     if (dist_launched_size() == 0 || started) return 0;
     int provided;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return err_set("cannot start MPI");
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return err_set("cannot start MPI");
     started = 1;
     /* faults come back as return codes, so qkv says what failed in its own words */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -134,8 +133,8 @@ int dist_gatherv_floats(float *buf, const int *counts, const int *displs) {
         MPI_CHECK("gathering optimizer state",
                   MPI_Gatherv(MPI_IN_PLACE, 0, MPI_FLOAT, buf, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD));
     else
-        MPI_CHECK("sending optimizer state",
-                  MPI_Gatherv(buf + displs[rank], counts[rank], MPI_FLOAT, NULL, NULL, NULL, MPI_FLOAT, 0, MPI_COMM_WORLD));
+        MPI_CHECK("sending optimizer state", MPI_Gatherv(buf + displs[rank], counts[rank], MPI_FLOAT, NULL, NULL, NULL,
+                                                         MPI_FLOAT, 0, MPI_COMM_WORLD));
     return 0;
 }
 

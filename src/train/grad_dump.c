@@ -15,11 +15,11 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "train/checkpoint.h"
-#include "util/json.h"
 #include "train/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/text.h"
 
 /* OUT/batch.json: the checkpoint used, the loss, the model switches the reference
@@ -87,7 +87,12 @@ int grad_dump_write(const char *run_path_arg, const char *out_dir, int batch_ind
     /* the gradients, written as if they were weights: same names, same layout */
     Model view = *m;
     view.params = m->grads;
-    CkptMeta meta = {.step = r.meta.step, .valid_loss = NAN, .best_valid_loss = NAN, .valid_bleu = NAN, .best_valid_bleu = NAN, .config = r.meta.config};
+    CkptMeta meta = {.step = r.meta.step,
+                     .valid_loss = NAN,
+                     .best_valid_loss = NAN,
+                     .valid_bleu = NAN,
+                     .best_valid_bleu = NAN,
+                     .config = r.meta.config};
     char path[2048];
     snprintf(path, sizeof path, "%s/grads.safetensors", out_dir);
     if (ckpt_save(path, &view, NULL, &meta) != 0) {

@@ -25,12 +25,12 @@ typedef struct {
 enum { STAT_SUMSQ, STAT_LOSS, STAT_TOKENS, N_STATS };
 
 struct Workers {
-    int n;                  /* threads of this process */
-    int pass_tokens;        /* most padded tokens one pass runs (0: a whole shard) */
-    int rank, ranks, N;     /* this process' rank, the ranks, the shards: N = ranks * n */
+    int n;              /* threads of this process */
+    int pass_tokens;    /* most padded tokens one pass runs (0: a whole shard) */
+    int rank, ranks, N; /* this process' rank, the ranks, the shards: N = ranks * n */
     ThreadArg arg[PARALLEL_MAX];
-    Model *model;                   /* the main model: replica 0 */
-    Model replica[PARALLEL_MAX];    /* [1..n-1] */
+    Model *model;                /* the main model: replica 0 */
+    Model replica[PARALLEL_MAX]; /* [1..n-1] */
     Adam *adam;
     pthread_t thread[PARALLEL_MAX];
     pthread_barrier_t start, phase, done;
@@ -41,20 +41,20 @@ struct Workers {
      * and reads quit only after that barrier, which orders it after the stopper's write:
      * a thread the OS runs late still meets the barrier the stopper waits at. */
     pthread_mutex_t gate;
-    int start_failed;     /* written before the gate opens, read under it */
-    atomic_int quit;      /* written before `start`, read after it */
+    int start_failed; /* written before the gate opens, read under it */
+    atomic_int quit;  /* written before `start`, read after it */
     /* the current step */
     ModelBatch part[PARALLEL_MAX];
     uint64_t seed, step;
     double clip_norm, lr;
-    int total_tokens;     /* target tokens of the whole batch: the loss is normalised by it */
-    int stop;             /* in: this process' stop request; out: any rank's */
-    int failed;           /* a transfer failed (error set): the step's results are void */
+    int total_tokens; /* target tokens of the whole batch: the loss is normalised by it */
+    int stop;         /* in: this process' stop request; out: any rank's */
+    int failed;       /* a transfer failed (error set): the step's results are void */
     /* the parameters in N slices, one per shard; rank r updates slices r*n .. r*n+n-1 */
-    size_t *begin;        /* (N + 1) */
-    size_t lo, hi;        /* this rank's part: begin[rank * n], begin[rank * n + n] */
-    double *stats;        /* (n * N_STATS + 1): this rank's shards, then its stop request */
-    double *all_stats;    /* (ranks * (n * N_STATS + 1)): every rank's, in rank order */
+    size_t *begin;     /* (N + 1) */
+    size_t lo, hi;     /* this rank's part: begin[rank * n], begin[rank * n + n] */
+    double *stats;     /* (n * N_STATS + 1): this rank's shards, then its stop request */
+    double *all_stats; /* (ranks * (n * N_STATS + 1)): every rank's, in rank order */
     /* ranks > 1: the other ranks' shards' gradients over [lo, hi), one slot per shard */
     float *inbox;         /* ((N - n) * (hi - lo)) */
     DistPlan *plan;       /* sends of local gradients to each owner, receives into inbox */

@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/atomic_file.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/mem.h"
 #include "util/rng.h"
-#include "util/file.h"
-#include "util/atomic_file.h"
 #include "util/text.h"
 
 ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab) {
@@ -135,14 +135,14 @@ int run_is_own_checkpoint(const char *dir, const char *path) {
     struct stat st, ck_st, other;
     run_path(ck, sizeof ck, dir, "ckpt");
     if (stat(ck, &ck_st) != 0) return 0; /* no checkpoints: nothing to overwrite */
-    if (stat(path, &st) == 0) { /* the same file under any name, a hard link or a symbolic one */
+    if (stat(path, &st) == 0) {          /* the same file under any name, a hard link or a symbolic one */
         char **steps;
         int n = run_step_checkpoints(dir, &steps), same = 0;
         for (int i = 0; i < n && !same; i++)
             same = stat(steps[i], &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
         free_lines(steps, n);
-        if (same || (stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &other) == 0 && other.st_dev == st.st_dev &&
-                     other.st_ino == st.st_ino))
+        if (same || (stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &other) == 0 &&
+                     other.st_dev == st.st_dev && other.st_ino == st.st_ino))
             return 1;
     }
     /* a name the run's ckpt/ uses, whether or not it is there yet: the directory resolved */
@@ -263,8 +263,8 @@ int run_create(const Config *cfg, int force, int *made) {
 
 void run_abandon(const char *dir, int made) {
     if (has_checkpoint(dir)) return;
-    static const char *const files[] = {"config.yaml", "src.vocab", "tgt.vocab", "src.model", "tgt.model",
-                                        "metrics.jsonl", "curves.svg", "lock"};
+    static const char *const files[] = {"config.yaml", "src.vocab",     "tgt.vocab",  "src.model",
+                                        "tgt.model",   "metrics.jsonl", "curves.svg", "lock"};
     char p[CONFIG_PATH_MAX + 32];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(run_path(p, sizeof p, dir, files[i]));
     run_rotate_checkpoints(dir, 0); /* this process' tmp files */
@@ -283,7 +283,8 @@ int run_write_files(const Run *r) {
         return -1;
     /* a subword run's tokenizers are its SentencePiece models, kept beside the piece lists */
     if (r->src_vocab.spm &&
-        (write_file_atomic(run_path(p, sizeof p, dir, "src.model"), r->src_vocab.spm_model, r->src_vocab.spm_len) != 0 ||
+        (write_file_atomic(run_path(p, sizeof p, dir, "src.model"), r->src_vocab.spm_model, r->src_vocab.spm_len) !=
+             0 ||
          write_file_atomic(run_path(p, sizeof p, dir, "tgt.model"), r->tgt_vocab.spm_model, r->tgt_vocab.spm_len) != 0))
         return -1;
     return 0;

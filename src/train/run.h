@@ -12,10 +12,10 @@
 #ifndef QKV_RUN_H
 #define QKV_RUN_H
 
-#include "train/checkpoint.h"
 #include "config.h"
-#include "nn/model.h"
 #include "data/vocab.h"
+#include "nn/model.h"
+#include "train/checkpoint.h"
 
 typedef struct {
     char dir[CONFIG_PATH_MAX];

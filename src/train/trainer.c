@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "train/checkpoint.h"
+#include "train/curves.h"
 #include "train/dist.h"
 #include "util/json.h"
-#include "train/curves.h"
 
 /* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
  * by the main thread before each step: a lock-free atomic, which a handler may write. */
@@ -114,8 +114,9 @@ int trainer_encode(Trainer *t, int build) {
         corpus_build_vocabs(&t->train, cfg->data.tokenizer, cfg->data.vocab_size, cfg->data.min_freq,
                             cfg->data.shared_vocab, &t->run.src_vocab, &t->run.tgt_vocab);
         /* a vocabulary of the special tokens alone would train, then not load back */
-        const char *empty = t->run.src_vocab.size <= VOCAB_N_SPECIAL ? "source"
-                            : t->run.tgt_vocab.size <= VOCAB_N_SPECIAL ? "target" : NULL;
+        const char *empty = t->run.src_vocab.size <= VOCAB_N_SPECIAL   ? "source"
+                            : t->run.tgt_vocab.size <= VOCAB_N_SPECIAL ? "target"
+                                                                       : NULL;
         if (empty)
             return err_set("%s: data.min_freq %d: no %s token occurs that often in %s", cfg->source, cfg->data.min_freq,
                            empty, empty[0] == 's' ? cfg->data.train.src : cfg->data.train.tgt);
@@ -241,10 +242,13 @@ int trainer_setup(Trainer *t) {
     t->workers = train_workers(&t->m, &t->adam, cfg->train.threads, pass, &t->tb,
                                validates ? arena_need(&t->m, &t->vb, pass) : 0);
     if (!t->workers) return -2;
-    t->ts = (TrainStep){t->workers, &t->tb,
+    t->ts = (TrainStep){t->workers,
+                        &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
                          cfg->train.lr.value},
-                        cfg->train.clip_norm, (uint64_t)cfg->seed, {0}};
+                        cfg->train.clip_norm,
+                        (uint64_t)cfg->seed,
+                        {0}};
     t->best_valid = t->last_valid = NAN;
     t->best_bleu = t->last_bleu = NAN;
     t->last_valid_step = -1;
@@ -316,12 +320,19 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
     /* the config in use, not config.yaml as it is on disk now (edited or gone) */
     char *config = config_text(cfg, "the config"), path[CONFIG_PATH_MAX + 64];
     if (!config) return -1;
-    CkptMeta meta = {.step = t->step, .epoch = t->tb.epoch, .batch_pos = t->tb.pos, .seed = cfg->seed,
-                     .threads = workers_shards(t->workers), .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
-                     .best_valid_loss = t->best_valid, .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
-                     .best_valid_bleu = t->best_bleu, .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
+    CkptMeta meta = {.step = t->step,
+                     .epoch = t->tb.epoch,
+                     .batch_pos = t->tb.pos,
+                     .seed = cfg->seed,
+                     .threads = workers_shards(t->workers),
+                     .valid_loss = t->last_valid_step == t->step ? t->last_valid : NAN,
+                     .best_valid_loss = t->best_valid,
+                     .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
+                     .best_valid_bleu = t->best_bleu,
+                     .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
                      .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
-                     .data_hash = t->data_hash, .config = config};
+                     .data_hash = t->data_hash,
+                     .config = config};
     run_step_checkpoint(path, sizeof path, cfg->run_dir, t->step);
     int rc = ckpt_save(path, &t->m, &t->adam, &meta);
     free(config);
@@ -386,11 +397,16 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     }
     acc->loss += loss, acc->n++, acc->tokens += tokens;
     double now = now_seconds(), elapsed = now - acc->t0;
-    TrainProgress p = {.step = step, .steps = steps, .loss = loss, .tokens_per_s = acc->tokens / fmax(now - acc->t_log, 1e-9),
-                       .lr = lr, .elapsed_s = t->elapsed_before + elapsed,
+    TrainProgress p = {.step = step,
+                       .steps = steps,
+                       .loss = loss,
+                       .tokens_per_s = acc->tokens / fmax(now - acc->t_log, 1e-9),
+                       .lr = lr,
+                       .elapsed_s = t->elapsed_before + elapsed,
                        .epoch = (double)t->tb.epoch + (double)t->tb.pos / (double)t->tb.n_batches,
                        .eta_s = elapsed / (double)(step - acc->first + 1) * (double)(steps - step),
-                       .log_now = step % cfg->train.log_every == 0 || step == steps, .valid_bleu = NAN};
+                       .log_now = step % cfg->train.log_every == 0 || step == steps,
+                       .valid_bleu = NAN};
     /* a stop validates too: best.safetensors must know the last checkpoint, and the
      * metrics must show the validation it was judged by */
     int valid_step = step % cfg->train.valid_every == 0 || step == steps || t->stopping;
@@ -463,7 +479,8 @@ int trainer_restore(Trainer *t, const char *ckpt, char *bytes, size_t len, int *
     if (ok && meta.data_hash != t->data_hash)
         ok = 0, err_set("%s: the training data differs from what this checkpoint was trained on", ckpt);
     if (ok && (meta.batch_pos < 0 || meta.batch_pos > t->tb.n_batches))
-        ok = 0, err_set("%s: data cursor %d is outside the %d batches of an epoch", ckpt, meta.batch_pos, t->tb.n_batches);
+        ok = 0,
+        err_set("%s: data cursor %d is outside the %d batches of an epoch", ckpt, meta.batch_pos, t->tb.n_batches);
     if (ok) {
         *threads = meta.threads;
         t->step = meta.step;

@@ -102,15 +102,15 @@ void trainer_free(Trainer *t);
 typedef struct {
     int64_t step;
     int steps;
-    double loss;         /* this step's loss; for a log, the mean since the last log */
-    double tokens_per_s; /* since the last log */
+    double loss;          /* this step's loss; for a log, the mean since the last log */
+    double tokens_per_s;  /* since the last log */
     double lr, elapsed_s; /* elapsed_s: training time of the whole run, across resumes */
     double epoch;         /* epochs of data seen: the batcher's epoch + position / batches per epoch */
-    double eta_s;        /* at this session's pace */
-    int log_now;         /* progress only: a log follows this step */
-    int validated;       /* log only: valid_loss holds this step's validation loss */
+    double eta_s;         /* at this session's pace */
+    int log_now;          /* progress only: a log follows this step */
+    int validated;        /* log only: valid_loss holds this step's validation loss */
     double valid_loss;
-    double valid_bleu;   /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
+    double valid_bleu; /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
 } TrainProgress;
 
 typedef struct {

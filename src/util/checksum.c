@@ -30,7 +30,8 @@ void checksum_add(Checksum *c, const void *data, size_t n) {
 
 uint64_t checksum_end(Checksum *c) {
     uint64_t h = c->h;
-    for (int i = 0; i < c->carried; i++) h = rotl64(h ^ (c->carry[i] * 0x165667B19E3779F9ull), 23) * 0x9E3779B185EBCA87ull;
+    for (int i = 0; i < c->carried; i++)
+        h = rotl64(h ^ (c->carry[i] * 0x165667B19E3779F9ull), 23) * 0x9E3779B185EBCA87ull;
     h ^= h >> 33;
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;

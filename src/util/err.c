@@ -20,7 +20,12 @@ int err_set(const char *fmt, ...) {
     for (const char *s = tmp; *s && o + 5 < sizeof err_buf; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch >= 0x20 && ch != 0x7f) err_buf[o++] = (char)ch;
-        else o += (size_t)snprintf(err_buf + o, sizeof err_buf - o, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
+        else
+            o += (size_t)snprintf(err_buf + o, sizeof err_buf - o,
+                                  ch == '\n'   ? "\\n"
+                                  : ch == '\t' ? "\\t"
+                                               : "\\x%02x",
+                                  ch);
     }
     err_buf[o] = '\0';
     err_runtime = 0;

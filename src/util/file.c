@@ -31,7 +31,12 @@ static char *read_stream(FILE *f, size_t *len_out, int *failed) {
 
 /* What a path is, for the message when it is not a regular file. */
 static const char *file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
 }
 
 int open_regular(const char *path, size_t max, size_t *size_out) {
@@ -55,7 +60,8 @@ int open_regular(const char *path, size_t max, size_t *size_out) {
 
 char *read_fd_max(int fd, const char *path, size_t max, size_t *len_out) {
     struct stat st;
-    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (unsigned long long)st.st_size < max ? (size_t)st.st_size + 1 : 1 << 16;
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (unsigned long long)st.st_size < max ? (size_t)st.st_size + 1
+                                                                                               : 1 << 16;
     size_t len = 0;
     char *buf = xmalloc(cap);
     for (;;) {
@@ -193,10 +199,12 @@ int make_dirs(const char *path) {
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+            return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
         *p = '/';
     }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        return err_set("%s: cannot create directory: %s", tmp, strerror(errno));
     struct stat st;
     if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", tmp);
     return 0;

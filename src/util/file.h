@@ -9,7 +9,7 @@
  * (naming the path) on failure: a FIFO, device or directory is refused at once (never
  * waited on), a larger file before any of it is read. */
 char *read_file_max(const char *path, size_t max, size_t *len_out);
-#define READ_FILE_ANY ((size_t)1 << 40) /* 1 TiB: any file memory could hold */
+#define READ_FILE_ANY ((size_t)1 << 40)    /* 1 TiB: any file memory could hold */
 #define READ_FILE_SMALL ((size_t)64 << 20) /* 64 MiB: configs, vocabularies, tokenizer models */
 char *read_file(const char *path, size_t *len_out);
 /* The same checks, then an open descriptor (the caller closes it), *size_out (may be

@@ -6,11 +6,13 @@
 
 /* splitmix64: one 64-bit state, good enough for shuffling and initialisation, and its
  * state is a single number a checkpoint can store. */
-typedef struct { uint64_t state; } Rng;
+typedef struct {
+    uint64_t state;
+} Rng;
 void rng_seed(Rng *r, uint64_t seed);
 uint64_t rng_next(Rng *r);
-double rng_uniform(Rng *r);            /* [0, 1) */
-float rng_normal(Rng *r);              /* mean 0, std 1 */
+double rng_uniform(Rng *r);             /* [0, 1) */
+float rng_normal(Rng *r);               /* mean 0, std 1 */
 uint64_t rng_below(Rng *r, uint64_t n); /* [0, n), n > 0 */
 
 /* Counter-based hash: a pure function of its inputs, so a dropout mask depends only on

@@ -46,7 +46,8 @@ static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
     }
     if (mkdir(tmp, 0777) != 0) {
         int e = errno;
-        return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e); /* the place named, not the staging name */
+        return err_set("%s: cannot create: %s", out, strerror(e)),
+               err_io(e); /* the place named, not the staging name */
     }
     return 0;
 }

@@ -5,7 +5,10 @@
 #include <stddef.h>
 
 /* Formats into a growing heap string (for building files in memory). */
-typedef struct { char *buf; size_t len, cap; } StrBuf;
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} StrBuf;
 void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_append(StrBuf *sb, const char *s, size_t n);
 /* Appends s as XML/HTML text or attribute value (double-quoted): the one escaper of

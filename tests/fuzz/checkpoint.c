@@ -83,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ckpt_parse(&f, "fuzz.safetensors", bytes, size) != 0) return 0; /* f owns bytes */
     Config cfg;
     config_defaults(&cfg);
-    if (config_parse(&cfg, f.meta.config, strlen(f.meta.config), "fuzz.safetensors") == 0 && config_validate(&cfg, 0) == 0) {
+    if (config_parse(&cfg, f.meta.config, strlen(f.meta.config), "fuzz.safetensors") == 0 &&
+        config_validate(&cfg, 0) == 0) {
         Vocab src, tgt;
         if (f.meta.src_vocab && side_vocab(&src, f.meta.src_vocab, cfg.data.tokenizer) == 0) {
             if (side_vocab(&tgt, f.meta.tgt_vocab, cfg.data.tokenizer) == 0) vocab_free(&tgt);

@@ -27,13 +27,14 @@ static char paths[2][64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *lines[] = {"a small red dog runs", "ein kleiner roter hund rennt", "the dog and the cat",
-                           "der hund und die katze", "zwei männer spielen fußball", "two men play football"};
+    const char *lines[] = {"a small red dog runs",   "ein kleiner roter hund rennt", "the dog and the cat",
+                           "der hund und die katze", "zwei männer spielen fußball",  "two men play football"};
     const char *kinds[2] = {"bpe", "unigram"};
     for (int k = 0; k < 2; k++) {
         char *model;
         size_t len;
-        if (spm_train(lines, 6, kinds[k], 300, &model, &len) != 0 || vocab_from_spm(&subword[k], model, len, "model") != 0) {
+        if (spm_train(lines, 6, kinds[k], 300, &model, &len) != 0 ||
+            vocab_from_spm(&subword[k], model, len, "model") != 0) {
             fprintf(stderr, "fuzz corpus: %s\n", err_msg());
             exit(1);
         }

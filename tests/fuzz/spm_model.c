@@ -30,9 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t k = 0;
     for (int c = 1; c < 256; c++) all[k++] = (char)c, all[k++] = (char)(256 - c);
     all[k] = '\0';
-    const char *texts[] = {"", "a small red dog runs", "  two\t spaces \xC2\xA0 and tabs ",
-                           "\xCE\x96\xCF\x8E\xCE\xBF \xF0\x9F\x90\x95 \xE2\x84\x83 \xEF\xBC\xA1\xEF\xAC\x81 \xEF\xB7\xBA",
-                           "\xFF\xFE broken \xE2\x82 utf-8 \xC0\x80", all};
+    const char *texts[] =
+        {"",
+         "a small red dog runs",
+         "  two\t spaces \xC2\xA0 and tabs ",
+         "\xCE\x96\xCF\x8E\xCE\xBF \xF0\x9F\x90\x95 \xE2\x84\x83 \xEF\xBC\xA1\xEF\xAC\x81 \xEF\xB7\xBA",
+         "\xFF\xFE broken \xE2\x82 utf-8 \xC0\x80",
+         all};
     int ids[4096];
     for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
         int n = spm_encode(s, texts[t], ids, 4096);

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *again = vocab_text(&v);
         Vocab back;
         if (vocab_parse(&back, again, strlen(again), "written") != 0) abort(); /* written but unreadable */
-        if (vocab_hash(&back) != vocab_hash(&v)) abort();                       /* read back as another */
+        if (vocab_hash(&back) != vocab_hash(&v)) abort();                      /* read back as another */
         vocab_free(&back);
         free(again);
         vocab_free(&v);

@@ -23,8 +23,7 @@ static void *late_start(void *p) {
     Late l = *(Late *)p;
     free(p);
     struct timespec ts = {l.delay_ns / 1000000000L, l.delay_ns % 1000000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
+    while (nanosleep(&ts, &ts) != 0) {}
     return l.start(l.arg);
 }
 
