@@ -119,7 +119,8 @@ test:
 
 # Builds only what the demo runs (build/qkv), then runs it.
 demo: deps
-	@$(MAKE) --no-print-directory qkv
+	@echo "== building $(BUILD)/qkv, if anything changed (make V=1 shows the compiler commands)"
+	@$(MAKE) $(if $(filter 1,$(V)),,-s) --no-print-directory qkv
 	@QKV=$(BUILD)/qkv scripts/demo.sh
 
 # build/qkv alone, quietly when it is up to date (make demo builds through it).

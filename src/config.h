@@ -24,7 +24,7 @@
 /* The values of the keys that name one of a few choices, in the order of their choices
  * in config.c's table (a stored value is its choice's index). They live here, at the
  * bottom of the house, so that config includes nothing above it; the layers that act on
- * them (data/tokenize, nn/model, nn/optim, train/) include this header. */
+ * them (data/tokenize, nn/optim, train/) include this header. */
 /* data.tokenizer: bpe and unigram are SentencePiece models (data/spm.h, through the
  * vocabulary); word and char are data/tokenize.h's own cutters. */
 enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_UNIGRAM };

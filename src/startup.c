@@ -56,5 +56,6 @@ static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
     execve(self, argv, env); /* returns only when it failed: go on as we are */
 }
 
-__attribute__((section(".preinit_array"),
-               used)) static void (*const run_before_libraries)(int, char **, char **) = fit_openblas_to_address_limit;
+typedef void (*PreinitFn)(int argc, char **argv, char **env);
+static const PreinitFn run_before_libraries
+    __attribute__((section(".preinit_array"), used)) = fit_openblas_to_address_limit;

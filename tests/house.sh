@@ -6,7 +6,8 @@
 #  - no call circle between modules: from the built objects (nm), module A calls B when
 #    A's object needs a symbol B's object defines; the graph has no loop, so no two files
 #    call each other;
-#  - no file basename twice in src/ but cmd/'s: a command is cmd/NAME.c, as git's builtin/.
+#  - no file basename twice in src/: a command is cmd/NAME.c (as git's builtin/), and no
+#    library file takes a command's name.
 # tsort (coreutils) finds the loops. Needs the objects of `make all` (BUILD, default build).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -3,13 +3,13 @@
  * in the arithmetic (an operation reordered, a float summed in another order, a dropout
  * mask drawn differently), so a refactor that claims to change nothing can prove it.
  *
- * Only src/nn/ is used, on one thread: model_forward (dropout on, label smoothing on),
- * model_backward, clip_grad_norm, adam_step with the noam schedule and weight decay.
+ * Only src/nn/ is used (and config.h for the schedule's name), on one thread: model_forward (dropout on, label
+ * smoothing on), model_backward, clip_grad_norm, adam_step with the noam schedule and weight decay.
  *
  * The pinned values were produced by running this test once on the code they pin
  * (QKV_GOLDEN_PRINT=1 build/qkv_test golden prints them in this file's format) and
- * pasting the output below. A change that is meant to change the numbers must update
- * them the same way and say so in its commit.
+ * pasting the output below (then make format, which aligns the comments). A change that is meant to change the numbers
+ * must update them the same way and say so in its commit.
  *
  * qkv's own loops do not change with the CPU's vector width (-std=c11 means no FMA
  * contraction, no -ffast-math means no reassociation), but OpenBLAS's products depend on

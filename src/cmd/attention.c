@@ -203,8 +203,8 @@ static int watched(Run *r, const Options *o) {
          * is gone, and pieces counted as words would give an AER of something else */
         int tok = r->cfg.data.tokenizer;
         if (tokenizer_is_subword(tok)) {
-            err_set("--gold: the snapshots of a %s run do not keep where words start; score alignments with 'qkv align "
-                    "--gold'",
+            err_set("--gold: the snapshots of a %s run do not keep where words start; "
+                    "score alignments with 'qkv align --gold'",
                     tok == TOKENIZER_BPE ? "bpe" : "unigram");
             goto done;
         }

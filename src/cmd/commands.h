@@ -1,11 +1,13 @@
 /* commands: the table of qkv's commands, one file each in src/cmd/ (git's builtin/):
  * cmd/NAME.c holds cmd_NAME and cmd_NAME_spec, its options table (cmd/options.h) from
- * which both its parser and its --help come. A command returns the exit status: 0
+ * which both its parser and its --help come (toydata.c is `qkv toy-data`, and train.c
+ * holds resume too). A command returns the exit status: 0
  * success, 1 runtime failure, 2 usage/config/input error.
  *
  * Adding a command: write src/cmd/NAME.c with its spec and function (copy a small one,
  * such as plot.c), declare both below, and add one row to commands[] in commands.c. The
- * help test (tests/cli.sh) then checks that `qkv NAME --help` names every option. */
+ * help tests then check it: tests/test_options.c that its help names every option of its
+ * table, tests/cli.sh that `qkv NAME --help` answers and the parser takes each option. */
 #ifndef QKV_COMMANDS_H
 #define QKV_COMMANDS_H
 

@@ -12,10 +12,7 @@ const CmdOption decode_options[] = {
     {'a', "max-len-a", "A", "at most A * source length + B target tokens", "2"},
     {'B', "max-len-b", "B", "(see --max-len-a)", "10"},
     {'r', "no-repeat-ngram", "N", "no n-gram of N tokens twice in one hypothesis; 0: allowed", "0"},
-    {'u', "replace-unk", NULL,
-     "replace each <unk> by the source word cross-attention weighs most (word and char "
-     "vocabularies)",
-     "on"},
+    {'u', "replace-unk", NULL, "each <unk> becomes the source word cross-attention weighs most (word, char)", "on"},
     {'U', "no-replace-unk", NULL, "leave <unk> in the output", NULL},
     {0},
 };

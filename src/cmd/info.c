@@ -68,8 +68,8 @@ int cmd_info(int argc, char **argv) {
     print_model(m);
     print_tensors(&f);
     if (m->src_vocab)
-        printf("exported weights: the config and both vocabularies are inside; translate, eval and attention take this "
-               "file alone\n");
+        printf("exported weights: the config and both vocabularies are inside; "
+               "translate, eval and attention take this file alone\n");
     printf("checksums: header OK, data OK\n");
     ckpt_close(&f);
     return 0;

@@ -25,7 +25,7 @@ typedef struct {
 
 typedef struct {
     const char *name;         /* the command, as typed: "translate" */
-    const char *operands;     /* the usage line after the name: "RUN|WEIGHTS [options] < SOURCE > TRANSLATION" */
+    const char *operands;     /* the usage line after the name: "RUN_DIR|WEIGHTS [options] < SOURCE.txt" */
     const char *summary;      /* one line for `qkv help`'s list */
     const char *about;        /* a few lines on what it does, or NULL */
     const CmdOption *options; /* ended by a row whose key is 0 */

@@ -104,7 +104,7 @@ int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
     int cap = (int)(strlen(p->gold) / 3 + 1), ng = 0;
-    int(*pairs)[2] = xmalloc(sizeof(int[2]) * (size_t)cap);
+    AlignLink *pairs = xmalloc(sizeof(AlignLink) * (size_t)cap);
     PairWords w = {0};
     if (encode_pair(m, tokenizer, sv, tv, p, sid, &ns, tid, &nt) != 0) goto done;
     if ((ng = align_parse(p->gold, pairs, cap)) < 0) {

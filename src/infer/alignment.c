@@ -60,7 +60,7 @@ static const char *parse_index(const char *p, int *out) {
     return p;
 }
 
-int align_parse(const char *line, int (*pairs)[2], int max) {
+int align_parse(const char *line, AlignLink *pairs, int max) {
     int n = 0;
     const char *p = line;
     while (*p) {
@@ -80,7 +80,7 @@ static int by_pair(const void *a, const void *b) {
     return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-int align_unique(int (*pairs)[2], int n) {
+int align_unique(AlignLink *pairs, int n) {
     if (n < 2) return n;
     qsort(pairs, (size_t)n, sizeof *pairs, by_pair);
     int m = 1;
@@ -92,13 +92,13 @@ int align_unique(int (*pairs)[2], int n) {
     return m;
 }
 
-int align_out_of_range(int (*pairs)[2], int n, int n_src_words, int n_tgt_words) {
+int align_out_of_range(AlignLink *pairs, int n, int n_src_words, int n_tgt_words) {
     for (int k = 0; k < n; k++)
         if (pairs[k][0] >= n_src_words || pairs[k][1] >= n_tgt_words) return k;
     return -1;
 }
 
-void align_score(const int *links, int n_tgt_words, int (*gold)[2], int n_gold, AlignCounts *c) {
+void align_score(const int *links, int n_tgt_words, AlignLink *gold, int n_gold, AlignCounts *c) {
     for (int j = 0; j < n_tgt_words; j++) {
         if (links[j] < 0) continue;
         c->predicted++;

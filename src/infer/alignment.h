@@ -13,6 +13,9 @@ typedef struct {
     long hits, predicted, gold; /* |A ∩ S|, |A|, |S| */
 } AlignCounts;
 
+/* One link, Pharaoh's "i-j": {source word i, target word j}. */
+typedef int AlignLink[2];
+
 /* Word index of each token (-1 for the space marker and the EOS that ends the tokens);
  * returns the word count. tokenizer: TOKENIZER_WORD (every other token a word, whatever
  * it spells), TOKENIZER_CHAR (a word runs to the next space marker) or a subword kind,
@@ -27,15 +30,15 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
 /* Parses a Pharaoh line into pairs (src, tgt); returns the count or -1 if malformed.
  * Links are "i-j" of decimal digits, separated by blanks; a line holds at most
  * strlen(line) / 3 + 1 of them, room enough for max. */
-int align_parse(const char *line, int (*pairs)[2], int max);
+int align_parse(const char *line, AlignLink *pairs, int max);
 /* Sorts the pairs and drops repeated links (gold links are a set: a link written twice
  * is still one sure link); returns the new count. */
-int align_unique(int (*pairs)[2], int n);
+int align_unique(AlignLink *pairs, int n);
 /* Index of the first pair naming a word past n_src_words source or n_tgt_words target
  * words, or -1 when all are within the sentence. */
-int align_out_of_range(int (*pairs)[2], int n, int n_src_words, int n_tgt_words);
+int align_out_of_range(AlignLink *pairs, int n, int n_src_words, int n_tgt_words);
 /* Adds one sentence's predicted links against its gold pairs. */
-void align_score(const int *links, int n_tgt_words, int (*gold)[2], int n_gold, AlignCounts *c);
+void align_score(const int *links, int n_tgt_words, AlignLink *gold, int n_gold, AlignCounts *c);
 
 double align_precision(const AlignCounts *c);
 double align_recall(const AlignCounts *c);

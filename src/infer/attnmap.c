@@ -496,8 +496,8 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
         if (n > w) w = n < 16 ? n : 16;
     }
     fprintf(f,
-            "cross-attention, decoder layer %d, average of %d heads (rows: target words produced; columns: source "
-            "words)\n",
+            "cross-attention, decoder layer %d, average of %d heads "
+            "(rows: target words produced; columns: source words)\n",
             L - 1, a->heads);
     if (cols > 10) { /* column numbers past 9 get a tens line above the units */
         fprintf(f, "%*s ", w, "");
@@ -572,8 +572,8 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
         else fprintf(f, "  %12s  %10.6f  %12.6f\n", "masked", p[j], c[j]);
     }
     fprintf(f,
-            "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); contrib_j = weight_j * "
-            "||v_j W_O^%d||\n",
+            "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); "
+            "contrib_j = weight_j * ||v_j W_O^%d||\n",
             a->d_head, head);
     fprintf(f, "sum of weights %.6f; softmax(scores) - weights: max %.1e\n", sum_w, worst);
     float *masked = xmalloc(sizeof(float) * (size_t)cols);

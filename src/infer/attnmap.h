@@ -1,5 +1,5 @@
 /* attnmap: the anatomy of every attention of one sentence pair, and the ways out of qkv:
- * JSON (attnmap.c, read back by attnmap_read_json), SVG heatmaps (attnsvg.c), a one-file
+ * JSON (attnmap.c, read back by attnmap_from_json), SVG heatmaps (attnsvg.c), a one-file
  * HTML viewer (attnhtml.c) and terminal views (attnmap.c).
  *
  * For each kind, layer and head it holds

@@ -65,8 +65,8 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, ch
     sb_printf(&sb, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"8\" y=\"20\" font-size=\"14\" "
                    "font-weight=\"bold\">");
     sb_append_xml(&sb, title);
-    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">rows: queries; columns: keys; each row sums to "
-                   "1</text>\n");
+    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">"
+                   "rows: queries; columns: keys; each row sums to 1</text>\n");
     for (int j = 0; j < cols; j++) {
         int x = left + j * cell + cell / 2 + font / 3, y = top - 6;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-60 %d %d)\">", x, y, x, y);

@@ -109,9 +109,8 @@ int watch_check(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
     /* refused now rather than written at every validation and refused by the reader */
     double bytes = rc == 0 ? watch_snapshot_bound(m, tokenizer, sv, tv, w, n) : 0;
     if (rc == 0 && bytes > (double)READ_FILE_SMALL)
-        rc = err_set("train.watch: a snapshot of these %d sentences could take %.0f bytes, more than the %zu 'qkv "
-                     "attention "
-                     "--watch' reads: watch fewer or shorter sentences%s",
+        rc = err_set("train.watch: a snapshot of these %d sentences could take %.0f bytes, more than the %zu "
+                     "'qkv attention --watch' reads: watch fewer or shorter sentences%s",
                      n, bytes, (size_t)READ_FILE_SMALL, greedy ? ", or give their targets" : "");
     if (rc == 0 && unk.len) *unknown = unk.buf;
     else sb_free(&unk);
@@ -308,9 +307,9 @@ void watch_free(WatchLog *w) {
 
 /* A gold line's links (caller frees), in the line's order or de-duplicated; -1 when not
  * Pharaoh. */
-static int gold_links(const char *line, int (**pairs)[2], int unique) {
+static int gold_links(const char *line, AlignLink **pairs, int unique) {
     int cap = (int)(strlen(line) / 3 + 1);
-    *pairs = xmalloc(sizeof(int[2]) * (size_t)cap);
+    *pairs = xmalloc(sizeof(AlignLink) * (size_t)cap);
     int n = align_parse(line, *pairs, cap);
     return n < 0 ? -1 : unique ? align_unique(*pairs, n) : n;
 }
@@ -319,7 +318,8 @@ int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *
                      int max_target) {
     int rc = 0;
     for (int i = 0; i < w->n_sentences && rc == 0; i++) {
-        int(*pairs)[2], n = gold_links(gold[i], &pairs, 0);
+        AlignLink *pairs;
+        int n = gold_links(gold[i], &pairs, 0);
         if (n < 0) rc = err_set("%s:%d: not Pharaoh alignments (i-j pairs)", path, i + 1);
         for (int k = 0; k < w->n_snapshots && rc == 0; k++) {
             const AttnMaps *a = &w->snap[k].sentences[i];
@@ -345,7 +345,8 @@ int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer)
     int rc = 0;
     for (int i = 0; i < w->n_sentences && rc == 0; i++) {
         const AttnMaps *a = &w->snap[k].sentences[i];
-        int(*pairs)[2], n_gold = gold_links(gold[i], &pairs, 1);
+        AlignLink *pairs;
+        int n_gold = gold_links(gold[i], &pairs, 1);
         int *sw = xmalloc(sizeof(int) * (size_t)a->S), *tw = xmalloc(sizeof(int) * (size_t)a->T);
         float *map = xmalloc(sizeof(float) * (size_t)a->S * a->T);
         if (n_gold < 0) rc = err_set("--gold: line %d: not Pharaoh alignments (i-j pairs)", i + 1);

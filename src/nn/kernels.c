@@ -21,9 +21,8 @@ int blas_room_check(int callers) {
     if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
     unsigned long long need = BLAS_BASE_BYTES + (unsigned long long)(callers > 0 ? callers : 1) * BLAS_BYTES_PER_CALLER;
     if ((unsigned long long)rl.rlim_cur >= need) return 0;
-    err_set("the address-space limit (ulimit -v) is %llu MiB, and %d thread%s multiplying matrices need%s at least "
-            "%llu "
-            "MiB (OpenBLAS maps a 128 MiB buffer for each): raise the limit%s",
+    err_set("the address-space limit (ulimit -v) is %llu MiB, and %d thread%s multiplying matrices "
+            "need%s at least %llu MiB (OpenBLAS maps a 128 MiB buffer for each): raise the limit%s",
             (unsigned long long)rl.rlim_cur >> 20, callers, callers == 1 ? "" : "s", callers == 1 ? "s" : "",
             need >> 20, callers > 1 ? ", or use fewer threads" : "");
     return err_io(ENOMEM);

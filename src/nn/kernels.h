@@ -10,13 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* out (N, Cout) = inp (N, Cin) . w (Cin, Cout) + bias (Cout); bias may be NULL. */
 /* Whether the address-space limit (ulimit -v) leaves room for `callers` threads to
  * multiply matrices at once: OpenBLAS maps a buffer for each (128 MiB in Debian's 0.3.21)
  * and, when it cannot, retries for ever instead of failing. 0, or -1 with a one-line
  * error (a runtime fault, err_status 1) naming the limit and what is needed. */
 int blas_room_check(int callers);
 
+/* out (N, Cout) = inp (N, Cin) . w (Cin, Cout) + bias (Cout); bias may be NULL. */
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout);
 /* dinp += dout . w^T; dw += inp^T . dout; dbias += colsum(dout). dinp/dbias may be NULL. */
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,

@@ -263,8 +263,8 @@ int ckpt_open(CkptFile *f, const char *path) {
     }
     if (got == 8 && (hlen > HEADER_MAX || hlen > size - 8)) {
         close(fd);
-        return err_set("%s: header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, "
-                       "or truncated",
+        return err_set("%s: header length %llu does not fit the file (%zu bytes, headers up to %u): "
+                       "not a checkpoint, or truncated",
                        path, (unsigned long long)hlen, size, HEADER_MAX);
     }
     size_t len;

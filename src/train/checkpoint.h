@@ -11,7 +11,7 @@
  *
  * Loading verifies the whole file (both checksums, bounds, overlaps, dtypes, shapes,
  * exact length) before touching the model; any fault is one message "<path>: <fault>".
- * Saving is atomic (util/atomic_file.h's write_file_atomic). Knows nothing of run directories. */
+ * Saving is atomic (util/atomic_file.h's write_file_atomic_parts). Knows nothing of run directories. */
 #ifndef QKV_CHECKPOINT_H
 #define QKV_CHECKPOINT_H
 

@@ -200,8 +200,8 @@ int trainer_check_ranks(Trainer *t, int *bad_input) {
     if (differing_rank(h, &q) != 0) return -1;
     if (q) {
         *bad_input = 1;
-        return err_set("rank %d was started with another config than rank 0 (another file or --set); every rank "
-                       "must run the same",
+        return err_set("rank %d was started with another config than rank 0 (another file or --set); "
+                       "every rank must run the same",
                        q);
     }
     if (differing_rank(t->data_hash, &q) != 0) return -1;

@@ -1,5 +1,6 @@
 /* json: small helpers for the JSON files qkv writes with jansson (metrics.jsonl,
- * batch.json, the benchmark's output and dumps), so that none is printed by hand. */
+ * eval.jsonl, score --json, batch.json, the benchmark's output), so that none is printed
+ * by hand. */
 #ifndef QKV_UTIL_JSON_H
 #define QKV_UTIL_JSON_H
 
