@@ -35,6 +35,8 @@ extern const TestCase golden_tests[];
 extern const TestCase spm_tests[];
 extern const TestCase files_tests[];
 extern const TestCase options_tests[];
+extern const TestCase headmask_tests[];
+extern const TestCase heads_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

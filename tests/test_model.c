@@ -376,6 +376,133 @@ static void test_attention_accessors_name_their_layer(void) {
     CHECK(differ, "both decoder layers' cross-attention probabilities are the same");
 }
 
+/* ---- head gates ---- */
+
+static void search_sources(Seq *src, int n);
+static void search_model(Model *m, int pre);
+
+/* Every head's gate (one of each kind and layer among them) against central differences of
+ * the loss, at gates away from 1 (a gate of 1 would hide a missing factor) and at 0 (a
+ * masked head still has a gradient). */
+static void test_head_gate_grad(void) {
+    ModelCtx c;
+    setup(&c, 0, 1, 0.0f, 2);
+    int n = model_head_count(&c.m);
+    CHECK(n == (2 + 2 * 2) * 2, "%d heads", n);
+    float *gates = xmalloc(sizeof(float) * (size_t)n), *num = xmalloc(sizeof(float) * (size_t)n);
+    Rng r = {41};
+    for (int i = 0; i < n; i++) gates[i] = i == 3 ? 0.0f : 0.5f + (float)rng_uniform(&r);
+    model_set_head_gates(&c.m, gates);
+    model_zero_grad(&c.m);
+    model_loss(&c);
+    model_backward(&c.m, &c.b);
+    const float *g = model_head_gate_grads(&c.m);
+    double worst = 0.0, largest = 0.0;
+    for (int i = 0; i < n; i++) {
+        /* two step sizes, the better kept: a ReLU kink crossed by the larger step, or
+         * float32 rounding at the smaller, spoils one of them, not both */
+        double best = INFINITY, keep = gates[i];
+        for (int s = 0; s < 2; s++) {
+            const float eps = s ? 2.5e-4f : 1e-3f;
+            gates[i] = (float)keep + eps, model_set_head_gates(&c.m, gates);
+            double lp = model_loss(&c);
+            gates[i] = (float)keep - eps, model_set_head_gates(&c.m, gates);
+            double lm = model_loss(&c);
+            num[i] = (float)((lp - lm) / (2 * eps));
+            double err = fabs(num[i] - g[i]) / fmax(fabs(num[i]) + fabs(g[i]), 1e-2);
+            if (err < best) best = err;
+        }
+        gates[i] = (float)keep;
+        if (best > worst) worst = best;
+        if (fabs(g[i]) > largest) largest = fabs(g[i]);
+    }
+    model_free(&c.m);
+    free(gates), free(num);
+    CHECK(largest > 1e-3, "every gate gradient is ~0 (%g): the check would pass on nothing", largest);
+    /* measured 3.3e-3 at worst; a gradient 3% off fails at 1.5e-2 */
+    CHECK(worst < 6e-3, "gate gradient off by %.3g (relative)", worst);
+}
+
+/* Gates all 1 are the plain model, bit for bit: loss, every gradient, and the cached
+ * decoding step's logits; and gating off again restores the plain path. */
+static void test_head_gates_at_one_change_nothing(void) {
+    ModelCtx a, b;
+    setup(&a, 1, 0, 0.2f, 2);
+    setup(&b, 1, 0, 0.2f, 2);
+    int n = model_head_count(&b.m);
+    float *ones = xmalloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) ones[i] = 1.0f;
+    model_set_head_gates(&b.m, ones);
+    free(ones);
+    model_zero_grad(&a.m), model_zero_grad(&b.m);
+    double la = model_loss(&a), lb = model_loss(&b);
+    model_backward(&a.m, &a.b), model_backward(&b.m, &b.b);
+    CHECK(la == lb, "loss %.17g gated, %.17g plain", lb, la);
+    CHECK(memcmp(a.m.grads, b.m.grads, sizeof(float) * a.m.n_params) == 0, "gradients differ with gates at 1");
+    Seq srcs[4], out_a[4], out_b[4];
+    search_sources(srcs, 4);
+    greedy_decode(&a.m, srcs, 4, out_a);
+    greedy_decode(&b.m, srcs, 4, out_b);
+    int same = 1;
+    for (int i = 0; i < 4; i++)
+        same &= out_a[i].len == out_b[i].len && memcmp(out_a[i].ids, out_b[i].ids, sizeof(int) * out_a[i].len) == 0;
+    for (int i = 0; i < 4; i++) free(srcs[i].ids), free(out_a[i].ids), free(out_b[i].ids);
+    model_set_head_gates(&b.m, NULL);
+    double off = model_loss(&b);
+    model_free(&a.m), model_free(&b.m);
+    CHECK(same, "greedy translations differ with gates at 1");
+    CHECK(off == la && !model_head_gate_grads(&b.m), "gating off is not the plain model again");
+}
+
+/* Masking a head (gate 0) against the same model with that head's rows of W_O zeroed and
+ * no gates: the same loss, and through incremental decoding the same translations. */
+static void test_masked_head_is_zeroed_w_o_rows(void) {
+    for (int kind = 0; kind < ATTN_KINDS; kind++) {
+        Model gated, zeroed;
+        search_model(&gated, 0);
+        search_model(&zeroed, 0);
+        int layer = kind == ATTN_ENC_SELF ? 0 : 1, head = 1, d = gated.cfg.d_model, dh = d / gated.cfg.heads;
+        int n = model_head_count(&gated);
+        float *gates = xmalloc(sizeof(float) * (size_t)n);
+        for (int i = 0; i < n; i++) gates[i] = 1.0f;
+        gates[model_head_index(&gated, (AttnKind)kind, layer, head)] = 0.0f;
+        model_set_head_gates(&gated, gates);
+        free(gates);
+        /* W_O is (d, d) with the context's columns as rows: head h owns rows h*dh .. h*dh+dh-1 */
+        float *w_o = model_attention_params(&zeroed, (AttnKind)kind, layer)->w_o;
+        memset(w_o + (size_t)head * dh * d, 0, sizeof(float) * (size_t)dh * d);
+        Seq srcs[6], out_g[6], out_z[6], out_plain[6];
+        search_sources(srcs, 6);
+        greedy_decode(&gated, srcs, 6, out_g);
+        greedy_decode(&zeroed, srcs, 6, out_z);
+        model_set_head_gates(&gated, NULL);
+        greedy_decode(&gated, srcs, 6, out_plain);
+        int same = 1, differs = 0;
+        for (int i = 0; i < 6; i++) {
+            same &= out_g[i].len == out_z[i].len && memcmp(out_g[i].ids, out_z[i].ids, sizeof(int) * out_g[i].len) == 0;
+            differs |= out_g[i].len != out_plain[i].len ||
+                       memcmp(out_g[i].ids, out_plain[i].ids, sizeof(int) * out_g[i].len) != 0;
+        }
+        /* the full forward's logits, to the bit */
+        int bs[2] = {4, 5}, bl[1] = {2}, ti[3] = {1, 6, 7}, to[3] = {6, 7, 2}, tl[1] = {3};
+        ModelBatch mb = {1, 2, 3, bs, bl, ti, to, tl, 0};
+        model_set_head_gates(&gated, NULL);
+        int n2 = model_head_count(&gated);
+        float *g2 = xmalloc(sizeof(float) * (size_t)n2);
+        for (int i = 0; i < n2; i++) g2[i] = 1.0f;
+        g2[model_head_index(&gated, (AttnKind)kind, layer, head)] = 0.0f;
+        model_set_head_gates(&gated, g2);
+        free(g2);
+        double lg = model_forward(&gated, &mb, 0, 1, 1), lz = model_forward(&zeroed, &mb, 0, 1, 1);
+        for (int i = 0; i < 6; i++) free(srcs[i].ids), free(out_g[i].ids), free(out_z[i].ids), free(out_plain[i].ids);
+        model_free(&gated), model_free(&zeroed);
+        CHECK(same, "kind %d: masking the head and zeroing its W_O rows translate differently", kind);
+        CHECK(lg == lz, "kind %d: loss %.17g masked, %.17g with zero rows", kind, lg, lz);
+        CHECK(differs || kind == ATTN_ENC_SELF, "kind %d: masking a head changed no translation: the test is blind",
+              kind);
+    }
+}
+
 const TestCase model_tests[] = {
     {"model_table_names_and_sizes", test_table_names_and_sizes},
     {"model_forward_backward_fused_bit_identical", test_forward_backward_fused_is_forward_then_backward},
@@ -385,6 +512,9 @@ const TestCase model_tests[] = {
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},
     {"model_padding_is_invisible", test_padding_is_invisible},
     {"model_attention_accessors_name_their_layer", test_attention_accessors_name_their_layer},
+    {"model_head_gate_grad", test_head_gate_grad},
+    {"model_head_gates_at_one_change_nothing", test_head_gates_at_one_change_nothing},
+    {"model_masked_head_is_zeroed_w_o_rows", test_masked_head_is_zeroed_w_o_rows},
     {NULL, NULL},
 };
 

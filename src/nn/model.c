@@ -139,6 +139,12 @@ void model_init_replica(Model *r, const Model *m) {
     r->decode_logits = NULL;
     r->decode_logits_floats = 0;
     r->B = r->S = r->T = -1;
+    /* gates are the analysed model's alone: a replica trains, ungated */
+    r->head_gate = r->head_gate_grad = NULL;
+    for (int l = 0; l < QKV_MAX_LAYERS; l++) {
+        r->a.enc[l].attn.gate = r->a.dec[l].self_attn.gate = r->a.dec[l].cross_attn.gate = NULL;
+        r->a.enc[l].attn.dgate = r->a.dec[l].self_attn.dgate = r->a.dec[l].cross_attn.dgate = NULL;
+    }
 }
 
 void model_free(Model *m) {
@@ -147,6 +153,8 @@ void model_free(Model *m) {
         free(m->tensors);
         free(m->params);
         free(m->pos_table);
+        free(m->head_gate);
+        free(m->head_gate_grad);
     }
     free(m->grads);
     free(m->arena);
@@ -572,7 +580,43 @@ int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *score
 
 /* ---- backward ------------------------------------------------------------------------ */
 
-void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(float) * m->n_params); }
+int model_head_count(const Model *m) { return (m->cfg.encoder_layers + 2 * m->cfg.decoder_layers) * m->cfg.heads; }
+
+int model_head_index(const Model *m, AttnKind kind, int layer, int head) {
+    if (!attn_layer_exists(m, kind, layer) || head < 0 || head >= m->cfg.heads) return -1;
+    int first = kind == ATTN_ENC_SELF   ? 0
+                : kind == ATTN_DEC_SELF ? m->cfg.encoder_layers
+                                        : m->cfg.encoder_layers + m->cfg.decoder_layers;
+    return (first + layer) * m->cfg.heads + head;
+}
+
+/* Points one sub-layer's acts at its heads' gates, or at none. */
+static void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer) {
+    int at = model_head_index(m, kind, layer, 0);
+    a->gate = m->head_gate ? m->head_gate + at : NULL;
+    a->dgate = m->head_gate ? m->head_gate_grad + at : NULL;
+}
+
+/* carve() never touches AttnActs.gate, so the pointers outlive re-carving; the
+ * incremental decoder's acts get theirs in model_step_begin. */
+void model_set_head_gates(Model *m, const float *gates) {
+    if (gates && !m->head_gate) {
+        m->head_gate = xmalloc(sizeof(float) * (size_t)model_head_count(m));
+        m->head_gate_grad = xcalloc((size_t)model_head_count(m), sizeof(float));
+    }
+    if (gates) memcpy(m->head_gate, gates, sizeof(float) * (size_t)model_head_count(m));
+    else free(m->head_gate), free(m->head_gate_grad), m->head_gate = m->head_gate_grad = NULL;
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < (k == ATTN_ENC_SELF ? m->cfg.encoder_layers : m->cfg.decoder_layers); l++)
+            point_gates(m, attn_acts(m, (AttnKind)k, l), (AttnKind)k, l);
+}
+
+const float *model_head_gate_grads(const Model *m) { return m->head_gate_grad; }
+
+void model_zero_grad(Model *m) {
+    memset(m->grads, 0, sizeof(float) * m->n_params);
+    if (m->head_gate_grad) memset(m->head_gate_grad, 0, sizeof(float) * (size_t)model_head_count(m));
+}
 
 static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
     int d = m->cfg.d_model;
@@ -733,6 +777,10 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     /* not zeroed: every value is written before it is read (caches up to what is filled) */
     st->buf = buf, st->buf_floats = cap;
     carve_step(m, st, st->buf);
+    for (int l = 0; l < m->cfg.decoder_layers; l++) {
+        point_gates(m, &st->layer[l].self_attn, ATTN_DEC_SELF, l);
+        point_gates(m, &st->layer[l].cross_attn, ATTN_CROSS, l);
+    }
     for (int i = 0; i < B; i++) st->src_len[i] = b->src_len[i / copies];
     model_reserve(m, model_arena_floats(m, G, S, 1));
     model_encode(m, b);

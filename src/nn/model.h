@@ -152,6 +152,8 @@ typedef struct {
     int is_replica;      /* shares params, table and positions with another Model */
     float dropout_p;     /* the rate the last forward used (0 when not training) */
     int arena_regrowths; /* shapes that outgrew the reserved arena (0 when reserved right) */
+    float *head_gate;      /* NULL (gating off), or (model_head_count) see model_set_head_gates */
+    float *head_gate_grad; /* with head_gate: (model_head_count) dL/dgate */
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
@@ -212,6 +214,23 @@ const AttnParams *model_attention_params(const Model *m, AttnKind kind, int laye
  * buffer, which it keeps owning and must size for each shape it runs. -1 for a kind or
  * layer the model lacks. */
 int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *scores);
+
+/* ---- head gates -------------------------------------------------------------------------------
+ * A multiplier on each head's output, before W_O, in every attention kind (Michel et al.
+ * 2019): what `qkv heads` scores heads with, and --mask-heads masks them with. Not a
+ * parameter: never trained, never saved. Off unless set, and off is the plain code path,
+ * bit for bit. Heads are numbered kind by kind (ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS),
+ * then layer, then head: (kind's first layer + layer) * heads + head. */
+int model_head_count(const Model *m);
+/* The number of (kind, layer, head), or -1 when the model has no such head. */
+int model_head_index(const Model *m, AttnKind kind, int layer, int head);
+/* Copies gates (model_head_count values) into the model; every later pass (full forward,
+ * backward, incremental decoding) applies them. NULL turns gating off. Allocates on the
+ * first call only, never in a step. Not for replicas. */
+void model_set_head_gates(Model *m, const float *gates);
+/* dL/dgate for every head, added to by each backward pass since the last
+ * model_zero_grad; NULL while gating is off. */
+const float *model_head_gate_grads(const Model *m);
 
 /* ---- incremental decoding ----------------------------------------------------------------
  * The decoder run one position at a time over B sequences, for search. Each new position

@@ -50,6 +50,14 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
     }
 }
 
+/* Head h's columns of ctx (rows of d) times gate[h]. */
+static void gate_ctx(float *ctx, const float *gate, size_t rows, int d, int H) {
+    int dh = d / H;
+    for (size_t r = 0; r < rows; r++)
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dh; e++) ctx[r * d + (size_t)h * dh + e] *= gate[h];
+}
+
 /* Three phases over all (sequence, head) pairs: scores, softmax, weighted values. Kept
  * apart so each kind of work is one loop (and one profile bucket). */
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s) {
@@ -64,6 +72,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
          * (sequence, head) costs more than its arithmetic at this size. */
         attention_one_query(a, s, kv_rows, scale);
         prof_stop(PROF_ATTENTION, t0);
+        if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)B, d, H);
         matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B, d, d);
         return;
     }
@@ -91,6 +100,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
                         a->p + ((size_t)b * H + h) * Tq * Tk, Tk, a->v + b * kv_rows * d + h * dh, d, 0.0f,
                         a->ctx + (size_t)b * Tq * d + h * dh, d);
     prof_stop(PROF_ATTENTION, t0);
+    if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)B * Tq, d, H);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
 }
 
@@ -122,14 +132,23 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
     memset(sc->dv, 0, sizeof(float) * nk);
     matmul_backward(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, B * Tq, d, d);
     double t0 = prof_start();
-    /* dP = dO V^T and dV = P^T dO */
+    /* dP = dO V^T and dV = P^T dO. dctx is G, the gradient at the gated O: with a gate g,
+     * dO = g G, so dP = g (G V^T), dV = g P^T G, and dL/dg = sum P . (G V^T) */
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh,
                    poff = ((size_t)b * H + h) * per;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff, d,
                         0.0f, sc->dp + poff, Tk);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, 1.0f, a->p + poff, Tk, sc->dctx + qoff, d,
+            float g = 1.0f;
+            if (a->gate) {
+                g = a->gate[h];
+                double dg = 0.0;
+                for (size_t e = 0; e < per; e++) dg += (double)a->p[poff + e] * sc->dp[poff + e];
+                a->dgate[h] += (float)dg;
+                for (size_t e = 0; e < per; e++) sc->dp[poff + e] *= g;
+            }
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, g, a->p + poff, Tk, sc->dctx + qoff, d,
                         1.0f, sc->dv + koff, d);
         }
     prof_stop(PROF_ATTENTION, t0);

@@ -7,7 +7,12 @@
  *
  * S = Q K^T / sqrt(d_head), masked keys get probability exactly 0, P = softmax(S),
  * O = P V, out = concat_heads(O) W_O + b_O. The probabilities P are kept: the backward
- * pass needs them and the attention maps are read from them. */
+ * pass needs them and the attention maps are read from them.
+ *
+ * Head gates (Michel et al. 2019, "Are Sixteen Heads Really Better than One?"): with
+ * a->gate set, head h's O is multiplied by gate[h] before W_O, out = sum_h gate[h] O_h
+ * W_O^h + b_O, and the backward pass adds dL/dgate[h] = sum P_h . (G_h V_h^T) (G: the
+ * gradient at the gated O) into a->dgate. With a->gate NULL the code is the plain one. */
 #ifndef QKV_MULTIHEAD_H
 #define QKV_MULTIHEAD_H
 
@@ -36,6 +41,8 @@ typedef struct {
     float *scores; /* NULL, or (B, heads, Tq, Tk): the scaled scores the softmax received,
                       -INFINITY where the key is masked. Only the attention maps ask for
                       them; training leaves it NULL and copies nothing. */
+    const float *gate; /* NULL, or (heads) each head's gate: ctx holds the gated O */
+    float *dgate;      /* with gate: (heads) dL/dgate, added to by attention_backward */
 } AttnActs;
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
