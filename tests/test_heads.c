@@ -1,6 +1,333 @@
-/* heads tests (filled in with the feature). */
+/* heads tests: the analysis behind `qkv heads` (infer/headscore.h, headcurve.h): a head
+ * that adds nothing scores exactly nothing; the gradient score is the derivative it claims
+ * to be; a head built to attend to the previous position is found and labelled so; the
+ * Spearman correlation and the role counts on hand-made numbers; the removal orders and
+ * the mask text. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "check.h"
+#include "data/corpus.h"
+#include "infer/headcurve.h"
+#include "infer/headmask.h"
+#include "infer/headscore.h"
+#include "infer/translator.h"
+#include "nn/model.h"
+#include "util/mem.h"
+#include "util/rng.h"
+#include "util/text.h"
+
+enum { VOCAB = 20, D = 32, HEADS = 4, DH = D / HEADS, MAXPOS = 24, N_SET = 6 };
+
+static void heads_model(Model *m, uint64_t seed) {
+    ModelConfig cfg = {.src_vocab = VOCAB,
+                       .tgt_vocab = VOCAB,
+                       .d_model = D,
+                       .heads = HEADS,
+                       .d_ff = 48,
+                       .encoder_layers = 2,
+                       .decoder_layers = 2,
+                       .dropout = 0.1f,
+                       .label_smoothing = 0.1f,
+                       .max_positions = MAXPOS};
+    model_init(m, &cfg);
+    model_init_weights(m, seed);
+    Rng r = {seed + 5}; /* off the special point of unit norms and zero biases */
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] += 0.05f * rng_normal(&r);
+}
+
+/* n pairs of 3..10 random ids (4..VOCAB-1) each side; free_set frees them. */
+static void make_set(Seq *src, Seq *ref, int n, uint64_t seed) {
+    Rng r = {seed};
+    for (int i = 0; i < n; i++) {
+        Seq *side[2] = {&src[i], &ref[i]};
+        for (int s = 0; s < 2; s++) {
+            side[s]->len = 3 + (int)rng_below(&r, 8);
+            side[s]->ids = xmalloc(sizeof(int) * (size_t)side[s]->len);
+            for (int t = 0; t < side[s]->len; t++) side[s]->ids[t] = 4 + (int)rng_below(&r, VOCAB - 4);
+        }
+    }
+}
+
+static void free_set(Seq *src, Seq *ref, int n) {
+    for (int i = 0; i < n; i++) free(src[i].ids), free(ref[i].ids);
+}
+
+/* (a) A head whose rows of W_O are zero adds nothing to its sub-layer's output: its
+ * gradient score and its dNLL are exactly 0, whatever its weights; the other heads' are
+ * not (so the check can fail). Label smoothing is restored and the gates left off. */
+static void test_heads_zero_w_o_head_scores_exactly_zero(void) {
+    Model m;
+    heads_model(&m, 3);
+    const int kinds[2] = {ATTN_CROSS, ATTN_ENC_SELF}, layers[2] = {1, 0}, hs[2] = {2, 1};
+    for (int z = 0; z < 2; z++) {
+        float *w_o = model_attention_params(&m, (AttnKind)kinds[z], layers[z])->w_o; /* (d, d): rows are ctx's */
+        memset(w_o + (size_t)hs[z] * DH * D, 0, sizeof(float) * DH * D);
+    }
+    Seq src[N_SET], ref[N_SET];
+    make_set(src, ref, N_SET, 11);
+    HeadSet set = {N_SET, src, ref};
+    int nh = model_head_count(&m);
+    HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
+    double base = 0.0;
+    heads_score(&m, &set, NULL, st, &base);
+    int others = 0;
+    for (int i = 0; i < nh; i++) others += st[i].importance_raw > 0.0 && st[i].delta_nll != 0.0;
+    float smoothing = m.cfg.label_smoothing;
+    int gated = model_head_gate_grads(&m) != NULL;
+    double raw[2], imp[2], dnll[2];
+    for (int z = 0; z < 2; z++) {
+        const HeadStats *h = &st[model_head_index(&m, (AttnKind)kinds[z], layers[z], hs[z])];
+        raw[z] = h->importance_raw, imp[z] = h->importance, dnll[z] = h->delta_nll;
+    }
+    free(st), free_set(src, ref, N_SET), model_free(&m);
+    for (int z = 0; z < 2; z++)
+        CHECK(raw[z] == 0.0 && imp[z] == 0.0 && dnll[z] == 0.0,
+              "kind %d: the zero-W_O head scores raw %g, importance %g, dNLL %g", kinds[z], raw[z], imp[z], dnll[z]);
+    CHECK(others == nh - 2, "%d of the %d other heads have a score and a dNLL", others, nh - 2);
+    CHECK(base > 0.0 && smoothing == 0.1f && !gated, "base NLL %g, smoothing %g after, gates %s", base, smoothing,
+          gated ? "left on" : "off");
+}
+
+/* The gradient score is |dL/dgate| with L the sentence's NLL summed over its tokens:
+ * against central differences of reference_nll (a sum) with the gate moved, one sentence. */
+static void test_heads_importance_is_the_summed_nll_gradient(void) {
+    Model m;
+    heads_model(&m, 7);
+    Seq src[1], ref[1];
+    make_set(src, ref, 1, 23);
+    HeadSet set = {1, src, ref};
+    int nh = model_head_count(&m);
+    HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
+    heads_score(&m, &set, NULL, st, NULL);
+    float *gates = xmalloc(sizeof(float) * (size_t)nh);
+    double worst = 0.0, largest = 0.0;
+    for (int i = 0; i < nh; i++) {
+        double best = INFINITY;
+        for (int s = 0; s < 2; s++) { /* two steps, the better kept (a ReLU kink spoils one) */
+            float eps = s ? 2.5e-4f : 1e-3f;
+            long long tokens;
+            for (int j = 0; j < nh; j++) gates[j] = 1.0f;
+            gates[i] = 1.0f + eps, model_set_head_gates(&m, gates);
+            double lp = reference_nll(&m, src, ref, 1, &tokens);
+            gates[i] = 1.0f - eps, model_set_head_gates(&m, gates);
+            double lm = reference_nll(&m, src, ref, 1, &tokens);
+            double num = fabs((lp - lm) / (2.0 * eps)), err = fabs(num - st[i].importance_raw) / fmax(num, 1e-2);
+            if (err < best) best = err;
+        }
+        if (best > worst) worst = best;
+        if (st[i].importance_raw > largest) largest = st[i].importance_raw;
+    }
+    model_set_head_gates(&m, NULL);
+    free(st), free(gates), free_set(src, ref, 1), model_free(&m);
+    CHECK(largest > 1e-2, "every score is ~0 (%g): the check would pass on nothing", largest);
+    CHECK(worst < 1e-2, "gradient score off the summed NLL's derivative by %.3g (relative)", worst);
+}
+
+/* (b) With zero token embeddings the encoder's input is the sinusoidal table alone:
+ * x_i = PE(i) (post-LN: layer 0 attends to x itself; no dropout in the analysis). Head 0
+ * of encoder layer 0 owns columns 0..7, the table's first four (sin, cos) pairs, of
+ * frequencies w_k = 10000^(-2k/d). W_Q rotates each pair back by one position, so
+ * q_i = PE(i-1) there; W_K is alpha times the identity on those columns, so k_j = alpha
+ * PE(j). Then q_i . k_j = alpha sum_k cos((i-1-j) w_k), largest at j = i-1, by at least
+ * alpha (4 - 3.32) over any other j (d = 32: the next best is |i-1-j| = 1). */
+static void previous_position_head(Model *m) {
+    heads_model(m, 5);
+    memset(m->p.src_embed, 0, sizeof(float) * VOCAB * D);
+    const AttnParams *w = model_attention_params(m, ATTN_ENC_SELF, 0);
+    const float alpha = 40.0f;
+    for (int r = 0; r < D; r++)
+        for (int c = 0; c < DH; c++) w->w_q[(size_t)r * D + c] = w->w_k[(size_t)r * D + c] = 0.0f;
+    for (int c = 0; c < DH; c++) w->b_q[c] = w->b_k[c] = 0.0f, w->w_k[(size_t)c * D + c] = alpha;
+    for (int k = 0; k < DH / 2; k++) {
+        double f = exp(-log(10000.0) * (2.0 * k) / D);
+        /* (sin iw, cos iw) -> (sin (i-1)w, cos (i-1)w) as a row vector times the block */
+        w->w_q[(size_t)(2 * k) * D + 2 * k] = (float)cos(f);
+        w->w_q[(size_t)(2 * k + 1) * D + 2 * k] = (float)-sin(f);
+        w->w_q[(size_t)(2 * k) * D + 2 * k + 1] = (float)sin(f);
+        w->w_q[(size_t)(2 * k + 1) * D + 2 * k + 1] = (float)cos(f);
+    }
+}
+
+static void test_heads_previous_position_head_is_labelled_previous(void) {
+    Model m;
+    previous_position_head(&m);
+    Seq src[N_SET], ref[N_SET];
+    make_set(src, ref, N_SET, 31);
+    src[0].len = 3; /* and the longest source the table allows */
+    free(src[1].ids);
+    src[1].len = MAXPOS - 2;
+    src[1].ids = xmalloc(sizeof(int) * (size_t)src[1].len);
+    for (int t = 0; t < src[1].len; t++) src[1].ids[t] = 4 + t % (VOCAB - 4);
+    /* the construction itself: every query i >= 1 of the longest source puts its largest
+     * weight on i-1, with almost all of the weight */
+    int S = src[1].len + 1, *framed = xmalloc(sizeof(int) * (size_t)S), tin[2] = {1, 5}, tout[2] = {5, 2}, T = 2;
+    memcpy(framed, src[1].ids, sizeof(int) * (size_t)src[1].len);
+    framed[S - 1] = 2;
+    ModelBatch b = {1, S, T, framed, &S, tin, tout, &T, 0};
+    model_reserve(&m, model_arena_floats(&m, 1, S, T));
+    model_forward(&m, &b, 0, 0, 0);
+    const float *p = model_attention_acts(&m, ATTN_ENC_SELF, 0)->p; /* head 0 first: (S, S) */
+    int wrong = -1;
+    float least = 1.0f;
+    for (int i = 1; i < S && wrong < 0; i++) {
+        for (int j = 0; j < S; j++)
+            if (p[(size_t)i * S + j] > p[(size_t)i * S + i - 1]) wrong = i;
+        if (p[(size_t)i * S + i - 1] < least) least = p[(size_t)i * S + i - 1];
+    }
+    free(framed);
+    int nh = model_head_count(&m);
+    HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
+    heads_score(&m, &(HeadSet){N_SET, src, ref}, NULL, st, NULL);
+    HeadStats h = st[model_head_index(&m, ATTN_ENC_SELF, 0, 0)];
+    int others = 0; /* heads of random weights called previous */
+    for (int i = 1; i < nh; i++) others += (st[i].roles & HEAD_ROLE_PREVIOUS) != 0;
+    int queries = 0;
+    for (int i = 0; i < N_SET; i++) queries += src[i].len + 1;
+    free(st), free_set(src, ref, N_SET), model_free(&m);
+    CHECK(wrong < 0, "query %d of the constructed head does not peak at i-1", wrong);
+    CHECK(least > 0.99f, "the constructed head puts only %.3f on i-1", least);
+    /* query 0 has no i-1: its nearest, PE(0), is itself, once a sentence */
+    CHECK(h.previous == 1.0 && h.current == (double)N_SET / queries, "previous share %.3f, current %.3f", h.previous,
+          h.current);
+    CHECK((h.roles & HEAD_ROLE_PREVIOUS) && strcmp(h.role, "previous") == 0, "role '%s'", h.role);
+    CHECK(h.confidence > 0.95, "confidence %.3f", h.confidence);
+    CHECK(others == 0, "%d heads of random weights labelled previous", others);
+}
+
+/* (c) Spearman: Pearson's correlation of the ranks, ties sharing their mean rank. */
+static void test_heads_spearman_known_values(void) {
+    const double a[5] = {1, 2, 3, 4, 5}, b[5] = {5, 6, 7, 8, 7}, rev[5] = {9, 7, 5, 3, 1}, flat[5] = {2, 2, 2, 2, 2};
+    const double c[4] = {10, 20, 20, 30}, e[4] = {1, 3, 2, 4};
+    /* b's ranks: 1, 2, 3.5, 5, 3.5; rank deviations (-2,-1,0,1,2) and (-2,-1,.5,2,.5):
+     * 8 / sqrt(10 * 9.5) */
+    double r = heads_spearman(a, b, 5);
+    CHECK(fabs(r - 8.0 / sqrt(95.0)) < 1e-12, "ties: %.15f, want %.15f", r, 8.0 / sqrt(95.0));
+    CHECK(fabs(heads_spearman(a, a, 5) - 1.0) < 1e-12 && fabs(heads_spearman(a, rev, 5) + 1.0) < 1e-12,
+          "identical %.6f, reversed %.6f", heads_spearman(a, a, 5), heads_spearman(a, rev, 5));
+    /* c's ranks 1, 2.5, 2.5, 4 against 1, 3, 2, 4: deviations (-1.5,0,0,1.5) and
+     * (-1.5,.5,-.5,1.5): 4.5 / sqrt(4.5 * 5) */
+    r = heads_spearman(c, e, 4);
+    CHECK(fabs(r - 4.5 / sqrt(22.5)) < 1e-12, "ties in the other: %.15f", r);
+    CHECK(isnan(heads_spearman(a, flat, 5)) && isnan(heads_spearman(a, b, 1)), "a constant side or n < 2 is not NAN");
+}
+
+/* (d) The role counts on hand-made maps. */
+static void test_heads_roles_on_hand_made_maps(void) {
+    /* encoder self-attention, 4 queries: query 0 on itself, 1..3 on their previous key;
+     * the rarest source token at key 2 */
+    const float enc[16] = {0.7f, 0.1f, 0.1f, 0.1f, /* top 0 = i */
+                           0.6f, 0.2f, 0.1f, 0.1f, /* top 0 = i-1 */
+                           0.1f, 0.8f, 0.1f, 0.0f, /* top 1 = i-1 */
+                           0.0f, 0.0f, 0.5f, 0.5f /* a tie: the first, 2 = i-1 */};
+    const unsigned char rarest[4] = {0, 0, 1, 0};
+    HeadRoleCounts c = {0};
+    heads_roles_add(&c, ATTN_ENC_SELF, enc, 4, 4, rarest);
+    HeadStats h = {.kind = ATTN_ENC_SELF, .aer = NAN};
+    heads_roles_finish(&c, &h);
+    double ent = 0.0;
+    for (int i = 0; i < 16; i++) ent -= enc[i] > 0.0f ? (double)enc[i] * log((double)enc[i]) : 0.0;
+    CHECK(h.previous == 1.0 && h.current == 0.25 && h.next == 0.0, "positional %.3f %.3f %.3f", h.previous, h.current,
+          h.next);
+    CHECK(h.rare == 0.25, "rare %.3f (one top of four on key 2)", h.rare);
+    CHECK(fabs(h.confidence - (0.7 + 0.6 + 0.8 + 0.5) / 4) < 1e-6, "confidence %.6f", h.confidence);
+    CHECK(fabs(h.entropy - ent / 4) < 1e-6, "entropy %.6f, want %.6f (nats)", h.entropy, ent / 4);
+    CHECK(strcmp(h.role, "previous") == 0 && h.roles == HEAD_ROLE_PREVIOUS, "role '%s'", h.role);
+    /* a second sentence adds to the same counts: 2 queries on themselves */
+    const float two[4] = {1.0f, 0.0f, 0.0f, 1.0f};
+    heads_roles_add(&c, ATTN_ENC_SELF, two, 2, 2, NULL);
+    heads_roles_finish(&c, &h);
+    CHECK(h.previous == 0.75 && h.current == 0.5 && h.next == 0.0 && h.rare == 0.25,
+          "after a second sentence: %.3f %.3f %.3f rare %.3f", h.previous, h.current, h.next, h.rare);
+    CHECK(h.role[0] == '\0' && h.roles == 0, "role '%s' below every threshold", h.role);
+    /* cross-attention, 3 target queries over 3 source keys: no positions; 2 of 3 tops on
+     * the rarest (key 1) */
+    const float cross[9] = {0.2f, 0.7f, 0.1f, 0.1f, 0.3f, 0.6f, 0.3f, 0.4f, 0.3f};
+    const unsigned char r1[3] = {0, 1, 0};
+    HeadRoleCounts cc = {0};
+    heads_roles_add(&cc, ATTN_CROSS, cross, 3, 3, r1);
+    HeadStats x = {.kind = ATTN_CROSS, .aer = 0.5};
+    heads_roles_finish(&cc, &x);
+    CHECK(isnan(x.previous) && isnan(x.current) && isnan(x.next), "cross-attention has positional shares");
+    CHECK(fabs(x.rare - 2.0 / 3.0) < 1e-12 && strcmp(x.role, "rare+aligns") == 0, "rare %.3f, role '%s'", x.rare,
+          x.role);
+    /* decoder self-attention: causal maps, no rare share; a current head */
+    const float dec[9] = {1.0f, 0.0f, 0.0f, 0.1f, 0.9f, 0.0f, 0.1f, 0.1f, 0.8f};
+    HeadRoleCounts dc = {0};
+    heads_roles_add(&dc, ATTN_DEC_SELF, dec, 3, 3, NULL);
+    HeadStats y = {.kind = ATTN_DEC_SELF, .aer = NAN};
+    heads_roles_finish(&dc, &y);
+    CHECK(y.current == 1.0 && y.next == 0.0 && y.previous == 0.0 && isnan(y.rare) && strcmp(y.role, "current") == 0,
+          "decoder: %.3f %.3f %.3f rare %.3f role '%s'", y.previous, y.current, y.next, y.rare, y.role);
+    /* the thresholds, at and just under */
+    HeadStats t = {.kind = ATTN_ENC_SELF,
+                   .previous = HEADS_POSITIONAL_SHARE,
+                   .current = 0.79,
+                   .next = NAN,
+                   .rare = HEADS_RARE_SHARE,
+                   .aer = 0.1};
+    heads_label(&t);
+    CHECK(strcmp(t.role, "previous+rare") == 0, "at the thresholds: '%s' (AER counts for cross only)", t.role);
+    t.kind = ATTN_CROSS, t.previous = NAN, t.rare = 0.49, t.aer = HEADS_ALIGN_AER + 1e-9;
+    heads_label(&t);
+    CHECK(t.role[0] == '\0', "just past the thresholds: '%s'", t.role);
+}
+
+/* The removal orders: importance increasing (ties by the raw score), a kind's own heads
+ * only; random a permutation that only the seed moves. The mask text reads back. */
+static void test_heads_removal_order_and_mask_text(void) {
+    Model m;
+    heads_model(&m, 9);
+    int nh = model_head_count(&m);
+    HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
+    for (int i = 0; i < nh; i++) {
+        st[i].index = i, st[i].kind = i < 8 ? ATTN_ENC_SELF : i < 16 ? ATTN_DEC_SELF : ATTN_CROSS;
+        st[i].importance = (double)((i * 7) % nh) / nh, st[i].importance_raw = i;
+    }
+    st[5].importance = st[6].importance; /* a tie: the raw score decides */
+    int order[64], again[64], other[64];
+    int n = heads_removal_order(&m, st, HEADS_ORDER_IMPORTANCE, HEADS_SCOPE_ALL, 1, order);
+    int sorted = n == nh;
+    for (int i = 1; i < n; i++) sorted &= st[order[i - 1]].importance <= st[order[i]].importance;
+    int five_first = 0;
+    for (int i = 0; i < n; i++)
+        if (order[i] == 5 || order[i] == 6) {
+            five_first = order[i] == 5;
+            break;
+        }
+    int k = heads_removal_order(&m, st, HEADS_ORDER_IMPORTANCE, ATTN_CROSS, 1, order);
+    int cross_only = k == 8;
+    for (int i = 0; i < k; i++) cross_only &= st[order[i]].kind == ATTN_CROSS;
+    n = heads_removal_order(&m, st, HEADS_ORDER_RANDOM, HEADS_SCOPE_ALL, 42, order);
+    heads_removal_order(&m, st, HEADS_ORDER_RANDOM, HEADS_SCOPE_ALL, 42, again);
+    heads_removal_order(&m, st, HEADS_ORDER_RANDOM, HEADS_SCOPE_ALL, 43, other);
+    int seen[64] = {0}, perm = n == nh, same = 1, moved = 0;
+    for (int i = 0; i < n; i++) perm &= !seen[order[i]]++, same &= order[i] == again[i], moved |= order[i] != other[i];
+    unsigned char removed[64] = {0};
+    removed[model_head_index(&m, ATTN_CROSS, 1, 3)] = removed[model_head_index(&m, ATTN_ENC_SELF, 0, 0)] = 1;
+    StrBuf sb = {0};
+    sb_append(&sb, "", 0);
+    heads_mask_text(&m, removed, &sb);
+    float gates[64];
+    int parsed = head_mask_parse(&m, sb.buf, gates), back = 1;
+    for (int i = 0; i < nh; i++) back &= gates[i] == (removed[i] ? 0.0f : 1.0f);
+    int text_ok = strcmp(sb.buf, "enc.0.0\ncross.1.3\n") == 0;
+    sb_free(&sb);
+    free(st), model_free(&m);
+    CHECK(sorted && five_first, "importance order not increasing, or the tie not broken by the raw score");
+    CHECK(cross_only, "a kind's order holds %d heads, not only its 8", k);
+    CHECK(perm && same && moved, "random order: permutation %d, same seed same %d, other seed moves %d", perm, same,
+          moved);
+    CHECK(text_ok && parsed == 2 && back, "mask text does not read back (%d heads parsed)", parsed);
+}
 
 const TestCase heads_tests[] = {
+    {"heads_zero_w_o_head_scores_exactly_zero", test_heads_zero_w_o_head_scores_exactly_zero},
+    {"heads_importance_is_the_summed_nll_gradient", test_heads_importance_is_the_summed_nll_gradient},
+    {"heads_previous_position_head_is_labelled_previous", test_heads_previous_position_head_is_labelled_previous},
+    {"heads_spearman_known_values", test_heads_spearman_known_values},
+    {"heads_roles_on_hand_made_maps", test_heads_roles_on_hand_made_maps},
+    {"heads_removal_order_and_mask_text", test_heads_removal_order_and_mask_text},
     {NULL, NULL},
 };

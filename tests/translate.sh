@@ -74,6 +74,94 @@ fi
 want=$("$QKV" score "$T/beam3.txt" "$T/data/test.tgt" | sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p')
 got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
+
+# ---- --mask-heads -----------------------------------------------------------------------
+# an empty SPEC masks nothing and changes nothing: the same bytes (the speed apart) and the
+# same eval.jsonl record; masking every cross-attention head cuts the decoder off the source
+no_speed() { sed -E 's/[0-9.]+ sentences\/s/N sentences\/s/; s/"sentences_per_s": *[0-9.]+//' "$@"; }
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy >"$T/ev-plain.txt" 2>&1
+tail -n 1 "$T/w/eval.jsonl" >"$T/ev-plain.jsonl"
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy --mask-heads '' >"$T/ev-empty.txt" 2>&1
+tail -n 1 "$T/w/eval.jsonl" >"$T/ev-empty.jsonl"
+cmp -s <(no_speed "$T/ev-plain.txt") <(no_speed "$T/ev-empty.txt") && cmp -s <(no_speed "$T/ev-plain.jsonl") <(no_speed "$T/ev-empty.jsonl") &&
+    ! grep -q masked "$T/ev-empty.txt" && ok "eval_mask_heads_empty_changes_nothing" ||
+    bad "eval_mask_heads_empty_changes_nothing" "$(diff <(no_speed "$T/ev-plain.txt") <(no_speed "$T/ev-empty.txt"); diff <(no_speed "$T/ev-plain.jsonl") <(no_speed "$T/ev-empty.jsonl"))"
+"$QKV" translate "$T/w" --greedy --mask-heads '' <"$T/data/test.src" >"$T/mask-empty.txt" 2>"$T/mask-empty.err"
+"$QKV" translate "$T/w" --greedy <"$T/data/test.src" 2>"$T/mask-none.err" | cmp -s - "$T/mask-empty.txt" &&
+    cmp -s "$T/mask-none.err" "$T/mask-empty.err" && ok "translate_mask_heads_empty_is_byte_identical" ||
+    bad "translate_mask_heads_empty_is_byte_identical" "$(cat "$T/mask-empty.err")"
+"$QKV" translate "$T/w" --greedy --mask-heads 'cross.*.*' <"$T/data/test.src" >"$T/mask-cross.txt" 2>"$T/mask-cross.err"
+[[ $(wc -l <"$T/mask-cross.txt") -eq 60 ]] && ! cmp -s "$T/mask-cross.txt" "$T/greedy.txt" &&
+    grep -q '^qkv: translating with .*, greedy search, 8 heads masked$' "$T/mask-cross.err" &&
+    ok "translate_mask_all_cross_heads_changes_translations" ||
+    bad "translate_mask_all_cross_heads_changes_translations" "$(cat "$T/mask-cross.err"; head -2 "$T/mask-cross.txt")"
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy --mask-heads 'cross.*.*' >"$T/ev-cross.txt" 2>&1
+if grep -q '^evaluating .*, greedy search, 8 heads masked$' "$T/ev-cross.txt" && /usr/bin/python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+plain, masked = rows[-3], rows[-1]
+assert "mask_heads" not in plain and "masked_heads" not in plain, plain
+assert masked["mask_heads"] == "cross.*.*", masked
+assert masked["masked_heads"] == ["cross.%d.%d" % (l, h) for l in range(2) for h in range(4)], masked
+assert float(masked["bleu"]) < float(plain["bleu"]) and float(masked["nll"]) > float(plain["nll"]), (plain, masked)' "$T/w/eval.jsonl"; then
+    ok "eval_mask_heads_reported_and_recorded"
+else
+    bad "eval_mask_heads_reported_and_recorded" "$(head -1 "$T/ev-cross.txt"; tail -1 "$T/w/eval.jsonl")"
+fi
+# @FILE reads what the items say: comments, blank lines, one item a line
+printf '# the second layer of cross-attention\n\ncross.1.0\ncross.1.1  # two of them\ncross.1.2\ncross.1.3\n' >"$T/heads.txt"
+"$QKV" translate "$T/w" --greedy --mask-heads "@$T/heads.txt" <"$T/data/test.src" >"$T/mask-file.txt" 2>/dev/null
+"$QKV" translate "$T/w" --greedy --mask-heads 'cross.1.*' <"$T/data/test.src" 2>/dev/null | cmp -s - "$T/mask-file.txt" &&
+    [[ $(wc -l <"$T/mask-file.txt") -eq 60 ]] && ok "translate_mask_heads_file_is_its_items" ||
+    bad "translate_mask_heads_file_is_its_items" "outputs differ"
+# a bad SPEC: one line, exit 2, nothing translated, nothing appended
+mkdir -p "$T/heads-dir"
+expect_error "mask_heads_unknown_kind" 2 "^qkv: --mask-heads: 'bogus.0.0': unknown kind 'bogus': enc, dec or cross" \
+    "$QKV" translate "$T/w" --mask-heads bogus.0.0
+expect_error "mask_heads_no_such_layer" 2 "^qkv: --mask-heads: 'cross.99.0': this model's cross-attention has layers 0..1$" \
+    "$QKV" translate "$T/w" --mask-heads cross.0.0,cross.99.0
+expect_error "mask_heads_no_such_head" 2 "^qkv: --mask-heads: 'enc.0.4': this model's encoder self-attention has heads 0..3$" \
+    "$QKV" translate "$T/w" --mask-heads enc.0.4
+expect_error "mask_heads_malformed" 2 "^qkv: --mask-heads: 'cross.0': not KIND.LAYER.HEAD" "$QKV" translate "$T/w" --mask-heads cross.0
+expect_error "mask_heads_missing_file" 2 "^qkv: --mask-heads: /nonexistent/heads.txt: No such file or directory$" \
+    "$QKV" translate "$T/w" --mask-heads @/nonexistent/heads.txt
+expect_error "mask_heads_file_is_a_directory" 2 "^qkv: --mask-heads: $T/heads-dir: a directory, not a regular file$" \
+    "$QKV" translate "$T/w" --mask-heads "@$T/heads-dir"
+printf 'cross.0.0\ncross.7.1\n' >"$T/bad-heads.txt"
+expect_error "mask_heads_file_names_the_line" 2 "^qkv: --mask-heads: $T/bad-heads.txt:2: 'cross.7.1': this model's cross-attention has layers 0..1$" \
+    "$QKV" translate "$T/w" --mask-heads "@$T/bad-heads.txt"
+out=$("$QKV" translate "$T/w" --mask-heads dec.9.0 <"$T/data/test.src" 2>/dev/null)
+rc=$?
+lines=$(wc -l <"$T/w/eval.jsonl")
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --mask-heads dec.9.0 >"$T/ev-bad.txt" 2>&1
+rc2=$?
+[[ $rc -eq 2 && -z $out && $rc2 -eq 2 && $(cat "$T/ev-bad.txt") == "qkv: --mask-heads: 'dec.9.0': this model's decoder self-attention has layers 0..1" &&
+    $(wc -l <"$T/w/eval.jsonl") -eq $lines ]] && ok "mask_heads_bad_spec_writes_nothing" ||
+    bad "mask_heads_bad_spec_writes_nothing" "translate exit $rc: ${out:0:100}; eval exit $rc2: $(cat "$T/ev-bad.txt")"
+# attention: a masked head keeps its own weights, but what it added is gone from the layers
+# above: with the target forced, cross layer 0 is the same, cross and decoder self layer 1 differ
+tgt=$("$QKV" attention "$T/w" --text "the old farmer sees a red bird" --out "$T/att-plain0" 2>/dev/null | sed -n 's/^translation (greedy): //p')
+"$QKV" attention "$T/w" --text "the old farmer sees a red bird" --target "$tgt" --out "$T/att-plain" >/dev/null 2>&1
+"$QKV" attention "$T/w" --text "the old farmer sees a red bird" --target "$tgt" --mask-heads cross.0.0 --out "$T/att-masked" >"$T/att-masked.txt" 2>&1
+rc=$?
+if [[ $rc -eq 0 && -n $tgt ]] && grep -q '^model: .*, 1 head masked$' "$T/att-masked.txt" && /usr/bin/python3 - "$T" <<'PY'; then
+import json, sys
+t = sys.argv[1]
+a = json.load(open(t + "/att-plain/maps.json")); b = json.load(open(t + "/att-masked/maps.json"))
+assert a["target_in"] == b["target_in"] and a["source"] == b["source"]
+assert a["encoder_self"] == b["encoder_self"] and a["cross"][0] == b["cross"][0] and a["decoder_self"][0] == b["decoder_self"][0]
+assert a["cross"][1] != b["cross"][1] and a["decoder_self"][1] != b["decoder_self"][1]
+PY
+    ok "attention_mask_heads_changes_the_layers_above"
+else
+    bad "attention_mask_heads_changes_the_layers_above" "exit $rc, target '$tgt': $(head -3 "$T/att-masked.txt")"
+fi
+expect_error "attention_mask_heads_bad_spec" 2 "^qkv: --mask-heads: 'cross.2.0': this model's cross-attention has layers 0..1$" \
+    "$QKV" attention "$T/w" --text "the old farmer" --mask-heads cross.2.0 --out "$T/att-bad"
+[[ ! -e $T/att-bad ]] && ok "attention_mask_heads_bad_spec_writes_nothing" || bad "attention_mask_heads_bad_spec_writes_nothing" "$(ls "$T/att-bad")"
+expect_error "attention_mask_heads_not_with_watch" 2 "^qkv: --mask-heads goes with --text, not --watch$" \
+    "$QKV" attention "$T/w" --watch --mask-heads cross.0.0
+
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
 # a FIFO where the result goes is refused, never opened to wait for a reader
 mv "$T/w/eval.jsonl" "$T/eval.jsonl.kept" && mkfifo "$T/w/eval.jsonl"

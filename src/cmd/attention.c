@@ -16,6 +16,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
+#include "cmd/decode_options.h"
 #include "cmd/options.h"
 #include "config.h"
 #include "data/corpus.h"
@@ -31,7 +32,7 @@
 #include "util/text.h"
 
 typedef struct {
-    const char *text, *target, *out, *gold;
+    const char *text, *target, *out, *gold, *mask_heads;
     int watch;
     int query, kind, layer, head; /* --query: -1 none; layer/head -1: the default */
 } Options;
@@ -155,7 +156,7 @@ static int check_query(const AttnMaps *a, Options *o) {
     return 0;
 }
 
-static int one_sentence(Run *r, Options *o) {
+static int one_sentence(Run *r, Options *o, int masked) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     AttnMaps maps = {0};
@@ -166,7 +167,9 @@ static int one_sentence(Run *r, Options *o) {
     if (o->query >= 0 && check_query(&maps, o) != 0) goto done;
     rc = 1;
     if (staged_dir_write(o->out, "--out", write_sentence_files, &files, export_file) != 0) goto done;
-    printf("model: %s (%s, step %lld)\n", r->weights, r->which, (long long)r->meta.step);
+    printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
+    if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
+    putchar('\n');
     /* what the terminal shows is UTF-8 too, as the files are: a bad byte is U+FFFD */
     char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab),
          *shown = attnmap_utf8(words);
@@ -264,6 +267,7 @@ static const CmdOption options[] = {
     {'h', "head", "H", "with --query: the head", "0"},
     {'w', "watch", NULL, "the run's watched sentences over training (train.watch), with a step slider", NULL},
     {'a', "gold", "FILE", "with --watch: gold alignments, for AER at each step", NULL},
+    {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {0},
 };
 const CmdSpec cmd_attention_spec = {
@@ -272,7 +276,8 @@ const CmdSpec cmd_attention_spec = {
         "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--query N ...] | --watch [--gold FILE]) [--out DIR]",
     .summary = "the attention maps of one sentence, or of the watched ones over training",
     .about = "Every kind (encoder self, decoder masked self, cross), layer and head: weights as a\n"
-             "terminal table, SVG pictures and one HTML viewer (open DIR/index.html).",
+             "terminal table, SVG pictures and one HTML viewer (open DIR/index.html). A head\n"
+             "--mask-heads masks keeps its weights; what it adds is gone from the layers above.",
     .options = options,
     .example = "qkv attention runs/toy --text \"the old farmer sees a red bird\" --out attn/",
 };
@@ -287,6 +292,7 @@ int cmd_attention(int argc, char **argv) {
         case 'o': o.out = optarg; break;
         case 'w': o.watch = 1; break;
         case 'a': o.gold = optarg; break;
+        case 'm': o.mask_heads = optarg; break;
         case 'q': bad = cmd_int("--query", "a query (row) number", optarg, 0, 100000, &o.query) != 0; break;
         case 'l': bad = cmd_int("--layer", "a layer number", optarg, 0, 1000, &o.layer) != 0, picked = 1; break;
         case 'h': bad = cmd_int("--head", "a head number", optarg, 0, 1000, &o.head) != 0, picked = 1; break;
@@ -304,16 +310,19 @@ int cmd_attention(int argc, char **argv) {
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
     if (o.gold && !o.watch) return err_set("--gold goes with --watch (for a corpus: qkv align --gold)"), cmd_fail(2);
     /* an option that would change nothing is refused, not ignored */
-    if (o.watch && (o.target || o.query >= 0 || picked))
+    if (o.watch && (o.target || o.query >= 0 || picked || o.mask_heads))
         return err_set("--%s goes with --text, not --watch", o.target       ? "target"
                                                              : o.query >= 0 ? "query"
-                                                                            : "kind/--layer/--head"),
+                                                             : picked       ? "kind/--layer/--head"
+                                                                            : "mask-heads"),
                cmd_fail(2);
     if (picked && o.query < 0)
         return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
-    int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o);
+    int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
+    if (masked < 0) return run_close(&r), cmd_fail(err_status());
+    int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o, masked);
     if (rc) cmd_fail(rc);
     run_close(&r);
     return rc;

@@ -1,7 +1,11 @@
 /* decode_options: see decode_options.h. */
 #include "cmd/decode_options.h"
 
+#include <stdlib.h>
+
 #include "cmd/cmdutil.h"
+#include "infer/headmask.h"
+#include "util/mem.h"
 
 /* The defaults shown are decode_defaults()'s (a unit test holds them to it). */
 const CmdOption decode_options[] = {
@@ -14,6 +18,7 @@ const CmdOption decode_options[] = {
     {'r', "no-repeat-ngram", "N", "no n-gram of N tokens twice in one hypothesis; 0: allowed", "0"},
     {'u', "replace-unk", NULL, "each <unk> becomes the source word cross-attention weighs most (word, char)", "on"},
     {'U', "no-replace-unk", NULL, "leave <unk> in the output", NULL},
+    {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {0},
 };
 
@@ -21,7 +26,7 @@ TranslateOptions decode_options_defaults(void) {
     return (TranslateOptions){.decode = decode_defaults(), .replace_unk = 1};
 }
 
-int decode_options_apply(int c, const char *arg, TranslateOptions *o) {
+int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char **mask_heads) {
     DecodeOptions *d = &o->decode;
     switch (c) {
     case 'g': d->beam = 1; return 0;
@@ -33,6 +38,19 @@ int decode_options_apply(int c, const char *arg, TranslateOptions *o) {
     case 'r': return cmd_int("--no-repeat-ngram", "an n-gram size from 0 to 100", arg, 0, 100, &d->no_repeat_ngram);
     case 'u': o->replace_unk = 1; return 0;
     case 'U': o->replace_unk = 0; return 0;
+    case 'm': *mask_heads = arg; return 0;
     default: return 1;
     }
+}
+
+int decode_options_mask_heads(Model *m, const char *spec, StrBuf *masked) {
+    if (!spec) return 0;
+    float *gates = xmalloc(sizeof(float) * (size_t)model_head_count(m));
+    int n = head_mask_parse(m, spec, gates);
+    if (n > 0) {
+        model_set_head_gates(m, gates);
+        if (masked) head_mask_format(m, gates, masked);
+    }
+    free(gates);
+    return n;
 }

@@ -22,6 +22,7 @@
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/text.h"
 
 typedef struct {
     Bleu bleu;
@@ -75,7 +76,15 @@ static void evaluate(Run *r, char **src, char **ref, int n, const TranslateOptio
     free_lines(hyp, n);
 }
 
-static int append_json(const Run *r, const char *src, const char *ref, const TranslateOptions *o, const EvalResult *e) {
+/* The heads --mask-heads masked, for the record: the SPEC as given and the heads it named
+ * (canonical, one a line); spec NULL when none were. */
+typedef struct {
+    const char *spec;
+    const StrBuf *heads;
+} MaskRecord;
+
+static int append_json(const Run *r, const char *src, const char *ref, const TranslateOptions *o,
+                       const MaskRecord *mask, const EvalResult *e) {
     char path[CONFIG_PATH_MAX + 32];
     run_path(path, sizeof path, r->dir, "eval.jsonl");
     json_t *j = json_object();
@@ -86,6 +95,13 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "sentences", json_integer(e->n));
     json_put(j, "beam", json_integer(o->decode.beam));
     json_put(j, "length_penalty", json_real(o->decode.length_penalty));
+    if (mask->spec) { /* only when masking: the records of plain runs stay as they were */
+        json_put(j, "mask_heads", json_string(mask->spec));
+        json_t *heads = json_array();
+        for (const char *p = mask->heads->buf, *nl; p && (nl = strchr(p, '\n')); p = nl + 1)
+            json_array_append_new(heads, json_stringn(p, (size_t)(nl - p)));
+        json_put(j, "masked_heads", heads);
+    }
     json_put(j, "bleu", json_fmt("%.4f", e->bleu.score));
     json_put(j, "chrf", json_fmt("%.4f", e->chrf));
     json_put(j, "exact_match", json_fmt("%.2f", e->exact));
@@ -118,7 +134,8 @@ const CmdSpec cmd_eval_spec = {
     .operands = "RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [options]",
     .summary = "translate a test set and score it: BLEU, chrF, reference NLL",
     .about = "Scores as sacrebleu does with its defaults, and appends the result, with the search\n"
-             "options, to RUN_DIR/eval.jsonl. --nbest is always 1 here.",
+             "options and any heads --mask-heads masked, to RUN_DIR/eval.jsonl. --nbest is always\n"
+             "1 here.",
     .options = options,
     .shared = decode_options,
     .example = "qkv eval runs/toy --src data/toy/test.src --ref data/toy/test.tgt --greedy",
@@ -126,12 +143,12 @@ const CmdSpec cmd_eval_spec = {
 
 int cmd_eval(int argc, char **argv) {
     TranslateOptions o = decode_options_defaults();
-    const char *src_path = NULL, *ref_path = NULL;
+    const char *src_path = NULL, *ref_path = NULL, *mask_heads = NULL;
     int c;
     while ((c = cmd_option_next(&cmd_eval_spec, argc, argv)) >= 0) {
         if (c == 's') src_path = optarg;
         else if (c == 'R') ref_path = optarg;
-        else if (decode_options_apply(c, optarg, &o) != 0) return cmd_fail(2);
+        else if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !src_path || !ref_path) return cmd_usage_of(&cmd_eval_spec);
@@ -142,8 +159,14 @@ int cmd_eval(int argc, char **argv) {
     if (cmd_read_aligned(src_path, ref_path, "a source", &src, &ref, &n) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
-    printf("evaluating %s (%s, step %lld) on %s, %s\n", r.weights, r.which, (long long)r.meta.step, src_path,
+    StrBuf heads = {0};
+    int masked = decode_options_mask_heads(&r.model, mask_heads, &heads);
+    if (masked < 0) return free_lines(src, n), free_lines(ref, n), run_close(&r), cmd_fail(err_status());
+    MaskRecord mask = {masked ? mask_heads : NULL, &heads};
+    printf("evaluating %s (%s, step %lld) on %s, %s", r.weights, r.which, (long long)r.meta.step, src_path,
            o.decode.beam == 1 ? "greedy search" : "beam search");
+    if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
+    putchar('\n');
     EvalResult e = {0};
     evaluate(&r, src, ref, n, &o, &e);
     double ratio = e.bs.ref_len ? (double)e.bs.sys_len / (double)e.bs.ref_len : 0.0;
@@ -154,9 +177,9 @@ int cmd_eval(int argc, char **argv) {
     printf("exact match %.1f%% of %d; reference NLL %.4f per token (perplexity %.2f, %lld tokens); unknown source "
            "tokens %.2f%%; %.1f sentences/s\n",
            e.exact, e.n, e.nll, e.ppl, e.ref_tokens, e.unk_rate, e.seconds > 0 ? e.n / e.seconds : 0.0);
-    int rc = append_json(&r, src_path, ref_path, &o, &e);
+    int rc = append_json(&r, src_path, ref_path, &o, &mask, &e);
     if (rc == 0) printf("appended to %s/eval.jsonl\n", r.dir);
-    free_lines(src, n), free_lines(ref, n);
+    free_lines(src, n), free_lines(ref, n), sb_free(&heads);
     run_close(&r);
     return rc == 0 ? 0 : cmd_fail(err_status());
 }

@@ -54,20 +54,25 @@ const CmdSpec cmd_translate_spec = {
 
 int cmd_translate(int argc, char **argv) {
     TranslateOptions o = decode_options_defaults();
+    const char *mask_heads = NULL;
     int c;
     while ((c = cmd_option_next(&cmd_translate_spec, argc, argv)) >= 0)
-        if (decode_options_apply(c, optarg, &o) != 0) return cmd_fail(2);
+        if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_translate_spec);
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
     if (check_stdin() != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */
+    if (masked < 0) return run_close(&r), cmd_fail(err_status());
     int n; /* the input before the note: a read error is then the one line on stderr */
     char **lines = read_lines_checked(stdin, "standard input", &n);
     if (!lines) return run_close(&r), cmd_fail(err_status());
-    fprintf(stderr, "qkv: translating with %s (%s, step %lld), %s\n", r.weights, r.which, (long long)r.meta.step,
+    fprintf(stderr, "qkv: translating with %s (%s, step %lld), %s", r.weights, r.which, (long long)r.meta.step,
             o.decode.beam == 1 ? "greedy search" : "beam search");
+    if (masked) fprintf(stderr, ", %d head%s masked", masked, masked == 1 ? "" : "s");
+    fputc('\n', stderr);
     TranslateStats st;
     double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o.decode.nbest);
     char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st,

@@ -149,9 +149,9 @@ typedef struct {
                              model_forward_backward) */
     float *decode_logits; /* (B*T, tgt_vocab) of the last model_decode, allocated there */
     size_t decode_logits_floats;
-    int is_replica;      /* shares params, table and positions with another Model */
-    float dropout_p;     /* the rate the last forward used (0 when not training) */
-    int arena_regrowths; /* shapes that outgrew the reserved arena (0 when reserved right) */
+    int is_replica;        /* shares params, table and positions with another Model */
+    float dropout_p;       /* the rate the last forward used (0 when not training) */
+    int arena_regrowths;   /* shapes that outgrew the reserved arena (0 when reserved right) */
     float *head_gate;      /* NULL (gating off), or (model_head_count) see model_set_head_gates */
     float *head_gate_grad; /* with head_gate: (model_head_count) dL/dgate */
 } Model;

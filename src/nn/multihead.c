@@ -116,7 +116,8 @@ void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, c
                 cblas_sgemv(CblasRowMajor, CblasTrans, dh, d, 1.0f, w->w_o + (size_t)h * dh * d, d, v, 1, 0.0f, row, 1);
                 double sq = 0.0;
                 for (int e = 0; e < d; e++) sq += (double)row[e] * row[e];
-                out[((size_t)b * H + h) * s->Tk + j] = (float)sqrt(sq);
+                /* a gated head sends gate times as much (nothing when masked) */
+                out[((size_t)b * H + h) * s->Tk + j] = (float)sqrt(sq) * (a->gate ? fabsf(a->gate[h]) : 1.0f);
             }
     free(row);
 }

@@ -32,15 +32,15 @@ typedef struct {
 } AttnShape;
 
 typedef struct {
-    float *q;      /* (B*Tq, d) */
-    float *k;      /* (B*Tk, d) */
-    float *v;      /* (B*Tk, d) */
-    float *p;      /* (B, heads, Tq, Tk) the attention probabilities */
-    float *ctx;    /* (B*Tq, d) heads side by side, before W_O */
-    float *out;    /* (B*Tq, d) */
-    float *scores; /* NULL, or (B, heads, Tq, Tk): the scaled scores the softmax received,
-                      -INFINITY where the key is masked. Only the attention maps ask for
-                      them; training leaves it NULL and copies nothing. */
+    float *q;          /* (B*Tq, d) */
+    float *k;          /* (B*Tk, d) */
+    float *v;          /* (B*Tk, d) */
+    float *p;          /* (B, heads, Tq, Tk) the attention probabilities */
+    float *ctx;        /* (B*Tq, d) heads side by side, before W_O */
+    float *out;        /* (B*Tq, d) */
+    float *scores;     /* NULL, or (B, heads, Tq, Tk): the scaled scores the softmax received,
+                          -INFINITY where the key is masked. Only the attention maps ask for
+                          them; training leaves it NULL and copies nothing. */
     const float *gate; /* NULL, or (heads) each head's gate: ctx holds the gated O */
     float *dgate;      /* with gate: (heads) dL/dgate, added to by attention_backward */
 } AttnActs;
@@ -60,7 +60,7 @@ void attention_project_kv(float *k, float *v, const AttnParams *w, const float *
 /* out (B, heads, Tk): ||v_j W_O^h||, the length of what key j sends to the output
  * through head h per unit of weight (W_O^h: head h's rows of W_O), from the values a
  * forward pass left in a. Query i's share of the output from key j through head h is
- * p_ij v_j W_O^h, so its length is p_ij times this. */
+ * p_ij v_j W_O^h, so its length is p_ij times this. A gated head's is the gate times it. */
 void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, const AttnShape *s);
 
 /* Adds the parameter gradients into g and the input gradients into dxq and dxkv (which

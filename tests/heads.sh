@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# `qkv heads` end to end on a small trained toy run: the files it writes (heads.json with
+# one object per head, heads.svg, index.html, the masks of the curve), the table's order,
+# the masks against `qkv eval --mask-heads`, masking the head it ranks first, re-exports
+# into the same directory, and its bad inputs. Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-heads.XXXXXX)
+[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+source tests/lib.sh
+PY=/usr/bin/python3
+
+"$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 40 >/dev/null
+tiny_config "$T/w.yaml" w "$T/data" 'steps: 300, batch_tokens: 1024, log_every: 100, valid_every: 100, checkpoint_every: 100, threads: 2'
+"$QKV" train "$T/w.yaml" --set run_dir="$T/run" >"$T/train.log" 2>&1 ||
+    { echo "set-up failed: $(tail -3 "$T/train.log")"; exit 1; }
+D=$T/data
+
+# ---- the analysis and its files -----------------------------------------------------------
+"$QKV" heads "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --gold "$D/test.align" --out "$T/h" >"$T/h.log" 2>&1
+rc=$?
+masks=$(ls "$T/h/masks" 2>/dev/null | wc -l)
+# 4 scopes (all, encoder_self, decoder_self, cross) x 2 orders x 11 points
+if [[ $rc -eq 0 && -s $T/h/heads.json && -s $T/h/heads.svg && -s $T/h/index.html && $masks -eq 88 ]]; then
+    ok "heads_writes_json_svg_html_and_88_masks"
+else
+    bad "heads_writes_json_svg_html_and_88_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
+fi
+
+# heads.json: the format, one object per head ((2 encoder + 2 * 2 decoder layers) * 4
+# heads), every field, each layer's importance of L2 norm 1, the curves and their masks
+check=$("$PY" - "$T/h" <<'EOF' 2>&1
+import json, math, os, sys
+out = sys.argv[1]
+d = json.load(open(os.path.join(out, "heads.json")))
+assert d["format"] == "qkv-heads-1", d["format"]
+hs = d["heads"]
+assert len(hs) == (2 + 2 * 2) * 4, len(hs)
+fields = ["kind", "layer", "head", "rank", "importance", "importance_raw", "delta_nll", "confidence", "entropy",
+          "previous", "current", "next", "rare", "aer", "role", "roles"]
+for h in hs:
+    missing = [f for f in fields if f not in h]
+    assert not missing, (h, missing)
+    assert h["kind"] in ("encoder_self", "decoder_self", "cross"), h["kind"]
+    assert (h["aer"] is None) == (h["kind"] != "cross"), h
+    assert (h["previous"] is None) == (h["kind"] == "cross"), h
+    assert (h["rare"] is None) == (h["kind"] == "decoder_self"), h
+    assert 0 < h["confidence"] <= 1 and h["entropy"] >= 0, h
+kinds = {k: sum(h["kind"] == k for h in hs) for k in ("encoder_self", "decoder_self", "cross")}
+assert kinds == {"encoder_self": 8, "decoder_self": 8, "cross": 8}, kinds
+assert sorted(h["rank"] for h in hs) == list(range(1, 25))
+for k in kinds:
+    for l in range(2):
+        norm = math.sqrt(sum(h["importance"] ** 2 for h in hs if h["kind"] == k and h["layer"] == l))
+        assert abs(norm - 1) < 1e-4, (k, l, norm)
+for key in ("spearman", "spearman_raw", "base_nll", "thresholds", "set", "entropy_unit", "importance", "delta_nll"):
+    assert key in d, key
+assert d["thresholds"]["previous"] == 0.8 and d["set"]["sentences"] == 40 and d["entropy_unit"] == "nats", d
+assert -1 <= d["spearman"] <= 1
+c = d["curve"]
+assert len(c["curves"]) == 8 and c["decoding"]["beam"] == 5, c["decoding"]
+code = {"encoder_self": "enc", "decoder_self": "dec", "cross": "cross"}
+name = lambda h: "%s.%d.%d" % (code[h["kind"]], h["layer"], h["head"])
+for cv in c["curves"]:
+    pts = cv["points"]
+    assert [p["pct"] for p in pts] == list(range(0, 101, 10)), pts
+    n = cv["heads"]
+    prev = set()
+    for p in pts:
+        lines = open(os.path.join(out, p["mask"])).read().splitlines()
+        assert len(lines) == p["removed"] == (p["pct"] * n + 50) // 100, (p, len(lines))
+        assert prev <= set(lines), ("masks do not grow", p["mask"])
+        prev = set(lines)
+        if cv["scope"] != "all":
+            assert all(l.startswith(code[cv["scope"]] + ".") for l in lines), (cv["scope"], lines)
+    # the importance order removes the least important first
+    if cv["order"] == "importance":
+        scope = [h for h in hs if cv["scope"] in ("all", h["kind"])]
+        scope.sort(key=lambda h: (h["importance"], h["importance_raw"]))
+        k = pts[5]["removed"]
+        got = set(open(os.path.join(out, pts[5]["mask"])).read().splitlines())
+        assert got == set(name(h) for h in scope[:k]), (cv["scope"], got)
+first = [cv["points"][0]["bleu"] for cv in c["curves"]]
+assert len(set(first)) == 1 and first[0] > 0, first
+print("ok", d["spearman"], first[0])
+EOF
+)
+[[ $check == ok* ]] && ok "heads_json_format_fields_norms_and_masks ($check)" || bad "heads_json_format_fields_norms_and_masks" "$check"
+
+# the table: every head once, sorted by importance (column 5), most important first
+rows=$(awk '/^rank kind/ {on = 1; next} on && NF == 0 {on = 0} on' "$T/h.log")
+sorted=$(awk '{ if (NR > 1 && $5 > last + 1e-9) bad = 1; last = $5 } END { print NR, bad + 0 }' <<<"$rows")
+[[ $sorted == "24 0" ]] && ok "heads_table_sorted_by_importance" || bad "heads_table_sorted_by_importance" "rows/unsorted: $sorted; $rows"
+grep -qE '^Spearman rank correlation with dNLL over the 24 heads: importance (-?[0-9.]+|undefined)' "$T/h.log" &&
+    grep -qE '^timing: scores [0-9.]+ s \(importance, dNLL, roles, AER\); curve [0-9.]+ s \([0-9]+ distinct masks' "$T/h.log" &&
+    ok "heads_prints_spearman_and_both_timings" || bad "heads_prints_spearman_and_both_timings" "$(tail -15 "$T/h.log")"
+
+# heads.svg: well-formed, one panel a scope, importance solid and random dashed
+svg=$("$PY" - "$T/h/heads.svg" <<'EOF' 2>&1
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+panels = [g.get("data-scope") for g in root.iter(ns + "g")]
+lines = list(root.iter(ns + "polyline"))
+dashed = [l.get("class") for l in lines if l.get("stroke-dasharray")]
+assert panels == ["all", "encoder_self", "decoder_self", "cross"], panels
+assert len(lines) == 8 and dashed == ["random"] * 4, (len(lines), dashed)
+print("ok")
+EOF
+)
+[[ $svg == ok ]] && ok "heads_svg_four_panels_solid_and_dashed" || bad "heads_svg_four_panels_solid_and_dashed" "$svg"
+grep -q '"format":"qkv-heads-view-1"' "$T/h/index.html" && grep -q '"sentences":\[{"format":"qkv-attention-2"' "$T/h/index.html" &&
+    [[ $(grep -o '"format":"qkv-attention-2"' "$T/h/index.html" | wc -l) -eq 8 ]] &&
+    ok "heads_view_carries_heads_curve_and_8_sentences" || bad "heads_view_carries_heads_curve_and_8_sentences" \
+    "$(grep -o '"format":"[a-z0-9-]*"' "$T/h/index.html" | sort | uniq -c | tr '\n' ' ')"
+
+# ---- the masks, read back by --mask-heads ----------------------------------------------------
+if ! "$QKV" eval --help | grep -q -- '--mask-heads'; then
+    skip "heads_mask_file_reproduces_the_curve_point" "qkv eval has no --mask-heads yet"
+    skip "heads_masking_the_top_head_changes_translations" "qkv translate has no --mask-heads yet"
+else
+    # a point of the curve is what eval measures with its mask (the same beam search)
+    want=$("$PY" -c 'import json, sys
+c = json.load(open(sys.argv[1]))["curve"]["curves"]
+p = [cv for cv in c if cv["order"] == "importance" and cv["scope"] == "all"][0]["points"][2]
+print("%.2f %s" % (p["bleu"], p["mask"]))' "$T/h/heads.json")
+    got=$("$QKV" eval "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --mask-heads "@$T/h/${want#* }" 2>&1 |
+        awk -F' = ' '/^BLEU\|/ {split($2, a, " "); print a[1]}')
+    [[ -n $got && $got == "${want%% *}" ]] && ok "heads_mask_file_reproduces_the_curve_point (BLEU $got)" ||
+        bad "heads_mask_file_reproduces_the_curve_point" "eval with ${want#* }: '$got', heads.json: ${want%% *}"
+    top=$("$PY" -c 'import json, sys
+h = [h for h in json.load(open(sys.argv[1]))["heads"] if h["rank"] == 1][0]
+print("%s.%d.%d" % ({"encoder_self": "enc", "decoder_self": "dec", "cross": "cross"}[h["kind"]], h["layer"], h["head"]))' "$T/h/heads.json")
+    "$QKV" translate "$T/run" --greedy <"$D/test.src" >"$T/plain.txt" 2>/dev/null
+    "$QKV" translate "$T/run" --greedy --mask-heads "$top" <"$D/test.src" >"$T/masked.txt" 2>"$T/masked.err"
+    changed=$(paste -d'\t' "$T/plain.txt" "$T/masked.txt" | awk -F'\t' '$1 != $2' | wc -l)
+    [[ -s $T/masked.txt && $changed -gt 0 ]] && ok "heads_masking_the_top_head_changes_translations ($top: $changed of 40 lines)" ||
+        bad "heads_masking_the_top_head_changes_translations" "$top: $changed lines changed; $(cat "$T/masked.err")"
+fi
+
+# ---- options and re-exports ---------------------------------------------------------------------
+small=(--src "$D/test.src" --ref "$D/test.tgt" --sentences 10 --greedy)
+"$QKV" heads "$T/run" "${small[@]}" --seed 1 --out "$T/s1" >/dev/null 2>&1
+"$QKV" heads "$T/run" "${small[@]}" --seed 2 --out "$T/s2" >/dev/null 2>&1
+seeds=$("$PY" - "$T/s1" "$T/s2" <<'EOF' 2>&1
+import json, sys
+a, b = (json.load(open(d + "/heads.json")) for d in sys.argv[1:])
+masks = lambda d, order: [open(d + "/" + p["mask"]).read() for cv in json.load(open(d + "/heads.json"))["curve"]["curves"]
+                          if cv["order"] == order for p in cv["points"]]
+assert a["set"]["sentences"] == 10, a["set"]
+assert masks(sys.argv[1], "importance") == masks(sys.argv[2], "importance"), "the importance order moved with the seed"
+assert masks(sys.argv[1], "random") != masks(sys.argv[2], "random"), "the random order ignores the seed"
+print("ok")
+EOF
+)
+[[ $seeds == ok ]] && ok "heads_seed_moves_only_the_random_order" || bad "heads_seed_moves_only_the_random_order" "$seeds"
+# --no-curve into a directory that held a full export: the old curve's files go
+"$QKV" heads "$T/run" "${small[@]}" --no-curve --out "$T/s1" >"$T/nc.log" 2>&1
+rc=$?
+if [[ $rc -eq 0 && -s $T/s1/heads.json && ! -e $T/s1/heads.svg && ! -e $T/s1/masks ]] && grep -q '"curve": null' "$T/s1/heads.json" &&
+    grep -q "curve skipped (--no-curve)" "$T/nc.log"; then
+    ok "heads_no_curve_replaces_a_full_export"
+else
+    bad "heads_no_curve_replaces_a_full_export" "exit $rc; $(ls "$T/s1" | tr '\n' ' '); $(tail -2 "$T/nc.log")"
+fi
+# a file of someone else's in DIR/masks: refused, the old export left whole
+echo mine >"$T/s2/masks/notes.md"
+expect_error "heads_foreign_file_in_masks_refused" 2 "masks/notes\.md: not a mask file of qkv heads" \
+    "$QKV" heads "$T/run" "${small[@]}" --out "$T/s2"
+[[ $(ls "$T/s2/masks" | wc -l) -eq 89 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
+    bad "heads_refused_export_leaves_old_files" "$(ls "$T/s2/masks" | wc -l) files in masks; $(ls -d "$T"/s2.* 2>/dev/null)"
+
+# ---- bad inputs, one line each ----------------------------------------------------------------------
+head -n 5 "$D/test.tgt" >"$T/five.tgt"
+head -n 7 "$D/test.align" >"$T/seven.align"
+expect_error "heads_missing_ref" 2 "^qkv: --ref is required" "$QKV" heads "$T/run" --src "$D/test.src"
+expect_error "heads_missing_src" 2 "^qkv: --src is required" "$QKV" heads "$T/run" --ref "$D/test.tgt"
+expect_error "heads_ragged_set" 2 "test\.src has 40 lines, .*five\.tgt 5: a source and its reference must be line-aligned" \
+    "$QKV" heads "$T/run" --src "$D/test.src" --ref "$T/five.tgt"
+expect_error "heads_ragged_gold" 2 "seven\.align has 7 lines, .*test\.src 40: gold alignments must be line-aligned" \
+    "$QKV" heads "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --gold "$T/seven.align"
+expect_error "heads_missing_file" 2 "nope\.src: No such file" "$QKV" heads "$T/run" --src "$T/nope.src" --ref "$D/test.tgt"
+expect_error "heads_no_run" 2 "nope-run: No such file" "$QKV" heads "$T/nope-run" --src "$D/test.src" --ref "$D/test.tgt"
+expect_error "heads_bad_sentences" 2 "^qkv: --sentences: '0' is not a count" "$QKV" heads "$T/run" "${small[@]}" --sentences 0
+expect_error "heads_mask_heads_refused" 2 "^qkv: --mask-heads: qkv heads masks heads itself" \
+    "$QKV" heads "$T/run" "${small[@]}" --mask-heads cross.0.0
+expect_error "heads_empty_out" 2 "^qkv: --out: an empty directory name" "$QKV" heads "$T/run" "${small[@]}" --out ""
+expect_error "heads_bad_freq_file" 2 "nope\.txt: No such file" "$QKV" heads "$T/run" "${small[@]}" --freq "$T/nope.txt"
+
+# the page in headless Chromium (tests/heads_view.sh on this run's real index.html): the
+# head grid, one cell a head, and clicking a head opens its map in the one viewer
+view=$(tests/heads_view.sh "$T/h/index.html" 2>&1)
+rc=$?
+summary=$(tail -n 1 <<<"$view")
+if [[ $rc -eq 0 && $summary =~ ^([0-9]+)\ passed,\ 0\ failed ]] && ((BASH_REMATCH[1] > 0)); then
+    ok "heads_page_in_chromium ($summary)"
+else
+    bad heads_page_in_chromium "exit $rc: $(grep -E '^(FAIL|SKIP)' <<<"$view" | head -n 3 | tr '\n' ' ') $summary"
+fi
+
+finish
