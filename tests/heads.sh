@@ -21,11 +21,11 @@ D=$T/data
 "$QKV" heads "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --gold "$D/test.align" --out "$T/h" >"$T/h.log" 2>&1
 rc=$?
 masks=$(ls "$T/h/masks" 2>/dev/null | wc -l)
-# 4 scopes (all, encoder_self, decoder_self, cross) x 2 orders x 11 points
-if [[ $rc -eq 0 && -s $T/h/heads.json && -s $T/h/heads.svg && -s $T/h/index.html && $masks -eq 88 ]]; then
-    ok "heads_writes_json_svg_html_and_88_masks"
+# 4 scopes (all, encoder_self, decoder_self, cross) x 2 orders x 13 points
+if [[ $rc -eq 0 && -s $T/h/heads.json && -s $T/h/heads.svg && -s $T/h/index.html && $masks -eq 104 ]]; then
+    ok "heads_writes_json_svg_html_and_104_masks"
 else
-    bad "heads_writes_json_svg_html_and_88_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
+    bad "heads_writes_json_svg_html_and_104_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
 fi
 
 # heads.json: the format, one object per head ((2 encoder + 2 * 2 decoder layers) * 4
@@ -64,7 +64,7 @@ code = {"encoder_self": "enc", "decoder_self": "dec", "cross": "cross"}
 name = lambda h: "%s.%d.%d" % (code[h["kind"]], h["layer"], h["head"])
 for cv in c["curves"]:
     pts = cv["points"]
-    assert [p["pct"] for p in pts] == list(range(0, 101, 10)), pts
+    assert [p["pct"] for p in pts] == [0, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 90, 100], pts
     n = cv["heads"]
     prev = set()
     for p in pts:
@@ -116,28 +116,23 @@ grep -q '"format":"qkv-heads-view-1"' "$T/h/index.html" && grep -q '"sentences":
     "$(grep -o '"format":"[a-z0-9-]*"' "$T/h/index.html" | sort | uniq -c | tr '\n' ' ')"
 
 # ---- the masks, read back by --mask-heads ----------------------------------------------------
-if ! "$QKV" eval --help | grep -q -- '--mask-heads'; then
-    skip "heads_mask_file_reproduces_the_curve_point" "qkv eval has no --mask-heads yet"
-    skip "heads_masking_the_top_head_changes_translations" "qkv translate has no --mask-heads yet"
-else
-    # a point of the curve is what eval measures with its mask (the same beam search)
-    want=$("$PY" -c 'import json, sys
+# a point of the curve is what eval measures with its mask (the same beam search)
+want=$("$PY" -c 'import json, sys
 c = json.load(open(sys.argv[1]))["curve"]["curves"]
 p = [cv for cv in c if cv["order"] == "importance" and cv["scope"] == "all"][0]["points"][2]
 print("%.2f %s" % (p["bleu"], p["mask"]))' "$T/h/heads.json")
-    got=$("$QKV" eval "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --mask-heads "@$T/h/${want#* }" 2>&1 |
-        awk -F' = ' '/^BLEU\|/ {split($2, a, " "); print a[1]}')
-    [[ -n $got && $got == "${want%% *}" ]] && ok "heads_mask_file_reproduces_the_curve_point (BLEU $got)" ||
-        bad "heads_mask_file_reproduces_the_curve_point" "eval with ${want#* }: '$got', heads.json: ${want%% *}"
-    top=$("$PY" -c 'import json, sys
+got=$("$QKV" eval "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --mask-heads "@$T/h/${want#* }" 2>&1 |
+    awk -F' = ' '/^BLEU\|/ {split($2, a, " "); print a[1]}')
+[[ -n $got && $got == "${want%% *}" ]] && ok "heads_mask_file_reproduces_the_curve_point (BLEU $got)" ||
+    bad "heads_mask_file_reproduces_the_curve_point" "eval with ${want#* }: '$got', heads.json: ${want%% *}"
+top=$("$PY" -c 'import json, sys
 h = [h for h in json.load(open(sys.argv[1]))["heads"] if h["rank"] == 1][0]
 print("%s.%d.%d" % ({"encoder_self": "enc", "decoder_self": "dec", "cross": "cross"}[h["kind"]], h["layer"], h["head"]))' "$T/h/heads.json")
-    "$QKV" translate "$T/run" --greedy <"$D/test.src" >"$T/plain.txt" 2>/dev/null
-    "$QKV" translate "$T/run" --greedy --mask-heads "$top" <"$D/test.src" >"$T/masked.txt" 2>"$T/masked.err"
-    changed=$(paste -d'\t' "$T/plain.txt" "$T/masked.txt" | awk -F'\t' '$1 != $2' | wc -l)
-    [[ -s $T/masked.txt && $changed -gt 0 ]] && ok "heads_masking_the_top_head_changes_translations ($top: $changed of 40 lines)" ||
-        bad "heads_masking_the_top_head_changes_translations" "$top: $changed lines changed; $(cat "$T/masked.err")"
-fi
+"$QKV" translate "$T/run" --greedy <"$D/test.src" >"$T/plain.txt" 2>/dev/null
+"$QKV" translate "$T/run" --greedy --mask-heads "$top" <"$D/test.src" >"$T/masked.txt" 2>"$T/masked.err"
+changed=$(paste -d'\t' "$T/plain.txt" "$T/masked.txt" | awk -F'\t' '$1 != $2' | wc -l)
+[[ -s $T/masked.txt && $changed -gt 0 ]] && ok "heads_masking_the_top_head_changes_translations ($top: $changed of 40 lines)" ||
+    bad "heads_masking_the_top_head_changes_translations" "$top: $changed lines changed; $(cat "$T/masked.err")"
 
 # ---- options and re-exports ---------------------------------------------------------------------
 small=(--src "$D/test.src" --ref "$D/test.tgt" --sentences 10 --greedy)
@@ -168,7 +163,7 @@ fi
 echo mine >"$T/s2/masks/notes.md"
 expect_error "heads_foreign_file_in_masks_refused" 2 "masks/notes\.md: not a mask file of qkv heads" \
     "$QKV" heads "$T/run" "${small[@]}" --out "$T/s2"
-[[ $(ls "$T/s2/masks" | wc -l) -eq 89 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
+[[ $(ls "$T/s2/masks" | wc -l) -eq 105 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
     bad "heads_refused_export_leaves_old_files" "$(ls "$T/s2/masks" | wc -l) files in masks; $(ls -d "$T"/s2.* 2>/dev/null)"
 
 # ---- bad inputs, one line each ----------------------------------------------------------------------

@@ -85,7 +85,9 @@ void heads_curves(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
             c->removed = xcalloc((size_t)HEADS_CURVE_POINTS * nh, 1);
             for (int k = 0; k < HEADS_CURVE_POINTS; k++) {
                 HeadCurvePoint *p = &c->points[k];
-                p->pct = 100 * k / (HEADS_CURVE_POINTS - 1);
+                /* every tenth, and the quarters a reader compares with */
+                static const int pcts[HEADS_CURVE_POINTS] = {0, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 90, 100};
+                p->pct = pcts[k];
                 p->removed = (p->pct * n + 50) / 100;
                 for (int i = 0; i < p->removed; i++) c->removed[(size_t)k * nh + order[i]] = 1;
                 snprintf(p->mask, sizeof p->mask, "masks/%s-%s-%d.txt", heads_order_name(ord), heads_scope_name(scope),

@@ -20,7 +20,7 @@
 #include "nn/model.h"
 #include "util/text.h"
 
-#define HEADS_CURVE_POINTS 11 /* 0, 10, ..., 100 % of the scope's heads removed */
+#define HEADS_CURVE_POINTS 13 /* 0, 10, 20, 25, 30, ..., 70, 75, 80, 90, 100 % of the scope's heads removed */
 enum { HEADS_ORDER_IMPORTANCE, HEADS_ORDER_RANDOM, HEADS_ORDERS };
 #define HEADS_SCOPES (ATTN_KINDS + 1) /* all heads, then each kind */
 #define HEADS_SCOPE_ALL (-1)
