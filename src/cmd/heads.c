@@ -202,8 +202,10 @@ static void print_table(const HeadStats *stats, int n) {
 }
 
 static void print_curves(const HeadCurves *c, const TranslateOptions *o) {
-    printf("\npruning curve: BLEU (%s) with 0, 10, ..., 100%% of the scope's heads removed\n",
-           o->decode.beam == 1 ? "greedy" : "beam search");
+    printf("\npruning curve: BLEU (%s) with a share of the scope's heads removed\n%-24s",
+           o->decode.beam == 1 ? "greedy" : "beam search", "");
+    for (int k = 0; c->n_curves > 0 && k < HEADS_CURVE_POINTS; k++) printf(" %5d%%", c->curves[0].points[k].pct);
+    printf("\n");
     for (int i = 0; i < c->n_curves; i++) {
         const HeadCurve *cv = &c->curves[i];
         printf("%-13s %-10s", cv->order == HEADS_ORDER_IMPORTANCE ? heads_scope_name(cv->scope) : "",
