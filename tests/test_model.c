@@ -381,6 +381,13 @@ static void test_attention_accessors_name_their_layer(void) {
 static void search_sources(Seq *src, int n);
 static void search_model(Model *m, int pre);
 
+/* 1 if the n translations of a and b are the same tokens. */
+static int seqs_equal(const Seq *a, const Seq *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].len != b[i].len || memcmp(a[i].ids, b[i].ids, sizeof(int) * (size_t)a[i].len) != 0) return 0;
+    return 1;
+}
+
 /* Every head's gate (one of each kind and layer among them) against central differences of
  * the loss, at gates away from 1 (a gate of 1 would hide a missing factor) and at 0 (a
  * masked head still has a gradient). */
@@ -443,9 +450,7 @@ static void test_head_gates_at_one_change_nothing(void) {
     search_sources(srcs, 4);
     greedy_decode(&a.m, srcs, 4, out_a);
     greedy_decode(&b.m, srcs, 4, out_b);
-    int same = 1;
-    for (int i = 0; i < 4; i++)
-        same &= out_a[i].len == out_b[i].len && memcmp(out_a[i].ids, out_b[i].ids, sizeof(int) * out_a[i].len) == 0;
+    int same = seqs_equal(out_a, out_b, 4);
     for (int i = 0; i < 4; i++) free(srcs[i].ids), free(out_a[i].ids), free(out_b[i].ids);
     model_set_head_gates(&b.m, NULL);
     double off = model_loss(&b);
@@ -467,7 +472,6 @@ static void test_masked_head_is_zeroed_w_o_rows(void) {
         for (int i = 0; i < n; i++) gates[i] = 1.0f;
         gates[model_head_index(&gated, (AttnKind)kind, layer, head)] = 0.0f;
         model_set_head_gates(&gated, gates);
-        free(gates);
         /* W_O is (d, d) with the context's columns as rows: head h owns rows h*dh .. h*dh+dh-1 */
         float *w_o = model_attention_params(&zeroed, (AttnKind)kind, layer)->w_o;
         memset(w_o + (size_t)head * dh * d, 0, sizeof(float) * (size_t)dh * d);
@@ -477,22 +481,12 @@ static void test_masked_head_is_zeroed_w_o_rows(void) {
         greedy_decode(&zeroed, srcs, 6, out_z);
         model_set_head_gates(&gated, NULL);
         greedy_decode(&gated, srcs, 6, out_plain);
-        int same = 1, differs = 0;
-        for (int i = 0; i < 6; i++) {
-            same &= out_g[i].len == out_z[i].len && memcmp(out_g[i].ids, out_z[i].ids, sizeof(int) * out_g[i].len) == 0;
-            differs |= out_g[i].len != out_plain[i].len ||
-                       memcmp(out_g[i].ids, out_plain[i].ids, sizeof(int) * out_g[i].len) != 0;
-        }
-        /* the full forward's logits, to the bit */
+        int same = seqs_equal(out_g, out_z, 6), differs = !seqs_equal(out_g, out_plain, 6);
+        /* the full forward's loss, to the bit */
         int bs[2] = {4, 5}, bl[1] = {2}, ti[3] = {1, 6, 7}, to[3] = {6, 7, 2}, tl[1] = {3};
         ModelBatch mb = {1, 2, 3, bs, bl, ti, to, tl, 0};
-        model_set_head_gates(&gated, NULL);
-        int n2 = model_head_count(&gated);
-        float *g2 = xmalloc(sizeof(float) * (size_t)n2);
-        for (int i = 0; i < n2; i++) g2[i] = 1.0f;
-        g2[model_head_index(&gated, (AttnKind)kind, layer, head)] = 0.0f;
-        model_set_head_gates(&gated, g2);
-        free(g2);
+        model_set_head_gates(&gated, gates);
+        free(gates);
         double lg = model_forward(&gated, &mb, 0, 1, 1), lz = model_forward(&zeroed, &mb, 0, 1, 1);
         for (int i = 0; i < 6; i++) free(srcs[i].ids), free(out_g[i].ids), free(out_z[i].ids), free(out_plain[i].ids);
         model_free(&gated), model_free(&zeroed);
