@@ -71,7 +71,7 @@ static void test_heads_zero_w_o_head_scores_exactly_zero(void) {
     int nh = model_head_count(&m);
     HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
     double base = 0.0;
-    heads_score(&m, &set, NULL, st, &base);
+    heads_score(&m, &set, NULL, 2, st, &base);
     int others = 0;
     for (int i = 0; i < nh; i++) others += st[i].importance_raw > 0.0 && st[i].delta_nll != 0.0;
     float smoothing = m.cfg.label_smoothing;
@@ -100,7 +100,7 @@ static void test_heads_importance_is_the_summed_nll_gradient(void) {
     HeadSet set = {1, src, ref};
     int nh = model_head_count(&m);
     HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
-    heads_score(&m, &set, NULL, st, NULL);
+    heads_score(&m, &set, NULL, 1, st, NULL);
     float *gates = xmalloc(sizeof(float) * (size_t)nh);
     double worst = 0.0, largest = 0.0;
     for (int i = 0; i < nh; i++) {
@@ -123,6 +123,54 @@ static void test_heads_importance_is_the_summed_nll_gradient(void) {
     free(st), free(gates), free_set(src, ref, 1), model_free(&m);
     CHECK(largest > 1e-2, "every score is ~0 (%g): the check would pass on nothing", largest);
     CHECK(worst < 1e-2, "gradient score off the summed NLL's derivative by %.3g (relative)", worst);
+}
+
+/* The set runs in batches sorted by length, shared among threads; each row's gate
+ * gradient is its own sentence's. So the scores of a set of several batches, on 1 and on
+ * 3 threads, equal those of its sentences scored one at a time: importance the mean of
+ * theirs (a batch's summed gradient, abs taken after, would differ), dNLL their
+ * token-weighted mean, confidence their query-weighted mean. */
+static void test_heads_batched_scores_equal_one_sentence_at_a_time(void) {
+    enum { N = 240 }; /* padded source + target <= 22 tokens: 93 rows a batch at most, so 3+ batches */
+    Model m;
+    heads_model(&m, 13);
+    Seq src[N], ref[N];
+    make_set(src, ref, N, 41);
+    int nh = model_head_count(&m);
+    HeadStats *one = xcalloc((size_t)nh, sizeof(HeadStats)), *all[2];
+    double *raw = xcalloc((size_t)nh, sizeof(double)), *dnll = xcalloc((size_t)nh, sizeof(double));
+    double *conf = xcalloc((size_t)nh, sizeof(double));
+    long long tokens = 0, queries = 0;
+    for (int i = 0; i < N; i++) {
+        heads_score(&m, &(HeadSet){1, &src[i], &ref[i]}, NULL, 1, one, NULL);
+        for (int h = 0; h < nh; h++) {
+            int q = one[h].kind == ATTN_ENC_SELF ? src[i].len + 1 : ref[i].len + 1;
+            raw[h] += one[h].importance_raw / N, dnll[h] += one[h].delta_nll * (ref[i].len + 1);
+            conf[h] += one[h].confidence * q;
+        }
+        tokens += ref[i].len + 1, queries += src[i].len + 1;
+    }
+    double worst[2][3] = {{0}};
+    for (int t = 0; t < 2; t++) {
+        all[t] = xcalloc((size_t)nh, sizeof(HeadStats));
+        heads_score(&m, &(HeadSet){N, src, ref}, NULL, t ? 3 : 1, all[t], NULL);
+        for (int h = 0; h < nh; h++) {
+            double q = all[t][h].kind == ATTN_ENC_SELF ? (double)queries : (double)tokens;
+            double e[3] = {fabs(all[t][h].importance_raw - raw[h]) / fmax(raw[h], 1e-3),
+                           fabs(all[t][h].delta_nll - dnll[h] / tokens) / fmax(fabs(dnll[h] / tokens), 1e-4),
+                           fabs(all[t][h].confidence - conf[h] / q)};
+            for (int k = 0; k < 3; k++)
+                if (e[k] > worst[t][k]) worst[t][k] = e[k];
+        }
+    }
+    double spread = 0.0; /* the check can fail: the scores differ from head to head */
+    for (int h = 1; h < nh; h++) spread = fmax(spread, fabs(all[0][h].importance_raw - all[0][0].importance_raw));
+    free(one), free(all[0]), free(all[1]), free(raw), free(dnll), free(conf), free_set(src, ref, N), model_free(&m);
+    for (int t = 0; t < 2; t++)
+        CHECK(worst[t][0] < 1e-3 && worst[t][1] < 1e-3 && worst[t][2] < 1e-5,
+              "%d thread(s): importance off by %.3g, dNLL by %.3g, confidence by %.3g", t ? 3 : 1, worst[t][0],
+              worst[t][1], worst[t][2]);
+    CHECK(spread > 1e-2, "every head scores alike (spread %g)", spread);
 }
 
 /* (b) With zero token embeddings the encoder's input is the sinusoidal table alone:
@@ -179,7 +227,7 @@ static void test_heads_previous_position_head_is_labelled_previous(void) {
     free(framed);
     int nh = model_head_count(&m);
     HeadStats *st = xcalloc((size_t)nh, sizeof(HeadStats));
-    heads_score(&m, &(HeadSet){N_SET, src, ref}, NULL, st, NULL);
+    heads_score(&m, &(HeadSet){N_SET, src, ref}, NULL, 2, st, NULL);
     HeadStats h = st[model_head_index(&m, ATTN_ENC_SELF, 0, 0)];
     int others = 0; /* heads of random weights called previous */
     for (int i = 1; i < nh; i++) others += (st[i].roles & HEAD_ROLE_PREVIOUS) != 0;
@@ -223,7 +271,7 @@ static void test_heads_roles_on_hand_made_maps(void) {
                            0.0f, 0.0f, 0.5f, 0.5f /* a tie: the first, 2 = i-1 */};
     const unsigned char rarest[4] = {0, 0, 1, 0};
     HeadRoleCounts c = {0};
-    heads_roles_add(&c, ATTN_ENC_SELF, enc, 4, 4, rarest);
+    heads_roles_add(&c, ATTN_ENC_SELF, enc, 4, 4, 4, rarest);
     HeadStats h = {.kind = ATTN_ENC_SELF, .aer = NAN};
     heads_roles_finish(&c, &h);
     double ent = 0.0;
@@ -236,7 +284,7 @@ static void test_heads_roles_on_hand_made_maps(void) {
     CHECK(strcmp(h.role, "previous") == 0 && h.roles == HEAD_ROLE_PREVIOUS, "role '%s'", h.role);
     /* a second sentence adds to the same counts: 2 queries on themselves */
     const float two[4] = {1.0f, 0.0f, 0.0f, 1.0f};
-    heads_roles_add(&c, ATTN_ENC_SELF, two, 2, 2, NULL);
+    heads_roles_add(&c, ATTN_ENC_SELF, two, 2, 2, 2, NULL);
     heads_roles_finish(&c, &h);
     CHECK(h.previous == 0.75 && h.current == 0.5 && h.next == 0.0 && h.rare == 0.25,
           "after a second sentence: %.3f %.3f %.3f rare %.3f", h.previous, h.current, h.next, h.rare);
@@ -246,7 +294,7 @@ static void test_heads_roles_on_hand_made_maps(void) {
     const float cross[9] = {0.2f, 0.7f, 0.1f, 0.1f, 0.3f, 0.6f, 0.3f, 0.4f, 0.3f};
     const unsigned char r1[3] = {0, 1, 0};
     HeadRoleCounts cc = {0};
-    heads_roles_add(&cc, ATTN_CROSS, cross, 3, 3, r1);
+    heads_roles_add(&cc, ATTN_CROSS, cross, 3, 3, 3, r1);
     HeadStats x = {.kind = ATTN_CROSS, .aer = 0.5};
     heads_roles_finish(&cc, &x);
     CHECK(isnan(x.previous) && isnan(x.current) && isnan(x.next), "cross-attention has positional shares");
@@ -255,7 +303,7 @@ static void test_heads_roles_on_hand_made_maps(void) {
     /* decoder self-attention: causal maps, no rare share; a current head */
     const float dec[9] = {1.0f, 0.0f, 0.0f, 0.1f, 0.9f, 0.0f, 0.1f, 0.1f, 0.8f};
     HeadRoleCounts dc = {0};
-    heads_roles_add(&dc, ATTN_DEC_SELF, dec, 3, 3, NULL);
+    heads_roles_add(&dc, ATTN_DEC_SELF, dec, 3, 3, 3, NULL);
     HeadStats y = {.kind = ATTN_DEC_SELF, .aer = NAN};
     heads_roles_finish(&dc, &y);
     CHECK(y.current == 1.0 && y.next == 0.0 && y.previous == 0.0 && isnan(y.rare) && strcmp(y.role, "current") == 0,
@@ -325,6 +373,7 @@ static void test_heads_removal_order_and_mask_text(void) {
 const TestCase heads_tests[] = {
     {"heads_zero_w_o_head_scores_exactly_zero", test_heads_zero_w_o_head_scores_exactly_zero},
     {"heads_importance_is_the_summed_nll_gradient", test_heads_importance_is_the_summed_nll_gradient},
+    {"heads_batched_scores_equal_one_sentence_at_a_time", test_heads_batched_scores_equal_one_sentence_at_a_time},
     {"heads_previous_position_head_is_labelled_previous", test_heads_previous_position_head_is_labelled_previous},
     {"heads_spearman_known_values", test_heads_spearman_known_values},
     {"heads_roles_on_hand_made_maps", test_heads_roles_on_hand_made_maps},

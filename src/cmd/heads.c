@@ -25,6 +25,7 @@
 #include "data/corpus.h"
 #include "infer/aligner.h"
 #include "infer/attnmap.h"
+#include "infer/fanout.h"
 #include "infer/headcurve.h"
 #include "infer/headreport.h"
 #include "infer/headscore.h"
@@ -285,7 +286,7 @@ static int analyse(Run *r, const Options *o, const TranslateOptions *to, char **
                r->model.cfg.max_positions - 2);
 
     double t0 = now_seconds(), base_nll = 0.0;
-    heads_score(&r->model, &st.set, freq, stats, &base_nll);
+    heads_score(&r->model, &st.set, freq, fanout_threads(), stats, &base_nll);
     if (gold && heads_aer(&r->model, tok, &r->src_vocab, &r->tgt_vocab, st.pairs, st.set.n, stats) != 0) goto done;
     double *imp = xmalloc(sizeof(double) * (size_t)nh), *raw = xmalloc(sizeof(double) * (size_t)nh),
            *dnll = xmalloc(sizeof(double) * (size_t)nh);
@@ -298,7 +299,7 @@ static int analyse(Run *r, const Options *o, const TranslateOptions *to, char **
     if (o->curve) {
         t0 = now_seconds();
         heads_curves(&r->model, tok, &r->src_vocab, &r->tgt_vocab, &st.set, st.src_text, st.ref_text, to, stats,
-                     (uint64_t)o->seed, &curves, isatty(2) ? progress : NULL, NULL);
+                     (uint64_t)o->seed, fanout_threads(), &curves, isatty(2) ? progress : NULL, NULL);
         curve_s = now_seconds() - t0;
     }
     long long tokens = 0;

@@ -1,11 +1,14 @@
 /* headcurve: see headcurve.h. */
 #include "infer/headcurve.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "infer/attnmap.h"
+#include "infer/fanout.h"
 #include "infer/headmask.h"
 #include "infer/sacrebleu.h"
 #include "util/mem.h"
@@ -49,29 +52,61 @@ void heads_mask_text(const Model *m, const unsigned char *removed, StrBuf *out) 
     free(gates);
 }
 
+/* The distinct masks, shared by fanout's workers: each takes the next undone one, so a slow
+ * mask (a crippled model that decodes to the length cap) holds up one worker only. A mask's
+ * figures do not depend on which worker decodes it. */
+typedef struct {
+    int tokenizer;
+    const Vocab *sv, *tv;
+    const HeadSet *set;
+    char **src_text, **ref_text;
+    const TranslateOptions *o;
+    const unsigned char **masks; /* (count) */
+    double *bleu, *nll;          /* (count) */
+    int count;
+    atomic_int next;
+    pthread_mutex_t lock; /* over done and the progress callback */
+    int done;
+    void (*progress)(int done, int total, void *arg);
+    void *arg;
+} CurveJob;
+
 /* BLEU and per-token NLL of the set with the heads of `removed` masked. */
-static void evaluate(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const HeadSet *set, char **src_text,
-                     char **ref_text, const TranslateOptions *o, const unsigned char *removed, float *gates,
-                     double *bleu, double *nll) {
-    int nh = model_head_count(m);
+static void evaluate(Model *m, const CurveJob *job, const unsigned char *removed, float *gates, double *bleu,
+                     double *nll) {
+    int nh = model_head_count(m), n = job->set->n;
     for (int i = 0; i < nh; i++) gates[i] = removed[i] ? 0.0f : 1.0f;
     model_set_head_gates(m, gates);
     TranslateStats st;
-    char **hyp = translate_lines(m, tokenizer, sv, tv, src_text, set->n, o, &st, NULL);
+    char **hyp = translate_lines(m, job->tokenizer, job->sv, job->tv, job->src_text, n, job->o, &st, NULL);
     BleuStats bs = {0};
-    for (int i = 0; i < set->n; i++) bleu_add(&bs, hyp[i], ref_text[i]);
+    for (int i = 0; i < n; i++) bleu_add(&bs, hyp[i], job->ref_text[i]);
     *bleu = bleu_compute(&bs, 0).score;
-    for (int i = 0; i < set->n; i++) free(hyp[i]);
+    for (int i = 0; i < n; i++) free(hyp[i]);
     free(hyp);
     long long tokens = 0;
-    double sum = reference_nll(m, set->src, set->ref, set->n, &tokens);
+    double sum = reference_nll(m, job->set->src, job->set->ref, n, &tokens);
     *nll = tokens ? sum / (double)tokens : 0.0;
     model_set_head_gates(m, NULL);
 }
 
+static void curve_worker(Model *m, int w, void *arg) {
+    (void)w;
+    CurveJob *job = arg;
+    float *gates = xmalloc(sizeof(float) * (size_t)model_head_count(m));
+    for (int k; (k = atomic_fetch_add(&job->next, 1)) < job->count;) {
+        evaluate(m, job, job->masks[k], gates, &job->bleu[k], &job->nll[k]);
+        pthread_mutex_lock(&job->lock);
+        job->done++;
+        if (job->progress) job->progress(job->done, job->count, job->arg);
+        pthread_mutex_unlock(&job->lock);
+    }
+    free(gates);
+}
+
 void heads_curves(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const HeadSet *set, char **src_text,
-                  char **ref_text, const TranslateOptions *o, const HeadStats *stats, uint64_t seed, HeadCurves *out,
-                  void (*progress)(int done, int total, void *arg), void *arg) {
+                  char **ref_text, const TranslateOptions *o, const HeadStats *stats, uint64_t seed, int threads,
+                  HeadCurves *out, void (*progress)(int done, int total, void *arg), void *arg) {
     int nh = model_head_count(m);
     memset(out, 0, sizeof *out);
     out->n_heads = nh, out->seed = seed;
@@ -109,21 +144,32 @@ void heads_curves(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
         seen[q] = mask;
         distinct += first[q] == q;
     }
-    float *gates = xmalloc(sizeof(float) * (size_t)nh);
-    int done = 0;
+    CurveJob job = {.tokenizer = tokenizer,
+                    .sv = sv,
+                    .tv = tv,
+                    .set = set,
+                    .src_text = src_text,
+                    .ref_text = ref_text,
+                    .o = o,
+                    .masks = xmalloc(sizeof(char *) * (size_t)(distinct ? distinct : 1)),
+                    .bleu = xmalloc(sizeof(double) * (size_t)(distinct ? distinct : 1)),
+                    .nll = xmalloc(sizeof(double) * (size_t)(distinct ? distinct : 1)),
+                    .count = distinct,
+                    .progress = progress,
+                    .arg = arg};
+    int *slot = xmalloc(sizeof(int) * (size_t)total);
+    for (int q = 0, k = 0; q < total; q++)
+        if (first[q] == q) slot[q] = k, job.masks[k++] = seen[q];
+    atomic_init(&job.next, 0);
+    pthread_mutex_init(&job.lock, NULL);
+    fanout(m, threads < distinct ? threads : distinct, curve_worker, &job);
+    pthread_mutex_destroy(&job.lock);
     for (int q = 0; q < total; q++) {
         HeadCurvePoint *p = &out->curves[q / HEADS_CURVE_POINTS].points[q % HEADS_CURVE_POINTS];
-        if (first[q] != q) {
-            const HeadCurvePoint *same =
-                &out->curves[first[q] / HEADS_CURVE_POINTS].points[first[q] % HEADS_CURVE_POINTS];
-            p->bleu = same->bleu, p->nll = same->nll;
-            continue;
-        }
-        evaluate(m, tokenizer, sv, tv, set, src_text, ref_text, o, seen[q], gates, &p->bleu, &p->nll);
-        if (progress) progress(++done, distinct, arg);
+        p->bleu = job.bleu[slot[first[q]]], p->nll = job.nll[slot[first[q]]];
     }
     out->evaluations = distinct;
-    free(order), free(seen), free(first), free(gates);
+    free(order), free(seen), free(first), free(slot), free(job.masks), free(job.bleu), free(job.nll);
 }
 
 void heads_curves_free(HeadCurves *c) {

@@ -59,11 +59,12 @@ const char *heads_scope_name(int scope);
 int heads_removal_order(const Model *m, const HeadStats *stats, int order, int scope, uint64_t seed, int *out);
 
 /* Every curve on the set (src_text and ref_text: its n lines, the texts of set's ids),
- * with translate options o; progress (may be NULL) is told after each decoded mask.
- * Gates are left off. heads_curves_free frees what it allocates. */
+ * with translate options o; the distinct masks are shared by `threads` workers (fanout.h);
+ * progress (may be NULL) is told after each decoded mask, one call at a time, from any of
+ * the workers' threads. Gates are left off. heads_curves_free frees what it allocates. */
 void heads_curves(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const HeadSet *set, char **src_text,
-                  char **ref_text, const TranslateOptions *o, const HeadStats *stats, uint64_t seed, HeadCurves *out,
-                  void (*progress)(int done, int total, void *arg), void *arg);
+                  char **ref_text, const TranslateOptions *o, const HeadStats *stats, uint64_t seed, int threads,
+                  HeadCurves *out, void (*progress)(int done, int total, void *arg), void *arg);
 void heads_curves_free(HeadCurves *c);
 
 /* A mask as --mask-heads @FILE reads it (head_mask_format, infer/headmask.h): one line

@@ -7,15 +7,16 @@
 #include <string.h>
 
 #include "data/batch.h"
-#include "infer/translator.h"
+#include "infer/fanout.h"
 #include "util/mem.h"
 
 /* ---- roles ----------------------------------------------------------------------------- */
 
-void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int cols, const unsigned char *rarest) {
+void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int cols, int stride,
+                     const unsigned char *rarest) {
     int self = kind != ATTN_CROSS;
     for (int i = 0; i < rows; i++) {
-        const float *row = p + (size_t)i * cols;
+        const float *row = p + (size_t)i * stride;
         int top = 0;
         double entropy = 0.0;
         for (int j = 0; j < cols; j++) {
@@ -132,42 +133,186 @@ static void rarest_keys(const long long *freq, const int *ids, int len, int cols
 
 /* ---- the passes ------------------------------------------------------------------------------ */
 
+/* Padded source plus target tokens per batch: enough rows for OpenBLAS's threads to work
+ * on, few enough that a batch's activations stay in cache-friendly sizes. */
+enum { SCORE_BATCH_TOKENS = 2048 };
+
+/* The set sorted by length and cut into batches, framed once; every pass runs them in
+ * this order, so all sums add the same terms in the same order. */
+typedef struct {
+    ModelBatch b;
+    int *mem;   /* s, tin, tout, slen, tlen in one block */
+    int *which; /* (B) each row's index in the set */
+} ScoreBatch;
+
 static int layers_of(const Model *m, int kind) {
     return kind == ATTN_ENC_SELF ? m->cfg.encoder_layers : m->cfg.decoder_layers;
 }
 
-/* One sentence through the gated model: the roles of its maps into rc, |dL/dxi| into
- * sum_abs. s, tin, tout, rarest have room for the sentence. */
-static void score_sentence(Model *m, const Seq *src, const Seq *ref, const long long *freq, int *s, int *tin, int *tout,
-                           unsigned char *rarest, HeadRoleCounts *rc, double *sum_abs) {
-    int S = batch_frame_source(src->ids, src->len, s, src->len + 1);
-    int T = batch_frame_target(ref->ids, ref->len, tin, tout, ref->len + 1);
-    ModelBatch b = {1, S, T, s, &S, tin, tout, &T, 0};
-    model_zero_grad(m);
-    model_forward(m, &b, 0, 0, 0);
-    if (freq) rarest_keys(freq, src->ids, src->len, S, rarest);
-    int H = m->cfg.heads;
-    for (int k = 0; k < ATTN_KINDS; k++)
-        for (int l = 0; l < layers_of(m, k); l++) {
-            int rows = k == ATTN_ENC_SELF ? S : T, cols = k == ATTN_DEC_SELF ? T : S;
-            const float *p = model_attention_acts(m, (AttnKind)k, l)->p; /* (1, H, rows, cols) */
-            for (int h = 0; h < H; h++)
-                heads_roles_add(&rc[model_head_index(m, (AttnKind)k, l, h)], k, p + (size_t)h * rows * cols, rows, cols,
-                                freq && k != ATTN_DEC_SELF ? rarest : NULL);
-        }
-    m->loss_tokens = 1; /* the gradient of the sum over the sentence's tokens, not the mean */
-    model_backward(m, &b);
-    const float *g = model_head_gate_grads(m);
-    for (int i = 0; i < model_head_count(m); i++) sum_abs[i] += fabs((double)g[i]);
+static const HeadSet *sort_set; /* qsort has no context argument in C11; single-threaded use */
+static int by_lengths(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    int si = sort_set->src[i].len, sj = sort_set->src[j].len, ti = sort_set->ref[i].len, tj = sort_set->ref[j].len;
+    return si != sj ? (si > sj) - (si < sj) : ti != tj ? (ti > tj) - (ti < tj) : (i > j) - (i < j);
 }
 
-void heads_score(Model *m, const HeadSet *set, const long long *freq, HeadStats *stats, double *base_nll) {
-    int nh = model_head_count(m), H = m->cfg.heads, max_s = 1, max_t = 1;
-    float smoothing = m->cfg.label_smoothing;
-    m->cfg.label_smoothing = 0.0f;
+static ScoreBatch frame_batch(const HeadSet *set, const int *which, int B) {
+    int S = 1, T = 1;
+    for (int i = 0; i < B; i++) {
+        if (set->src[which[i]].len + 1 > S) S = set->src[which[i]].len + 1;
+        if (set->ref[which[i]].len + 1 > T) T = set->ref[which[i]].len + 1;
+    }
+    ScoreBatch sb;
+    sb.mem = xmalloc(sizeof(int) * ((size_t)B * (S + 2 * T) + 2 * (size_t)B));
+    sb.which = xmalloc(sizeof(int) * (size_t)B);
+    memcpy(sb.which, which, sizeof(int) * (size_t)B);
+    int *s = sb.mem, *tin = s + (size_t)B * S, *tout = tin + (size_t)B * T, *slen = tout + (size_t)B * T,
+        *tlen = slen + B;
+    for (int i = 0; i < B; i++) {
+        const Seq *src = &set->src[which[i]], *ref = &set->ref[which[i]];
+        slen[i] = batch_frame_source(src->ids, src->len, s + (size_t)i * S, S);
+        tlen[i] = batch_frame_target(ref->ids, ref->len, tin + (size_t)i * T, tout + (size_t)i * T, T);
+    }
+    sb.b = (ModelBatch){B, S, T, s, slen, tin, tout, tlen, 0};
+    return sb;
+}
+
+/* The batches (*count of them, malloc'd); *max_rows: the largest batch's rows. */
+static ScoreBatch *make_batches(const HeadSet *set, int *count, int *max_rows) {
+    int *order = xmalloc(sizeof(int) * (size_t)(set->n > 0 ? set->n : 1));
+    for (int i = 0; i < set->n; i++) order[i] = i;
+    sort_set = set;
+    qsort(order, (size_t)set->n, sizeof(int), by_lengths);
+    ScoreBatch *batches = xmalloc(sizeof(ScoreBatch) * (size_t)(set->n > 0 ? set->n : 1));
+    *count = *max_rows = 0;
+    for (int first = 0; first < set->n;) {
+        int B = 0, S = 1, T = 1;
+        while (first + B < set->n) {
+            const int at = order[first + B];
+            int s = set->src[at].len + 1 > S ? set->src[at].len + 1 : S;
+            int t = set->ref[at].len + 1 > T ? set->ref[at].len + 1 : T;
+            if (B > 0 && (B + 1) * (s + t) > SCORE_BATCH_TOKENS) break;
+            S = s, T = t, B++;
+        }
+        batches[(*count)++] = frame_batch(set, order + first, B);
+        if (B > *max_rows) *max_rows = B;
+        first += B;
+    }
+    free(order);
+    return batches;
+}
+
+/* The roles of every head's maps of every row of the batch the last forward ran. */
+static void add_roles(const Model *m, const HeadSet *set, const ScoreBatch *sb, const long long *freq,
+                      unsigned char *rarest, HeadRoleCounts *rc) {
+    const ModelBatch *b = &sb->b;
+    int H = m->cfg.heads;
+    for (int r = 0; r < b->B; r++) {
+        const Seq *src = &set->src[sb->which[r]];
+        int S = b->src_len[r], T = b->tgt_len[r];
+        if (freq) rarest_keys(freq, src->ids, src->len, S, rarest);
+        for (int k = 0; k < ATTN_KINDS; k++) {
+            int rows = k == ATTN_ENC_SELF ? S : T, cols = k == ATTN_DEC_SELF ? T : S;
+            int Tq = k == ATTN_ENC_SELF ? b->S : b->T, Tk = k == ATTN_DEC_SELF ? b->T : b->S;
+            for (int l = 0; l < layers_of(m, k); l++) {
+                const float *p = model_attention_acts(m, (AttnKind)k, l)->p; /* (B, H, Tq, Tk) */
+                for (int h = 0; h < H; h++)
+                    heads_roles_add(&rc[model_head_index(m, (AttnKind)k, l, h)], k, p + ((size_t)r * H + h) * Tq * Tk,
+                                    rows, cols, Tk, freq && k != ATTN_DEC_SELF ? rarest : NULL);
+            }
+        }
+    }
+}
+
+/* One batch, every gate at 1: the roles, and each row's |dL/dxi| into sum_abs (the loss
+ * summed over the sentence's tokens, each row's gradient its own sentence's). */
+static void gradient_pass(Model *m, const HeadSet *set, const ScoreBatch *sb, const long long *freq,
+                          unsigned char *rarest, HeadRoleCounts *rc, float *by_row, double *sum_abs) {
+    int nh = model_head_count(m);
+    memset(by_row, 0, sizeof(float) * (size_t)sb->b.B * nh);
+    model_zero_grad(m);
+    model_forward(m, &sb->b, 0, 0, 0);
+    add_roles(m, set, sb, freq, rarest, rc);
+    m->loss_tokens = 1; /* the gradient of the sum over the tokens, not of the mean */
+    model_backward(m, &sb->b);
+    for (int r = 0; r < sb->b.B; r++)
+        for (int i = 0; i < nh; i++) sum_abs[i] += fabs((double)by_row[(size_t)r * nh + i]);
+}
+
+/* One batch's NLL sums: none masked into *base (tokens into *tokens), then each head alone
+ * masked into nll[head]. A decoder head leaves the encoder as it was, so its passes run the
+ * decoder alone over the unmasked encoder output; an encoder head's run the whole model. */
+static void masking_passes(Model *m, const ScoreBatch *sb, float *gates, double *base, long long *tokens, double *nll) {
+    int nh = model_head_count(m), first_decoder = model_head_index(m, ATTN_DEC_SELF, 0, 0);
+    model_set_head_gates(m, gates);
+    model_encode(m, &sb->b);
+    model_decode_loss(m, &sb->b);
+    *base += m->nll_sum, *tokens += m->n_tokens;
+    for (int i = first_decoder; i < nh; i++) {
+        gates[i] = 0.0f;
+        model_set_head_gates(m, gates);
+        model_decode_loss(m, &sb->b);
+        nll[i] += m->nll_sum;
+        gates[i] = 1.0f;
+    }
+    for (int i = 0; i < first_decoder; i++) {
+        gates[i] = 0.0f;
+        model_set_head_gates(m, gates);
+        model_forward(m, &sb->b, 0, 0, 0);
+        nll[i] += m->nll_sum;
+        gates[i] = 1.0f;
+    }
+}
+
+/* One worker's share: batches w, w + n, w + 2n, ... through both phases, into sums of its
+ * own (added up in worker order afterwards, so a given thread count gives the same figures
+ * every run). */
+typedef struct {
+    HeadRoleCounts *rc;
+    double *sum_abs, *nll, base;
+    long long tokens;
+} ScoreSums;
+
+typedef struct {
+    const HeadSet *set;
+    const ScoreBatch *batches;
+    int count, n, max_rows;
+    size_t arena;
+    const long long *freq;
+    ScoreSums *sums; /* (n) */
+} ScoreJob;
+
+static void score_worker(Model *m, int w, void *arg) {
+    ScoreJob *job = arg;
+    ScoreSums *sum = &job->sums[w];
+    int nh = model_head_count(m);
     float *gates = xmalloc(sizeof(float) * (size_t)nh);
+    float *by_row = xmalloc(sizeof(float) * (size_t)(job->max_rows > 0 ? job->max_rows : 1) * nh);
+    unsigned char *rarest = xmalloc((size_t)m->cfg.max_positions + 1);
+    model_reserve(m, job->arena);
     for (int i = 0; i < nh; i++) gates[i] = 1.0f;
     model_set_head_gates(m, gates);
+    model_head_gate_grads_by_row(m, by_row, job->max_rows);
+    for (int i = w; i < job->count; i += job->n)
+        gradient_pass(m, job->set, &job->batches[i], job->freq, rarest, sum->rc, by_row, sum->sum_abs);
+    model_zero_grad(m);
+    model_head_gate_grads_by_row(m, NULL, 0);
+    for (int i = w; i < job->count; i += job->n)
+        masking_passes(m, &job->batches[i], gates, &sum->base, &sum->tokens, sum->nll);
+    model_set_head_gates(m, NULL);
+    free(gates), free(by_row), free(rarest);
+}
+
+static void add_counts(HeadRoleCounts *to, const HeadRoleCounts *c) {
+    to->queries += c->queries, to->top_sum += c->top_sum, to->entropy_sum += c->entropy_sum;
+    to->prev_n += c->prev_n, to->prev_hits += c->prev_hits, to->cur_hits += c->cur_hits;
+    to->next_n += c->next_n, to->next_hits += c->next_hits, to->rare_n += c->rare_n, to->rare_hits += c->rare_hits;
+}
+
+void heads_score(Model *m, const HeadSet *set, const long long *freq, int threads, HeadStats *stats, double *base_nll) {
+    int nh = model_head_count(m), H = m->cfg.heads, count = 0, max_rows = 0;
+    float smoothing = m->cfg.label_smoothing;
+    m->cfg.label_smoothing = 0.0f; /* before the replicas copy the config */
     for (int k = 0; k < ATTN_KINDS; k++)
         for (int l = 0; l < layers_of(m, k); l++)
             for (int h = 0; h < H; h++) {
@@ -176,21 +321,34 @@ void heads_score(Model *m, const HeadSet *set, const long long *freq, HeadStats 
                 stats[at].kind = k, stats[at].layer = l, stats[at].head = h, stats[at].index = at;
                 stats[at].aer = NAN;
             }
-    for (int i = 0; i < set->n; i++) {
-        if (set->src[i].len + 1 > max_s) max_s = set->src[i].len + 1;
-        if (set->ref[i].len + 1 > max_t) max_t = set->ref[i].len + 1;
+    ScoreBatch *batches = make_batches(set, &count, &max_rows);
+    size_t arena = 0;
+    for (int i = 0; i < count; i++) {
+        size_t need = model_arena_floats(m, batches[i].b.B, batches[i].b.S, batches[i].b.T);
+        if (need > arena) arena = need;
     }
-    model_reserve(m, model_arena_floats(m, 1, max_s, max_t));
-    int *s = xmalloc(sizeof(int) * (size_t)max_s), *tin = xmalloc(sizeof(int) * (size_t)max_t),
-        *tout = xmalloc(sizeof(int) * (size_t)max_t);
-    unsigned char *rarest = xmalloc((size_t)max_s);
+    int n = threads < 1 ? 1 : threads > count ? (count > 0 ? count : 1) : threads;
+    ScoreJob job = {set, batches, count, n, max_rows, arena, freq, xcalloc((size_t)n, sizeof(ScoreSums))};
+    for (int w = 0; w < n; w++) {
+        job.sums[w].rc = xcalloc((size_t)nh, sizeof(HeadRoleCounts));
+        job.sums[w].sum_abs = xcalloc((size_t)nh, sizeof(double));
+        job.sums[w].nll = xcalloc((size_t)nh, sizeof(double));
+    }
+    fanout(m, n, score_worker, &job);
     HeadRoleCounts *rc = xcalloc((size_t)nh, sizeof(HeadRoleCounts));
-    double *sum_abs = xcalloc((size_t)nh, sizeof(double));
-    for (int i = 0; i < set->n; i++)
-        score_sentence(m, &set->src[i], &set->ref[i], freq, s, tin, tout, rarest, rc, sum_abs);
-    model_zero_grad(m);
+    double *sum_abs = xcalloc((size_t)nh, sizeof(double)), *nll = xcalloc((size_t)nh, sizeof(double)), base = 0.0;
+    long long tokens = 0;
+    for (int w = 0; w < n; w++) {
+        ScoreSums *sum = &job.sums[w];
+        for (int i = 0; i < nh; i++)
+            add_counts(&rc[i], &sum->rc[i]), sum_abs[i] += sum->sum_abs[i], nll[i] += sum->nll[i];
+        base += sum->base, tokens += sum->tokens;
+        free(sum->rc), free(sum->sum_abs), free(sum->nll);
+    }
+    free(job.sums);
     for (int i = 0; i < nh; i++) {
         stats[i].importance_raw = set->n ? sum_abs[i] / set->n : 0.0;
+        stats[i].delta_nll = tokens ? (nll[i] - base) / (double)tokens : 0.0;
         heads_roles_finish(&rc[i], &stats[i]);
     }
     /* Michel et al.: each layer's scores over their L2 norm */
@@ -201,20 +359,10 @@ void heads_score(Model *m, const HeadSet *set, const long long *freq, HeadStats 
         for (int h = 0; h < H; h++)
             stats[first + h].importance = norm > 0.0 ? stats[first + h].importance_raw / norm : 0.0;
     }
-    /* dNLL: the same passes, in the same order, with one gate at 0 */
-    long long tokens = 0;
-    double base = reference_nll(m, set->src, set->ref, set->n, &tokens);
-    for (int i = 0; i < nh; i++) {
-        gates[i] = 0.0f;
-        model_set_head_gates(m, gates);
-        double nll = reference_nll(m, set->src, set->ref, set->n, &tokens);
-        stats[i].delta_nll = tokens ? (nll - base) / (double)tokens : 0.0;
-        gates[i] = 1.0f;
-    }
     if (base_nll) *base_nll = tokens ? base / (double)tokens : 0.0;
-    model_set_head_gates(m, NULL);
     m->cfg.label_smoothing = smoothing;
-    free(gates), free(s), free(tin), free(tout), free(rarest), free(rc), free(sum_abs);
+    for (int i = 0; i < count; i++) free(batches[i].mem), free(batches[i].which);
+    free(batches), free(rc), free(sum_abs), free(nll);
 }
 
 int heads_aer(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *pairs, int n,

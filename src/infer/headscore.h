@@ -4,11 +4,13 @@
  * Importance, two ways, per head (nn/model.h's head gates, xi_h, 1 by default):
  *   - Michel et al. 2019's gradient score: I_h = mean over sentences of |dL/dxi_h| at
  *     xi = 1, L one sentence's reference NLL summed over its tokens (no label smoothing),
- *     each sentence its own batch, so the mean is of exact per-sentence values; then
+ *     each sentence's own gradient (model_head_gate_grads_by_row: batched passes, exact
+ *     per-sentence values, not a batch's sum); then
  *     normalised per layer (a kind's layer: its H heads) by the L2 norm of that layer's
  *     scores, as in the paper;
  *   - dNLL: the reference's per-token NLL over the whole set with that head alone masked
- *     (xi_h = 0, every other 1), minus the same with none masked. Exact, one pass a head.
+ *     (xi_h = 0, every other 1), minus the same with none masked. Exact, one pass a head
+ *     (a decoder head's runs the decoder alone: the encoder's output does not change).
  * Roles, from the probabilities of the same teacher-forced passes (Voita et al. 2019):
  * confidence (mean over queries of the largest weight), entropy (mean over queries, in
  * nats), the positional shares of the two self-attention kinds, the rare-token share of
@@ -70,12 +72,14 @@ typedef struct {
     char role[48];                  /* the role names joined by '+' ("previous+rare"); "" for none */
 } HeadStats;
 
-/* Adds one head's map of one sentence to c. p: rows x cols probabilities (queries x keys;
+/* Adds one head's map of one sentence to c. p: rows x cols probabilities, rows stride
+ * floats apart (queries x keys;
  * for the self-attention kinds rows == cols, key i being query i's own position; the
  * decoder's keys past i have weight 0). rarest: NULL, or (cols) 1 for each key that holds
  * the sentence's least frequent source token, for kinds whose keys are source tokens. The
  * top key of a query is its first largest weight. */
-void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int cols, const unsigned char *rarest);
+void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int cols, int stride,
+                     const unsigned char *rarest);
 /* Shares, confidence and entropy from the counts into h (kind from h->kind), then its
  * label (heads_label). A share with no queries to count is NAN. */
 void heads_roles_finish(const HeadRoleCounts *c, HeadStats *h);
@@ -95,8 +99,10 @@ long long *heads_source_frequencies(char **lines, int n, int tokenizer, const Vo
  * it). freq: NULL (no rare-token share), or heads_source_frequencies' counts, an <unk>
  * counting as 0 (a word the vocabulary lacks is rarer than any it holds). Label smoothing
  * is off for the passes and restored; the head gates are left off. *base_nll (may be
- * NULL) gets the per-token NLL with no head masked. */
-void heads_score(Model *m, const HeadSet *set, const long long *freq, HeadStats *stats, double *base_nll);
+ * NULL) gets the per-token NLL with no head masked. threads: how many share the batches
+ * (each with OpenBLAS at one thread, restored after); the figures depend on it only in
+ * the last bits of a sum's order. */
+void heads_score(Model *m, const HeadSet *set, const long long *freq, int threads, HeadStats *stats, double *base_nll);
 
 /* The cross heads' AER against gold links, set into stats (heads_score's array) and
  * their labels refreshed: pairs[i] is the i-th pair's text with its gold line, as

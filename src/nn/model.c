@@ -139,11 +139,13 @@ void model_init_replica(Model *r, const Model *m) {
     r->decode_logits = NULL;
     r->decode_logits_floats = 0;
     r->B = r->S = r->T = -1;
-    /* gates are the analysed model's alone: a replica trains, ungated */
-    r->head_gate = r->head_gate_grad = NULL;
+    /* a replica starts ungated; gates set on it later are its own */
+    r->head_gate = r->head_gate_grad = r->head_gate_rows = NULL;
+    r->head_gate_nrows = 0;
     for (int l = 0; l < QKV_MAX_LAYERS; l++) {
         r->a.enc[l].attn.gate = r->a.dec[l].self_attn.gate = r->a.dec[l].cross_attn.gate = NULL;
         r->a.enc[l].attn.dgate = r->a.dec[l].self_attn.dgate = r->a.dec[l].cross_attn.dgate = NULL;
+        r->a.enc[l].attn.dgate_rows = r->a.dec[l].self_attn.dgate_rows = r->a.dec[l].cross_attn.dgate_rows = NULL;
     }
 }
 
@@ -153,9 +155,9 @@ void model_free(Model *m) {
         free(m->tensors);
         free(m->params);
         free(m->pos_table);
-        free(m->head_gate);
-        free(m->head_gate_grad);
     }
+    free(m->head_gate); /* a replica's are its own: it starts without */
+    free(m->head_gate_grad);
     free(m->grads);
     free(m->arena);
     free(m->decode_logits);
@@ -522,6 +524,15 @@ double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, ui
     return count ? m->loss_sum / count : 0.0;
 }
 
+double model_decode_loss(Model *m, const ModelBatch *b) {
+    m->dropout_p = 0.0f;
+    use_shape(m, b->B, b->S, b->T);
+    decoder_forward(m, b, 0.0f, 0, 0);
+    int count = classifier(m, b, NULL, 0.0f);
+    m->loss_tokens = count;
+    return count ? m->loss_sum / count : 0.0;
+}
+
 void model_encode(Model *m, const ModelBatch *b) {
     use_shape(m, b->B, b->S, b->T);
     encoder_forward(m, b, 0.0f, 0, 0);
@@ -595,6 +606,15 @@ static void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer) {
     int at = model_head_index(m, kind, layer, 0);
     a->gate = m->head_gate ? m->head_gate + at : NULL;
     a->dgate = m->head_gate ? m->head_gate_grad + at : NULL;
+    a->dgate_rows = m->head_gate && m->head_gate_rows ? m->head_gate_rows + at : NULL;
+    a->dgate_stride = model_head_count(m);
+    a->dgate_nrows = m->head_gate_nrows;
+}
+
+static void point_all_gates(Model *m) {
+    for (int k = 0; k < ATTN_KINDS; k++)
+        for (int l = 0; l < (k == ATTN_ENC_SELF ? m->cfg.encoder_layers : m->cfg.decoder_layers); l++)
+            point_gates(m, attn_acts(m, (AttnKind)k, l), (AttnKind)k, l);
 }
 
 /* carve() never touches AttnActs.gate, so the pointers outlive re-carving; the
@@ -605,10 +625,18 @@ void model_set_head_gates(Model *m, const float *gates) {
         m->head_gate_grad = xcalloc((size_t)model_head_count(m), sizeof(float));
     }
     if (gates) memcpy(m->head_gate, gates, sizeof(float) * (size_t)model_head_count(m));
-    else free(m->head_gate), free(m->head_gate_grad), m->head_gate = m->head_gate_grad = NULL;
-    for (int k = 0; k < ATTN_KINDS; k++)
-        for (int l = 0; l < (k == ATTN_ENC_SELF ? m->cfg.encoder_layers : m->cfg.decoder_layers); l++)
-            point_gates(m, attn_acts(m, (AttnKind)k, l), (AttnKind)k, l);
+    else {
+        free(m->head_gate), free(m->head_gate_grad);
+        m->head_gate = m->head_gate_grad = m->head_gate_rows = NULL;
+        m->head_gate_nrows = 0;
+    }
+    point_all_gates(m);
+}
+
+void model_head_gate_grads_by_row(Model *m, float *rows, int nrows) {
+    m->head_gate_rows = rows;
+    m->head_gate_nrows = rows ? nrows : 0;
+    point_all_gates(m);
 }
 
 const float *model_head_gate_grads(const Model *m) { return m->head_gate_grad; }

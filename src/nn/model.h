@@ -154,6 +154,8 @@ typedef struct {
     int arena_regrowths;   /* shapes that outgrew the reserved arena (0 when reserved right) */
     float *head_gate;      /* NULL (gating off), or (model_head_count) see model_set_head_gates */
     float *head_gate_grad; /* with head_gate: (model_head_count) dL/dgate */
+    float *head_gate_rows; /* NULL, or the caller's (head_gate_nrows, model_head_count): per batch row */
+    int head_gate_nrows;
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
@@ -189,6 +191,11 @@ void model_zero_grad(Model *m);
  * afterwards model_logits_at gives the logits of position t of sequence i. */
 void model_encode(Model *m, const ModelBatch *b);
 void model_decode(Model *m, const ModelBatch *b);
+/* As model_forward(m, b, 0, ...) without the encoder: the decoder and the loss over the
+ * encoder output a model_forward or model_encode of this same batch left in the arena (head
+ * gates may have changed since: only the decoder's apply). The same code as a full forward's
+ * second half, bit for bit. */
+double model_decode_loss(Model *m, const ModelBatch *b);
 const float *model_logits_at(Model *m, int i, int t);
 
 const TensorInfo *model_find_tensor(const Model *m, const char *name);
@@ -226,11 +233,17 @@ int model_head_count(const Model *m);
 int model_head_index(const Model *m, AttnKind kind, int layer, int head);
 /* Copies gates (model_head_count values) into the model; every later pass (full forward,
  * backward, incremental decoding) applies them. NULL turns gating off. Allocates on the
- * first call only, never in a step. Not for replicas. */
+ * first call only, never in a step. A replica's gates are its own. */
 void model_set_head_gates(Model *m, const float *gates);
 /* dL/dgate for every head, added to by each backward pass since the last
  * model_zero_grad; NULL while gating is off. */
 const float *model_head_gate_grads(const Model *m);
+/* Also adds batch row b's own dL/dgate into rows[b * model_head_count + head], for
+ * b < nrows, in every later backward pass, until called with NULL (which model_set_head_gates
+ * with NULL implies). Sentences in a batch never meet, so row b's is exactly the gradient of
+ * sentence b's loss: one batched pass gives per-sentence gradients. The buffer is the
+ * caller's (never cleared by model_zero_grad) and must outlive the passes. Needs gates set. */
+void model_head_gate_grads_by_row(Model *m, float *rows, int nrows);
 
 /* ---- incremental decoding ----------------------------------------------------------------
  * The decoder run one position at a time over B sequences, for search. Each new position

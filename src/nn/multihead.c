@@ -147,6 +147,7 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
                 double dg = 0.0;
                 for (size_t e = 0; e < per; e++) dg += (double)a->p[poff + e] * sc->dp[poff + e];
                 a->dgate[h] += (float)dg;
+                if (a->dgate_rows && b < a->dgate_nrows) a->dgate_rows[(size_t)b * a->dgate_stride + h] += (float)dg;
                 for (size_t e = 0; e < per; e++) sc->dp[poff + e] *= g;
             }
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, g, a->p + poff, Tk, sc->dctx + qoff, d,

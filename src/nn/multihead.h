@@ -43,6 +43,9 @@ typedef struct {
                           them; training leaves it NULL and copies nothing. */
     const float *gate; /* NULL, or (heads) each head's gate: ctx holds the gated O */
     float *dgate;      /* with gate: (heads) dL/dgate, added to by attention_backward */
+    float *dgate_rows; /* NULL, or with gate: batch row b's own dL/dgate[h] is added to
+                          dgate_rows[b * dgate_stride + h], for b < dgate_nrows */
+    int dgate_stride, dgate_nrows;
 } AttnActs;
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
