@@ -1,7 +1,7 @@
 # qkv: `make` builds build/qkv; `make test` runs every test; `make demo` shows it working;
 # `make lint` checks the code's layout, `make format` mends it.
 CC      ?= cc
-PKGS    := openblas yaml-0.1 jansson sentencepiece
+PKGS    := openblas yaml-0.1 jansson sentencepiece libmicrohttpd
 CXX     ?= c++
 # -O3 measured faster than -O2 here (the element-wise loops vectorise); never -Ofast or
 # -ffast-math, which break the NaN guards. CFLAGS may be overridden; QKV_CFLAGS may not.

@@ -14,7 +14,7 @@
 # written for), for tests/format.sh (make lint) and make format; failing is a warning.
 set -euo pipefail
 
-packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev)
+packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev libmicrohttpd-dev)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
 

@@ -21,6 +21,14 @@ int attnmap_write_html(const AttnMaps *a, const char *path) {
 }
 
 int attnview_write(const char *json, const char *path) {
+    StrBuf sb = {0};
+    if (attnview_page(json, &sb) != 0) return -1;
+    int rc = write_file_atomic(path, sb.buf, sb.len);
+    sb_free(&sb);
+    return rc;
+}
+
+int attnview_page(const char *json, StrBuf *out) {
     const char *at = strstr(attnview_html, MARKER);
     if (!at) return err_set("built without the viewer page's data marker");
     StrBuf sb = {0};
@@ -37,7 +45,6 @@ int attnview_write(const char *json, const char *path) {
     }
     const char *rest = at + strlen(MARKER);
     sb_append(&sb, rest, strlen(rest));
-    int rc = write_file_atomic(path, sb.buf, sb.len);
-    sb_free(&sb);
-    return rc;
+    *out = sb;
+    return 0;
 }

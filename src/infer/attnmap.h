@@ -22,6 +22,7 @@
 
 #include "data/vocab.h"
 #include "nn/model.h"
+#include "util/text.h"
 
 /* Kinds are nn's AttnKind (nn/model.h): ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS. */
 
@@ -82,6 +83,8 @@ int attnmap_write_svgs(const AttnMaps *a, const char *dir, int *count);
 int attnmap_write_html(const AttnMaps *a, const char *path);
 /* The viewer page around any JSON it reads (one maps.json object, or a watch view). */
 int attnview_write(const char *json, const char *path);
+/* The same page as text (sb_free it); -1 with the error set. */
+int attnview_page(const char *json, StrBuf *out);
 /* The last decoder layer's head-averaged cross-attention in Unicode shades. */
 void attnmap_print_terminal(const AttnMaps *a, FILE *f);
 /* One query's anatomy: for each key its score, weight and contribution, the softmax

@@ -75,6 +75,11 @@ static char *hypothesis_text(Model *m, int tokenizer, const Vocab *tv, const Seq
 
 char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
                        const TranslateOptions *o, TranslateStats *st, double *scores) {
+    return translate_lines_ids(m, tokenizer, sv, tv, lines, n, o, st, scores, NULL);
+}
+
+char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
+                           const TranslateOptions *o, TranslateStats *st, double *scores, Seq *ids) {
     int K = o->decode.nbest, max_src = m->cfg.max_positions - 1;
     size_t slots = (size_t)(n ? n : 1);
     memset(st, 0, sizeof *st);
@@ -100,6 +105,7 @@ char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
     }
     double *sc = xmalloc(sizeof(double) * slots * K);
     for (int i = 0; scores && i < n * K; i++) scores[i] = 0.0;
+    for (int i = 0; ids && i < n * K; i++) ids[i] = (Seq){NULL, 0};
     decode(m, src, k, &o->decode, out, scores ? sc : NULL); /* scoring costs a softmax per step */
     char **text = xmalloc(sizeof(char *) * slots * K);
     for (int i = 0; i < n * K; i++) text[i] = NULL;
@@ -109,7 +115,8 @@ char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
             size_t at = (size_t)line_of[j] * K + b;
             text[at] = hypothesis_text(m, tokenizer, tv, &src[j], h, &surface[j], o->replace_unk, st);
             if (scores) scores[at] = sc[(size_t)j * K + b];
-            free(h->ids);
+            if (ids) ids[at] = *h;
+            else free(h->ids);
         }
         free(src[j].ids);
         for (int t = 0; t < surface[j].n; t++) free(surface[j].tok[t]);

@@ -28,6 +28,10 @@ typedef struct {
  * line i's k-th best at [i * nbest + k]; scores (NULL or n * nbest) their ranking scores. */
 char **translate_lines(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines, int n,
                        const TranslateOptions *o, TranslateStats *stats, double *scores);
+/* As translate_lines, and ids (NULL, or n * nbest) gets each hypothesis's target ids
+ * (without EOS; the caller frees each .ids; an empty line's is {NULL, 0}). */
+char **translate_lines_ids(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines, int n,
+                           const TranslateOptions *o, TranslateStats *stats, double *scores, Seq *ids);
 
 /* -log P(ref | src) summed over n pairs' reference tokens and their EOS, by the full
  * forward pass (teacher forcing, no dropout); *tokens gets how many were scored. */

@@ -1,0 +1,88 @@
+/* serve: `qkv serve RUN|WEIGHTS [--host H] [--port P] [--workers N]`: the live viewer
+ * and a JSON API over HTTP (serve/http.h), until SIGINT or SIGTERM; then it stops
+ * accepting, answers what is in flight, and exits 0. */
+#include <cblas.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cmdutil.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "infer/fanout.h"
+#include "serve/http.h"
+#include "serve/models.h"
+#include "serve/workers.h"
+#include "util/err.h"
+
+/* How long a stop waits for the requests in flight: a queued one is answered within the
+ * queue's deadline; past this, the rest are cut. */
+#define STOP_WAIT_SECONDS (JOBS_DEADLINE_SECONDS + 30)
+
+static const CmdOption options[] = {
+    {'H', "host", "ADDR", "the address to listen on (loopback unless you say otherwise)", "127.0.0.1"},
+    {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
+    {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
+    {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
+    {0},
+};
+const CmdSpec cmd_serve_spec = {
+    .name = "serve",
+    .operands = "RUN_DIR|WEIGHTS [options]",
+    .summary = "serve the live attention viewer and a JSON translation API over HTTP",
+    .about = "GET / is the attention viewer, live: type a sentence, see its n-best list and every\n"
+             "attention map of the translation. POST /v1/translate and /v1/attention take JSON\n"
+             "(the README lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
+             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight, and exits 0.",
+    .options = options,
+    .example = "qkv serve runs/toy --port 8080   # then open http://127.0.0.1:8080/",
+};
+
+int cmd_serve(int argc, char **argv) {
+    const char *host = "127.0.0.1";
+    int port = 8080, workers = fanout_threads(), queue = JOBS_QUEUE_MAX, c;
+    while ((c = cmd_option_next(&cmd_serve_spec, argc, argv)) >= 0) {
+        if (c == 'H') host = optarg;
+        else if (c == 'p' && cmd_int("--port", "a port", optarg, 0, 65535, &port) != 0) return cmd_fail(2);
+        else if (c == 'w' && cmd_int("--workers", "a thread count", optarg, 1, 64, &workers) != 0) return cmd_fail(2);
+        else if (c == 'q' && cmd_int("--queue", "a request count", optarg, 1, 100000, &queue) != 0) return cmd_fail(2);
+    }
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1) return cmd_usage_of(&cmd_serve_spec);
+    /* the signals wait for sigwait below: every thread started from here on inherits the mask */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    ServedModels models;
+    if (served_open(&models, argv[optind]) != 0) return cmd_fail(err_status());
+    openblas_set_num_threads(1); /* the workers decode side by side, a core each */
+    Jobs *jobs = jobs_start(&models, workers, queue);
+    if (!jobs) return served_close(&models), cmd_fail(1);
+    int bound = 0;
+    HttpServer *http = http_start(&models, jobs, host, port, &bound);
+    if (!http) return jobs_stop(jobs), served_close(&models), cmd_fail(2);
+    const ServedCheckpoint *ck = &models.ck[models.fallback];
+    fprintf(stderr,
+            "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s:%d/ with %d worker%s; Ctrl-C stops\n",
+            ck->run.weights, ck->name, (long long)ck->run.meta.step, models.n, models.n == 1 ? "" : "s",
+            strchr(host, ':') ? "[::1]" : host, bound, workers, workers == 1 ? "" : "s");
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "qkv: %s: no new requests; answering the %d in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            http_in_flight(http));
+    http_quiesce(http);
+    for (int i = 0; i < STOP_WAIT_SECONDS * 20 && http_in_flight(http) > 0; i++)
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    int left = http_in_flight(http);
+    jobs_stop(jobs); /* every queued job answered (or refused past its deadline) */
+    http_stop(http);
+    served_close(&models);
+    if (left) fprintf(stderr, "qkv: stopped with %d requests unanswered after %d s\n", left, STOP_WAIT_SECONDS);
+    else fprintf(stderr, "qkv: stopped\n");
+    return 0;
+}

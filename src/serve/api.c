@@ -1,0 +1,152 @@
+/* api: see api.h. */
+#include "serve/api.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer/search.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+static int fail(int status, char *err, size_t errn, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errn, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static const char *const known[] = {"src", "tgt", "beam", "nbest", "length_penalty", "mask_heads", "checkpoint", NULL};
+
+static int known_key(const char *k, int kind) {
+    if (kind == API_TRANSLATE && strcmp(k, "tgt") == 0) return 0;
+    for (int i = 0; known[i]; i++)
+        if (strcmp(k, known[i]) == 0) return 1;
+    return 0;
+}
+
+/* A string that must be short: copied into *out; 0 or 400. */
+static int short_string(json_t *v, const char *key, char **out, char *err, size_t errn) {
+    if (!v) return 0;
+    if (!json_is_string(v)) return fail(400, err, errn, "\"%s\" must be a string", key);
+    if (json_string_length(v) > API_MAX_NAME)
+        return fail(400, err, errn, "\"%s\" is longer than %d bytes", key, API_MAX_NAME);
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return fail(400, err, errn, "\"%s\" holds a NUL character", key);
+    *out = xstrdup(json_string_value(v));
+    return 0;
+}
+
+/* One sentence: a string of well-formed UTF-8 with no NUL and no line break, within the
+ * byte bound. 0, 400 or 413. */
+static int sentence(json_t *v, const char *what, char **out, char *err, size_t errn) {
+    if (!json_is_string(v)) return fail(400, err, errn, "%s must be a string", what);
+    size_t n = json_string_length(v);
+    const char *s = json_string_value(v);
+    if (n > API_MAX_SENTENCE_BYTES)
+        return fail(413, err, errn, "%s is %zu bytes, more than the %d allowed", what, n, API_MAX_SENTENCE_BYTES);
+    if (strlen(s) != n) return fail(400, err, errn, "%s holds a NUL character", what);
+    if (strpbrk(s, "\r\n")) return fail(400, err, errn, "%s holds a line break: send one sentence per string", what);
+    *out = xstrdup(s);
+    return 0;
+}
+
+static int integer(json_t *v, const char *key, int lo, int hi, int *out, char *err, size_t errn) {
+    if (!v) return 0;
+    if (!json_is_integer(v)) return fail(400, err, errn, "\"%s\" must be an integer", key);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi) return fail(400, err, errn, "\"%s\" must be %d to %d, not %lld", key, lo, hi, (long long)x);
+    *out = (int)x;
+    return 0;
+}
+
+int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err, size_t errn) {
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->o.decode = decode_defaults();
+    out->o.replace_unk = 1;
+    if (len > API_MAX_BODY)
+        return fail(413, err, errn, "the body is %zu bytes, more than the %d allowed", len, API_MAX_BODY);
+    if (!utf8_valid(body, len)) return fail(400, err, errn, "the body is not well-formed UTF-8");
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return fail(400, err, errn, "malformed JSON at byte %d: %s", je.position, je.text);
+    int rc = 0;
+    if (!json_is_object(root)) {
+        rc = fail(400, err, errn, "the body must be a JSON object");
+        goto done;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (!known_key(key, kind)) {
+            rc = fail(400, err, errn, "unknown key \"%.64s\"", key);
+            goto done;
+        }
+    }
+    json_t *src = json_object_get(root, "src");
+    if (!src) {
+        rc = fail(400, err, errn, "\"src\" is missing");
+        goto done;
+    }
+    if (kind == API_TRANSLATE) {
+        if (!json_is_array(src)) {
+            rc = fail(400, err, errn, "\"src\" must be an array of strings");
+            goto done;
+        }
+        size_t n = json_array_size(src);
+        if (n > API_MAX_SENTENCES) {
+            rc = fail(413, err, errn, "%zu sentences, more than the %d allowed in one request", n, API_MAX_SENTENCES);
+            goto done;
+        }
+        out->src = xcalloc(n ? n : 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+            char what[48];
+            snprintf(what, sizeof what, "\"src\"[%zu]", i);
+            if ((rc = sentence(json_array_get(src, i), what, &out->src[i], err, errn)) != 0) goto done;
+            out->n++;
+        }
+    } else {
+        out->src = xcalloc(1, sizeof(char *));
+        if ((rc = sentence(src, "\"src\"", &out->src[0], err, errn)) != 0) goto done;
+        out->n = 1;
+        json_t *tgt = json_object_get(root, "tgt");
+        if (tgt && !json_is_null(tgt) && (rc = sentence(tgt, "\"tgt\"", &out->tgt, err, errn)) != 0) goto done;
+    }
+    DecodeOptions *d = &out->o.decode;
+    if ((rc = integer(json_object_get(root, "beam"), "beam", 1, 64, &d->beam, err, errn)) != 0) goto done;
+    if (json_object_get(root, "nbest") == NULL) d->nbest = 1;
+    if ((rc = integer(json_object_get(root, "nbest"), "nbest", 1, d->beam, &d->nbest, err, errn)) != 0) goto done;
+    json_t *lp = json_object_get(root, "length_penalty");
+    if (lp) {
+        if (!json_is_number(lp) || json_number_value(lp) < 0.0 || json_number_value(lp) > 10.0) {
+            rc = fail(400, err, errn, "\"length_penalty\" must be a number from 0 to 10");
+            goto done;
+        }
+        d->length_penalty = json_number_value(lp);
+    }
+    if ((rc = short_string(json_object_get(root, "mask_heads"), "mask_heads", &out->mask_heads, err, errn)) != 0)
+        goto done;
+    if ((rc = short_string(json_object_get(root, "checkpoint"), "checkpoint", &out->checkpoint, err, errn)) != 0)
+        goto done;
+done:
+    json_decref(root);
+    if (rc) api_request_free(out);
+    return rc;
+}
+
+void api_request_free(ApiRequest *r) {
+    for (int i = 0; r->src && i < r->n; i++) free(r->src[i]);
+    free(r->src), free(r->tgt), free(r->mask_heads), free(r->checkpoint);
+    memset(r, 0, sizeof *r);
+}
+
+char *api_error_json(const char *msg) {
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}

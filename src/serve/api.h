@@ -1,0 +1,44 @@
+/* api: the JSON of `qkv serve`'s API, without any HTTP or any model: a request body in,
+ * checked against the bounds, a request out; the answers' JSON out. Kept apart so that
+ * every byte a client can send reaches a plain function the tests and the fuzzer call.
+ *
+ *   POST /v1/translate  {"src": ["...", ...], "beam": 5, "nbest": 1, "length_penalty": 1,
+ *                        "mask_heads": "cross.*.0", "checkpoint": "best"}
+ *   POST /v1/attention  {"src": "...", "tgt": "..." (optional: a forced target), and the
+ *                        same options}
+ *
+ * Every key but "src" may be left out (translate's defaults). A key the API does not know
+ * is refused, so a misspelt option never passes silently. */
+#ifndef QKV_SERVE_API_H
+#define QKV_SERVE_API_H
+
+#include <stddef.h>
+
+#include "infer/translator.h"
+
+/* The bounds a request is held to (the README lists them). */
+#define API_MAX_BODY (256 * 1024)   /* bytes of a request body: past it, 413 */
+#define API_MAX_SENTENCES 64        /* sentences in one translate request: past it, 413 */
+#define API_MAX_SENTENCE_BYTES 4096 /* bytes of one sentence: past it, 413 (tokens: the model's positions) */
+#define API_MAX_NAME 128            /* bytes of a checkpoint name or a mask spec */
+
+enum { API_TRANSLATE, API_ATTENTION };
+
+typedef struct {
+    int kind;   /* API_TRANSLATE, API_ATTENTION */
+    char **src; /* (n) the sentences, owned; attention: n == 1 */
+    int n;
+    char *tgt; /* attention: the forced target, or NULL (the best translation) */
+    TranslateOptions o;
+    char *mask_heads; /* NULL, or the --mask-heads spec */
+    char *checkpoint; /* NULL (the served default), or a name GET /v1/model lists */
+} ApiRequest;
+
+/* body (len bytes, not 0-terminated) as a request of kind; 0, or the HTTP status (400 or
+ * 413) with a one-line reason in err. */
+int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err, size_t errn);
+void api_request_free(ApiRequest *r);
+/* {"error": msg} as JSON text (malloc'd). */
+char *api_error_json(const char *msg);
+
+#endif

@@ -1,0 +1,349 @@
+/* http: see http.h. */
+#define _GNU_SOURCE
+#include "serve/http.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "infer/attnmap.h"
+#include "infer/headmask.h"
+#include "serve/api.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+/* One connection: its socket and since when it has been receiving a request (0: not
+ * receiving, its request is being answered). On the list the reaper walks. */
+typedef struct Conn {
+    int fd;
+    double receiving_since;
+    struct Conn *prev, *next;
+} Conn;
+
+/* One request: its body so far, then its job. */
+typedef struct {
+    StrBuf body;
+    int too_big, post;
+    Job *job;
+    struct MHD_Connection *mc; /* to resume once the job is answered */
+    atomic_int answered;       /* set by the worker before it resumes the connection */
+    int status;                /* a refusal decided while suspended (503 full queue) */
+    char *error;
+} Request;
+
+struct HttpServer {
+    struct MHD_Daemon *d;
+    ServedModels *models;
+    Jobs *jobs;
+    char *page;       /* the live viewer page */
+    char *model_json; /* GET /v1/model */
+    atomic_int stopping, in_flight;
+    pthread_mutex_t conns_lock;
+    Conn *conns;
+    pthread_t reaper;
+    int reaper_started;
+    atomic_int reaper_stop;
+};
+
+/* ---- answers --------------------------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len,
+                             int busy) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (busy) MHD_add_response_header(r, "Retry-After", HTTP_RETRY_AFTER);
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *json) {
+    return reply(c, status, "application/json", json, strlen(json), 0);
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg) {
+    char *json = api_error_json(msg);
+    enum MHD_Result rc = reply(c, status, "application/json", json, strlen(json), status == 503);
+    free(json);
+    return rc;
+}
+
+/* ---- the fixed answers ------------------------------------------------------------------ */
+
+static char *model_json(ServedModels *sm) {
+    const Run *r = &sm->ck[sm->fallback].run;
+    const ModelConfig *mc = &r->model.cfg;
+    json_t *cks = json_array();
+    for (int i = 0; i < sm->n; i++) json_array_append_new(cks, json_string(sm->ck[i].name));
+    static const char *tokenizers[] = {"word", "char", "bpe", "unigram"};
+    int tok = r->cfg.data.tokenizer;
+    char *yaml = config_text(&r->cfg, "config.yaml");
+    json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:i, s:s}", "format",
+                          "qkv-model-1", "checkpoint", sm->ck[sm->fallback].name, "step", (json_int_t)r->meta.step,
+                          "src_vocab", r->src_vocab.size, "tgt_vocab", r->tgt_vocab.size, "tokenizer",
+                          tok >= 0 && tok < 4 ? tokenizers[tok] : "?", "checkpoints", cks, "model", "d_model",
+                          mc->d_model, "heads", mc->heads, "d_ff", mc->d_ff, "encoder_layers", mc->encoder_layers,
+                          "decoder_layers", mc->decoder_layers, "max_positions", mc->max_positions, "head_count",
+                          model_head_count(&r->model), "config", yaml ? yaml : "");
+    free(yaml);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    return s;
+}
+
+/* ---- the reaper: requests that take too long to arrive ---------------------------------- */
+
+static void *reap(void *arg) {
+    HttpServer *s = arg;
+    while (!atomic_load(&s->reaper_stop)) {
+        nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);
+        double now = now_seconds();
+        pthread_mutex_lock(&s->conns_lock);
+        for (Conn *c = s->conns; c; c = c->next)
+            if (c->receiving_since > 0 && now - c->receiving_since > HTTP_RECEIVE_SECONDS) {
+                /* shutdown, not close: the polling thread still owns the descriptor; it
+                 * sees the end of the stream and closes the connection itself */
+                shutdown(c->fd, SHUT_RDWR);
+                c->receiving_since = 0;
+            }
+        pthread_mutex_unlock(&s->conns_lock);
+    }
+    return NULL;
+}
+
+static void set_receiving(HttpServer *s, Conn *c, double since) {
+    if (!c) return;
+    pthread_mutex_lock(&s->conns_lock);
+    c->receiving_since = since;
+    pthread_mutex_unlock(&s->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    HttpServer *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        Conn *c = xcalloc(1, sizeof *c);
+        c->fd = info ? info->connect_fd : -1;
+        c->receiving_since = now_seconds();
+        pthread_mutex_lock(&s->conns_lock);
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        pthread_mutex_unlock(&s->conns_lock);
+        *socket_context = c;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        Conn *c = *socket_context;
+        pthread_mutex_lock(&s->conns_lock);
+        if (c->prev) c->prev->next = c->next;
+        else s->conns = c->next;
+        if (c->next) c->next->prev = c->prev;
+        pthread_mutex_unlock(&s->conns_lock);
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+static Conn *conn_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+/* On a worker's thread: the answer is in job; the polling thread sends it. */
+static void job_done(Job *job) {
+    Request *q = job->conn;
+    atomic_store(&q->answered, 1);
+    MHD_resume_connection(q->mc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)toe;
+    HttpServer *s = cls;
+    Request *q = *con_cls;
+    if (!q) return;
+    if (q->job) atomic_fetch_sub(&s->in_flight, 1);
+    job_free(q->job);
+    sb_free(&q->body);
+    free(q->error);
+    free(q);
+    *con_cls = NULL;
+    set_receiving(s, conn_of(mc), now_seconds()); /* the next request on this connection */
+}
+
+/* A complete POST to an API path: checked, then queued with its connection suspended. */
+static enum MHD_Result submit(HttpServer *s, struct MHD_Connection *mc, Request *q, int kind) {
+    char err[512];
+    Job *job = xcalloc(1, sizeof *job);
+    int status = api_parse(kind, q->body.buf ? q->body.buf : "", q->body.len, &job->req, err, sizeof err);
+    if (status) return free(job), reply_error(mc, (unsigned)status, err);
+    job->checkpoint = s->models->fallback;
+    if (job->req.checkpoint && (job->checkpoint = served_find(s->models, job->req.checkpoint)) < 0) {
+        snprintf(err, sizeof err, "no checkpoint \"%.128s\": GET /v1/model lists them", job->req.checkpoint);
+        return job_free(job), reply_error(mc, 400, err);
+    }
+    if (job->req.mask_heads && job->req.mask_heads[0]) {
+        const Model *m = &s->models->ck[s->models->fallback].run.model;
+        job->gates = xmalloc(sizeof(float) * (size_t)model_head_count(m));
+        served_error_lock();
+        int rc = head_mask_parse(m, job->req.mask_heads, job->gates);
+        if (rc < 0) {
+            const char *why = err_msg(), *flag = "--mask-heads: ";
+            snprintf(err, sizeof err, "\"mask_heads\": %s",
+                     strncmp(why, flag, strlen(flag)) ? why : why + strlen(flag));
+        }
+        served_error_unlock();
+        if (rc < 0) return job_free(job), reply_error(mc, 400, err);
+    }
+    job->done = job_done;
+    job->conn = q;
+    q->job = job, q->mc = mc;
+    atomic_fetch_add(&s->in_flight, 1);
+    MHD_suspend_connection(mc); /* before the job can be answered: a resume never precedes it */
+    if (jobs_submit(s->jobs, job) != 0) {
+        q->status = 503;
+        q->error = xstrdup(atomic_load(&s->stopping) ? "the server is stopping" : "the queue is full: try again");
+        MHD_resume_connection(mc);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    HttpServer *s = cls;
+    Request *q = *con_cls;
+    if (!q) { /* the headers are in */
+        q = xcalloc(1, sizeof *q);
+        *con_cls = q;
+        q->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+        const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (q->post && length && strtoull(length, NULL, 10) > API_MAX_BODY) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the body is larger than the %d bytes allowed", API_MAX_BODY);
+            return reply_error(mc, 413, msg);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a piece of the body */
+        if (q->body.len + *upload_size > API_MAX_BODY) q->too_big = 1;
+        else sb_append(&q->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (q->job) { /* resumed: the answer is in */
+        if (q->status) return reply_error(mc, (unsigned)q->status, q->error);
+        if (!atomic_load(&q->answered)) return MHD_YES; /* not ours: keep waiting */
+        return reply_json(mc, (unsigned)q->job->status, q->job->body);
+    }
+    set_receiving(s, conn_of(mc), 0);
+    if (atomic_load(&s->stopping)) return reply_error(mc, 503, "the server is stopping");
+    if (q->too_big) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than the %d bytes allowed", API_MAX_BODY);
+        return reply_error(mc, 413, msg);
+    }
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
+              : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
+                                                  : -1;
+    if (api >= 0) return q->post ? submit(s, mc, q, api) : reply_error(mc, 405, "use POST with a JSON body");
+    if (strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/v1/model") == 0) {
+        if (!get) return reply_error(mc, 405, "use GET");
+        if (strcmp(url, "/") == 0) return reply(mc, 200, "text/html; charset=utf-8", s->page, strlen(s->page), 0);
+        if (strcmp(url, "/v1/model") == 0) return reply_json(mc, 200, s->model_json);
+        char health[96];
+        int waiting, working;
+        jobs_counts(s->jobs, &waiting, &working);
+        snprintf(health, sizeof health, "{\"status\":\"ok\",\"queued\":%d,\"working\":%d}", waiting, working);
+        return reply_json(mc, 200, health);
+    }
+    return reply_error(mc, 404,
+                       "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention");
+}
+
+/* ---- the server ---------------------------------------------------------------------------- */
+
+static char *live_page(const char *model) {
+    size_t n = strlen(model) + 64;
+    char *json = xmalloc(n);
+    snprintf(json, n, "{\"format\":\"qkv-live-1\",\"model\":%s}", model);
+    StrBuf page = {0};
+    attnview_page(json, &page);
+    free(json);
+    return page.buf;
+}
+
+HttpServer *http_start(ServedModels *models, Jobs *jobs, const char *host, int port, int *bound) {
+    HttpServer *s = xcalloc(1, sizeof *s);
+    s->models = models, s->jobs = jobs;
+    pthread_mutex_init(&s->conns_lock, NULL);
+    s->model_json = model_json(models);
+    s->page = live_page(s->model_json);
+    struct sockaddr_in v4 = {0};
+    struct sockaddr_in6 v6 = {0};
+    const struct sockaddr *addr;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &v4.sin_addr) == 1) {
+        v4.sin_family = AF_INET, v4.sin_port = htons((uint16_t)port);
+        addr = (const struct sockaddr *)&v4;
+    } else if (inet_pton(AF_INET6, host, &v6.sin6_addr) == 1) {
+        v6.sin6_family = AF_INET6, v6.sin6_port = htons((uint16_t)port);
+        addr = (const struct sockaddr *)&v6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        err_set("--host: '%s' is not an IPv4 or IPv6 address (or localhost)", host);
+        goto fail;
+    }
+    s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, addr,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                            s, MHD_OPTION_END);
+    if (!s->d) {
+        err_set("cannot listen on %s port %d (in use, or not an address of this machine)", host, port);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    *bound = info ? info->port : port;
+    s->reaper_started = pthread_create(&s->reaper, NULL, reap, s) == 0;
+    return s;
+fail:
+    free(s->model_json), free(s->page);
+    pthread_mutex_destroy(&s->conns_lock);
+    free(s);
+    return NULL;
+}
+
+void http_quiesce(HttpServer *s) {
+    atomic_store(&s->stopping, 1);
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+int http_in_flight(HttpServer *s) { return atomic_load(&s->in_flight); }
+
+void http_stop(HttpServer *s) {
+    if (!s) return;
+    atomic_store(&s->reaper_stop, 1);
+    if (s->reaper_started) pthread_join(s->reaper, NULL);
+    MHD_stop_daemon(s->d);
+    pthread_mutex_destroy(&s->conns_lock);
+    free(s->model_json), free(s->page), free(s);
+}

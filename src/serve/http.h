@@ -1,0 +1,37 @@
+/* http: `qkv serve`'s HTTP side, on libmicrohttpd. One polling thread does all the
+ * socket work and never waits on a model: a complete request is checked (serve/api.h),
+ * queued (serve/workers.h) and its connection suspended until a worker has the answer.
+ *
+ *   GET  /                the viewer page, live (the attention viewer's one page)
+ *   GET  /v1/health       {"status": "ok", "queued": N}
+ *   GET  /v1/model        the config, the step, vocabulary sizes and the checkpoints
+ *   POST /v1/translate    serve/api.h
+ *   POST /v1/attention    serve/api.h
+ * Nothing else: no request names a file. Errors are {"error": "<one line>"}: 400 bad
+ * request, 404, 405, 413 too large, 503 busy (with Retry-After) or stopping.
+ *
+ * Bounds on clients: a request must arrive whole (headers and body) within
+ * HTTP_RECEIVE_SECONDS of its first byte, or of the previous answer on a kept-alive
+ * connection, else its socket is shut; at most HTTP_MAX_CONNECTIONS at once. */
+#ifndef QKV_SERVE_HTTP_H
+#define QKV_SERVE_HTTP_H
+
+#include "serve/models.h"
+#include "serve/workers.h"
+
+#define HTTP_RECEIVE_SECONDS 10
+#define HTTP_MAX_CONNECTIONS 512
+#define HTTP_RETRY_AFTER "1" /* seconds, in a 503's Retry-After */
+
+typedef struct HttpServer HttpServer;
+
+/* Listens on host (an IPv4 or IPv6 address, or "localhost") and port (0: any free one;
+ * *bound gets the port). NULL with the error set. */
+HttpServer *http_start(ServedModels *models, Jobs *jobs, const char *host, int port, int *bound);
+/* Stops accepting connections and refuses new requests (503); the ones in flight go on. */
+void http_quiesce(HttpServer *s);
+/* Requests queued or being answered. */
+int http_in_flight(HttpServer *s);
+void http_stop(HttpServer *s);
+
+#endif

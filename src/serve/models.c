@@ -1,0 +1,119 @@
+/* models: see models.h. */
+#include "serve/models.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+
+/* util/err's message is one buffer for the process: every serve thread that can set it
+ * (a load here, a mask parsed by the HTTP thread) holds this lock from the failing call
+ * to reading the message. Loads hold it throughout, so one loads at a time. */
+static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
+void served_error_lock(void) { pthread_mutex_lock(&error_lock); }
+void served_error_unlock(void) { pthread_mutex_unlock(&error_lock); }
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void add(ServedModels *s, const char *name, const char *path) {
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->ck[i].name, name) == 0) return;
+    s->ck = xrealloc(s->ck, sizeof(ServedCheckpoint) * (size_t)(s->n + 1));
+    ServedCheckpoint *c = &s->ck[s->n++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    pthread_mutex_init(&c->lock, NULL);
+}
+
+/* "dir/x.safetensors" -> "x" into name; 0 when the file is not one. */
+static int weights_name(const char *file, char *name, size_t n) {
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    size_t len = strlen(base), ext = strlen(".safetensors");
+    if (len <= ext || strcmp(base + len - ext, ".safetensors") != 0 || len - ext >= n) return 0;
+    memcpy(name, base, len - ext);
+    name[len - ext] = '\0';
+    return 1;
+}
+
+/* The run's exported weights beside its config: "<dir>/<name>.safetensors". */
+static void add_exports(ServedModels *s, const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char **names = NULL;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char name[96];
+        if (weights_name(e->d_name, name, sizeof name))
+            names = xrealloc(names, sizeof(char *) * (size_t)(n + 1)), names[n++] = xstrdup(name);
+    }
+    closedir(d);
+    if (n) qsort(names, (size_t)n, sizeof(char *), by_name);
+    for (int i = 0; i < n; i++) {
+        char path[CONFIG_PATH_MAX + 96];
+        snprintf(path, sizeof path, "%s/%s.safetensors", dir, names[i]);
+        add(s, names[i], path);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int served_open(ServedModels *s, const char *path) {
+    memset(s, 0, sizeof *s);
+    Run first;
+    if (run_open(&first, path) != 0) return -1;
+    char name[96];
+    if (!weights_name(first.weights, name, sizeof name)) snprintf(name, sizeof name, "%s", first.which);
+    add(s, name, first.weights);
+    s->ck[0].run = first, s->ck[0].state = 1;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char **steps;
+        int n = run_step_checkpoints(path, &steps);
+        char best[CONFIG_PATH_MAX + 96];
+        snprintf(best, sizeof best, "%s/ckpt/best.safetensors", path);
+        if (access(best, R_OK) == 0) add(s, "best", best);
+        for (int i = n - 1; i >= 0; i--)
+            if (weights_name(steps[i], name, sizeof name)) add(s, name, steps[i]);
+        free_lines(steps, n);
+        add_exports(s, path);
+    }
+    s->fallback = 0;
+    return 0;
+}
+
+int served_find(const ServedModels *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->ck[i].name, name) == 0) return i;
+    return -1;
+}
+
+const Run *served_get(ServedModels *s, int i, char *err, size_t errn) {
+    ServedCheckpoint *c = &s->ck[i];
+    pthread_mutex_lock(&c->lock);
+    if (c->state == 0) {
+        served_error_lock();
+        if (run_open(&c->run, c->path) == 0) c->state = 1;
+        else c->state = -1, snprintf(c->error, sizeof c->error, "%s", err_msg());
+        served_error_unlock();
+    }
+    int ok = c->state == 1;
+    pthread_mutex_unlock(&c->lock);
+    if (!ok) snprintf(err, errn, "checkpoint \"%s\" cannot be loaded: %s", c->name, c->error);
+    return ok ? &c->run : NULL;
+}
+
+void served_close(ServedModels *s) {
+    for (int i = 0; i < s->n; i++) {
+        if (s->ck[i].state == 1) run_close(&s->ck[i].run);
+        pthread_mutex_destroy(&s->ck[i].lock);
+    }
+    free(s->ck);
+    memset(s, 0, sizeof *s);
+}
