@@ -182,6 +182,30 @@ else
     bad serve_slow_client_is_cut_off "see above"
 fi
 
+# ---- the live page in headless Chromium: type, Enter, the map; another checkpoint, another map --
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+    skip_missing serve_browser_live_page "Chromium is not installed: the live page was NOT tested in a browser"
+else
+    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+        --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0
+        --virtual-time-budget=30000)
+    typed=$(head -1 "$T/data/test.src" | sed 's/ /%20/g')
+    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "http://127.0.0.1:$port/#selftest-live&text=$typed&ckpt=step-000050" \
+        >"$T/dom.html" 2>"$T/browser.err"
+    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
+    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
+    if [[ $result == *'"ok":true'* && $result == *'"checkpointChangesMap":true'* && -z $console ]]; then
+        ok serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it
+    else
+        bad serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it "result: ${result:-none}; console: $console"
+    fi
+    shot=${BUILD:-build}/serve-live.png
+    "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile2}" --hide-scrollbars \
+        --window-size=1300,1100 --screenshot="$shot" "http://127.0.0.1:$port/#selftest-live&text=$typed" >/dev/null 2>&1
+    [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
+fi
+
 kill -TERM $server_pid
 wait $server_pid
 rc=$?
