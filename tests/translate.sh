@@ -47,6 +47,35 @@ tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 
 "$QKV" translate "$T/w" --beam 1 <"$T/data/test.src" >"$T/beam1.txt" 2>/dev/null
 cmp -s "$T/greedy.txt" "$T/beam1.txt" && [[ $(wc -l <"$T/beam1.txt") -eq 60 ]] && ok "translate_beam_1_is_greedy" ||
     bad "translate_beam_1_is_greedy" "outputs differ"
+
+# ---- a pipe that a person types into: each line's translation comes before the next is sent --
+if "$BOUNDED" /usr/bin/python3 - "$QKV" "$T/w" "$T/data/test.src" "$T/greedy.txt" <<'PYEOF'; then
+import select, subprocess, sys
+qkv, run, src, want = sys.argv[1:5]
+lines = open(src, encoding="utf-8").read().splitlines()[:5]
+expected = open(want, encoding="utf-8").read().splitlines()[:5]
+p = subprocess.Popen([qkv, "translate", run, "--greedy"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+for line, exp in zip(lines, expected):
+    p.stdin.write(line + "\n")
+    p.stdin.flush()
+    ready, _, _ = select.select([p.stdout], [], [], 60)  # the input stays open: no end of input yet
+    assert ready, f"no translation of {line!r} within 60 s of sending it"
+    got = p.stdout.readline().rstrip("\n")
+    assert got == exp, (line, got, exp)
+p.stdin.write(lines[0])  # a last line without its newline: translated at the end of input
+p.stdin.close()
+assert p.stdout.read().rstrip("\n") == expected[0]
+assert p.wait(60) == 0
+PYEOF
+    ok translate_a_pipe_line_by_line_as_lines_arrive
+else
+    bad translate_a_pipe_line_by_line_as_lines_arrive "see above"
+fi
+cat "$T/data/test.src" | "$QKV" translate "$T/w" --beam 4 2>/dev/null >"$T/piped.txt"
+"$QKV" translate "$T/w" --beam 4 <"$T/data/test.src" 2>/dev/null >"$T/filed.txt"
+cmp -s "$T/piped.txt" "$T/filed.txt" && [[ $(wc -l <"$T/piped.txt") -eq 60 ]] && ok translate_pipe_equals_file ||
+    bad translate_pipe_equals_file "$(diff "$T/piped.txt" "$T/filed.txt" | head -4)"
 "$QKV" translate "$T/w" --beam 4 --nbest 3 <"$T/data/test.src" >"$T/nbest.txt" 2>/dev/null
 awk -F' [|][|][|] ' 'NF != 3 || $1 != int((NR - 1) / 3) { bad = 1 } END { exit bad || NR != 180 }' "$T/nbest.txt" &&
     ok "translate_nbest_format" || bad "translate_nbest_format" "$(head -3 "$T/nbest.txt")"

@@ -19,14 +19,49 @@
 #include "util/file.h"
 #include "util/mem.h"
 
-static void print_hypotheses(char **text, const double *scores, int n, int nbest) {
+/* first: the number of the first line, for the n-best format */
+static void print_hypotheses(char **text, const double *scores, int n, int nbest, int first) {
     for (int i = 0; i < n; i++)
         for (int k = 0; k < nbest; k++) {
             size_t at = (size_t)i * nbest + k;
             if (nbest == 1) printf("%s\n", text[at]);
             else if (k == 0 || isfinite(scores[at])) /* fewer may have finished than asked for */
-                printf("%d ||| %s ||| %.6f\n", i, text[at], scores[at]);
+                printf("%d ||| %s ||| %.6f\n", first + i, text[at], scores[at]);
         }
+}
+
+/* Translates lines and prints them; adds to *truncated. */
+static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, int *truncated) {
+    TranslateStats st;
+    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest);
+    char **text = translate_lines(&r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st,
+                                  scores);
+    print_hypotheses(text, scores, n, o->decode.nbest, first);
+    *truncated += st.truncated;
+    free_lines(text, n * o->decode.nbest), free(scores);
+}
+
+/* Standard input that is not a file (a terminal, a pipe, a socket): the lines of each read
+ * are translated and written at once, so a person typing sees each translation as the line
+ * is entered, and a fast producer's lines still go in batches. 0, or -1 with the error set. */
+static int translate_as_lines_arrive(Run *r, const TranslateOptions *o, int *truncated) {
+    char *pending = NULL;
+    size_t pending_len = 0;
+    int done = 0, first = 0, rc = 0;
+    while (!done) {
+        int n;
+        char **lines = read_lines_arriving(STDIN_FILENO, "standard input", &pending, &pending_len, &n, &done);
+        if (!lines) {
+            rc = -1;
+            break;
+        }
+        if (n) translate_and_print(r, o, lines, n, first, truncated);
+        fflush(stdout);
+        first += n;
+        free_lines(lines, n);
+    }
+    free(pending);
+    return rc;
 }
 
 /* Standard input is text to read: a file, a pipe, a terminal, a socket, /dev/null. A
@@ -66,22 +101,22 @@ int cmd_translate(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
-    int n; /* the input before the note: a read error is then the one line on stderr */
-    char **lines = read_lines_checked(stdin, "standard input", &n);
-    if (!lines) return run_close(&r), cmd_fail(err_status());
+    struct stat in;
+    int streaming = fstat(STDIN_FILENO, &in) == 0 && !S_ISREG(in.st_mode), n = 0, truncated = 0;
+    char **lines = NULL;
+    if (!streaming) { /* the input before the note: a read error is then the one line on stderr */
+        lines = read_lines_checked(stdin, "standard input", &n);
+        if (!lines) return run_close(&r), cmd_fail(err_status());
+    }
     fprintf(stderr, "qkv: translating with %s (%s, step %lld), %s", r.weights, r.which, (long long)r.meta.step,
             o.decode.beam == 1 ? "greedy search" : "beam search");
     if (masked) fprintf(stderr, ", %d head%s masked", masked, masked == 1 ? "" : "s");
     fputc('\n', stderr);
-    TranslateStats st;
-    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o.decode.nbest);
-    char **text = translate_lines(&r.model, r.cfg.data.tokenizer, &r.src_vocab, &r.tgt_vocab, lines, n, &o, &st,
-                                  scores);
-    print_hypotheses(text, scores, n, o.decode.nbest);
-    if (st.truncated)
-        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", st.truncated,
+    if (streaming && translate_as_lines_arrive(&r, &o, &truncated) != 0) return run_close(&r), cmd_fail(err_status());
+    if (!streaming) translate_and_print(&r, &o, lines, n, 0, &truncated), free_lines(lines, n);
+    if (truncated)
+        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", truncated,
                 r.model.cfg.max_positions - 1);
-    free_lines(text, n * o.decode.nbest), free_lines(lines, n), free(scores);
     run_close(&r);
     return 0;
 }

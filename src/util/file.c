@@ -124,6 +124,29 @@ char **read_lines(FILE *f, int *n_out) {
     return lines;
 }
 
+char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pending_len, int *n_out, int *done) {
+    char buf[1 << 16];
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
+    if (got < 0) {
+        int e = errno;
+        return err_set("%s: read failed: %s", name, strerror(e)), err_io(e), NULL;
+    }
+    *done = got == 0;
+    *pending = xrealloc(*pending, *pending_len + (size_t)got + 1);
+    memcpy(*pending + *pending_len, buf, (size_t)got);
+    *pending_len += (size_t)got;
+    /* the complete lines: up to the last '\n' (all of it at the end of input) */
+    size_t upto = *pending_len;
+    if (!*done) {
+        while (upto > 0 && (*pending)[upto - 1] != '\n') upto--;
+    }
+    char **lines = split_lines(*pending, upto, n_out);
+    memmove(*pending, *pending + upto, *pending_len - upto);
+    *pending_len -= upto;
+    return lines;
+}
+
 char **read_lines_checked(FILE *f, const char *name, int *n_out) {
     size_t len;
     int failed;
