@@ -42,7 +42,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k fuzz fuzz-targets format lint
+.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k serve-load fuzz fuzz-targets format lint
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so
 
@@ -139,6 +139,12 @@ multi30k: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+# qkv serve under 16 concurrent clients and under hostile ones, against a trained run
+# (RUN, default runs/multi30k): throughput, latency, what each bad client gets.
+serve-load: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/serve_load.sh
 
 # qkv and PyTorch trained for the same minutes (QKV_RACE_MINUTES, default 20 each) on the
 # same Multi30k subword ids, both decoded greedily and scored: the BLEU each reaches.
