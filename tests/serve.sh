@@ -16,6 +16,9 @@ trap '[[ -n $server_pid ]] && kill -KILL $server_pid 2>/dev/null; rm -rf "$T"' E
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
 tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 50, valid_every: 50, checkpoint_every: 50, threads: 2'
 "$QKV" train "$T/w.yaml" --set run_dir="$T/w" >"$T/w.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/w.log")"; exit 1; }
+# qkv heads' output beside the run (its default --out): the live page's head grid
+"$QKV" heads "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --no-curve --sentences 30 >"$T/heads.log" 2>&1 ||
+    { echo "set-up failed: $(tail -3 "$T/heads.log")"; exit 1; }
 
 # start_server LOG ARGS...: qkv serve in the background on a free port; sets server_pid and port
 start_server() {
@@ -47,6 +50,10 @@ PYEOF
 texts() { "$BOUNDED" "$PY" -c 'import json,sys; [print(t["text"]) for t in json.load(sys.stdin)["translations"]]'; }
 
 start_server "$T/server.log" --workers 2 || exit 1
+[[ -f $T/w/heads/heads.json ]] && grep -q "head grid: $T/w/heads/heads.json" "$T/server.log" &&
+    "$BOUNDED" curl -s --max-time 30 "http://127.0.0.1:$port/" | grep -q '"head_analysis":{"heads":\[{"kind":' &&
+    ok serve_page_carries_the_heads_output_beside_the_run ||
+    bad serve_page_carries_the_heads_output_beside_the_run "$(ls "$T/w/heads" 2>&1; cat "$T/server.log")"
 
 # ---- the API equals translate -------------------------------------------------------------
 out=$(call GET /v1/health)
@@ -197,6 +204,8 @@ else
     console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
     if [[ $result == *'"ok":true'* && $result == *'"checkpointChangesMap":true'* && -z $console ]]; then
         ok serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it
+        [[ $result == *'"headGrid":true'* ]] && ok serve_browser_head_grid_click_opens_the_head ||
+            bad serve_browser_head_grid_click_opens_the_head "result: $result"
     else
         bad serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it "result: ${result:-none}; console: $console"
     fi
@@ -214,7 +223,11 @@ server_pid=""
     bad serve_sigterm_when_idle_exits_0 "exit $rc: $(tail -2 "$T/server.log")"
 
 # ---- a full queue, and SIGTERM with a request in flight --------------------------------------
+echo '{"format": "qkv-heads-1", "heads": [{"kind": "feed_forward"}]}' >"$T/w/heads/heads.json"
 start_server "$T/server2.log" --workers 1 --queue 1 || exit 1
+grep -q "warning: $T/w/heads/heads.json: not a list of heads written by qkv heads" "$T/server2.log" &&
+    ! "$BOUNDED" curl -s --max-time 30 "http://127.0.0.1:$port/" | grep -q '"head_analysis"' &&
+    ok serve_foreign_heads_file_is_a_warning || bad serve_foreign_heads_file_is_a_warning "$(cat "$T/server2.log")"
 cat "$T/data/test.src" "$T/data/test.src" | head -64 >"$T/heavy.src"
 lines_json "$T/heavy.src" beam=64 >"$T/heavy.json"
 (call POST /v1/translate "$T/heavy.json" >"$T/heavy.out") &

@@ -233,7 +233,7 @@ static const CmdOption options[] = {
     {'s', "src", "FILE", "the source side of a held-out set (required)", NULL},
     {'R', "ref", "FILE", "its reference translations, line-aligned (required)", NULL},
     {'G', "gold", "FILE", "gold Pharaoh alignments of src and ref: AER for each cross-attention head", NULL},
-    {'o', "out", "DIR", "where heads.json, heads.svg, index.html and masks/ go", "heads"},
+    {'o', "out", "DIR", "where heads.json, heads.svg, index.html and masks/ go", "RUN/heads"},
     {'S', "seed", "S", "the seed of the random pruning order", "1"},
     {'C', "no-curve", NULL, "skip the pruning curve (its BLEU decodes are the slow part)", NULL},
     {'f', "freq", "FILE", "the corpus whose source-token counts define rare tokens", "the run's data.train.src"},
@@ -369,7 +369,7 @@ done:
 }
 
 int cmd_heads(int argc, char **argv) {
-    Options o = {.out = "heads", .seed = 1, .curve = 1};
+    Options o = {.seed = 1, .curve = 1};
     TranslateOptions to = decode_options_defaults();
     const char *mask_heads = NULL;
     int c, bad = 0;
@@ -393,7 +393,7 @@ int cmd_heads(int argc, char **argv) {
         return err_set("--mask-heads: qkv heads masks heads itself (the curve's masks go to DIR/masks/)"), cmd_fail(2);
     if (optind != argc - 1) return cmd_usage_of(&cmd_heads_spec);
     if (!o.src || !o.ref) return err_set("--%s is required (the held-out set)", o.src ? "ref" : "src"), cmd_fail(2);
-    if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    if (o.out && o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
     to.decode.nbest = 1;
     if (decode_check(&to.decode) != 0) return cmd_fail(2);
     int n = 0, n_gold = 0;
@@ -412,6 +412,9 @@ int cmd_heads(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) {
         rc = cmd_fail(err_status());
     } else {
+        /* beside the run by default, where qkv serve and qkv report look for it */
+        char out[sizeof r.dir + 8];
+        if (!o.out) o.out = run_path(out, sizeof out, r.dir, "heads");
         rc = analyse(&r, &o, &to, src, ref, gold, n);
         if (rc) cmd_fail(rc);
         run_close(&r);

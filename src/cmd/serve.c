@@ -63,14 +63,22 @@ int cmd_serve(int argc, char **argv) {
     openblas_set_num_threads(1); /* the workers decode side by side, a core each */
     Jobs *jobs = jobs_start(&models, workers, queue);
     if (!jobs) return served_close(&models), cmd_fail(1);
+    char heads_path[CONFIG_PATH_MAX + 32];
+    json_t *heads = NULL;
+    char heads_warning[CONFIG_PATH_MAX + 256] = ""; /* said once the server is up: a failed start says one line */
+    int have_heads = served_heads(&models, heads_path, sizeof heads_path, &heads);
+    if (have_heads < 0) snprintf(heads_warning, sizeof heads_warning, "%s", err_msg());
     int bound = 0;
-    HttpServer *http = http_start(&models, jobs, host, port, &bound);
+    HttpServer *http = http_start(&models, heads, jobs, host, port, &bound);
+    json_decref(heads);
     if (!http) return jobs_stop(jobs), served_close(&models), cmd_fail(2);
     const ServedCheckpoint *ck = &models.ck[models.fallback];
     fprintf(stderr,
             "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s:%d/ with %d worker%s; Ctrl-C stops\n",
             ck->run.weights, ck->name, (long long)ck->run.meta.step, models.n, models.n == 1 ? "" : "s",
             strchr(host, ':') ? "[::1]" : host, bound, workers, workers == 1 ? "" : "s");
+    if (have_heads > 0) fprintf(stderr, "qkv: the page's head grid: %s\n", heads_path);
+    if (have_heads < 0) fprintf(stderr, "qkv: warning: %s; the page goes without the head grid\n", heads_warning);
     int sig = 0;
     sigwait(&stop, &sig);
     fprintf(stderr, "qkv: %s: no new requests; answering the %d in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",

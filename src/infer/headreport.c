@@ -119,7 +119,8 @@ json_t *heads_report_json(const HeadReport *r) {
     json_put(root, "set", set);
     json_put(root, "importance",
              json_string("importance_raw: mean over the set's sentences of |dL/dxi_h| at xi = 1, L the sentence's "
-                         "reference NLL summed over its tokens, label smoothing 0, each sentence its own pass "
+                         "reference NLL summed over its tokens, label smoothing 0, each sentence's own gradient "
+                         "(batched passes that keep each row's gate gradient apart) "
                          "(Michel et al. 2019); importance: importance_raw over the L2 norm of its layer's "
                          "importance_raw (the heads of one kind's layer), as in the paper"));
     json_put(root, "delta_nll",

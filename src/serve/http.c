@@ -279,22 +279,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
 
 /* ---- the server ---------------------------------------------------------------------------- */
 
-static char *live_page(const char *model) {
-    size_t n = strlen(model) + 64;
+/* The viewer page with {"format": "qkv-live-1", "model": GET /v1/model's object, and,
+ * when heads is not NULL, "head_analysis": heads} for its data. */
+static char *live_page(const char *model, const json_t *heads) {
+    char *grid = heads ? json_dumps(heads, JSON_COMPACT) : NULL;
+    size_t n = strlen(model) + (grid ? strlen(grid) : 0) + 96;
     char *json = xmalloc(n);
-    snprintf(json, n, "{\"format\":\"qkv-live-1\",\"model\":%s}", model);
+    snprintf(json, n, "{\"format\":\"qkv-live-1\",\"model\":%s%s%s}", model, grid ? ",\"head_analysis\":" : "",
+             grid ? grid : "");
     StrBuf page = {0};
     attnview_page(json, &page);
-    free(json);
+    free(json), free(grid);
     return page.buf;
 }
 
-HttpServer *http_start(ServedModels *models, Jobs *jobs, const char *host, int port, int *bound) {
+HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port, int *bound) {
     HttpServer *s = xcalloc(1, sizeof *s);
     s->models = models, s->jobs = jobs;
     pthread_mutex_init(&s->conns_lock, NULL);
     s->model_json = model_json(models);
-    s->page = live_page(s->model_json);
+    s->page = live_page(s->model_json, heads);
     struct sockaddr_in v4 = {0};
     struct sockaddr_in6 v6 = {0};
     const struct sockaddr *addr;

@@ -26,8 +26,9 @@
 typedef struct HttpServer HttpServer;
 
 /* Listens on host (an IPv4 or IPv6 address, or "localhost") and port (0: any free one;
- * *bound gets the port). NULL with the error set. */
-HttpServer *http_start(ServedModels *models, Jobs *jobs, const char *host, int port, int *bound);
+ * *bound gets the port). heads (borrowed; NULL for none) puts the head grid on the live
+ * page (served_heads). NULL with the error set. */
+HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port, int *bound);
 /* Stops accepting connections and refuses new requests (503); the ones in flight go on. */
 void http_quiesce(HttpServer *s);
 /* Requests queued or being answered. */

@@ -9,6 +9,7 @@
 #ifndef QKV_SERVE_MODELS_H
 #define QKV_SERVE_MODELS_H
 
+#include <jansson.h>
 #include <pthread.h>
 
 #include "train/run.h"
@@ -35,6 +36,11 @@ int served_find(const ServedModels *s, const char *name);
 /* Checkpoint i, loaded if it was not; NULL with the reason in err when it cannot be. */
 const Run *served_get(ServedModels *s, int i, char *err, size_t errn);
 void served_close(ServedModels *s);
+/* `qkv heads` output beside the default checkpoint's run (RUN/heads/heads.json, its path
+ * into path), for the live page's head grid: 1 with *heads the object {"heads": [...],
+ * "step", "set", "file"}; 0 when there is none; -1 with the error set when the file is
+ * there but is not a qkv-heads-1 list of heads (the page then goes without the grid). */
+int served_heads(const ServedModels *s, char *path, size_t n, json_t **heads);
 /* util/err's one message buffer, shared by every thread of the server: held from a call
  * that may set it to the reading of the message. */
 void served_error_lock(void);
