@@ -29,6 +29,12 @@
  * vocabulary); word and char are data/tokenize.h's own cutters. */
 enum { TOKENIZER_WORD, TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_UNIGRAM };
 static inline int tokenizer_is_subword(int kind) { return kind == TOKENIZER_BPE || kind == TOKENIZER_UNIGRAM; }
+static inline const char *tokenizer_name(int kind) {
+    return kind == TOKENIZER_CHAR      ? "char"
+           : kind == TOKENIZER_BPE     ? "bpe"
+           : kind == TOKENIZER_UNIGRAM ? "unigram"
+                                       : "word";
+}
 enum { NORM_POST, NORM_PRE };        /* model.norm */
 enum { LR_NOAM, LR_CONSTANT };       /* train.lr.schedule (nn/optim.h's LrSchedule.kind) */
 enum { BEST_BY_LOSS, BEST_BY_BLEU }; /* train.best_by: what best.safetensors is best at */

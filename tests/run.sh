@@ -57,7 +57,7 @@ if want golden; then
         failed=$((failed + 1))
     fi
 fi
-for s in house format fuzz cli resume progress attention heads translate serve threads signals mpi; do
+for s in house format fuzz cli resume progress attention heads translate serve report threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"
 done
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The multithreaded tests under ThreadSanitizer (make tsan): training steps with 2-4
 # threads, in passes, with train.watch and train.valid_bleu, resumes, SIGINT and SIGTERM
-# stops, every refusal after the threads start, with threads started late. Any report
+# stops, every refusal after the threads start, with threads started late; qkv heads on
+# its worker threads; qkv serve under concurrent clients, bad ones and SIGTERM. Any report
 # on qkv's own code fails the run: each is printed, and counted as a failure.
 #
 # OpenBLAS is not instrumented. Its pool of threads would look to TSan like memory shared
@@ -17,7 +18,7 @@ export OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="log_path=$reports/report halt_on_err
 # TSan runs code 5-15 times slower: longer bounds, fewer signal storms, no learning test
 export QKV_TIMEOUT=${QKV_TIMEOUT:-1200} QKV_SIGNAL_RUNS=${QKV_SIGNAL_RUNS:-10} QKV_SKIP_LEARN=1
 # of the unit tests, those that step over threads (the rest are single-threaded maths)
-QKV_UNIT_FILTER=train_step QKV_SUITES="unit threads resume progress attention signals" tests/run.sh | tee "$reports/run.log"
+QKV_UNIT_FILTER=train_step QKV_SUITES=${QKV_SUITES:-"unit threads resume progress attention signals heads serve"} tests/run.sh | tee "$reports/run.log"
 n=$(cat "$reports"/report.* 2>/dev/null | grep -c '^WARNING: ThreadSanitizer')
 for f in "$reports"/report.*; do [[ -e $f ]] && cat "$f"; done
 last=$(tail -n 1 "$reports/run.log")

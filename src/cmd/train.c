@@ -20,13 +20,16 @@
 #include "infer/sacrebleu.h"
 #include "infer/translator.h"
 #include "infer/watch.h"
+#include "report/runpage.h"
 #include "train/dist.h"
+#include "train/journal.h"
 #include "train/parallel.h"
 #include "train/run.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 /* ---- what the user sees ------------------------------------------------------------ */
@@ -146,6 +149,32 @@ static void on_progress(void *ctx, const TrainProgress *p) {
     s->t_draw = now;
 }
 
+static void on_warn(void *ctx, const char *msg);
+
+/* The run's report, redrawn at each validation and at the end: like curves.svg, a
+ * convenience, so a failure is a warning and training goes on. */
+static void redraw_report(const Trainer *t, int running) {
+    RunPageOptions o = {.running = running};
+    if (runpage_write(t->run.cfg.run_dir, NULL, &o, NULL) != 0) on_warn(NULL, err_msg());
+}
+
+/* This validation's samples into RUN/samples.jsonl, for the report */
+static void record_samples(const Screen *s, const TrainProgress *p) {
+    json_t *o = json_object(), *list = json_array();
+    json_put(o, "step", json_integer(p->step));
+    json_put(o, "valid_bleu", json_fmt("%.2f", p->valid_bleu));
+    for (int k = 0; k < s->n_samples; k++) {
+        json_t *one = json_object();
+        json_put(one, "line", json_integer(s->sample_line[k] + 1));
+        json_put(one, "src", json_string(s->vsrc[s->sample_line[k]]));
+        json_put(one, "ref", json_string(s->vref[s->sample_line[k]]));
+        json_put(one, "hyp", json_string(s->sample_hyp[k]));
+        json_array_append_new(list, one);
+    }
+    json_put(o, "samples", list);
+    if (journal_append(s->t->run.cfg.run_dir, SAMPLES_FILE, o) != 0) on_warn(NULL, err_msg());
+}
+
 /* On a terminal only validation steps and the last keep a line; elsewhere every log step.
  * The samples of a validation with BLEU follow its line. */
 static void on_log(void *ctx, const TrainProgress *p) {
@@ -163,6 +192,8 @@ static void on_log(void *ctx, const TrainProgress *p) {
         printf("  src: %s\n  ref: %s\n  hyp: %s\n", s->vsrc[s->sample_line[k]], s->vref[s->sample_line[k]],
                s->sample_hyp[k]);
     fflush(stdout);
+    if (bleu) record_samples(s, p);
+    if (p->validated || p->step == p->steps) redraw_report(s->t, 1);
 }
 
 static void on_warn(void *ctx, const char *msg) {
@@ -305,6 +336,42 @@ static void catch_launcher_signals(const Trainer *t) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* RUN/journal.jsonl: where this train or resume began, on what machine and data */
+static void journal_begin(const Trainer *t) {
+    const Config *cfg = &t->run.cfg;
+    json_t *o = json_object(), *data = json_object();
+    json_put(o, "event", json_string(t->step == 0 ? "start" : "resume"));
+    json_put(o, "step", json_integer(t->step));
+    json_put(o, "steps", json_integer(cfg->train.steps));
+    json_put(o, "machine", journal_machine(cfg->train.threads, dist_size()));
+    json_put(data, "tokenizer", json_string(tokenizer_name(cfg->data.tokenizer)));
+    json_put(data, "src_vocab", json_integer(t->run.src_vocab.size));
+    json_put(data, "tgt_vocab", json_integer(t->run.tgt_vocab.size));
+    json_put(data, "shared_vocab", json_boolean(cfg->data.shared_vocab));
+    json_put(data, "train", journal_split(&t->train, cfg->data.max_len, VOCAB_UNK));
+    if (t->has_valid) json_put(data, "valid", journal_split(&t->valid, cfg->data.max_len, VOCAB_UNK));
+    json_put(o, "data", data);
+    json_put(o, "parameters", json_integer(t->m.n_params));
+    if (journal_append(cfg->run_dir, JOURNAL_FILE, o) != 0) on_warn(NULL, err_msg());
+}
+
+/* ... and how it ended; then the report, drawn once more with the run's end in it */
+static void journal_end(const Trainer *t, TrainEnd end) {
+    json_t *o = json_object();
+    const char *how = end == TRAIN_DONE       ? "done"
+                      : end == TRAIN_STOPPED  ? "stopped"
+                      : end == TRAIN_DIVERGED ? "diverged"
+                                              : "failed";
+    json_put(o, "event", json_string("end"));
+    json_put(o, "step", json_integer(t->step));
+    json_put(o, "how", json_string(how));
+    if (end == TRAIN_STOPPED) json_put(o, "signal", json_integer(t->stop_signal));
+    if (end != TRAIN_DONE && end != TRAIN_STOPPED) json_put(o, "error", json_string(err_msg()));
+    json_put(o, "seconds", json_fmt("%.3f", t->seconds));
+    if (journal_append(t->run.cfg.run_dir, JOURNAL_FILE, o) != 0) on_warn(NULL, err_msg());
+    redraw_report(t, 0);
+}
+
 /* Runs the loop and says how it ended; returns the exit status. *began (if given) says
  * whether training began: 0 when the checks before it refused. */
 static int run_loop(Trainer *t, int *began) {
@@ -318,7 +385,12 @@ static int run_loop(Trainer *t, int *began) {
               ((t->run.cfg.train.valid_bleu && t->has_valid && read_valid_text(&screen) != 0) || check_watch(t) != 0);
     int rc = agree(bad ? 2 : 0);
     if (began) *began = rc == 0;
-    if (rc == 0) rc = report_end(t, &screen, trainer_run(t, &rep));
+    if (rc == 0) {
+        if (dist_rank() == 0) journal_begin(t);
+        TrainEnd end = trainer_run(t, &rep);
+        rc = report_end(t, &screen, end);
+        if (dist_rank() == 0) journal_end(t, end);
+    }
     screen_free(&screen);
     return rc;
 }

@@ -6,6 +6,8 @@
 
 #include "infer/attnmap.h"
 #include "infer/sacrebleu.h"
+#include "util/err.h"
+#include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/text.h"
@@ -260,4 +262,33 @@ char *heads_svg(const HeadCurves *c) {
     }
     sb_printf(&sb, "</svg>\n");
     return sb.buf;
+}
+
+/* a head entry the grid can place: its kind one of the three, its layer and head counts */
+static int is_head(json_t *h) {
+    const char *kind = json_string_value(json_object_get(h, "kind"));
+    json_t *layer = json_object_get(h, "layer"), *head = json_object_get(h, "head");
+    return kind &&
+           (strcmp(kind, "encoder_self") == 0 || strcmp(kind, "decoder_self") == 0 || strcmp(kind, "cross") == 0) &&
+           json_is_integer(layer) && json_integer_value(layer) >= 0 && json_integer_value(layer) < 1024 &&
+           json_is_integer(head) && json_integer_value(head) >= 0 && json_integer_value(head) < 1024;
+}
+
+json_t *heads_read(const char *path) {
+    size_t len = 0;
+    char *text = read_file_max(path, READ_FILE_SMALL, &len);
+    if (!text) return NULL;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!root) return err_set("%s:%d:%d: %s", path, je.line, je.column, je.text), NULL;
+    const char *format = json_string_value(json_object_get(root, "format"));
+    json_t *list = json_object_get(root, "heads");
+    int ok = format && strcmp(format, "qkv-heads-1") == 0 && json_is_array(list) && json_array_size(list) > 0;
+    for (size_t i = 0; ok && i < json_array_size(list); i++) ok = is_head(json_array_get(list, i));
+    if (!ok) {
+        json_decref(root);
+        return err_set("%s: not a list of heads written by qkv heads (format qkv-heads-1)", path), NULL;
+    }
+    return root;
 }

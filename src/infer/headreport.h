@@ -52,6 +52,11 @@ json_t *heads_curve_json(const HeadReport *r);
 char *heads_view_json(const HeadReport *r, Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
                       const HeadSet *set, char **src_text, char **ref_text);
 
+/* A heads.json that qkv heads wrote, read back (for qkv serve's grid and qkv report): the
+ * object, its "format" qkv-heads-1 and its "heads" a non-empty list whose every entry has
+ * a kind of the three, a layer and a head. NULL with the error set (naming path). */
+json_t *heads_read(const char *path);
+
 /* heads.svg: BLEU against % of heads removed, one panel per scope, importance order
  * solid, random dashed (caller frees). */
 char *heads_svg(const HeadCurves *c);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "infer/headreport.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -119,38 +120,15 @@ void served_close(ServedModels *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* a head entry the grid can place: its kind one of the three, its layer and head counts */
-static int is_head(json_t *h) {
-    const char *kind = json_string_value(json_object_get(h, "kind"));
-    json_t *layer = json_object_get(h, "layer"), *head = json_object_get(h, "head");
-    return kind &&
-           (strcmp(kind, "encoder_self") == 0 || strcmp(kind, "decoder_self") == 0 || strcmp(kind, "cross") == 0) &&
-           json_is_integer(layer) && json_integer_value(layer) >= 0 && json_integer_value(layer) < 1024 &&
-           json_is_integer(head) && json_integer_value(head) >= 0 && json_integer_value(head) < 1024;
-}
-
 int served_heads(const ServedModels *s, char *path, size_t n, json_t **heads) {
     *heads = NULL;
     snprintf(path, n, "%s/heads/heads.json", s->ck[s->fallback].run.dir);
     struct stat st;
     if (stat(path, &st) != 0) return 0;
-    size_t len = 0;
-    char *text = read_file_max(path, READ_FILE_SMALL, &len);
-    if (!text) return -1;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!root) return err_set("%s:%d:%d: %s", path, je.line, je.column, je.text);
-    const char *format = json_string_value(json_object_get(root, "format"));
-    json_t *list = json_object_get(root, "heads");
-    int ok = format && strcmp(format, "qkv-heads-1") == 0 && json_is_array(list) && json_array_size(list) > 0;
-    for (size_t i = 0; ok && i < json_array_size(list); i++) ok = is_head(json_array_get(list, i));
-    if (!ok) {
-        json_decref(root);
-        return err_set("%s: not a list of heads written by qkv heads (format qkv-heads-1)", path);
-    }
+    json_t *root = heads_read(path);
+    if (!root) return -1;
     json_t *out = json_object(), *model = json_object_get(root, "model"), *set = json_object_get(root, "set");
-    json_put(out, "heads", json_incref(list));
+    json_put(out, "heads", json_incref(json_object_get(root, "heads")));
     json_put(out, "file", json_string(path));
     json_put(out, "step", json_incref(json_object_get(model, "step")));
     json_put(out, "set", json_incref(json_object_get(set, "src")));

@@ -16,12 +16,7 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-typedef struct {
-    double *x, *y;
-    int n, cap;
-} Series;
-
-static void series_add(Series *s, double x, double y) {
+void series_push(Series *s, double x, double y) {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
         s->x = xrealloc(s->x, sizeof(double) * (size_t)s->cap);
@@ -30,16 +25,18 @@ static void series_add(Series *s, double x, double y) {
     s->x[s->n] = x, s->y[s->n] = y, s->n++;
 }
 
-/* A round step for about n ticks over [lo, hi]. */
-static double tick_step(double lo, double hi, int n) {
+void series_free(Series *s) {
+    free(s->x), free(s->y);
+    *s = (Series){0};
+}
+
+double axis_tick_step(double lo, double hi, int n) {
     double raw = (hi - lo) / n, mag = pow(10, floor(log10(raw > 0 ? raw : 1)));
     double f = raw / mag;
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
-/* Ticks from lo to hi every step: at most 50, none when the numbers cannot make any
- * (a zero, denormal or non-finite step; a range past the largest double). */
-static int tick_count(double lo, double hi, double step) {
+int axis_tick_count(double lo, double hi, double step) {
     if (!(step > 0) || !isfinite(lo) || !isfinite(hi) || !isfinite(step)) return 0;
     double n = floor((hi - lo) / step * (1 + 1e-9)) + 1;
     return n < 1 || !isfinite(n) ? 0 : n > 50 ? 50 : (int)n;
@@ -58,19 +55,19 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     double y0 = 0, y1 = 0;
     for (int k = 0; k < n; k++)
         for (int i = 0; i < c[k].s->n; i++) y1 = fmax(y1, c[k].s->y[i]);
-    double ys = tick_step(y0, y1, 5), xs = tick_step(x0, x1, 6), top_tick = ceil(y1 / ys) * ys;
+    double ys = axis_tick_step(y0, y1, 5), xs = axis_tick_step(x0, x1, 6), top_tick = ceil(y1 / ys) * ys;
     if (isfinite(top_tick)) y1 = top_tick;
     if (!(y1 > 0) || !isfinite(y1)) y1 = 1;
 #define PX(v) (L + (v - x0) / (x1 - x0) * pw)
 #define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
-    for (int k = 0, nk = tick_count(y0, y1, ys); k < nk; k++) {
+    for (int k = 0, nk = axis_tick_count(y0, y1, ys); k < nk; k++) {
         double v = y0 + k * ys;
         sb_printf(sb,
                   "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
                   "text-anchor=\"end\">%g</text>\n",
                   L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
     }
-    for (int k = 0, nk = tick_count(x0, x1, xs); k < nk; k++) {
+    for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
         double v = x0 + k * xs;
         sb_printf(sb,
                   "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
@@ -108,11 +105,11 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
                *vl = json_object_get(o, "valid_loss");
         json_t *vb = json_object_get(o, "valid_bleu");
         if (json_is_number(step) && json_is_number(loss))
-            series_add(&train, json_number_value(step), json_number_value(loss));
+            series_push(&train, json_number_value(step), json_number_value(loss));
         if (json_is_number(step) && json_is_number(vl))
-            series_add(&valid, json_number_value(step), json_number_value(vl));
+            series_push(&valid, json_number_value(step), json_number_value(vl));
         if (json_is_number(step) && json_is_number(vb))
-            series_add(&bleu, json_number_value(step), json_number_value(vb));
+            series_push(&bleu, json_number_value(step), json_number_value(vb));
         json_decref(o);
     }
     int rc = -1;
@@ -138,7 +135,7 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
     sb_printf(svg, "</svg>\n");
     rc = 0;
 done:
-    free(train.x), free(train.y), free(valid.x), free(valid.y), free(bleu.x), free(bleu.y);
+    series_free(&train), series_free(&valid), series_free(&bleu);
     return rc;
 }
 

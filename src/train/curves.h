@@ -7,6 +7,18 @@
 /* metrics.jsonl grows a line (~150 bytes) per log step: this is millions of them. */
 #define CURVES_METRICS_MAX ((size_t)256 << 20)
 
+/* A line's points, grown as they come (also the report's charts, report/chart.h). */
+typedef struct {
+    double *x, *y;
+    int n, cap;
+} Series;
+void series_push(Series *s, double x, double y);
+void series_free(Series *s);
+/* A round step for about n ticks over [lo, hi]; the ticks from lo to hi at that step (at
+ * most 50, none when the numbers cannot make any). */
+double axis_tick_step(double lo, double hi, int n);
+int axis_tick_count(double lo, double hi, double step);
+
 /* -1 with the error set when the metrics cannot be read or hold nothing yet. */
 int curves_plot(const char *metrics_path, const char *svg_path);
 /* The SVG of metrics.jsonl's text (cut into lines in place), appended to svg; lines that

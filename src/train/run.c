@@ -236,6 +236,16 @@ static int run_lock(const char *dir) {
     return 0;      /* fd stays open: closing it would drop the lock */
 }
 
+long run_lock_holder(const char *dir) {
+    char p[CONFIG_PATH_MAX + 32];
+    int fd = open(run_path(p, sizeof p, dir, "lock"), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    struct flock who = {.l_type = F_RDLCK, .l_whence = SEEK_SET}; /* a read lock conflicts with the write lock */
+    long pid = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
+    close(fd);
+    return pid;
+}
+
 /* Whether a run has a checkpoint to lose: a step file or best.safetensors. */
 static int has_checkpoint(const char *dir) {
     char p[CONFIG_PATH_MAX + 64];

@@ -62,6 +62,8 @@ int run_load_config_and_vocab(Run *r, const char *dir);
 /* Checks a checkpoint's metadata against the run's vocabularies and config. */
 int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta);
 
+/* The pid of the process training the run in dir (holding its lock), 0 when none is. */
+long run_lock_holder(const char *dir);
 /* "<dir>/<file>" into buf. */
 const char *run_path(char *buf, size_t n, const char *dir, const char *file);
 /* "<dir>/ckpt/step-%06lld.safetensors" into buf. */

@@ -1,0 +1,158 @@
+/* chart: see chart.h. */
+#include "report/chart.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36 };
+
+void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const ChartLine *lines, int n) {
+    double y0 = INFINITY, y1 = -INFINITY;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < lines[k].s->n; i++)
+            if (isfinite(lines[k].s->y[i])) y0 = fmin(y0, lines[k].s->y[i]), y1 = fmax(y1, lines[k].s->y[i]);
+    if (!isfinite(y0)) return;
+    y0 = fmin(y0, 0);
+    double ys = axis_tick_step(y0, y1, 5);
+    if (ys > 0 && isfinite(ys)) y0 = floor(y0 / ys) * ys, y1 = ceil(y1 / ys) * ys;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    double x0 = 0, x1 = ax->x1 > 0 ? ax->x1 : 1, xs = axis_tick_step(x0, x1, 6);
+    const int pw = W - L - R, ph = H - T - B;
+#define PX(v) (L + ((v)-x0) / (x1 - x0) * pw)
+#define PY(v) (T + ph - ((v)-y0) / (y1 - y0) * ph)
+    sb_printf(sb,
+              "<svg class=\"chart\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\" "
+              "data-x0=\"%g\" data-x1=\"%.17g\" data-left=\"%d\" data-width=\"%d\">\n",
+              W, H, x0, x1, L, pw);
+    sb_printf(sb, "<text x=\"%d\" y=\"14\" font-size=\"13\" font-weight=\"bold\">", L);
+    sb_append_xml(sb, title);
+    sb_printf(sb, "</text>\n");
+    for (int k = 0, nk = axis_tick_count(y0, y1, ys); k < nk; k++) {
+        double v = y0 + k * ys;
+        sb_printf(sb,
+                  "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
+                  "text-anchor=\"end\">%g</text>\n",
+                  L, L + pw, PY(v), PY(v), L - 4, PY(v) + 4, v);
+    }
+    for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
+        double v = x0 + k * xs;
+        sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", PX(v), T + ph + 14, v);
+    }
+    sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">step</text>\n", L + pw / 2, H - 4);
+    /* epochs along the top, resumes as dashed lines */
+    for (int i = 0; ax->epochs && i < ax->epochs->n; i++) {
+        double x = ax->epochs->x[i];
+        if (x <= x0 || x > x1) continue;
+        sb_printf(sb,
+                  "<line class=\"epoch\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ccc\"/>"
+                  "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" font-size=\"9\">%s%g</text>\n",
+                  PX(x), PX(x), T, T + ph, PX(x), T - 3, ax->epochs->n <= 12 || i == 0 ? "epoch " : "",
+                  ax->epochs->y[i]);
+    }
+    for (int i = 0; i < ax->n_resumes; i++) {
+        double x = ax->resumes[i];
+        if (x < x0 || x > x1) continue;
+        sb_printf(sb,
+                  "<line class=\"resume\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#c00\" "
+                  "stroke-dasharray=\"4 3\"><title>resumed at step %g</title></line>"
+                  "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" font-size=\"9\">resumed</text>\n",
+                  PX(x), PX(x), T, T + ph, x, PX(x) + 2, T + ph - 4);
+    }
+    sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
+    int legend_x = L;
+    for (int k = 0; k < n; k++) {
+        const Series *s = lines[k].s;
+        if (s->n == 0) continue;
+        sb_printf(sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" data-label=\"", lines[k].colour);
+        sb_append_xml(sb, lines[k].label);
+        sb_printf(sb, "\" data-steps=\"");
+        for (int i = 0; i < s->n; i++) sb_printf(sb, "%s%.17g", i ? " " : "", s->x[i]);
+        sb_printf(sb, "\" data-values=\"");
+        for (int i = 0; i < s->n; i++) sb_printf(sb, "%s%.17g", i ? " " : "", s->y[i]);
+        sb_printf(sb, "\" points=\"");
+        for (int i = 0; i < s->n; i++)
+            if (isfinite(s->y[i])) sb_printf(sb, "%.1f,%.1f ", PX(s->x[i]), PY(s->y[i]));
+        sb_printf(sb, "\"/>\n");
+        for (int i = 0; lines[k].dots && i < s->n; i++)
+            if (isfinite(s->y[i]))
+                sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", PX(s->x[i]), PY(s->y[i]),
+                          lines[k].colour);
+        /* the legend in a row between the title and the plot, clear of both */
+        sb_printf(sb, "<rect x=\"%d\" y=\"23\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"28\">",
+                  legend_x, lines[k].colour, legend_x + 16);
+        sb_append_xml(sb, lines[k].label);
+        sb_printf(sb, "</text>\n");
+        legend_x += 16 + 6 * (int)strlen(lines[k].label) + 14;
+    }
+    sb_printf(sb,
+              "<line class=\"cursor\" x1=\"0\" x2=\"0\" y1=\"%d\" y2=\"%d\" stroke=\"#444\" visibility=\"hidden\"/>\n"
+              "</svg>\n",
+              T, T + ph);
+#undef PX
+#undef PY
+}
+
+void chart_bars(StrBuf *sb, const char *title, const long long *counts, int n, const char *colour) {
+    long long top = 0;
+    int last = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0) top = counts[i] > top ? counts[i] : top, last = i;
+    const int w = 360, h = 160, l = 48, t = 24, b = 28, pw = w - l - 10, ph = h - t - b;
+    sb_printf(sb, "<svg width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", w, h);
+    sb_printf(sb, "<text x=\"%d\" y=\"14\" font-size=\"12\" font-weight=\"bold\">", l);
+    sb_append_xml(sb, title);
+    sb_printf(sb, "</text>\n");
+    int bins = last + 1;
+    double bw = (double)pw / (bins > 0 ? bins : 1);
+    for (int i = 0; i < bins && top > 0; i++) {
+        double bh = (double)counts[i] / (double)top * ph;
+        sb_printf(sb,
+                  "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>%d tokens: %lld "
+                  "pairs</title></rect>\n",
+                  l + i * bw, t + ph - bh, bw > 1.5 ? bw - 0.5 : bw, bh, colour, i, counts[i]);
+    }
+    sb_printf(sb,
+              "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>"
+              "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld</text><text x=\"%d\" y=\"%d\" "
+              "text-anchor=\"end\">0</text><text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" "
+              "text-anchor=\"end\">%d tokens</text>\n</svg>\n",
+              l, t, pw, ph, l - 4, t + 8, top, l - 4, t + ph, l, t + ph + 14, l + pw, t + ph + 14, last);
+}
+
+void chart_script(StrBuf *sb) {
+    /* nearest logged step to the pointer, for every line of the panel */
+    sb_printf(
+        sb,
+        "<div id=\"charttip\" style=\"position:fixed;display:none;pointer-events:none;background:#222;color:#fff;"
+        "padding:4px 8px;border-radius:4px;font-size:12px;white-space:pre\"></div>\n"
+        "<script>\n"
+        "\"use strict\";\n"
+        "for (const svg of document.querySelectorAll(\"svg.chart\")) {\n"
+        "  const x0 = +svg.dataset.x0, x1 = +svg.dataset.x1, left = +svg.dataset.left, width = +svg.dataset.width;\n"
+        "  const lines = [...svg.querySelectorAll(\"polyline\")].map(p => ({ label: p.dataset.label,\n"
+        "    steps: p.dataset.steps.split(\" \").map(Number), values: p.dataset.values.split(\" \").map(Number) }));\n"
+        "  const tip = document.getElementById(\"charttip\"), cursor = svg.querySelector(\".cursor\");\n"
+        "  svg.addEventListener(\"mousemove\", ev => {\n"
+        "    const box = svg.getBoundingClientRect(), px = ev.clientX - box.left;\n"
+        "    const step = x0 + (px - left) / width * (x1 - x0);\n"
+        "    const rows = [];\n"
+        "    for (const l of lines) {\n"
+        "      let best = 0;\n"
+        "      l.steps.forEach((s, i) => { if (Math.abs(s - step) < Math.abs(l.steps[best] - step)) best = i; });\n"
+        "      rows.push(`${l.label}: ${l.values[best]} (step ${l.steps[best]})`);\n"
+        "    }\n"
+        "    if (!rows.length || px < left || px > left + width) { tip.style.display = \"none\"; return; }\n"
+        "    cursor.setAttribute(\"x1\", px), cursor.setAttribute(\"x2\", px), cursor.setAttribute(\"visibility\", "
+        "\"visible\");\n"
+        "    tip.textContent = rows.join(\"\\n\");\n"
+        "    tip.style.left = ev.clientX + 14 + \"px\", tip.style.top = ev.clientY + 10 + \"px\", tip.style.display = "
+        "\"block\";\n"
+        "  });\n"
+        "  svg.addEventListener(\"mouseleave\", () => { tip.style.display = \"none\"; "
+        "cursor.setAttribute(\"visibility\", "
+        "\"hidden\"); });\n"
+        "}\n"
+        "</script>\n");
+}

@@ -1,0 +1,555 @@
+/* runpage: see runpage.h. Reads the run's files, each once, into a Story; then writes the
+ * page section by section. The page's one script is chart.c's read-out; the attention and
+ * heads sections are the viewer page itself (attnview.html) in frames, not a copy of it. */
+#include "report/runpage.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "infer/attnmap.h"
+#include "infer/headreport.h"
+#include "infer/watch.h"
+#include "report/chart.h"
+#include "train/curves.h"
+#include "train/journal.h"
+#include "train/run.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+/* A JSON-lines file: its objects, how many lines were not one, whether it was there. */
+typedef struct {
+    json_t **v;
+    int n, bad, absent;
+} JsonLines;
+
+typedef struct {
+    const char *dir;
+    const RunPageOptions *o;
+    Config cfg;
+    int have_cfg;
+    char cfg_error[512];
+    JsonLines metrics, journal, evals, samples;
+    long holder; /* the pid training the run now, 0 for none */
+} Story;
+
+static void read_jsonl(const char *dir, const char *file, JsonLines *out) {
+    char path[CONFIG_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    struct stat st;
+    *out = (JsonLines){0};
+    if (stat(path, &st) != 0) {
+        out->absent = 1;
+        return;
+    }
+    char *text = read_file_max(path, CURVES_METRICS_MAX, NULL);
+    if (!text) {
+        out->absent = 1;
+        return;
+    }
+    int cap = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            out->bad++; /* a line cut by a kill, or not ours */
+            continue;
+        }
+        if (out->n == cap) cap = cap ? 2 * cap : 64, out->v = xrealloc(out->v, sizeof(json_t *) * (size_t)cap);
+        out->v[out->n++] = o;
+    }
+    free(text);
+}
+
+static void free_jsonl(JsonLines *l) {
+    for (int i = 0; i < l->n; i++) json_decref(l->v[i]);
+    free(l->v);
+}
+
+static double num(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+static const char *str(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+
+/* HTML text that keeps its line breaks (sb_append_xml drops control bytes) */
+static void text(StrBuf *sb, const char *s) {
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '\n' || *p == '\t') sb_append(sb, p, 1);
+        else if (*p == '\'') sb_append(sb, "&#39;", 5);
+        else {
+            char one[2] = {*p, 0};
+            sb_append_xml(sb, one);
+        }
+    }
+}
+
+static void duration(char *buf, size_t n, double s) {
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "unknown");
+    else if (s < 60) snprintf(buf, n, "%.0f s", s);
+    else if (s < 3600) snprintf(buf, n, "%d min %02d s", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%d h %02d min", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+/* the last journal line of one of the events (NULL for none) */
+static json_t *last_event(const Story *st, const char *a, const char *b) {
+    for (int i = st->journal.n - 1; i >= 0; i--) {
+        const char *e = str(st->journal.v[i], "event");
+        if (e && ((a && strcmp(e, a) == 0) || (b && strcmp(e, b) == 0))) return st->journal.v[i];
+    }
+    return NULL;
+}
+
+static json_t *last_metrics(const Story *st) { return st->metrics.n ? st->metrics.v[st->metrics.n - 1] : NULL; }
+
+/* ---- header ------------------------------------------------------------------------------ */
+
+static void header(StrBuf *sb, const Story *st) {
+    const json_t *last = last_metrics(st), *end = last_event(st, "end", NULL),
+                 *began = last_event(st, "start", "resume");
+    double step = last ? num(last, "step") : 0, epoch = last ? num(last, "epoch") : NAN;
+    if (end && (!last || num(end, "step") > step)) step = num(end, "step");
+    int steps = st->have_cfg ? st->cfg.train.steps : 0;
+    sb_printf(sb, "<h1>qkv run: ");
+    text(sb, st->have_cfg ? st->cfg.name : st->dir);
+    sb_printf(sb, "</h1>\n<p class=\"status\"><b>");
+    const char *how = end ? str(end, "how") : NULL;
+    int end_is_last = end && began && json_integer_value(json_object_get(end, "step")) >= 0 &&
+                      (json_t *)end == st->journal.v[st->journal.n - 1];
+    if (st->o->running || st->holder) sb_printf(sb, "running");
+    else if (steps && step >= steps) sb_printf(sb, "finished");
+    else sb_printf(sb, "stopped at step %.0f", step);
+    sb_printf(sb, "</b>: step %.0f of %d", step, steps);
+    if (isfinite(epoch)) sb_printf(sb, ", epoch %.2f", epoch);
+    char wall[48];
+    duration(wall, sizeof wall, last ? num(last, "elapsed_s") : NAN);
+    sb_printf(sb, "; %s of training", wall);
+    if (st->holder && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
+    if (!st->o->running && !st->holder && end_is_last && how && strcmp(how, "done") != 0) {
+        sb_printf(sb, "; the last ended: %s", how);
+        if (json_is_integer(json_object_get(end, "signal")))
+            sb_printf(sb, " by signal %lld", json_integer_value(json_object_get(end, "signal")));
+        if (str(end, "error")) sb_printf(sb, ": "), text(sb, str(end, "error"));
+    } else if (!st->o->running && !st->holder && !st->journal.absent && !end_is_last && !(steps && step >= steps)) {
+        sb_printf(sb, "; the last training process ended without saying how (killed?)");
+    }
+    sb_printf(sb, "</p>\n<p class=\"machine\">");
+    const json_t *m = began ? json_object_get(began, "machine") : NULL;
+    if (m) {
+        text(sb, str(m, "cpu") ? str(m, "cpu") : "an unknown CPU");
+        sb_printf(sb, ", %lld cores; OpenBLAS %s kernels", json_integer_value(json_object_get(m, "cores")),
+                  str(m, "openblas") ? str(m, "openblas") : "?");
+        if (str(m, "openblas_coretype"))
+            sb_printf(sb, " (OPENBLAS_CORETYPE="), text(sb, str(m, "openblas_coretype")), sb_printf(sb, ")");
+        sb_printf(sb, "; %lld training thread%s", json_integer_value(json_object_get(m, "threads")),
+                  json_integer_value(json_object_get(m, "threads")) == 1 ? "" : "s");
+        if (json_integer_value(json_object_get(m, "ranks")) > 1)
+            sb_printf(sb, " x %lld MPI ranks", json_integer_value(json_object_get(m, "ranks")));
+        if (str(m, "host")) sb_printf(sb, "; host "), text(sb, str(m, "host"));
+        sb_printf(sb, " (the %s of step %.0f, %s)", str(began, "event"), num(began, "step"),
+                  str(began, "time") ? str(began, "time") : "");
+    } else {
+        sb_printf(sb, "The machine is unknown: the run has no journal.jsonl (runs trained before it existed).");
+    }
+    sb_printf(sb, "</p>\n<p class=\"where\">Run directory <code>");
+    text(sb, st->dir);
+    sb_printf(sb, "</code>.</p>\n");
+}
+
+/* ---- setup: the config, the data -------------------------------------------------------- */
+
+/* "a.b.c" of each "key: value" line of config_text, by indentation */
+static void key_path(const char *line, char open[4][64], char *path, size_t n, const char **value) {
+    int indent = (int)strspn(line, " "), depth = indent / 2 < 3 ? indent / 2 : 3;
+    const char *k = line + indent, *colon = strstr(k, ": ");
+    size_t klen = colon ? (size_t)(colon - k) : strcspn(k, ":");
+    snprintf(open[depth], 64, "%.*s", (int)klen, k);
+    path[0] = '\0';
+    for (int d = 0; d <= depth; d++) snprintf(path + strlen(path), n - strlen(path), "%s%s", d ? "." : "", open[d]);
+    *value = colon ? colon + 2 : NULL;
+}
+
+static void config_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h3>Config</h3>\n");
+    if (!st->have_cfg) {
+        sb_printf(sb, "<p class=\"missing\">config.yaml could not be read: ");
+        text(sb, st->cfg_error);
+        sb_printf(sb, "</p>\n");
+        return;
+    }
+    Config def;
+    config_defaults(&def);
+    char *mine = config_text(&st->cfg, "config.yaml"), *base = config_text(&def, "defaults");
+    if (!mine || !base) {
+        free(mine), free(base);
+        sb_printf(sb, "<p class=\"missing\">the config could not be printed</p>\n");
+        return;
+    }
+    /* the defaults' lines by key path */
+    int nd = 0;
+    char **dpath = NULL, **dval = NULL, open[4][64] = {{0}}, path[256];
+    for (char *line = strtok(base, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *v;
+        if (line[0] == '#') continue;
+        key_path(line, open, path, sizeof path, &v);
+        dpath = xrealloc(dpath, sizeof(char *) * (size_t)(nd + 1)),
+        dval = xrealloc(dval, sizeof(char *) * (size_t)(nd + 1));
+        dpath[nd] = xstrdup(path), dval[nd++] = xstrdup(v ? v : "");
+    }
+    int changed = 0;
+    StrBuf body = {0};
+    memset(open, 0, sizeof open);
+    for (char *line = strtok(mine, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *v;
+        if (line[0] == '#') continue;
+        key_path(line, open, path, sizeof path, &v);
+        int differs = v != NULL;
+        for (int i = 0; v && i < nd && differs; i++)
+            if (strcmp(dpath[i], path) == 0) differs = strcmp(dval[i], v) != 0;
+        if (line[strspn(line, " ")] == '-') differs = 1; /* a list item: no default lists any */
+        changed += differs;
+        sb_printf(&body, "%s", differs ? "<mark>" : "");
+        text(&body, line);
+        sb_printf(&body, "%s\n", differs ? "</mark>" : "");
+    }
+    sb_printf(sb, "<p>%d key%s differ from the defaults (marked).</p>\n<pre class=\"config\">", changed,
+              changed == 1 ? "" : "s");
+    sb_append(sb, body.buf ? body.buf : "", body.len);
+    sb_printf(sb, "</pre>\n");
+    sb_free(&body);
+    for (int i = 0; i < nd; i++) free(dpath[i]), free(dval[i]);
+    free(dpath), free(dval), free(mine), free(base);
+}
+
+static void split_row(StrBuf *sb, const char *name, const json_t *s) {
+    if (!s) return;
+    double st = num(s, "src_tokens"), tt = num(s, "tgt_tokens");
+    sb_printf(sb,
+              "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%.0f (over %.0f tokens)</td><td>%.0f / "
+              "%.0f</td><td>%.3f%% / %.3f%%</td></tr>\n",
+              name, num(s, "lines"), num(s, "pairs"), num(s, "dropped_empty"), num(s, "dropped_long"),
+              num(s, "max_len"), st, tt, st > 0 ? 100 * num(s, "src_unk") / st : 0,
+              tt > 0 ? 100 * num(s, "tgt_unk") / tt : 0);
+}
+
+static void histogram(StrBuf *sb, const char *title, const json_t *lengths, const char *colour) {
+    int n = (int)json_array_size(lengths);
+    if (n <= 0) return;
+    long long *c = xcalloc((size_t)n, sizeof *c);
+    for (int i = 0; i < n; i++) c[i] = json_integer_value(json_array_get(lengths, (size_t)i));
+    chart_bars(sb, title, c, n, colour);
+    free(c);
+}
+
+static void data_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h3>Data</h3>\n");
+    const json_t *began = last_event(st, "start", "resume"), *d = began ? json_object_get(began, "data") : NULL;
+    if (!d) {
+        sb_printf(sb,
+                  "<p class=\"missing\">No data summary: journal.jsonl %s (it is written when training starts).</p>\n",
+                  st->journal.absent ? "is missing" : "holds no start");
+        return;
+    }
+    sb_printf(sb, "<p>Tokenizer <b>%s</b>; vocabularies: %.0f source, %.0f target tokens (%s)", str(d, "tokenizer"),
+              num(d, "src_vocab"), num(d, "tgt_vocab"),
+              json_is_true(json_object_get(d, "shared_vocab")) ? "shared" : "separate");
+    if (isfinite(num(began, "parameters"))) sb_printf(sb, "; %.2fM parameters", num(began, "parameters") / 1e6);
+    sb_printf(sb, ".</p>\n<table><tr><th>split</th><th>lines</th><th>pairs kept</th><th>dropped: an empty side</th>"
+                  "<th>dropped: too long</th><th>tokens (source / target)</th><th>unknown tokens</th></tr>\n");
+    split_row(sb, "train", json_object_get(d, "train"));
+    split_row(sb, "valid", json_object_get(d, "valid"));
+    sb_printf(sb, "</table>\n<div class=\"row\">\n");
+    const json_t *tr = json_object_get(d, "train");
+    histogram(sb, "training source lengths (tokens)", json_object_get(tr, "src_lengths"), "#3b528b");
+    histogram(sb, "training target lengths (tokens)", json_object_get(tr, "tgt_lengths"), "#e6550d");
+    sb_printf(sb, "</div>\n");
+}
+
+/* ---- curves ------------------------------------------------------------------------------ */
+
+static void curves_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
+    if (st->metrics.absent || st->metrics.n == 0) {
+        sb_printf(sb, "<p class=\"missing\">No metrics yet: metrics.jsonl is %s.</p>\n",
+                  st->metrics.absent ? "missing"
+                  : st->metrics.bad  ? "cut short (no whole line)"
+                                     : "empty");
+        return;
+    }
+    if (st->metrics.bad)
+        sb_printf(sb,
+                  "<p class=\"missing\">%d line%s of metrics.jsonl could not be read (a line cut by a kill?) and "
+                  "%s left out.</p>\n",
+                  st->metrics.bad, st->metrics.bad == 1 ? "" : "s", st->metrics.bad == 1 ? "is" : "are");
+    Series loss = {0}, vloss = {0}, ppl = {0}, bleu = {0}, lr = {0}, tps = {0}, epochs = {0};
+    double x1 = 0, prev_epoch = 0;
+    for (int i = 0; i < st->metrics.n; i++) {
+        const json_t *o = st->metrics.v[i];
+        double step = num(o, "step");
+        if (!isfinite(step)) continue;
+        x1 = fmax(x1, step);
+        if (isfinite(num(o, "loss"))) series_push(&loss, step, num(o, "loss"));
+        if (isfinite(num(o, "valid_loss"))) series_push(&vloss, step, num(o, "valid_loss"));
+        if (isfinite(num(o, "valid_ppl"))) series_push(&ppl, step, num(o, "valid_ppl"));
+        if (isfinite(num(o, "valid_bleu"))) series_push(&bleu, step, num(o, "valid_bleu"));
+        if (isfinite(num(o, "lr"))) series_push(&lr, step, num(o, "lr"));
+        if (isfinite(num(o, "tokens_per_s"))) series_push(&tps, step, num(o, "tokens_per_s"));
+        double e = num(o, "epoch");
+        if (isfinite(e) && floor(e) > floor(prev_epoch) && floor(e) >= 1) series_push(&epochs, step, floor(e));
+        if (isfinite(e)) prev_epoch = e;
+    }
+    double *resumes = xcalloc((size_t)st->journal.n + 1, sizeof(double));
+    int nr = 0;
+    for (int i = 0; i < st->journal.n; i++)
+        if (str(st->journal.v[i], "event") && strcmp(str(st->journal.v[i], "event"), "resume") == 0)
+            resumes[nr++] = num(st->journal.v[i], "step");
+    ChartAxis ax = {x1, &epochs, resumes, nr};
+    sb_printf(sb,
+              "<p>Against the step; epochs are marked along the top%s. Point at a panel for its values.</p>\n"
+              "<div class=\"row\">\n",
+              nr ? ", resumes by dashed red lines" : "");
+    const ChartLine l1[2] = {{&loss, "training loss (label-smoothed)", "#3b528b", 0},
+                             {&vloss, "validation loss (NLL)", "#e6550d", 1}};
+    chart_panel(sb, "loss", &ax, l1, 2);
+    const ChartLine l2[1] = {{&ppl, "validation perplexity", "#e6550d", 1}};
+    chart_panel(sb, "validation perplexity", &ax, l2, 1);
+    const ChartLine l3[1] = {{&bleu, "validation BLEU (greedy)", "#31a354", 1}};
+    chart_panel(sb, "validation BLEU", &ax, l3, 1);
+    const ChartLine l4[1] = {{&lr, "learning rate", "#756bb1", 0}};
+    chart_panel(sb, "learning rate", &ax, l4, 1);
+    const ChartLine l5[1] = {{&tps, "tokens/s", "#636363", 0}};
+    chart_panel(sb, "throughput (tokens/s)", &ax, l5, 1);
+    sb_printf(sb, "</div>\n");
+    if (!bleu.n) sb_printf(sb, "<p class=\"note\">No validation BLEU: the run did not set train.valid_bleu.</p>\n");
+    free(resumes);
+    series_free(&loss), series_free(&vloss), series_free(&ppl), series_free(&bleu), series_free(&lr);
+    series_free(&tps), series_free(&epochs);
+}
+
+/* ---- evaluations and samples ----------------------------------------------------------- */
+
+static const char *base_name(const char *path) {
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : path ? path : "?";
+}
+
+static void evals_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
+    if (st->evals.n == 0) {
+        sb_printf(sb,
+                  "<p class=\"missing\">No evaluations: eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> "
+                  "adds a line).</p>\n",
+                  st->evals.absent ? "missing" : "empty");
+        return;
+    }
+    sb_printf(sb, "<table><tr><th>checkpoint</th><th>step</th><th>test set</th><th>sentences</th><th>BLEU</th>"
+                  "<th>chrF</th><th>NLL</th><th>search</th><th>sentences/s</th></tr>\n");
+    for (int i = 0; i < st->evals.n; i++) {
+        const json_t *e = st->evals.v[i];
+        sb_printf(sb, "<tr><td>");
+        text(sb, base_name(str(e, "weights")));
+        sb_printf(sb, "</td><td>%.0f</td><td>", num(e, "step"));
+        text(sb, base_name(str(e, "src")));
+        sb_printf(sb,
+                  "</td><td>%.0f</td><td><b>%.2f</b></td><td>%.2f</td><td>%.4f</td><td>beam %.0f, length penalty %g",
+                  num(e, "sentences"), num(e, "bleu"), num(e, "chrf"), num(e, "nll"), num(e, "beam"),
+                  num(e, "length_penalty"));
+        if (str(e, "mask_heads")) sb_printf(sb, ", heads masked: "), text(sb, str(e, "mask_heads"));
+        sb_printf(sb, "</td><td>%.1f</td></tr>\n", num(e, "sentences_per_s"));
+    }
+    sb_printf(sb, "</table>\n");
+    if (st->evals.bad)
+        sb_printf(sb, "<p class=\"missing\">%d line(s) of eval.jsonl could not be read.</p>\n", st->evals.bad);
+}
+
+static void samples_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
+    if (st->samples.n == 0) {
+        sb_printf(sb, "<p class=\"missing\">No samples: %s.</p>\n",
+                  st->have_cfg && !st->cfg.train.valid_bleu
+                      ? "the run does not decode its validation set (train.valid_bleu: true records three sentences' "
+                        "translations at each validation)"
+                      : "samples.jsonl is missing or empty (written at each validation with BLEU)");
+        return;
+    }
+    /* a resume may validate a step again: the last line of a step stands */
+    const json_t *first = st->samples.v[0];
+    int ns = (int)json_array_size(json_object_get(first, "samples"));
+    sb_printf(sb, "<p>The same %d validation sentences at each validation, greedy, beside their reference.</p>\n", ns);
+    for (int k = 0; k < ns; k++) {
+        const json_t *one = json_array_get(json_object_get(first, "samples"), (size_t)k);
+        sb_printf(sb, "<div class=\"sample\"><p><b>source</b> (line %.0f): ", num(one, "line"));
+        text(sb, str(one, "src"));
+        sb_printf(sb, "<br><b>reference</b>: ");
+        text(sb, str(one, "ref"));
+        sb_printf(sb, "</p>\n<table><tr><th>step</th><th>BLEU</th><th>translation</th></tr>\n");
+        for (int i = 0; i < st->samples.n; i++) {
+            double step = num(st->samples.v[i], "step");
+            int later = 0;
+            for (int j = i + 1; j < st->samples.n && !later; j++) later = num(st->samples.v[j], "step") == step;
+            const json_t *s = json_array_get(json_object_get(st->samples.v[i], "samples"), (size_t)k);
+            if (later || !s) continue;
+            sb_printf(sb, "<tr><td>%.0f</td><td>%.2f</td><td class=\"hyp\">", step,
+                      num(st->samples.v[i], "valid_bleu"));
+            text(sb, str(s, "hyp"));
+            sb_printf(sb, "</td></tr>\n");
+        }
+        sb_printf(sb, "</table></div>\n");
+    }
+}
+
+/* ---- attention and heads: the viewer page in a frame ------------------------------------ */
+
+/* page as an iframe's srcdoc: the attribute holds a whole document */
+static void frame(StrBuf *sb, const char *id, const char *page, int height) {
+    sb_printf(sb, "<iframe id=\"%s\" style=\"width:100%%;height:%dpx;border:1px solid #ccc\" srcdoc=\"", id, height);
+    for (const char *p = page; *p; p++) {
+        if (*p == '&') sb_append(sb, "&amp;", 5);
+        else if (*p == '"') sb_append(sb, "&quot;", 6);
+        else sb_append(sb, p, 1);
+    }
+    sb_printf(sb, "\"></iframe>\n");
+}
+
+static void attention_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h2 id=\"attention\">Attention over training</h2>\n");
+    WatchLog w;
+    char watch_dir[CONFIG_PATH_MAX + 16];
+    snprintf(watch_dir, sizeof watch_dir, "%s/watch", st->dir);
+    struct stat sst;
+    if (stat(watch_dir, &sst) != 0) {
+        sb_printf(sb, "<p class=\"missing\">No watched sentences: train.watch lists sentences whose attention is "
+                      "recorded at every validation.</p>\n");
+        return;
+    }
+    if (watch_load(st->dir, &w) != 0) {
+        sb_printf(sb, "<p class=\"missing\">The watched sentences could not be read: ");
+        text(sb, err_msg());
+        sb_printf(sb, "</p>\n");
+        return;
+    }
+    char *json = watch_view_json(&w, NULL);
+    StrBuf page = {0};
+    if (json && attnview_page(json, &page) == 0) {
+        sb_printf(sb, "<p>%d sentence%s, %d snapshots (steps %lld to %lld): the step slider replays training.</p>\n",
+                  w.n_sentences, w.n_sentences == 1 ? "" : "s", w.n_snapshots, (long long)w.snap[0].step,
+                  (long long)w.snap[w.n_snapshots - 1].step);
+        frame(sb, "watch", page.buf, 1000);
+    } else {
+        sb_printf(sb, "<p class=\"missing\">The watched sentences' view could not be made.</p>\n");
+    }
+    sb_free(&page);
+    free(json);
+    watch_free(&w);
+}
+
+/* the grid alone (the viewer's heads view without sentences): heads/index.html holds the
+ * maps of the set's first sentences too, megabytes the report links to instead */
+static void heads_section(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h2 id=\"heads\">Heads</h2>\n");
+    char path[CONFIG_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/heads/heads.json", st->dir);
+    struct stat sst;
+    if (stat(path, &sst) != 0) {
+        sb_printf(sb,
+                  "<p class=\"missing\">No head analysis: <code>qkv heads RUN --src F --ref F</code> writes one into "
+                  "RUN/heads.</p>\n");
+        return;
+    }
+    json_t *heads = heads_read(path);
+    if (!heads) {
+        sb_printf(sb, "<p class=\"missing\">The head analysis could not be read: ");
+        text(sb, err_msg());
+        sb_printf(sb, "</p>\n");
+        return;
+    }
+    const json_t *set = json_object_get(heads, "set"), *model = json_object_get(heads, "model");
+    sb_printf(sb, "<p>qkv heads on <code>");
+    text(sb, str(set, "src") ? str(set, "src") : "?");
+    sb_printf(sb,
+              "</code> (%.0f sentences), the checkpoint of step %.0f: every head by importance, its role in the "
+              "cell; point at one for its numbers. <a href=\"heads/index.html\">heads/index.html</a> opens "
+              "each head's maps.</p>\n",
+              num(set, "sentences"), num(model, "step"));
+    json_t *view = json_object();
+    json_put(view, "format", json_string("qkv-heads-view-1"));
+    json_put(view, "heads", json_incref(json_object_get(heads, "heads")));
+    char *json = json_dumps(view, JSON_COMPACT);
+    StrBuf page = {0};
+    if (json && attnview_page(json, &page) == 0) frame(sb, "headgrid", page.buf, 420);
+    sb_free(&page);
+    free(json);
+    json_decref(view), json_decref(heads);
+    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
+    char *svg = read_file_max(path, CURVES_METRICS_MAX, NULL);
+    if (svg && strstr(svg, "<svg")) sb_printf(sb, "<div class=\"curve\">%s</div>\n", strstr(svg, "<svg"));
+    else sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
+    free(svg);
+}
+
+/* ---- the page ------------------------------------------------------------------------------ */
+
+static void page(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<!DOCTYPE html>\n<!-- qkv report: one page from a run directory; nothing here is loaded from "
+                  "elsewhere -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qkv report: ");
+    text(sb, st->have_cfg ? st->cfg.name : st->dir);
+    sb_printf(sb,
+              "</title>\n<style>\n"
+              "body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1220px; }\n"
+              "h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: "
+              "1px solid #ddd; }\n"
+              "h3 { font-size: 15px; } table { border-collapse: collapse; font-size: 13px; }\n"
+              "td, th { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }\n"
+              "pre.config { background: #f6f6f6; padding: 8px; font-size: 12px; max-height: 420px; overflow: auto; }\n"
+              "mark { background: #ffe08a; } .missing { color: #a33; } .note { color: #666; font-size: 13px; }\n"
+              ".row { display: flex; flex-wrap: wrap; gap: 12px; } .sample { margin: 10px 0 18px 0; }\n"
+              "td.hyp { font-family: serif; font-size: 14px; } nav a { margin-right: 12px; }\n"
+              "</style>\n</head>\n<body>\n");
+    header(sb, st);
+    sb_printf(sb, "<nav><a href=\"#setup\">setup</a><a href=\"#curves\">curves</a><a href=\"#evals\">evaluations</a>"
+                  "<a href=\"#samples\">samples</a><a href=\"#attention\">attention</a><a href=\"#heads\">heads</a>"
+                  "</nav>\n<h2 id=\"setup\">Setup</h2>\n");
+    config_section(sb, st);
+    data_section(sb, st);
+    curves_section(sb, st);
+    evals_section(sb, st);
+    samples_section(sb, st);
+    attention_section(sb, st);
+    heads_section(sb, st);
+    chart_script(sb);
+    sb_printf(sb, "</body>\n</html>\n");
+}
+
+int runpage_write(const char *dir, const char *out, const RunPageOptions *o, long *bytes) {
+    RunPageOptions none = {0};
+    Story st = {.dir = dir, .o = o ? o : &none};
+    char cfg_path[CONFIG_PATH_MAX + 32], out_path[CONFIG_PATH_MAX + 32];
+    struct stat sst;
+    if (stat(dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) return err_set("%s: not a run directory", dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", dir);
+    if (stat(cfg_path, &sst) != 0) return err_set("%s: not a run directory (no config.yaml)", dir);
+    config_defaults(&st.cfg);
+    st.have_cfg = config_load(&st.cfg, cfg_path) == 0;
+    if (!st.have_cfg) snprintf(st.cfg_error, sizeof st.cfg_error, "%s", err_msg());
+    read_jsonl(dir, "metrics.jsonl", &st.metrics);
+    read_jsonl(dir, JOURNAL_FILE, &st.journal);
+    read_jsonl(dir, "eval.jsonl", &st.evals);
+    read_jsonl(dir, SAMPLES_FILE, &st.samples);
+    st.holder = st.o->running ? 0 : run_lock_holder(dir);
+    StrBuf sb = {0};
+    page(&sb, &st);
+    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
+    int rc = write_file_atomic(out, sb.buf, sb.len);
+    if (rc == 0 && bytes) *bytes = (long)sb.len;
+    sb_free(&sb);
+    free_jsonl(&st.metrics), free_jsonl(&st.journal), free_jsonl(&st.evals), free_jsonl(&st.samples);
+    return rc;
+}

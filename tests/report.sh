@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# `qkv report` and the report training keeps: a short toy run, and one with every part
+# (watched sentences, BLEU samples, an eval, qkv heads with its curve, a resume) load in
+# headless Chromium with no JS errors (screenshots in build/); the page loads nothing
+# from the network; its curves hold metrics.jsonl's values exactly; a run with an empty
+# or cut metrics.jsonl still gets a page that says what is missing; the status reads
+# running, then stopped by the signal; and training goes on when the page cannot be
+# written. Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-report.XXXXXX)
+source tests/lib.sh
+PY=/usr/bin/python3
+bg=""
+trap '[[ -n $bg ]] && kill -KILL $bg 2>/dev/null; rm -rf "$T"' EXIT
+
+"$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
+D=$T/data
+# the short run: no BLEU, no watch, nothing added afterwards
+tiny_config "$T/short.yaml" short "$D" 'steps: 60, batch_tokens: 1024, log_every: 20, valid_every: 30, threads: 2'
+"$QKV" train "$T/short.yaml" --set run_dir="$T/short" >"$T/short.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/short.log")"; exit 1; }
+# the full run: 100 steps, then eval, heads and a resume to 150
+tiny_config "$T/full.yaml" full "$D" 'steps: 100, batch_tokens: 1024, log_every: 10, valid_every: 50, threads: 2, valid_bleu: true, watch: ["the old farmer sees a red bird"]'
+{
+    "$QKV" train "$T/full.yaml" --set run_dir="$T/full" &&
+        "$QKV" eval "$T/full" --src "$D/test.src" --ref "$D/test.tgt" &&
+        "$QKV" heads "$T/full" --src "$D/test.src" --ref "$D/test.tgt" --sentences 20 &&
+        "$QKV" resume "$T/full" --steps 150
+} >"$T/full.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/full.log")"; exit 1; }
+
+# ---- what training leaves, and qkv report ------------------------------------------------
+[[ -s $T/short/report.html && -s $T/full/report.html ]] && ok report_written_by_training ||
+    bad report_written_by_training "$(ls "$T/short" "$T/full")"
+out=$("$QKV" report "$T/full" 2>&1)
+[[ $out =~ ^wrote\ .*/full/report.html\ \(([0-9]+)\ bytes\)\ in\ [0-9.]+\ s$ && ${BASH_REMATCH[1]} -eq $(stat -c %s "$T/full/report.html") ]] &&
+    ok report_command_says_what_it_wrote || bad report_command_says_what_it_wrote "$out"
+"$QKV" report "$T/full" --out "$T/elsewhere.html" >/dev/null 2>&1 && [[ -s $T/elsewhere.html ]] &&
+    ok report_out_option || bad report_out_option "no $T/elsewhere.html"
+expect_error report_not_a_run 2 "nope: not a run directory" "$QKV" report "$T/nope"
+expect_error report_empty_out 2 "^qkv: --out: an empty file name" "$QKV" report "$T/full" --out ""
+
+# every part of the full run is there; the short run's page names what it lacks
+full=$T/full/report.html
+missing=$(grep -c 'class="missing"' "$full")
+[[ $missing -eq 0 ]] && grep -q '<iframe id="watch"' "$full" && grep -q '<iframe id="headgrid"' "$full" &&
+    grep -q 'BLEU as heads are removed' "$full" && grep -q '<td class="hyp">' "$full" && grep -q '<b>finished</b>' "$full" &&
+    ok report_full_run_has_every_part || bad report_full_run_has_every_part "$missing parts missing: $(grep -o 'class="missing">[^<]*' "$full")"
+short=$T/short/report.html
+grep -q 'No samples' "$short" && grep -q 'No watched sentences' "$short" && grep -q 'No evaluations' "$short" &&
+    grep -q 'No head analysis' "$short" && ok report_short_run_names_what_it_lacks ||
+    bad report_short_run_names_what_it_lacks "$(grep -o 'class="missing">[^<]*' "$short")"
+grep -q 'class="resume"' "$full" && grep -q 'resumed at step 100' "$full" && grep -q 'the resume of step 100' "$full" &&
+    ok report_marks_the_resume || bad report_marks_the_resume "no resume mark"
+
+# nothing from the network: no element, style or frame loads an http(s) address (the SVG
+# namespace names are names, not loads); the frames' pages are inside the attribute
+for f in "$short" "$full"; do
+    hits=$("$BOUNDED" "$PY" - "$f" <<'PYEOF'
+import html, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+# the framed pages, unescaped, are checked as pages too
+docs = [page] + [html.unescape(m) for m in re.findall(r'srcdoc="([^"]*)"', page)]
+bad = []
+for d in docs:
+    bad += re.findall(r'''(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//[^"' >]*''', d, re.I)
+    bad += re.findall(r'url\(\s*["\']?\s*(?:https?:)?//[^)]*\)', d, re.I)
+    bad += re.findall(r'@import|<link\b|<base\b', d, re.I)
+    bad += re.findall(r'fetch\(\s*["\']https?:', d, re.I)
+print(len(docs), len(bad), bad[:3])
+PYEOF
+)
+    [[ $hits =~ ^[0-9]+\ 0\  ]] && ok "report_loads_nothing_from_the_network_$(basename "$(dirname "$f")")" ||
+        bad "report_loads_nothing_from_the_network_$(basename "$(dirname "$f")")" "$hits"
+done
+
+# the curves' values are metrics.jsonl's, every point of every line
+check=$("$BOUNDED" "$PY" - "$full" "$T/full/metrics.jsonl" <<'PYEOF'
+import html, json, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+rows = [json.loads(l) for l in open(sys.argv[2])]
+keys = {"training loss (label-smoothed)": "loss", "validation loss (NLL)": "valid_loss",
+        "validation perplexity": "valid_ppl", "validation BLEU (greedy)": "valid_bleu",
+        "learning rate": "lr", "tokens/s": "tokens_per_s"}
+seen, wrong = set(), []
+for m in re.finditer(r'<polyline [^>]*data-label="([^"]*)" data-steps="([^"]*)" data-values="([^"]*)"', page):
+    label, steps, values = html.unescape(m.group(1)), m.group(2).split(), m.group(3).split()
+    key = keys[label]
+    want = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+    got = [(float(s), float(v)) for s, v in zip(steps, values)]
+    if got != [(float(s), float(v)) for s, v in want]:
+        wrong.append(f"{label}: {got[:3]} vs {want[:3]}")
+    seen.add(key)
+print("ok" if not wrong and seen == set(keys.values()) else f"wrong {wrong} seen {sorted(seen)}")
+PYEOF
+)
+[[ $check == ok ]] && ok report_curves_hold_the_metrics_values || bad report_curves_hold_the_metrics_values "$check"
+
+# ---- a cut or empty metrics.jsonl ---------------------------------------------------------
+cp -r "$T/short" "$T/cut"
+size=$(stat -c %s "$T/cut/metrics.jsonl")
+head -c $((size - 20)) "$T/short/metrics.jsonl" >"$T/cut/metrics.jsonl" # the last line cut mid-way, as a kill leaves it
+"$QKV" report "$T/cut" >/dev/null 2>&1 && grep -q '1 line of metrics.jsonl could not be read' "$T/cut/report.html" &&
+    grep -q '<polyline' "$T/cut/report.html" && ok report_of_a_cut_metrics_file_says_so ||
+    bad report_of_a_cut_metrics_file_says_so "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
+: >"$T/cut/metrics.jsonl"
+"$QKV" report "$T/cut" >/dev/null 2>&1 && grep -q 'No metrics yet: metrics.jsonl is empty' "$T/cut/report.html" &&
+    ok report_of_an_empty_metrics_file_says_so || bad report_of_an_empty_metrics_file_says_so "$(grep -c . "$T/cut/report.html")"
+rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl"
+"$QKV" report "$T/cut" >/dev/null 2>&1 && grep -q 'No metrics yet: metrics.jsonl is missing' "$T/cut/report.html" &&
+    grep -q 'The machine is unknown' "$T/cut/report.html" && ok report_of_a_run_without_metrics_or_journal ||
+    bad report_of_a_run_without_metrics_or_journal "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
+
+# ---- status: running while it trains, then stopped by the signal ----------------------------
+tiny_config "$T/live.yaml" live "$D" 'steps: 100000, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
+"$BOUNDED" "$QKV_BIN" train "$T/live.yaml" --set run_dir="$T/live" >"$T/live.log" 2>&1 &
+bg=$!
+if wait_for "$T/live.log" "step 40/" 120; then
+    "$QKV" report "$T/live" --out "$T/live-now.html" >/dev/null 2>&1
+    grep -q "<b>running</b>" "$T/live-now.html" && grep -q "(process $bg is training it)" "$T/live-now.html" &&
+        ok report_of_a_run_in_training_says_running || bad report_of_a_run_in_training_says_running "$(grep -o 'class="status">.*' "$T/live-now.html")"
+    grep -q "<b>running</b>" "$T/live/report.html" && ok report_training_writes_says_running ||
+        bad report_training_writes_says_running "$(grep -o 'class="status">.*' "$T/live/report.html")"
+else
+    bad report_of_a_run_in_training_says_running "training did not reach step 40: $(tail -2 "$T/live.log")"
+fi
+kill -INT $bg
+wait $bg
+bg=""
+grep -q "<b>stopped at step [0-9]*</b>" "$T/live/report.html" && grep -q "the last ended: stopped by signal 2" "$T/live/report.html" &&
+    ok report_after_ctrl_c_says_stopped_by_the_signal || bad report_after_ctrl_c_says_stopped_by_the_signal "$(grep -o 'class="status">.*' "$T/live/report.html")"
+
+# ---- training goes on when the page cannot be written ---------------------------------------
+mkdir -p "$T/blocked/report.html" # a directory where the page goes: no rename can replace it
+tiny_config "$T/blocked.yaml" blocked "$D" 'steps: 40, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
+"$QKV" train "$T/blocked.yaml" --set run_dir="$T/blocked" >"$T/blocked.log" 2>&1
+rc=$?
+[[ $rc -eq 0 && -f $T/blocked/ckpt/step-000040.safetensors ]] && grep -q "qkv: warning: .*report.html" "$T/blocked.log" &&
+    ok report_unwritable_is_a_warning_and_training_goes_on || bad report_unwritable_is_a_warning_and_training_goes_on "exit $rc: $(tail -3 "$T/blocked.log")"
+
+# ---- both pages in headless Chromium: no JS error, and a screenshot each ---------------------
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+    skip_missing report_pages_in_a_browser "Chromium is not installed: the report was NOT loaded in a browser"
+else
+    for run in short full; do
+        flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
+            --disable-component-update --disable-sync --user-data-dir="$T/profile-$run" --enable-logging=stderr --v=0
+            --virtual-time-budget=10000 --hide-scrollbars --window-size=1300,2400)
+        shot=${BUILD:-build}/report-$run.png
+        rm -f "$shot"
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --screenshot="$shot" "file://$T/$run/report.html" >/dev/null 2>"$T/browser-$run.err"
+        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser-$run.err" | head -3)
+        [[ -s $shot && -z $console ]] && ok "report_${run}_run_loads_in_chromium_without_errors" ||
+            bad "report_${run}_run_loads_in_chromium_without_errors" "screenshot: $(ls -la "$shot" 2>&1); console: $console"
+    done
+fi
+
+finish
