@@ -48,6 +48,20 @@ tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 
 cmp -s "$T/greedy.txt" "$T/beam1.txt" && [[ $(wc -l <"$T/beam1.txt") -eq 60 ]] && ok "translate_beam_1_is_greedy" ||
     bad "translate_beam_1_is_greedy" "outputs differ"
 
+# ---- a batch's groups decoded side by side, a core each: the same translations and scores on
+# one, two or three workers (OPENBLAS_NUM_THREADS sets how many), masked heads masked on each
+cat "$T/data/test.src" "$T/data/valid.src" >"$T/many.src" # 160 lines: 3 greedy groups, 10 of beam 4
+for w in 1 2 3; do
+    OPENBLAS_NUM_THREADS=$w "$QKV" translate "$T/w" --greedy <"$T/many.src" >"$T/g$w.txt" 2>/dev/null
+    OPENBLAS_NUM_THREADS=$w "$QKV" translate "$T/w" --beam 4 --nbest 2 <"$T/many.src" >"$T/b$w.txt" 2>/dev/null
+    OPENBLAS_NUM_THREADS=$w "$QKV" translate "$T/w" --greedy --mask-heads 'cross.*.0' <"$T/many.src" >"$T/m$w.txt" 2>/dev/null
+done
+cmp -s "$T/g1.txt" "$T/g2.txt" && cmp -s "$T/g1.txt" "$T/g3.txt" && cmp -s "$T/b1.txt" "$T/b2.txt" &&
+    cmp -s "$T/b1.txt" "$T/b3.txt" && [[ $(wc -l <"$T/g2.txt") -eq 160 && $(wc -l <"$T/b2.txt") -eq 320 ]] &&
+    cmp -s "$T/m1.txt" "$T/m2.txt" && cmp -s "$T/m1.txt" "$T/m3.txt" && ! cmp -s "$T/m1.txt" "$T/g1.txt" &&
+    ok translate_workers_do_not_change_translations ||
+    bad translate_workers_do_not_change_translations "$(diff "$T/b1.txt" "$T/b2.txt" | head -4; diff "$T/g1.txt" "$T/g2.txt" | head -4)"
+
 # ---- a pipe that a person types into: each line's translation comes before the next is sent --
 if "$BOUNDED" /usr/bin/python3 - "$QKV" "$T/w" "$T/data/test.src" "$T/greedy.txt" <<'PYEOF'; then
 import select, subprocess, sys

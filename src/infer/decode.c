@@ -7,11 +7,13 @@
 #include "infer/decode.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/vocab.h"
 #include "infer/beam.h"
+#include "infer/fanout.h"
 #include "infer/search.h"
 #include "util/mem.h"
 
@@ -68,6 +70,30 @@ static int by_src_len(const void *a, const void *b) {
     return (x->len > y->len) - (x->len < y->len);
 }
 
+/* The sorted sentences' groups, handed out one at a time to whichever worker is free. */
+typedef struct {
+    const DecodeOptions *o;
+    const Seq **order;
+    Seq **outs;
+    double **score_at; /* NULL: no scores */
+    int n, group, greedy, K;
+    atomic_int next; /* the first sentence of the next group no worker has taken */
+} Groups;
+
+static void decode_groups(Model *m, int w, void *arg) {
+    Groups *g = arg;
+    (void)w;
+    DecodeState st = {0}; /* one for all of this worker's groups: its memory is reused */
+    for (int i; (i = atomic_fetch_add(&g->next, g->group)) < g->n;) {
+        int b = g->n - i < g->group ? g->n - i : g->group;
+        if (g->greedy) greedy_group(m, &st, g->order + i, b, g->o, g->outs + i, g->score_at ? g->score_at + i : NULL);
+        else
+            beam_search_group(m, &st, g->order + i, b, g->o, g->outs + (size_t)i * g->K,
+                              g->score_at ? g->score_at + (size_t)i * g->K : NULL);
+    }
+    model_step_end(&st);
+}
+
 void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores) {
     /* similar lengths together: less padding in the encoder and fewer idle rows */
     int K = o->nbest, greedy = o->beam == 1 && o->no_repeat_ngram == 0;
@@ -85,13 +111,16 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
         }
     /* a group holds GROUP hypotheses' rows in all */
     int group = greedy ? GROUP : (GROUP / o->beam > 1 ? GROUP / o->beam : 1);
-    DecodeState st = {0}; /* one for all groups: its memory is reused */
-    for (int i = 0; i < n; i += group) {
-        int g = n - i < group ? n - i : group;
-        if (greedy) greedy_group(m, &st, order + i, g, o, outs + i, scores ? score_at + i : NULL);
-        else beam_search_group(m, &st, order + i, g, o, outs + (size_t)i * K, scores ? score_at + (size_t)i * K : NULL);
-    }
-    model_step_end(&st);
+    Groups g = {o, order, outs, scores ? score_at : NULL, n, group, greedy, K, 0};
+    /* One group's products are too small to split well over cores (two OpenBLAS threads
+     * decode 1.2 times faster than one): whole groups side by side, a core each, do better.
+     * Each group is decoded as it would be alone, so the translations do not depend on how
+     * many workers there are. Under a fanout already (qkv heads' curve, qkv serve's
+     * workers) OpenBLAS runs at one thread, and so does this. */
+    int workers = fanout_threads(), groups = (n + group - 1) / group;
+    if (workers > groups) workers = groups;
+    if (workers > 1) fanout(m, workers, decode_groups, &g);
+    else decode_groups(m, 0, &g);
     free(order), free(outs), free(score_at);
 }
 

@@ -37,6 +37,8 @@ void fanout(Model *m, int n, void (*fn)(Model *m, int w, void *arg), void *arg) 
     openblas_set_num_threads(1);
     for (int w = 1; w < n; w++) {
         model_init_replica(&fw[w].replica, m);
+        /* the caller's masked heads stay masked on every worker (translate --mask-heads) */
+        if (m->head_gate) model_set_head_gates(&fw[w].replica, m->head_gate);
         fw[w].w = w, fw[w].fn = fn, fw[w].arg = arg;
         started[w] = pthread_create(&tid[w], NULL, run_worker, &fw[w]) == 0;
     }

@@ -4,7 +4,7 @@
  * fanout(m, n, fn, arg) calls fn(model, w, arg) for w = 0 .. n-1 at once: worker 0 on
  * the caller's thread with m itself, the others on threads of their own, each with a
  * replica of m (nn/model.h: the weights shared read-only; its own arena, gradients and
- * head gates). Meanwhile OpenBLAS runs at one thread, so that n workers use n cores
+ * head gates, which start as m's). Meanwhile OpenBLAS runs at one thread, so that n workers use n cores
  * rather than contending with its pool; its setting is restored after. A thread that
  * cannot be started has its share run on the caller's thread once the others are done:
  * fewer cores, the same result. Returns when every share is done; the replicas are gone
