@@ -27,7 +27,9 @@ echo "== how the cross-attention formed over training (the sentences under train
 "$QKV" attention runs/toy --watch --out runs/toy/watch-view 2>/dev/null | head -n 14
 echo
 
-echo "== training curves: runs/toy/curves.svg; attention viewer: runs/toy/attention/index.html;"
+"$QKV" report runs/toy >/dev/null
+echo "== the run's story on one page: runs/toy/report.html (setup, curves, attention over training);"
+echo "   training curves: runs/toy/curves.svg; attention viewer: runs/toy/attention/index.html;"
 echo "   attention over training: runs/toy/watch-view/index.html (move the step slider)"
 echo
 
