@@ -94,6 +94,7 @@ static const KeySpec keys[] = {
     INT("train.valid_every", train.valid_every, 500, 1, 2000000000),
     INT("train.checkpoint_every", train.checkpoint_every, 500, 1, 2000000000),
     INT("train.keep_checkpoints", train.keep_checkpoints, 3, 1, 1000),
+    INT("train.average_last", train.average_last, 0, 0, 1000),
     INT("train.threads", train.threads, 2, 1, CONFIG_THREADS_MAX),
     BOOL("train.valid_bleu", train.valid_bleu, 0),
     ENUM("train.best_by", train.best_by, BEST_BY_LOSS, "loss", "bleu"),
@@ -510,6 +511,10 @@ int config_validate(Config *c, int check_files) {
     if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
         return err_set("%s: train.best_by: bleu needs train.valid_bleu: true",
                        where_is(c, "train.best_by", w, sizeof w));
+    if (c->train.average_last > c->train.keep_checkpoints)
+        return err_set("%s: train.average_last is %d, but train.keep_checkpoints keeps %d step checkpoints to average",
+                       where_is(c, "train.average_last", w, sizeof w), c->train.average_last,
+                       c->train.keep_checkpoints);
     if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
     /* the name becomes a directory under runs/: a path component, printable */
     int dots = strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0;

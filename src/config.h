@@ -80,6 +80,7 @@ typedef struct {
         } adam;
         double clip_norm, label_smoothing;
         int log_every, valid_every, checkpoint_every, keep_checkpoints, threads;
+        int average_last; /* 0, or: ckpt/average.safetensors, the mean of the newest N step checkpoints */
         int valid_bleu, best_by;
         WatchSentence watch[CONFIG_WATCH_MAX];
         int n_watch;

@@ -73,6 +73,27 @@ cp -r "$T/straight" "$T/fifo" && rm "$T/fifo/metrics.jsonl" && mkfifo "$T/fifo/m
 expect_error "resume_refuses_a_fifo_metrics_file" 2 "^qkv: $T/fifo/metrics.jsonl: a FIFO, not a regular file$" \
     timeout 120 "$QKV" resume "$T/fifo" --steps 60
 
+# ---- train.average_last: the mean of the newest checkpoints, preferred, and resume untouched ---
+train "$T/avg" $N --set train.average_last=3
+"$QKV" export "$T/avg" --average 3 --out "$T/avg-export.safetensors" >/dev/null 2>&1
+"$QKV" export "$T/avg/ckpt/step-0000$N.safetensors" --out "$T/avg-last.safetensors" >/dev/null 2>&1
+same_tensors "$T/avg/ckpt/average.safetensors" "$T/avg-export.safetensors" &&
+    ! same_tensors "$T/avg/ckpt/average.safetensors" "$T/avg-last.safetensors" &&
+    ok average_last_is_the_mean_of_the_newest_checkpoints ||
+    bad average_last_is_the_mean_of_the_newest_checkpoints "$(ls "$T/avg/ckpt"; tail -2 "$T/avg.log")"
+"$QKV" translate "$T/avg" <"$T/data/test.src" 2>"$T/avg-which.txt" >"$T/avg-hyp.txt"
+"$QKV" translate "$T/avg-export.safetensors" <"$T/data/test.src" 2>/dev/null >"$T/avg-export-hyp.txt"
+grep -q "ckpt/average.safetensors (average, step $N)" "$T/avg-which.txt" && cmp -s "$T/avg-hyp.txt" "$T/avg-export-hyp.txt" &&
+    ok average_last_is_what_translate_uses_and_names || bad average_last_is_what_translate_uses_and_names "$(cat "$T/avg-which.txt")"
+train "$T/avg-resumed" 30 --set train.average_last=3
+"$QKV" resume "$T/avg-resumed" --steps $N >"$T/avg-resumed.resume.log" 2>&1
+same_tensors "$T/avg-resumed/ckpt/step-0000$N.safetensors" "$straight" &&
+    same_tensors "$T/avg/ckpt/step-0000$N.safetensors" "$straight" &&
+    same_tensors "$T/avg-resumed/ckpt/average.safetensors" "$T/avg/ckpt/average.safetensors" &&
+    ok average_last_leaves_training_and_resume_bit_exact || bad average_last_leaves_training_and_resume_bit_exact "checkpoints differ"
+expect_error average_last_over_keep_checkpoints 2 "train.average_last is 4, but train.keep_checkpoints keeps 3" \
+    "$QKV" train "$T/r.yaml" --set run_dir="$T/avg-bad" --set train.average_last=4
+
 # ---- SIGINT / SIGTERM: finish the step, checkpoint, exit 0, say how to resume -------------
 for sig in INT TERM; do
     dir="$T/sig$sig"

@@ -96,6 +96,7 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "  valid_every: 500\n"
                                     "  checkpoint_every: 500\n"
                                     "  keep_checkpoints: 3\n"
+                                    "  average_last: 0\n"
                                     "  threads: 2\n"
                                     "  valid_bleu: false\n"
                                     "  best_by: loss\n"

@@ -13,6 +13,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "data/tokenize.h"
+#include "train/average.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
 #include "util/err.h"
@@ -20,49 +21,17 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* r->model's weights become the mean of the last n step checkpoints of r's run. Each is
- * opened before any is read, so a train of the run rotating checkpoints meanwhile cannot
- * take one away half-way: the n averaged are n that existed together. */
+/* r->model's weights become the mean of the last n step checkpoints of r's run, each named */
 static int average_last(Run *r, int n) {
     char **paths;
-    struct rlimit lim; /* room for n open files at once (up to 1000; the soft limit is often 1024) */
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < (rlim_t)n + 64) {
-        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > (rlim_t)n + 64 ? (rlim_t)n + 64 : lim.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &lim);
-    }
-    int *fds = xmalloc(sizeof(int) * (size_t)n);
-    int have = run_open_newest_checkpoints(r->dir, n, fds, &paths), rc = 0;
-    if (have < 0) return free(fds), -1;
-    if (have < n) {
-        for (int i = 0; i < have; i++) close(fds[i]);
-        free_lines(paths, have), free(fds);
-        return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n,
-                       have);
-    }
-    Model tmp;
-    ModelConfig mc = r->model.cfg;
-    model_init(&tmp, &mc);
-    double *sum = xcalloc(r->model.n_params, sizeof(double));
-    for (int i = 0; i < n && rc == 0; i++) {
-        CkptFile f;
-        size_t len;
-        char *bytes = read_fd_max(fds[i], paths[i], READ_FILE_ANY, &len);
-        rc = bytes ? ckpt_parse(&f, paths[i], bytes, len) : -1;
-        if (rc == 0) {
-            rc = run_check_checkpoint(r, paths[i], &f.meta);
-            if (rc == 0) rc = ckpt_read(&f, &tmp, NULL);
-            if (rc == 0 && i == n - 1) ckpt_meta_free(&r->meta), r->meta = ckpt_meta_take(&f);
-            ckpt_close(&f);
-        }
-        for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) sum[k] += tmp.params[k];
-        if (rc == 0) printf("  %s\n", paths[i]);
-    }
-    for (size_t k = 0; rc == 0 && k < tmp.n_params; k++) r->model.params[k] = (float)(sum[k] / n);
-    for (int i = 0; i < n; i++) close(fds[i]);
-    free(sum), free(fds);
-    model_free(&tmp);
-    free_lines(paths, n);
-    return rc;
+    int got;
+    CkptMeta meta = {0};
+    if (average_newest(r, n, 0, &r->model, &meta, &paths, &got) != 0) return -1;
+    for (int i = 0; i < got; i++) printf("  %s\n", paths[i]);
+    free_lines(paths, got);
+    ckpt_meta_free(&r->meta);
+    r->meta = meta;
+    return 0;
 }
 
 /* One side's vocabulary as the export stores it: the vocabulary file, or the model in hex. */

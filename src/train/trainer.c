@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/average.h"
 #include "train/checkpoint.h"
 #include "train/curves.h"
 #include "train/dist.h"
@@ -339,6 +340,8 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
     if (rc != 0) return -1;
     if (improved && run_mark_best(cfg->run_dir, path) != 0) return -1;
     run_rotate_checkpoints(cfg->run_dir, cfg->train.keep_checkpoints);
+    /* derived from the files just kept, never trained on: a failure costs the average only */
+    if (cfg->train.average_last > 0 && average_write(&t->run, cfg->train.average_last) != 0) r->warn(r->ctx, err_msg());
     return 0;
 }
 
