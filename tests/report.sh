@@ -4,8 +4,8 @@
 # headless Chromium with no JS errors (screenshots in build/); the page loads nothing
 # from the network; its curves hold metrics.jsonl's values exactly; a run with an empty
 # or cut metrics.jsonl still gets a page that says what is missing; the status reads
-# running, then stopped by the signal; and training goes on when the page cannot be
-# written. Ends with "N passed, N failed, N skipped".
+# running, then stopped by the signal, then killed without a word; and training goes on
+# when the page cannot be written. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -129,6 +129,19 @@ wait $bg
 bg=""
 grep -q "<b>stopped at step [0-9]*</b>" "$T/live/report.html" && grep -q "the last ended: stopped by signal 2" "$T/live/report.html" &&
     ok report_after_ctrl_c_says_stopped_by_the_signal || bad report_after_ctrl_c_says_stopped_by_the_signal "$(grep -o 'class="status">.*' "$T/live/report.html")"
+
+# ... and a process killed without a word: its journal has no end, and the page says so
+"$BOUNDED" "$QKV_BIN" resume "$T/live" --steps 100000 >"$T/live2.log" 2>&1 &
+bg=$!
+wait_for "$T/live2.log" "valid" 120
+kill -KILL $bg
+wait $bg 2>/dev/null
+bg=""
+"$QKV" report "$T/live" >/dev/null 2>&1
+grep -q "<b>stopped at step [0-9]*</b>" "$T/live/report.html" &&
+    grep -q "the last training process ended without saying how (killed?)" "$T/live/report.html" &&
+    ok report_after_sigkill_says_the_process_ended_without_a_word ||
+    bad report_after_sigkill_says_the_process_ended_without_a_word "$(grep -o 'class="status">.*' "$T/live/report.html")"
 
 # ---- training goes on when the page cannot be written ---------------------------------------
 mkdir -p "$T/blocked/report.html" # a directory where the page goes: no rename can replace it

@@ -112,35 +112,43 @@ static json_t *last_metrics(const Story *st) { return st->metrics.n ? st->metric
 
 /* ---- header ------------------------------------------------------------------------------ */
 
+/* running, finished, or stopped at step N; then how the last process ended when it was not
+ * by finishing: the journal's last line is its "end" (a signal, a divergence, a failure),
+ * or, when that line is missing, the process never wrote it (killed) */
+static void status_line(StrBuf *sb, const Story *st, double step, int steps) {
+    const json_t *end = last_event(st, "end", NULL);
+    int running = st->o->running || st->holder, finished = steps && step >= steps;
+    int said_how = end && end == st->journal.v[st->journal.n - 1];
+    const char *how = said_how ? str(end, "how") : NULL;
+    if (running) sb_printf(sb, "<b>running</b>");
+    else if (finished) sb_printf(sb, "<b>finished</b>");
+    else sb_printf(sb, "<b>stopped at step %.0f</b>", step);
+    sb_printf(sb, ": step %.0f of %d", step, steps);
+    if (running && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
+    if (running || finished || st->journal.absent) return;
+    if (how && strcmp(how, "done") != 0) {
+        sb_printf(sb, "; the last ended: %s", how);
+        if (json_is_integer(json_object_get(end, "signal")))
+            sb_printf(sb, " by signal %lld", json_integer_value(json_object_get(end, "signal")));
+        if (str(end, "error")) sb_printf(sb, ": "), text(sb, str(end, "error"));
+    } else if (!said_how) {
+        sb_printf(sb, "; the last training process ended without saying how (killed?)");
+    }
+}
+
 static void header(StrBuf *sb, const Story *st) {
     const json_t *last = last_metrics(st), *end = last_event(st, "end", NULL),
                  *began = last_event(st, "start", "resume");
     double step = last ? num(last, "step") : 0, epoch = last ? num(last, "epoch") : NAN;
     if (end && (!last || num(end, "step") > step)) step = num(end, "step");
-    int steps = st->have_cfg ? st->cfg.train.steps : 0;
     sb_printf(sb, "<h1>qkv run: ");
     text(sb, st->have_cfg ? st->cfg.name : st->dir);
-    sb_printf(sb, "</h1>\n<p class=\"status\"><b>");
-    const char *how = end ? str(end, "how") : NULL;
-    int end_is_last = end && began && json_integer_value(json_object_get(end, "step")) >= 0 &&
-                      (json_t *)end == st->journal.v[st->journal.n - 1];
-    if (st->o->running || st->holder) sb_printf(sb, "running");
-    else if (steps && step >= steps) sb_printf(sb, "finished");
-    else sb_printf(sb, "stopped at step %.0f", step);
-    sb_printf(sb, "</b>: step %.0f of %d", step, steps);
+    sb_printf(sb, "</h1>\n<p class=\"status\">");
+    status_line(sb, st, step, st->have_cfg ? st->cfg.train.steps : 0);
     if (isfinite(epoch)) sb_printf(sb, ", epoch %.2f", epoch);
     char wall[48];
     duration(wall, sizeof wall, last ? num(last, "elapsed_s") : NAN);
     sb_printf(sb, "; %s of training", wall);
-    if (st->holder && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
-    if (!st->o->running && !st->holder && end_is_last && how && strcmp(how, "done") != 0) {
-        sb_printf(sb, "; the last ended: %s", how);
-        if (json_is_integer(json_object_get(end, "signal")))
-            sb_printf(sb, " by signal %lld", json_integer_value(json_object_get(end, "signal")));
-        if (str(end, "error")) sb_printf(sb, ": "), text(sb, str(end, "error"));
-    } else if (!st->o->running && !st->holder && !st->journal.absent && !end_is_last && !(steps && step >= steps)) {
-        sb_printf(sb, "; the last training process ended without saying how (killed?)");
-    }
     sb_printf(sb, "</p>\n<p class=\"machine\">");
     const json_t *m = began ? json_object_get(began, "machine") : NULL;
     if (m) {
