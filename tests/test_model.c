@@ -716,6 +716,27 @@ static void test_beam_one_is_greedy(void) {
     }
 }
 
+/* Greedy search over a batch, where finished sentences leave the step as they end, gives
+ * every sentence the tokens it gets decoded alone. */
+static void test_greedy_batch_is_each_alone(void) {
+    enum { N = 40 };
+    Model m;
+    search_model(&m, 0);
+    Seq src[N], batch[N], alone;
+    search_sources(src, N);
+    greedy_decode(&m, src, N, batch);
+    int same = 1, lens_differ = 0;
+    for (int i = 0; i < N; i++) {
+        greedy_decode(&m, &src[i], 1, &alone);
+        same &= alone.len == batch[i].len && memcmp(alone.ids, batch[i].ids, sizeof(int) * (size_t)alone.len) == 0;
+        lens_differ += batch[i].len != batch[0].len;
+        free(alone.ids), free(batch[i].ids), free(src[i].ids);
+    }
+    model_free(&m);
+    CHECK(same, "a sentence decoded in a batch differs from the same sentence decoded alone");
+    CHECK(lens_differ > 0, "every output has one length: no sentence left the batch early");
+}
+
 /* Log P of ids (+ EOS when with_eos) given src, by the full forward pass. */
 static double full_logp(Model *m, const Seq *src, const int *ids, int len, int with_eos) {
     int S = src->len + 1, T = len + with_eos;
@@ -783,6 +804,7 @@ static void test_beam_scores_and_order(void) {
 
 const TestCase decode_tests[] = {
     {"decode_beam_one_is_greedy", test_beam_one_is_greedy},
+    {"decode_greedy_batch_is_each_alone", test_greedy_batch_is_each_alone},
     {"decode_beam_scores_order_and_no_repeat", test_beam_scores_and_order},
     {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},

@@ -47,22 +47,35 @@ static void greedy_group(Model *m, DecodeState *st, const Seq *const *src, int B
     }
     ModelBatch b = {B, S, 1, src_ids, src_len, tok, NULL, &one, 0};
     model_step_begin(m, st, &b, 1);
-    int remaining = B, V = m->cfg.tgt_vocab;
+    /* row r of the step is sentence sent[r]; finished sentences leave the step once an
+     * eighth of its rows are done (each leaving costs a copy of the rows after it) */
+    int remaining = B, V = m->cfg.tgt_vocab, rows = B, idle = 0;
+    int *sent = xmalloc(sizeof(int) * (size_t)B), *keep = xmalloc(sizeof(int) * (size_t)B);
+    for (int r = 0; r < B; r++) sent[r] = r;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {
         const float *logits = model_step(m, st, tok);
-        for (int i = 0; i < B; i++) {
+        for (int r = 0; r < rows; r++) {
+            int i = sent[r];
             if (done[i]) continue;
-            const float *z = logits + (size_t)i * V;
+            const float *z = logits + (size_t)r * V;
             int best = argmax_token(z, V);
             if (scores) logp[i] += z[best] - search_log_normaliser(z, V);
-            if (best != VOCAB_EOS) out[i]->ids[out[i]->len++] = tok[i] = best;
+            if (best != VOCAB_EOS) out[i]->ids[out[i]->len++] = tok[r] = best;
             if (best == VOCAB_EOS || out[i]->len >= decode_max_len(m, o, src[i]->len)) {
-                done[i] = 1, remaining--;
+                done[i] = 1, remaining--, idle++;
                 if (scores) *scores[i] = logp[i] / pow(out[i]->len + (best == VOCAB_EOS), o->length_penalty);
             }
         }
+        if (remaining > 0 && idle > 0 && idle * 8 >= rows) {
+            int n = 0;
+            for (int r = 0; r < rows; r++)
+                if (!done[sent[r]]) keep[n++] = r;
+            model_step_keep(st, m, keep, n);
+            for (int k = 0; k < n; k++) sent[k] = sent[keep[k]], tok[k] = tok[keep[k]];
+            rows = n, idle = 0;
+        }
     }
-    free(src_ids), free(src_len), free(tok), free(done), free(logp);
+    free(src_ids), free(src_len), free(tok), free(done), free(logp), free(sent), free(keep);
 }
 
 static int by_src_len(const void *a, const void *b) {

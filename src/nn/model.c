@@ -872,6 +872,28 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
     memcpy(st->src_len, len, sizeof(int) * (size_t)B);
 }
 
+void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
+    int d = m->cfg.d_model;
+    size_t self_block = (size_t)st->max_len * d, self_used = (size_t)st->t * d, cross_block = (size_t)st->S * d;
+    /* keep ascends, so row keep[i] moves down to i (or stays): each move reads a row not
+     * yet overwritten */
+    for (int l = 0; l < m->cfg.decoder_layers; l++) {
+        DecoderLayerActs *e = &st->layer[l];
+        for (int i = 0; i < n; i++) {
+            if (keep[i] == i) continue;
+            memmove(e->self_attn.k + i * self_block, e->self_attn.k + keep[i] * self_block, sizeof(float) * self_used);
+            memmove(e->self_attn.v + i * self_block, e->self_attn.v + keep[i] * self_block, sizeof(float) * self_used);
+            memmove(e->cross_attn.k + i * cross_block, e->cross_attn.k + keep[i] * cross_block,
+                    sizeof(float) * cross_block);
+            memmove(e->cross_attn.v + i * cross_block, e->cross_attn.v + keep[i] * cross_block,
+                    sizeof(float) * cross_block);
+        }
+    }
+    for (int i = 0; i < n; i++) st->src_len[i] = st->src_len[keep[i]];
+    /* the buffers stay carved for the larger B: rows past n are simply not used */
+    st->B = n;
+}
+
 void model_step_end(DecodeState *st) {
     if (!st) return;
     free(st->buf);

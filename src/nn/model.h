@@ -277,6 +277,10 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens);
 /* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
  * hypotheses this way); from is a permutation with repeats allowed. */
 void model_step_reorder(DecodeState *st, const Model *m, const int *from);
+/* Only rows keep[0..n) (ascending; one decoder row per source, as greedy search runs)
+ * go on, as rows 0..n-1: finished sequences leave the batch, and later steps compute n
+ * rows, each exactly as it would have been computed beside the others. */
+void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
 
 #endif
