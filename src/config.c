@@ -423,6 +423,24 @@ int config_load(Config *c, const char *path) {
     return rc;
 }
 
+/* Whether key k holds the same value in a and b. */
+static int key_equal(const KeySpec *k, const Config *a, const Config *b) {
+    const char *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
+    switch (k->type) {
+    case KEY_INT64: return *(const int64_t *)x == *(const int64_t *)y;
+    case KEY_FLOAT: return *(const double *)x == *(const double *)y;
+    case KEY_STRING: return strcmp(x, y) == 0;
+    case KEY_WATCH: {
+        int same = a->train.n_watch == b->train.n_watch;
+        for (int i = 0; same && i < a->train.n_watch; i++)
+            same = strcmp(a->train.watch[i].src, b->train.watch[i].src) == 0 &&
+                   strcmp(a->train.watch[i].tgt, b->train.watch[i].tgt) == 0;
+        return same;
+    }
+    default: return *(const int *)x == *(const int *)y; /* int, bool, enum */
+    }
+}
+
 int config_same_model(const Config *a, const Config *b, char *what, size_t n) {
     for (size_t i = 0; i < N_KEYS; i++) {
         const KeySpec *k = &keys[i];
@@ -430,9 +448,7 @@ int config_same_model(const Config *a, const Config *b, char *what, size_t n) {
             strcmp(k->path, "data.shared_vocab") != 0)
             continue;
         if (strncmp(k->path, "model.dropout", 13) == 0) continue; /* no effect on the weights' meaning */
-        const char *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
-        int same = k->type == KEY_FLOAT ? *(const double *)x == *(const double *)y : *(const int *)x == *(const int *)y;
-        if (!same) {
+        if (!key_equal(k, a, b)) {
             snprintf(what, n, "%s", k->path);
             return 0;
         }
@@ -597,7 +613,9 @@ static int put_yaml_string(StrBuf *sb, const char *s) {
     return 0;
 }
 
-char *config_text(const Config *c, const char *name) {
+int config_text_parts(const Config *c, const char *name, ConfigTextFn fn, void *ctx) {
+    Config def;
+    config_defaults(&def);
     StrBuf sb = {0};
     sb_printf(&sb, "# resolved config: every key, defaults included\n");
     char open[4][64] = {{0}}; /* the sections the previous key left open */
@@ -618,6 +636,8 @@ char *config_text(const Config *c, const char *name) {
             sb_printf(&sb, "%*s%s:\n", 2 * d, "", parts[d]);
             memcpy(open[d], parts[d], sizeof open[d]);
         }
+        fn(ctx, sb.buf, 0); /* the comment or the sections this key opens */
+        sb.len = 0, sb.buf[0] = '\0';
         depth = np - 1;
         sb_printf(&sb, "%*s%s: ", 2 * depth, "", parts[np - 1]);
         const char *field = (const char *)c + k->offset;
@@ -629,7 +649,7 @@ char *config_text(const Config *c, const char *name) {
         case KEY_STRING:
             if (put_yaml_string(&sb, field) != 0) {
                 sb_free(&sb);
-                return err_set("%s: %s is not valid UTF-8, which YAML cannot hold", name, k->path), NULL;
+                return err_set("%s: %s is not valid UTF-8, which YAML cannot hold", name, k->path);
             }
             sb_append(&sb, "\n", 1);
             break;
@@ -647,7 +667,21 @@ char *config_text(const Config *c, const char *name) {
             }
             break;
         }
+        fn(ctx, sb.buf, !key_equal(k, c, &def));
+        sb.len = 0, sb.buf[0] = '\0';
     }
+    sb_free(&sb);
+    return 0;
+}
+
+static void append_part(void *ctx, const char *text, int changed) {
+    (void)changed;
+    sb_append(ctx, text, strlen(text));
+}
+
+char *config_text(const Config *c, const char *name) {
+    StrBuf sb = {0};
+    if (config_text_parts(c, name, append_part, &sb) != 0) return sb_free(&sb), NULL;
     return sb.buf;
 }
 

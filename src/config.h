@@ -110,6 +110,11 @@ int config_validate(Config *c, int check_files);
 /* Every key (the resolved config) as YAML text (malloc'd); name stands for the file in
  * errors. NULL with the error set (a string YAML cannot hold). */
 char *config_text(const Config *c, const char *name);
+/* config_text in parts, in order: fn(ctx, text, changed) for the lines that open sections
+ * (changed 0), then for each key its lines (its list items included), changed when it
+ * differs from the key's default. -1 with the error set (as config_text). */
+typedef void (*ConfigTextFn)(void *ctx, const char *text, int changed);
+int config_text_parts(const Config *c, const char *name, ConfigTextFn fn, void *ctx);
 /* Writes config_text atomically. */
 int config_write(const Config *c, const char *path);
 

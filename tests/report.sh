@@ -50,6 +50,10 @@ short=$T/short/report.html
 grep -q 'No samples' "$short" && grep -q 'No watched sentences' "$short" && grep -q 'No evaluations' "$short" &&
     grep -q 'No head analysis' "$short" && ok report_short_run_names_what_it_lacks ||
     bad report_short_run_names_what_it_lacks "$(grep -o 'class="missing">[^<]*' "$short")"
+# the config's keys that differ from their defaults are marked, and only those
+grep -q '^<mark>  d_model: 32</mark>$' "$full" && grep -q '^  heads: 4$' "$full" && grep -q '^<mark>  watch: $' "$full" &&
+    grep -q '^  keep_checkpoints: 3$' "$full" && ok report_marks_the_changed_config_keys ||
+    bad report_marks_the_changed_config_keys "$(grep -A3 '<pre class="config">' "$full")"
 grep -q 'class="resume"' "$full" && grep -q 'resumed at step 100' "$full" && grep -q 'the resume of step 100' "$full" &&
     ok report_marks_the_resume || bad report_marks_the_resume "no resume mark"
 

@@ -174,15 +174,32 @@ static void header(StrBuf *sb, const Story *st) {
 
 /* ---- setup: the config, the data -------------------------------------------------------- */
 
-/* "a.b.c" of each "key: value" line of config_text, by indentation */
-static void key_path(const char *line, char open[4][64], char *path, size_t n, const char **value) {
-    int indent = (int)strspn(line, " "), depth = indent / 2 < 3 ? indent / 2 : 3;
-    const char *k = line + indent, *colon = strstr(k, ": ");
-    size_t klen = colon ? (size_t)(colon - k) : strcspn(k, ":");
-    snprintf(open[depth], 64, "%.*s", (int)klen, k);
-    path[0] = '\0';
-    for (int d = 0; d <= depth; d++) snprintf(path + strlen(path), n - strlen(path), "%s%s", d ? "." : "", open[d]);
-    *value = colon ? colon + 2 : NULL;
+/* config_text's parts into the page: a key that differs from its default marked */
+typedef struct {
+    StrBuf body;
+    int changed;
+} ConfigMarks;
+
+static void mark_part(void *ctx, const char *part, int changed) {
+    ConfigMarks *m = ctx;
+    if (part[0] == '#') { /* the file's comment line: not a key */
+        const char *nl = strchr(part, '\n');
+        part = nl ? nl + 1 : "";
+    }
+    if (!part[0]) return;
+    m->changed += changed;
+    if (!changed) {
+        text(&m->body, part);
+        return;
+    }
+    /* the mark closes before the last line break: each marked line ends with it */
+    size_t n = strlen(part), body = n && part[n - 1] == '\n' ? n - 1 : n;
+    char *copy = xstrdup(part);
+    copy[body] = '\0';
+    sb_printf(&m->body, "<mark>");
+    text(&m->body, copy);
+    sb_printf(&m->body, "</mark>%s", body < n ? "\n" : "");
+    free(copy);
 }
 
 static void config_section(StrBuf *sb, const Story *st) {
@@ -193,48 +210,18 @@ static void config_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</p>\n");
         return;
     }
-    Config def;
-    config_defaults(&def);
-    char *mine = config_text(&st->cfg, "config.yaml"), *base = config_text(&def, "defaults");
-    if (!mine || !base) {
-        free(mine), free(base);
-        sb_printf(sb, "<p class=\"missing\">the config could not be printed</p>\n");
-        return;
+    ConfigMarks m = {0};
+    if (config_text_parts(&st->cfg, "config.yaml", mark_part, &m) != 0) {
+        sb_printf(sb, "<p class=\"missing\">the config could not be printed: ");
+        text(sb, err_msg());
+        sb_printf(sb, "</p>\n");
+    } else {
+        sb_printf(sb, "<p>%d key%s differ from the defaults (marked).</p>\n<pre class=\"config\">", m.changed,
+                  m.changed == 1 ? "" : "s");
+        sb_append(sb, m.body.buf ? m.body.buf : "", m.body.len);
+        sb_printf(sb, "</pre>\n");
     }
-    /* the defaults' lines by key path */
-    int nd = 0;
-    char **dpath = NULL, **dval = NULL, open[4][64] = {{0}}, path[256];
-    for (char *line = strtok(base, "\n"); line; line = strtok(NULL, "\n")) {
-        const char *v;
-        if (line[0] == '#') continue;
-        key_path(line, open, path, sizeof path, &v);
-        dpath = xrealloc(dpath, sizeof(char *) * (size_t)(nd + 1)),
-        dval = xrealloc(dval, sizeof(char *) * (size_t)(nd + 1));
-        dpath[nd] = xstrdup(path), dval[nd++] = xstrdup(v ? v : "");
-    }
-    int changed = 0;
-    StrBuf body = {0};
-    memset(open, 0, sizeof open);
-    for (char *line = strtok(mine, "\n"); line; line = strtok(NULL, "\n")) {
-        const char *v;
-        if (line[0] == '#') continue;
-        key_path(line, open, path, sizeof path, &v);
-        int differs = v != NULL;
-        for (int i = 0; v && i < nd && differs; i++)
-            if (strcmp(dpath[i], path) == 0) differs = strcmp(dval[i], v) != 0;
-        if (line[strspn(line, " ")] == '-') differs = 1; /* a list item: no default lists any */
-        changed += differs;
-        sb_printf(&body, "%s", differs ? "<mark>" : "");
-        text(&body, line);
-        sb_printf(&body, "%s\n", differs ? "</mark>" : "");
-    }
-    sb_printf(sb, "<p>%d key%s differ from the defaults (marked).</p>\n<pre class=\"config\">", changed,
-              changed == 1 ? "" : "s");
-    sb_append(sb, body.buf ? body.buf : "", body.len);
-    sb_printf(sb, "</pre>\n");
-    sb_free(&body);
-    for (int i = 0; i < nd; i++) free(dpath[i]), free(dval[i]);
-    free(dpath), free(dval), free(mine), free(base);
+    sb_free(&m.body);
 }
 
 static void split_row(StrBuf *sb, const char *name, const json_t *s) {
