@@ -3,6 +3,7 @@
  * The parameter table and the activation arena are both described by one "bind"
  * function each, written once and used for every buffer (params, grads; counting and
  * carving), so the forward and the backward pass can never disagree about layout. */
+#define QKV_NN_INTERNAL /* the pieces step.c shares (model.h) */
 #include "nn/model.h"
 
 #include <cblas.h>
@@ -194,48 +195,42 @@ const TensorInfo *model_find_tensor(const Model *m, const char *name) {
 
 /* ---- activation arena ---------------------------------------------------------------- */
 
-typedef struct {
-    float *base; /* NULL: only count */
-    size_t used;
-} Carver;
-
-static float *take(Carver *cv, size_t n);
 /* n bytes, for masks */
-static uint8_t *take_bytes(Carver *cv, size_t n) { return (uint8_t *)take(cv, (n + 3) / 4); }
+static uint8_t *carver_take_bytes(Carver *cv, size_t n) { return (uint8_t *)carver_take(cv, (n + 3) / 4); }
 
-static float *take(Carver *cv, size_t n) {
+float *carver_take(Carver *cv, size_t n) {
     float *p = cv->base ? cv->base + cv->used : NULL;
     cv->used += (n + 15) & ~(size_t)15; /* slices start at multiples of 64 bytes from the arena start */
     return p;
 }
 
-static void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre) {
-    r->ln = take(cv, N * d);
-    r->mean = take(cv, N);
-    r->rstd = take(cv, N);
-    r->mask = take_bytes(cv, N * d);
-    r->sum = take(cv, N * d);
+void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre) {
+    r->ln = carver_take(cv, N * d);
+    r->mean = carver_take(cv, N);
+    r->rstd = carver_take(cv, N);
+    r->mask = carver_take_bytes(cv, N * d);
+    r->sum = carver_take(cv, N * d);
     r->out = pre ? r->sum : r->ln;
 }
 
 /* `out` is only read by the residual right after it is written, never by a backward
  * pass, so every sub-layer's output shares one buffer. */
 static void carve_attn(Carver *cv, AttnActs *a, int B, int Tq, int Tk, int d, int H, float *shared_out) {
-    a->q = take(cv, (size_t)B * Tq * d);
-    a->k = take(cv, (size_t)B * Tk * d);
-    a->v = take(cv, (size_t)B * Tk * d);
-    a->p = take(cv, (size_t)B * H * Tq * Tk);
-    a->ctx = take(cv, (size_t)B * Tq * d);
+    a->q = carver_take(cv, (size_t)B * Tq * d);
+    a->k = carver_take(cv, (size_t)B * Tk * d);
+    a->v = carver_take(cv, (size_t)B * Tk * d);
+    a->p = carver_take(cv, (size_t)B * H * Tq * Tk);
+    a->ctx = carver_take(cv, (size_t)B * Tq * d);
     a->out = shared_out;
 }
 
-static void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
-    s->emb = take(cv, N * d);
-    s->emb_mask = take_bytes(cv, N * d);
-    s->x = take(cv, N * d);
-    s->out = take(cv, N * d);
-    s->norm_mean = take(cv, N);
-    s->norm_rstd = take(cv, N);
+void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
+    s->emb = carver_take(cv, N * d);
+    s->emb_mask = carver_take_bytes(cv, N * d);
+    s->x = carver_take(cv, N * d);
+    s->out = carver_take(cv, N * d);
+    s->norm_mean = carver_take(cv, N);
+    s->norm_rstd = carver_take(cv, N);
 }
 
 /* Encoder activations come first and depend only on (B, S), so re-carving for a longer
@@ -252,9 +247,9 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         carve_residual(&cv, &e->r1, Ns, d, pre);
         carve_attn(&cv, &e->attn, B, S, S, d, H, shared_out);
         carve_residual(&cv, &e->r2, Ns, d, pre);
-        e->ffn.hidden = take(&cv, Ns * ff);
+        e->ffn.hidden = carver_take(&cv, Ns * ff);
     }
-    shared_out = take(&cv, Nmax * d);
+    shared_out = carver_take(&cv, Nmax * d);
     for (int l = 0; l < c->encoder_layers; l++) a->enc[l].attn.out = a->enc[l].ffn.out = shared_out;
     carve_stack(&cv, &a->tgt, Nt, d);
     for (int l = 0; l < c->decoder_layers; l++) {
@@ -264,27 +259,27 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         carve_residual(&cv, &e->r2, Nt, d, pre);
         carve_attn(&cv, &e->cross_attn, B, T, S, d, H, shared_out);
         carve_residual(&cv, &e->r3, Nt, d, pre);
-        e->ffn.hidden = take(&cv, Nt * ff);
+        e->ffn.hidden = carver_take(&cv, Nt * ff);
         e->ffn.out = shared_out;
     }
-    a->logits = take(&cv, (Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS) * c->tgt_vocab);
+    a->logits = carver_take(&cv, (Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS) * c->tgt_vocab);
     /* the decoder's stream gradient is dead once the encoder's backward starts, and
      * d_sum (post-LN) and d_in (pre-LN) are never needed by the same block: each pair
      * shares a buffer */
-    a->d_src = a->d_tgt = take(&cv, Nmax * d);
-    a->d_enc_out = take(&cv, Ns * d);
-    a->d_sub = take(&cv, Nmax * d);
-    a->d_sum = a->d_in = take(&cv, Nmax * d);
+    a->d_src = a->d_tgt = carver_take(&cv, Nmax * d);
+    a->d_enc_out = carver_take(&cv, Ns * d);
+    a->d_sub = carver_take(&cv, Nmax * d);
+    a->d_sum = a->d_in = carver_take(&cv, Nmax * d);
     int Tmax = S > T ? S : T;
     /* the feed-forward and the attention backward passes never run at once: their
      * scratch shares one block */
-    float *block = take(&cv, Nmax * (ff > 4 * d ? ff : 4 * d));
+    float *block = carver_take(&cv, Nmax * (ff > 4 * d ? ff : 4 * d));
     a->d_hidden = block;
     a->attn.dq = block;
     a->attn.dk = block + Nmax * d;
     a->attn.dv = block + 2 * Nmax * d;
     a->attn.dctx = block + 3 * Nmax * d;
-    a->attn.dp = take(&cv, (size_t)B * H * Tmax * Tmax);
+    a->attn.dp = carver_take(&cv, (size_t)B * H * Tmax * Tmax);
     return cv.used;
 }
 
@@ -323,13 +318,6 @@ static const float *residual_in(Residual *r, const NormParams *n, const float *x
     layernorm_forward(r->ln, r->mean, r->rstd, x, n->w, n->b, N, d);
     return r->ln;
 }
-
-/* Dropout of a site: its key, and where this pass's rows start in the whole batch's
- * (N, d) buffer. */
-typedef struct {
-    uint64_t key;
-    size_t offset;
-} DropSite;
 
 static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
                          float p, DropSite site) {
@@ -388,24 +376,15 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
 
 /* ---- forward ------------------------------------------------------------------------- */
 
-/* Dropout sites: every mask gets its own key from (seed, step, site); a part of a batch
- * starting at row row0 of width T starts at element row0 * T * d of the batch's buffer. */
-typedef struct {
-    uint64_t step_key; /* hash64(seed, step) */
-    size_t offset;
-} DropKeys;
-
-static DropSite drop_site(const DropKeys *k, int site) {
-    return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset};
-}
+DropSite drop_site(const DropKeys *k, int site) { return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset}; }
 
 static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0, int T) {
     return (DropKeys){hash64(seed, step), (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
 }
 
 /* Rows are positions first..first+T-1 of B sequences. */
-static void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first,
-                        float p, DropSite site) {
+void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first, float p,
+                 DropSite site) {
     int d = m->cfg.d_model;
     embedding_forward(s->emb, tokens, table, m->pos_table + (size_t)first * d, sqrtf((float)d), B, T, d);
     dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, site.key, site.offset);
@@ -441,9 +420,9 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
  * cross-attention from the encoder output mem. With one (incremental decoding), the new
  * rows' self-attention keys and values join the cache at position st->t and the
  * cross-attention reads the cached encoder keys and values. */
-static const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
-                                          const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
-                                          const DropKeys *keys) {
+const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
+                                   const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
+                                   const DropKeys *keys) {
     const DecoderLayerParams *w = &m->p.dec[l];
     int d = m->cfg.d_model, N = self->B * self->Tq, pre = m->cfg.pre_norm;
     const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
@@ -478,7 +457,7 @@ static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
 }
 
 /* The stack's output and all N rows of logits (decoding: no loss, N is small). */
-static void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
     decoder_out(m, s, x, N);
     logits_forward(logits, s->out, m->p.generator, N, m->cfg.d_model, m->cfg.tgt_vocab);
 }
@@ -602,7 +581,7 @@ int model_head_index(const Model *m, AttnKind kind, int layer, int head) {
 }
 
 /* Points one sub-layer's acts at its heads' gates, or at none. */
-static void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer) {
+void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer) {
     int at = model_head_index(m, kind, layer, 0);
     a->gate = m->head_gate ? m->head_gate + at : NULL;
     a->dgate = m->head_gate ? m->head_gate_grad + at : NULL;
@@ -748,154 +727,4 @@ double model_forward_backward(Model *m, const ModelBatch *b, uint64_t seed, uint
     decoder_backward(m, b);
     encoder_backward(m, b);
     return count ? m->loss_sum / count : 0.0;
-}
-
-/* ---- incremental decoding -------------------------------------------------------------- */
-
-/* The step's activations: B rows. Nothing runs backward, so every sub-layer of every
- * layer shares one residual, one set of attention and feed-forward buffers (a
- * post-LN sum reads the previous LN output, a pre-LN sum adds into itself in place),
- * which keeps the step's working set in cache; only the keys and values are per layer,
- * carved at cache size. */
-static size_t carve_step(const Model *m, DecodeState *st, float *base) {
-    const ModelConfig *c = &m->cfg;
-    int d = c->d_model, H = c->heads, pre = c->pre_norm, B = st->B;
-    int widest = st->max_len > st->S ? st->max_len : st->S;
-    Carver cv = {.base = base};
-    Residual r;
-    carve_residual(&cv, &r, (size_t)B, d, pre);
-    AttnActs shared = {.q = take(&cv, (size_t)B * d),
-                       .p = take(&cv, (size_t)B * H * widest),
-                       .ctx = take(&cv, (size_t)B * d),
-                       .out = take(&cv, (size_t)B * d)};
-    float *hidden = take(&cv, (size_t)B * c->d_ff);
-    for (int l = 0; l < c->decoder_layers; l++) {
-        DecoderLayerActs *e = &st->layer[l];
-        e->r1 = e->r2 = e->r3 = r;
-        e->self_attn = e->cross_attn = shared;
-        e->self_attn.k = take(&cv, (size_t)B * st->max_len * d);
-        e->self_attn.v = take(&cv, (size_t)B * st->max_len * d);
-        e->cross_attn.k = take(&cv, (size_t)B * st->S * d);
-        e->cross_attn.v = take(&cv, (size_t)B * st->S * d);
-        e->ffn = (FfnActs){.hidden = hidden, .out = shared.out};
-    }
-    carve_stack(&cv, &st->tgt, (size_t)B, d);
-    st->kv_new = take(&cv, 2 * (size_t)B * d);
-    st->logits = take(&cv, (size_t)B * c->tgt_vocab);
-    st->scratch = take(&cv, 2 * (size_t)B * widest * d);
-    st->src_len = (int *)take(&cv, 2 * (size_t)B); /* ints, as wide as floats */
-    st->self_len = base ? st->src_len + B : NULL;
-    return cv.used;
-}
-
-void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
-    int G = b->B, B = G * copies, S = b->S, d = m->cfg.d_model;
-    /* every group's caches get the same layout, the longest the position table allows:
-     * the next group then reuses the pages this one touched instead of faulting in new
-     * ones (only the rows a group fills are ever touched) */
-    int max_len = m->cfg.max_positions;
-    /* the memory of an earlier group is reused: a fresh one for every group would be
-     * mapped and page-faulted anew each time (it is larger than malloc keeps for reuse) */
-    float *buf = st->buf;
-    size_t cap = st->buf_floats;
-    *st = (DecodeState){.B = B, .S = S, .max_len = max_len, .copies = copies};
-    size_t need = carve_step(m, st, NULL);
-    /* groups come shortest first, each needing a little more: grow by half again */
-    if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
-    /* not zeroed: every value is written before it is read (caches up to what is filled) */
-    st->buf = buf, st->buf_floats = cap;
-    carve_step(m, st, st->buf);
-    for (int l = 0; l < m->cfg.decoder_layers; l++) {
-        point_gates(m, &st->layer[l].self_attn, ATTN_DEC_SELF, l);
-        point_gates(m, &st->layer[l].cross_attn, ATTN_CROSS, l);
-    }
-    for (int i = 0; i < B; i++) st->src_len[i] = b->src_len[i / copies];
-    model_reserve(m, model_arena_floats(m, G, S, 1));
-    model_encode(m, b);
-    /* each source's keys and values, projected once (into the cache itself when each
-     * source has one row), then copied to its other decoder rows */
-    size_t block = (size_t)S * d;
-    for (int l = 0; l < m->cfg.decoder_layers; l++) {
-        AttnActs *x = &st->layer[l].cross_attn;
-        float *k = copies == 1 ? x->k : st->scratch, *v = copies == 1 ? x->v : st->scratch + (size_t)G * block;
-        attention_project_kv(k, v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
-        for (int i = 0; copies > 1 && i < B; i++) {
-            memcpy(x->k + i * block, k + (size_t)(i / copies) * block, sizeof(float) * block);
-            memcpy(x->v + i * block, v + (size_t)(i / copies) * block, sizeof(float) * block);
-        }
-    }
-}
-
-const float *model_step(Model *m, DecodeState *st, const int *tokens) {
-    const ModelConfig *c = &m->cfg;
-    int B = st->B, t = st->t, d = c->d_model;
-    DropKeys none = {0, 0}; /* decoding drops nothing */
-    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2));
-    for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
-    /* one query per sequence: position t sees the cached positions 0..t, all of them */
-    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len};
-    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S};
-    const float *x = st->tgt.x;
-    for (int l = 0; l < c->decoder_layers; l++)
-        x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
-    decoder_head(m, &st->tgt, x, B, st->logits);
-    st->t++;
-    return st->logits;
-}
-
-/* rows (B, per, d): the first `used` rows of block i become those of block from[i],
- * through tmp; blocks that keep their own rows are not copied. */
-static void gather_rows(float *rows, float *tmp, const int *from, int B, int per, int used, int d) {
-    size_t block = (size_t)per * d, n = (size_t)used * d;
-    for (int i = 0; i < B; i++)
-        if (from[i] != i) memcpy(tmp + i * block, rows + (size_t)from[i] * block, sizeof(float) * n);
-    for (int i = 0; i < B; i++)
-        if (from[i] != i) memcpy(rows + i * block, tmp + i * block, sizeof(float) * n);
-}
-
-void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
-    int B = st->B, d = m->cfg.d_model, same_source = 1;
-    float *tmp = st->scratch;
-    /* rows of one source share their cross-attention keys and values: no copy needed
-     * while every row takes its state from a row of the same source */
-    for (int i = 0; i < B; i++) same_source &= from[i] / st->copies == i / st->copies;
-    for (int l = 0; l < m->cfg.decoder_layers; l++) {
-        DecoderLayerActs *e = &st->layer[l];
-        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, st->t, d);
-        gather_rows(e->self_attn.v, tmp, from, B, st->max_len, st->t, d);
-        if (same_source) continue;
-        gather_rows(e->cross_attn.k, tmp, from, B, st->S, st->S, d);
-        gather_rows(e->cross_attn.v, tmp, from, B, st->S, st->S, d);
-    }
-    int *len = (int *)tmp;
-    for (int i = 0; i < B; i++) len[i] = st->src_len[from[i]];
-    memcpy(st->src_len, len, sizeof(int) * (size_t)B);
-}
-
-void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
-    int d = m->cfg.d_model;
-    size_t self_block = (size_t)st->max_len * d, self_used = (size_t)st->t * d, cross_block = (size_t)st->S * d;
-    /* keep ascends, so row keep[i] moves down to i (or stays): each move reads a row not
-     * yet overwritten */
-    for (int l = 0; l < m->cfg.decoder_layers; l++) {
-        DecoderLayerActs *e = &st->layer[l];
-        for (int i = 0; i < n; i++) {
-            if (keep[i] == i) continue;
-            memmove(e->self_attn.k + i * self_block, e->self_attn.k + keep[i] * self_block, sizeof(float) * self_used);
-            memmove(e->self_attn.v + i * self_block, e->self_attn.v + keep[i] * self_block, sizeof(float) * self_used);
-            memmove(e->cross_attn.k + i * cross_block, e->cross_attn.k + keep[i] * cross_block,
-                    sizeof(float) * cross_block);
-            memmove(e->cross_attn.v + i * cross_block, e->cross_attn.v + keep[i] * cross_block,
-                    sizeof(float) * cross_block);
-        }
-    }
-    for (int i = 0; i < n; i++) st->src_len[i] = st->src_len[keep[i]];
-    /* the buffers stay carved for the larger B: rows past n are simply not used */
-    st->B = n;
-}
-
-void model_step_end(DecodeState *st) {
-    if (!st) return;
-    free(st->buf);
-    memset(st, 0, sizeof *st);
 }

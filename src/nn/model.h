@@ -283,4 +283,46 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from);
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
 
+/* ---- inside nn/ only: the pieces of model.c that the decoding step (step.c) runs too,
+ * so the step goes through the same layer code as training. model.c and step.c define
+ * QKV_NN_INTERNAL before including this header; nothing else does. */
+#ifdef QKV_NN_INTERNAL
+/* The activation arena is carved by a Carver: with base NULL it only counts. */
+typedef struct {
+    float *base; /* NULL: only count */
+    size_t used;
+} Carver;
+float *carver_take(Carver *cv, size_t n);
+void carve_residual(Carver *cv, Residual *r, size_t N, int d, int pre);
+void carve_stack(Carver *cv, StackActs *s, size_t N, int d);
+
+/* Dropout of a site: its key, and where this pass's rows start in the whole batch's
+ * (N, d) buffer. */
+typedef struct {
+    uint64_t key;
+    size_t offset;
+} DropSite;
+
+/* Dropout sites: every mask gets its own key from (seed, step, site); a part of a batch
+ * starting at row row0 of width T starts at element row0 * T * d of the batch's buffer. */
+typedef struct {
+    uint64_t step_key; /* hash64(seed, step) */
+    size_t offset;
+} DropKeys;
+DropSite drop_site(const DropKeys *k, int site);
+
+/* An attention's gate pointers: the model's gates of (kind, layer), or none. */
+void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer);
+/* Rows are positions first..first+T-1 of B sequences. */
+void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first, float p,
+                 DropSite site);
+/* One decoder layer over the rows of x; with st, incremental (model.c says how). */
+const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
+                                   const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
+                                   const DropKeys *keys);
+/* The stack's output and all N rows of logits. */
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits);
+
+#endif /* QKV_NN_INTERNAL */
+
 #endif
