@@ -193,7 +193,8 @@ static void on_log(void *ctx, const TrainProgress *p) {
                s->sample_hyp[k]);
     fflush(stdout);
     if (bleu) record_samples(s, p);
-    if (p->validated || p->step == p->steps) redraw_report(s->t, 1);
+    /* the last step's and a stop's page is drawn by journal_end, with the end in it */
+    if (p->validated && p->step != p->steps && !s->t->stopping) redraw_report(s->t, 1);
 }
 
 static void on_warn(void *ctx, const char *msg) {

@@ -62,7 +62,7 @@ int average_write(const Run *r, int n) {
     CkptMeta meta = {0};
     char path[CONFIG_PATH_MAX + 32];
     int rc = average_newest(r, n, 1, &avg, &meta, NULL, NULL);
-    if (rc == 0) rc = ckpt_save(run_path(path, sizeof path, r->dir, AVERAGE_FILE), &avg, NULL, &meta);
+    if (rc == 0) rc = ckpt_save(run_path(path, sizeof path, r->dir, RUN_AVERAGE_FILE), &avg, NULL, &meta);
     ckpt_meta_free(&meta);
     model_free(&avg);
     return rc;

@@ -6,8 +6,6 @@
 
 #include "train/run.h"
 
-#define AVERAGE_FILE "ckpt/average.safetensors"
-
 /* out (a model of r's shape) gets the mean of the newest n step checkpoints of r's run,
  * each checked as the run's own; *meta (if given) the newest one's metadata (the caller
  * frees it); *paths (if given) the files averaged, oldest first (free_lines(.., *got)).

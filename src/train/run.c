@@ -191,7 +191,7 @@ void run_clear_checkpoints(const char *dir) {
     run_rotate_checkpoints(dir, 0);
     char p[CONFIG_PATH_MAX + 64];
     unlink(run_path(p, sizeof p, dir, "ckpt/best.safetensors"));
-    unlink(run_path(p, sizeof p, dir, "ckpt/average.safetensors"));
+    unlink(run_path(p, sizeof p, dir, RUN_AVERAGE_FILE));
 }
 
 int run_mark_best(const char *dir, const char *ckpt_path) {
@@ -432,7 +432,7 @@ static int run_for_dir(Run *r, const char *dir, CkptFile *f) {
     struct stat st;
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     /* train.average_last's mean of the newest checkpoints, kept as the run trains, first */
-    run_path(r->weights, sizeof r->weights, dir, "ckpt/average.safetensors");
+    run_path(r->weights, sizeof r->weights, dir, RUN_AVERAGE_FILE);
     r->which = "average";
     if (r->cfg.train.average_last > 0 && stat(r->weights, &st) == 0) return ckpt_open(f, r->weights);
     run_path(r->weights, sizeof r->weights, dir, "ckpt/best.safetensors");
