@@ -83,3 +83,35 @@ print()
 print("FLOPs per step are counted from every matrix product (forward 2mnk, backward twice that) at the")
 print("padded batch shapes; MFU = achieved GFLOP/s / the sgemm peak above. RSS: peak resident set size.")
 EOF
+
+# Decoding with a trained model: the Multi30k recipe's run when there is one (make multi30k),
+# else a short run of the same config trained here (once; kept in build/bench), long enough
+# that its translations have realistic lengths. test_2016_flickr, greedy and beam 5.
+M30K=../shared/corpora/multi30k
+if [[ " ${QKV_BENCH_SIZES:-multi30k} " == *" multi30k "* && -f $M30K/test_2016_flickr.de ]]; then
+    run=runs/multi30k
+    if ! ls $run/ckpt/step-*.safetensors >/dev/null 2>&1; then
+        run=$out/multi30k-run
+        if ! ls $run/ckpt/step-*.safetensors >/dev/null 2>&1; then
+            echo "== multi30k decoding: no runs/multi30k; training $run for 800 steps first (about 10 minutes)" >&2
+            "$QKV" train configs/multi30k.yaml --force --set name=bench-multi30k --set "run_dir=$run" \
+                --set train.steps=800 --set train.valid_every=800 --set train.checkpoint_every=800 \
+                --set train.average_last=0 >&2
+        fi
+    fi
+    echo "== multi30k decoding: $run on test_2016_flickr" >&2
+    "$QKV" bench "$run" --translate $M30K/test_2016_flickr.de --ceiling "$ceiling" >"$out/decode.json"
+    /usr/bin/python3 - "$out/decode.json" <<'PYEOF' | tee -a "$out/table.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print()
+print(f"decoding {r['sentences']} sentences of {r['source']} with {r['weights']} (step {r['step']}), {r['threads']} threads:")
+print(f"{'search':8s} {'seconds':>8s} {'sent/s':>8s} {'tgt tok/s':>10s} {'GFLOP':>8s} {'GFLOP/s':>8s} {'of peak':>8s}")
+for k in ("greedy", "beam"):
+    s = r[k]
+    name = "greedy" if s["beam"] == 1 else f"beam {s['beam']}"
+    print(f"{name:8s} {s['seconds']:8.2f} {s['sentences_per_s']:8.1f} {s['target_tokens_per_s']:10.0f} {s['gflop']:8.1f} {s['gflops']:8.1f} {100*s['ceiling_fraction']:7.1f}%")
+print("Decoding FLOPs: every matrix product run (encoder, cached cross keys/values, each step's rows")
+print("at padded source width, the output projection); the time includes tokenizing and detokenizing.")
+PYEOF
+fi

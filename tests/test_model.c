@@ -737,6 +737,70 @@ static void test_greedy_batch_is_each_alone(void) {
     CHECK(lens_differ > 0, "every output has one length: no sentence left the batch early");
 }
 
+/* Beam search over a batch, where finished sentences' blocks of rows leave the step, gives
+ * every sentence the n-best list and scores it gets decoded alone. */
+static void test_beam_batch_is_each_alone(void) {
+    enum { N = 40, K = 3 };
+    Model m;
+    search_model(&m, 1);
+    Seq src[N], batch[N * K], alone[K];
+    double batch_score[N * K], alone_score[K];
+    search_sources(src, N);
+    DecodeOptions o = decode_defaults();
+    o.beam = K, o.nbest = K;
+    decode(&m, src, N, &o, batch, batch_score);
+    int same = 1, lens_differ = 0;
+    for (int i = 0; i < N; i++) {
+        decode(&m, &src[i], 1, &o, alone, alone_score);
+        for (int k = 0; k < K; k++) {
+            const Seq *a = &alone[k], *b = &batch[i * K + k];
+            same &= a->len == b->len && memcmp(a->ids, b->ids, sizeof(int) * (size_t)a->len) == 0 &&
+                    alone_score[k] == batch_score[i * K + k];
+            free(a->ids), free(b->ids);
+        }
+        lens_differ += batch[i * K].len != batch[0].len;
+        free(src[i].ids);
+    }
+    model_free(&m);
+    CHECK(same, "a sentence's beam search in a batch differs from the same sentence's alone");
+    CHECK(lens_differ > 0, "every best output has one length: no sentence left the batch early");
+}
+
+/* The FLOPs decode_counting reports for one sentence decoded greedily are those of its
+ * products, counted here from the shapes: the encoder over S = len + 1 positions (EOS),
+ * each decoder layer's cross keys and values, then one step per output token and one for
+ * EOS, each with its attention over the positions so far and over the source. */
+static void test_decode_counts_its_flops(void) {
+    enum { N = 40 };
+    Model m;
+    search_model(&m, 0);
+    const ModelConfig *c = &m.cfg;
+    Seq src[N];
+    search_sources(src, N);
+    DecodeOptions o = decode_defaults();
+    o.beam = 1;
+    double d = c->d_model, ff = c->d_ff, V = c->tgt_vocab;
+    int ended_somewhere = 0;
+    for (int i = 0; i < N; i++) {
+        Seq out;
+        double got;
+        decode_counting(&m, &src[i], 1, &o, &out, NULL, &got);
+        double S = src[i].len + 1, want = 0;
+        want += c->encoder_layers * (S * (2 * 4 * d * d + 2 * 2 * d * ff) + 2 * 2 * S * S * d);
+        want += c->decoder_layers * 2 * 2 * S * d * d;
+        int ended = out.len < decode_max_len(&m, &o, src[i].len);
+        ended_somewhere += ended;
+        for (int t = 0; t < out.len + ended; t++)
+            want += c->decoder_layers * (2 * 6 * d * d + 2 * 2 * (t + 1) * d + 2 * 2 * S * d + 2 * 2 * d * ff) +
+                    2 * d * V;
+        free(out.ids);
+        CHECK(fabs(got - want) <= 1.0, "sentence %d: %.0f FLOPs counted, %.0f from the shapes", i, got, want);
+    }
+    for (int i = 0; i < N; i++) free(src[i].ids);
+    model_free(&m);
+    CHECK(ended_somewhere, "no sentence ended with EOS: the count of EOS's step is not seen");
+}
+
 /* Log P of ids (+ EOS when with_eos) given src, by the full forward pass. */
 static double full_logp(Model *m, const Seq *src, const int *ids, int len, int with_eos) {
     int S = src->len + 1, T = len + with_eos;
@@ -805,6 +869,8 @@ static void test_beam_scores_and_order(void) {
 const TestCase decode_tests[] = {
     {"decode_beam_one_is_greedy", test_beam_one_is_greedy},
     {"decode_greedy_batch_is_each_alone", test_greedy_batch_is_each_alone},
+    {"decode_beam_batch_is_each_alone", test_beam_batch_is_each_alone},
+    {"decode_counts_its_flops", test_decode_counts_its_flops},
     {"decode_beam_scores_order_and_no_repeat", test_beam_scores_and_order},
     {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},

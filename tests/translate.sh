@@ -62,6 +62,28 @@ cmp -s "$T/g1.txt" "$T/g2.txt" && cmp -s "$T/g1.txt" "$T/g3.txt" && cmp -s "$T/b
     ok translate_workers_do_not_change_translations ||
     bad translate_workers_do_not_change_translations "$(diff "$T/b1.txt" "$T/b2.txt" | head -4; diff "$T/g1.txt" "$T/g2.txt" | head -4)"
 
+# ---- qkv bench RUN --translate: the decoding benchmark translates as translate does --------
+"$QKV" translate "$T/w" <"$T/many.src" >"$T/beam5.txt" 2>/dev/null
+if "$QKV" bench "$T/w" --translate "$T/many.src" --ceiling 50 >"$T/bench.json" 2>"$T/bench.err" &&
+    /usr/bin/python3 - "$T/bench.json" "$T/g2.txt" "$T/beam5.txt" <<'PYEOF'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+words = [sum(len(l.split()) for l in open(f)) for f in sys.argv[2:4]]
+assert r["sentences"] == 160, r
+for key, want in zip(("greedy", "beam"), words):
+    s = r[key]
+    # the word vocabulary: one target token per word of translate's output
+    assert s["target_tokens"] == want, (key, s["target_tokens"], want)
+    assert s["gflop"] > 0 and abs(s["gflops"] - s["gflop"] / s["seconds"]) <= 0.01 + 0.01 * s["gflops"], s
+    assert abs(s["ceiling_fraction"] - s["gflops"] / 50) <= 1e-3 + 1e-3 * s["ceiling_fraction"], s
+assert r["beam"]["beam"] == 5 and r["greedy"]["beam"] == 1, r
+assert r["beam"]["gflop"] > 2 * r["greedy"]["gflop"], "beam 5 runs more rows than greedy search"
+PYEOF
+    ok bench_translate_counts_what_translate_outputs
+else
+    bad bench_translate_counts_what_translate_outputs "$(cat "$T/bench.json" "$T/bench.err" | tail -3)"
+fi
+
 # ---- a pipe that a person types into: each line's translation comes before the next is sent --
 if "$BOUNDED" /usr/bin/python3 - "$QKV" "$T/w" "$T/data/test.src" "$T/greedy.txt" <<'PYEOF'; then
 import select, subprocess, sys

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cmd/bench_translate.h"
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
@@ -64,7 +65,7 @@ typedef struct {
     char *sets[64];
     int n_sets, steps, warmup, n_decode, peak_only, batches_only;
     double ceiling;
-    const char *config, *dump;
+    const char *config, *dump, *translate;
 } BenchOpts;
 
 static const CmdOption options[] = {
@@ -76,14 +77,20 @@ static const CmdOption options[] = {
     {'b', "batches-only", NULL, "write the run's batches to --dump and time nothing (for a peer)", NULL},
     {'p', "peak", NULL, "measure the sgemm ceiling only", NULL},
     {'c', "ceiling", "GFLOPS", "take this ceiling instead of measuring it", "measured"},
+    {'t', "translate", "FILE.txt",
+     "time translating FILE's lines, greedy and beam search, with a trained model: the argument is then a run "
+     "directory or weights, not a config",
+     NULL},
     {0},
 };
 const CmdSpec cmd_bench_spec = {
     .name = "bench",
-    .operands = "CONFIG.yaml [options]",
+    .operands = "CONFIG.yaml [options] | RUN_DIR|WEIGHTS --translate FILE.txt",
     .summary = "training and decoding speed, the sgemm ceiling, a per-op breakdown (make bench)",
     .about = "One process measures the machine's sgemm rate, times training steps of the config's model\n"
-             "with a per-op breakdown and FLOP counts, and times greedy and beam decoding.",
+             "with a per-op breakdown and FLOP counts, and times greedy and beam decoding. With --translate,\n"
+             "it times translating a file with a trained model instead, greedy and with the default beam:\n"
+             "sentences/s, target tokens/s, GFLOP/s and their fraction of the ceiling.",
     .options = options,
     .example = "qkv bench configs/toy.yaml --steps 20 --decode 50",
 };
@@ -105,6 +112,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
         case 'p': o->peak_only = 1; break;
         case 'b': o->batches_only = 1; break;
         case 'c': rc = cmd_double("--ceiling", "a GFLOP/s figure", optarg, 0, 1e9, &o->ceiling); break;
+        case 't': o->translate = optarg; break;
         }
     }
     if (rc != 0) return cmd_fail(2);
@@ -373,6 +381,9 @@ int cmd_bench(int argc, char **argv) {
     BenchOpts o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (o.translate) /* decoding as translate runs it: OpenBLAS's threads as they are */
+        return bench_translate(o.config, o.translate,
+                               o.ceiling > 0 ? o.ceiling : fmax(sgemm_gflops(1024), sgemm_gflops(2048)));
     Trainer t = {0};
     if (load_config(&t.run.cfg, &o) != 0) return cmd_fail(2);
     openblas_set_num_threads(t.run.cfg.train.threads);

@@ -1,6 +1,7 @@
 /* beam: beam search over the model's incremental step, batched over sentences.
  *
- * Each sentence keeps K live hypotheses, rows g*K .. g*K+K-1 of one DecodeState. At each
+ * Each sentence keeps K live hypotheses, a block of K rows of one DecodeState (rows g*K ..
+ * g*K+K-1 for sentence g until finished sentences' blocks leave the step). At each
  * step every live row's next-token log-probabilities extend its score; of the best 2K
  * extensions of a sentence, an EOS among the first K finishes a hypothesis (scored
  * log P / length^alpha, the length counting the EOS: fairseq's rule), and the best K
@@ -70,12 +71,12 @@ static void finish(Sentence *s, const int *hist, int len, double logp, int with_
     f->order = s->n_fin++;
 }
 
-/* The best 2K extensions of sentence g's live rows. */
-static int best_extensions(const float *logits, const double *score, const int *hist, int t, int g, int K, int V,
+/* The best 2K extensions of the live rows of block j (rows j*K .. j*K+K-1). */
+static int best_extensions(const float *logits, const double *score, const int *hist, int t, int j, int K, int V,
                            int no_repeat, Cand *top) {
     int n = 0;
     for (int k = 0; k < K; k++) {
-        int row = g * K + k;
+        int row = j * K + k;
         if (score[row] == -INFINITY) continue;
         const float *z = logits + (size_t)row * V;
         double base = score[row] - search_log_normaliser(z, V);
@@ -90,23 +91,23 @@ static int best_extensions(const float *logits, const double *score, const int *
     return n;
 }
 
-/* One step's choice for sentence g: finishes hypotheses, picks the next live rows (from[],
- * tok[], new_score[]), and says whether the sentence is done. */
-static void choose(Sentence *s, const Cand *top, int n, const int *hist, int t, int g, int K, const DecodeOptions *o,
+/* One step's choice for sentence s, in block j: finishes hypotheses, picks the next live
+ * rows (from[], tok[], new_score[]), and says whether the sentence is done. */
+static void choose(Sentence *s, const Cand *top, int n, const int *hist, int t, int j, int K, const DecodeOptions *o,
                    int *from, int *tok, double *new_score) {
     int live = 0;
     for (int i = 0; i < n && live < K && s->n_fin < K; i++) {
         const Cand *c = &top[i];
-        const int *h = hist + (size_t)(g * K + c->beam) * (t + 1);
+        const int *h = hist + (size_t)(j * K + c->beam) * (t + 1);
         if (c->token == VOCAB_EOS) {
             if (i < K) finish(s, h, t, c->score, 1, o->length_penalty);
             continue;
         }
-        int row = g * K + live++;
-        from[row] = g * K + c->beam, tok[row] = c->token, new_score[row] = c->score;
+        int row = j * K + live++;
+        from[row] = j * K + c->beam, tok[row] = c->token, new_score[row] = c->score;
     }
     for (int k = live; k < K; k++)
-        from[g * K + k] = g * K, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
+        from[j * K + k] = j * K, tok[j * K + k] = VOCAB_PAD, new_score[j * K + k] = -INFINITY;
     if (s->n_fin >= K || live == 0) s->done = 1;
 }
 
@@ -143,22 +144,28 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
     double *score = xmalloc(sizeof(double) * (size_t)B), *new_score = xmalloc(sizeof(double) * (size_t)B);
     Cand *top = xmalloc(sizeof(Cand) * (size_t)(2 * K));
     for (int r = 0; r < B; r++) tok[r] = VOCAB_BOS, score[r] = r % K ? -INFINITY : 0.0; /* one live row to start */
-    int remaining = G;
+    /* block j of K rows is sentence blk[j]; finished sentences' blocks leave the step once an
+     * eighth of the blocks are done (as in greedy search) */
+    int *blk = xmalloc(sizeof(int) * (size_t)G), *keep = xmalloc(sizeof(int) * (size_t)B);
+    for (int g = 0; g < G; g++) blk[g] = g;
+    int remaining = G, blocks = G, idle = 0;
     for (int t = 0; t < Tmax - 1 && remaining > 0; t++) {
         const float *logits = model_step(m, st, tok);
-        for (int g = 0; g < G; g++) {
-            Sentence *s = &sent[g];
+        /* the first position is fed once per sentence (its K hypotheses start alike) */
+        if (t == 0) logits = model_step_widen(st, m);
+        for (int j = 0; j < blocks; j++) {
+            Sentence *s = &sent[blk[j]];
             if (s->done) {
                 for (int k = 0; k < K; k++)
-                    from[g * K + k] = g * K + k, tok[g * K + k] = VOCAB_PAD, new_score[g * K + k] = -INFINITY;
+                    from[j * K + k] = j * K + k, tok[j * K + k] = VOCAB_PAD, new_score[j * K + k] = -INFINITY;
                 continue;
             }
-            int n = best_extensions(logits, score, hist, t, g, K, V, o->no_repeat_ngram, top);
-            choose(s, top, n, hist, t, g, K, o, from, tok, new_score);
+            int n = best_extensions(logits, score, hist, t, j, K, V, o->no_repeat_ngram, top);
+            choose(s, top, n, hist, t, j, K, o, from, tok, new_score);
             if (!s->done && t + 1 >= s->max_len) {
                 /* the length limit: the live hypotheses finish as they are */
                 for (int k = 0; k < K && s->n_fin < 2 * K; k++) {
-                    int r = g * K + k;
+                    int r = j * K + k;
                     if (new_score[r] == -INFINITY) continue;
                     int *h = next_hist + (size_t)r * (t + 2);
                     memcpy(h, hist + (size_t)from[r] * (t + 1), sizeof(int) * (size_t)t);
@@ -167,9 +174,10 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
                 }
                 s->done = 1;
             }
-            remaining -= s->done;
+            remaining -= s->done, idle += s->done;
         }
-        for (int r = 0; r < B; r++) {
+        int rows = blocks * K;
+        for (int r = 0; r < rows; r++) {
             memcpy(next_hist + (size_t)r * (t + 2), hist + (size_t)from[r] * (t + 1), sizeof(int) * (size_t)t);
             next_hist[(size_t)r * (t + 2) + t] = tok[r];
             score[r] = new_score[r];
@@ -177,8 +185,21 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
         int *swap = hist;
         hist = next_hist, next_hist = swap;
         model_step_reorder(st, m, from);
-        for (int r = 0; r < B; r++)
+        for (int r = 0; r < rows; r++)
             if (tok[r] == VOCAB_PAD) tok[r] = VOCAB_EOS; /* a dead row still feeds some token */
+        if (remaining > 0 && idle > 0 && idle * 8 >= blocks) {
+            int n = 0;
+            for (int j = 0; j < blocks; j++)
+                for (int k = 0; k < K && !sent[blk[j]].done; k++) keep[n++] = j * K + k;
+            model_step_keep(st, m, keep, n);
+            for (int i = 0; i < n; i++) { /* keep ascends: row keep[i] is read before it is written */
+                int r = keep[i];
+                if (i % K == 0) blk[i / K] = blk[r / K];
+                memmove(hist + (size_t)i * (t + 2), hist + (size_t)r * (t + 2), sizeof(int) * (size_t)(t + 1));
+                score[i] = score[r], tok[i] = tok[r];
+            }
+            blocks = n / K, idle = 0;
+        }
     }
     for (int g = 0; g < G; g++) {
         Sentence *s = &sent[g];
@@ -196,5 +217,5 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
     }
     sentences_free(sent, G);
     free(src_ids), free(src_len), free(hist), free(next_hist), free(tok), free(from), free(score), free(new_score),
-        free(top);
+        free(top), free(blk), free(keep);
 }

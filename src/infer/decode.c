@@ -90,7 +90,8 @@ typedef struct {
     Seq **outs;
     double **score_at; /* NULL: no scores */
     int n, group, greedy, K;
-    atomic_int next; /* the first sentence of the next group no worker has taken */
+    atomic_int next;    /* the first sentence of the next group no worker has taken */
+    atomic_llong flops; /* every worker's matrix-product FLOPs, summed as each ends */
 } Groups;
 
 static void decode_groups(Model *m, int w, void *arg) {
@@ -104,10 +105,15 @@ static void decode_groups(Model *m, int w, void *arg) {
             beam_search_group(m, &st, g->order + i, b, g->o, g->outs + (size_t)i * g->K,
                               g->score_at ? g->score_at + (size_t)i * g->K : NULL);
     }
+    atomic_fetch_add(&g->flops, llround(st.flops));
     model_step_end(&st);
 }
 
 void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores) {
+    decode_counting(m, src, n, o, out, scores, NULL);
+}
+
+void decode_counting(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores, double *flops) {
     /* similar lengths together: less padding in the encoder and fewer idle rows */
     int K = o->nbest, greedy = o->beam == 1 && o->no_repeat_ngram == 0;
     size_t slots = (size_t)(n ? n : 1);
@@ -124,7 +130,7 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
         }
     /* a group holds GROUP hypotheses' rows in all */
     int group = greedy ? GROUP : (GROUP / o->beam > 1 ? GROUP / o->beam : 1);
-    Groups g = {o, order, outs, scores ? score_at : NULL, n, group, greedy, K, 0};
+    Groups g = {o, order, outs, scores ? score_at : NULL, n, group, greedy, K, 0, 0};
     /* One group's products are too small to split well over cores (two OpenBLAS threads
      * decode 1.2 times faster than one): whole groups side by side, a core each, do better.
      * Each group is decoded as it would be alone, so the translations do not depend on how
@@ -134,6 +140,7 @@ void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, d
     if (workers > groups) workers = groups;
     if (workers > 1) fanout(m, workers, decode_groups, &g);
     else decode_groups(m, 0, &g);
+    if (flops) *flops = (double)atomic_load(&g.flops);
     free(order), free(outs), free(score_at);
 }
 

@@ -16,6 +16,9 @@
  * allocated, without BOS/EOS. scores (NULL, or n * nbest) gets each one's ranking score
  * (log P / length^alpha). Beam 1 is greedy search and gives greedy_decode's tokens. */
 void decode(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores);
+/* decode(), also setting *flops to the FLOPs of every matrix product it ran (nn/model.h's
+ * DecodeState.flops summed over the workers): what `qkv bench` divides by the time. */
+void decode_counting(Model *m, const Seq *src, int n, const DecodeOptions *o, Seq *out, double *scores, double *flops);
 
 /* Greedy search with the default length limit: decode() with beam 1. */
 void greedy_decode(Model *m, const Seq *src, int n, Seq *out);

@@ -40,9 +40,15 @@ void search_source_batch(const Seq *const *src, int n, int **ids_out, int **len_
 }
 
 double search_log_normaliser(const float *logits, int V) {
-    float mx = logits[0];
-    for (int v = 1; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    /* the maximum in sixteen lanes, which vectorises (a maximum is the same in any order) */
+    float lane[16], mx = logits[0];
+    int v = 0;
+    for (int u = 0; u < 16; u++) lane[u] = mx;
+    for (; v + 16 <= V; v += 16)
+        for (int u = 0; u < 16; u++) lane[u] = logits[v + u] > lane[u] ? logits[v + u] : lane[u];
+    for (int u = 0; u < 16; u++) mx = lane[u] > mx ? lane[u] : mx;
+    for (; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
     double sum = 0.0;
-    for (int v = 0; v < V; v++) sum += expf(logits[v] - mx);
+    for (v = 0; v < V; v++) sum += expf(logits[v] - mx);
     return (double)mx + log(sum);
 }

@@ -106,7 +106,8 @@ char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab
     double *sc = xmalloc(sizeof(double) * slots * K);
     for (int i = 0; scores && i < n * K; i++) scores[i] = 0.0;
     for (int i = 0; ids && i < n * K; i++) ids[i] = (Seq){NULL, 0};
-    decode(m, src, k, &o->decode, out, scores ? sc : NULL); /* scoring costs a softmax per step */
+    /* scoring costs a softmax per step */
+    decode_counting(m, src, k, &o->decode, out, scores ? sc : NULL, &st->flops);
     char **text = xmalloc(sizeof(char *) * slots * K);
     for (int i = 0; i < n * K; i++) text[i] = NULL;
     for (int j = 0; j < k; j++) {

@@ -22,6 +22,7 @@ typedef struct {
     long long src_tokens, src_unk; /* source tokens and those the vocabulary lacks */
     long long out_tokens, out_unk; /* output tokens, and <unk>s left in the text */
     long long replaced_unk;        /* <unk>s replaced by a source token */
+    double flops;                  /* the decoding's matrix-product FLOPs (decode_counting) */
 } TranslateStats;
 
 /* The model's hypotheses for lines[0..n): n * nbest strings (malloc'd; free_lines(.., n * nbest)),

@@ -253,6 +253,7 @@ void model_head_gate_grads_by_row(Model *m, float *rows, int nrows);
 typedef struct {
     int B, S, max_len;                      /* sequences, source width, positions the cache holds (cfg.max_positions) */
     int copies;                             /* decoder rows per source */
+    int widen;                              /* rows per source model_step_widen will make (1: done) */
     int t;                                  /* positions fed so far */
     int *src_len, *self_len;                /* (B) keys each query may see */
     DecoderLayerActs layer[QKV_MAX_LAYERS]; /* B rows; self_attn.k/v are the cache (B, max_len, d),
@@ -263,23 +264,31 @@ typedef struct {
     float *scratch;                         /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                             /* the one allocation behind all of the above */
     size_t buf_floats;
+    double flops; /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
+                     shapes computed: padded sources, every row of the step): kept across
+                     begins, for decoding's GFLOP/s */
 } DecodeState;
 
 /* st must be zeroed before its first begin; it may be begun again for the next group of
  * sentences (its memory is reused), and model_step_end frees it.
  * Runs the encoder on b->src and b->src_len (b->B sources, S wide) and caches every layer's
- * cross-attention keys and values for `copies` decoder rows per source (beam search keeps
- * several hypotheses of one sentence), rows i*copies .. i*copies+copies-1 for source i. Up
- * to cfg.max_positions positions may follow. */
+ * cross-attention keys and values, one decoder row per source, with room for `copies` rows
+ * per source (beam search keeps several hypotheses of one sentence) once model_step_widen
+ * makes them. Up to cfg.max_positions positions may follow. */
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies);
+/* Row i becomes rows i*copies .. i*copies+copies-1 (copies as begun), each with row i's
+ * caches and last logits, which it returns ((B, tgt_vocab), B now sources * copies): beam
+ * search feeds its first position (the same BOS for every hypothesis) once per sentence. */
+const float *model_step_widen(DecodeState *st, const Model *m);
 /* Feeds tokens[i] (B) at the next position of every sequence; returns the logits (B, tgt_vocab). */
 const float *model_step(Model *m, DecodeState *st, const int *tokens);
 /* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
  * hypotheses this way); from is a permutation with repeats allowed. */
 void model_step_reorder(DecodeState *st, const Model *m, const int *from);
-/* Only rows keep[0..n) (ascending; one decoder row per source, as greedy search runs)
- * go on, as rows 0..n-1: finished sequences leave the batch, and later steps compute n
- * rows, each exactly as it would have been computed beside the others. */
+/* Only rows keep[0..n) (ascending; whole blocks of `copies` rows, a source's rows staying
+ * together, as beam search keeps them) go on, as rows 0..n-1: finished sequences leave
+ * the batch, and later steps compute n rows, each exactly as it would have been computed
+ * beside the others. */
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
 

@@ -23,28 +23,60 @@ static void keep_scores(float *dst, const float *s, int cols, int valid) {
 }
 
 /* S, P and O for one query row per sequence: the same three phases as below, as loops
- * over the keys a query may see. */
+ * over the keys a query may see. Every sum is taken in the order of the plain loop (over
+ * e for a score, over the keys for an output), so the figures are those of one key and
+ * one column at a time, bit for bit; only the order of independent sums changes. */
 static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows, float scale) {
-    int d = s->d, H = s->heads, dh = d / H;
+    int d = s->d, H = s->heads, dh = d / H, Tk = s->Tk;
     for (int b = 0; b < s->B; b++) {
         int n = attention_valid_keys(s, b, 0);
-        const float *K = a->k + b * kv_rows * d, *V = a->v + b * kv_rows * d;
-        for (int h = 0; h < H; h++) {
-            const float *q = a->q + (size_t)b * d + h * dh;
-            float *p = a->p + ((size_t)b * H + h) * s->Tk, *ctx = a->ctx + (size_t)b * d + h * dh;
-            for (int j = 0; j < n; j++) {
-                const float *k = K + (size_t)j * d + h * dh;
-                float dot = 0.0f;
-                for (int e = 0; e < dh; e++) dot += q[e] * k[e];
-                p[j] = dot * scale;
+        const float *K = a->k + b * kv_rows * d, *V = a->v + b * kv_rows * d, *q = a->q + (size_t)b * d;
+        float *P = a->p + (size_t)b * H * Tk, *ctx = a->ctx + (size_t)b * d;
+        /* scores four keys at a time, all heads of those keys before the next four (their
+         * rows read once, in order): four independent chains of adds instead of one */
+        int j = 0;
+        for (; j + 4 <= n; j += 4)
+            for (int h = 0; h < H; h++) {
+                const float *qh = q + h * dh, *k0 = K + (size_t)j * d + h * dh, *k1 = k0 + d, *k2 = k1 + d,
+                            *k3 = k2 + d;
+                float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+                for (int e = 0; e < dh; e++)
+                    s0 += qh[e] * k0[e], s1 += qh[e] * k1[e], s2 += qh[e] * k2[e], s3 += qh[e] * k3[e];
+                float *p = P + (size_t)h * Tk + j;
+                p[0] = s0 * scale, p[1] = s1 * scale, p[2] = s2 * scale, p[3] = s3 * scale;
             }
-            if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * s->Tk, p, s->Tk, n);
-            softmax_forward(p, p, s->Tk, n);
-            memset(ctx, 0, sizeof(float) * (size_t)dh);
-            for (int j = 0; j < n; j++) {
+        for (; j < n; j++)
+            for (int h = 0; h < H; h++) {
+                const float *qh = q + h * dh, *k = K + (size_t)j * d + h * dh;
+                float dot = 0.0f;
+                for (int e = 0; e < dh; e++) dot += qh[e] * k[e];
+                P[(size_t)h * Tk + j] = dot * scale;
+            }
+        for (int h = 0; h < H; h++) {
+            float *p = P + (size_t)h * Tk;
+            if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * Tk, p, Tk, n);
+            softmax_forward(p, p, Tk, n);
+        }
+        /* outputs sixteen columns at a time, summed over the keys in registers (in memory,
+         * each key's adds would wait for the last key's stores) */
+        for (int h = 0; h < H; h++) {
+            const float *p = P + (size_t)h * Tk;
+            float *c = ctx + h * dh;
+            int e0 = 0;
+            for (; e0 + 16 <= dh; e0 += 16) {
+                float acc[16] = {0};
+                for (int j = 0; j < n; j++) {
+                    const float *v = V + (size_t)j * d + h * dh + e0;
+                    float w = p[j];
+                    for (int e = 0; e < 16; e++) acc[e] += w * v[e];
+                }
+                memcpy(c + e0, acc, sizeof acc);
+            }
+            if (e0 < dh) memset(c + e0, 0, sizeof(float) * (size_t)(dh - e0));
+            for (int j = 0; e0 < dh && j < n; j++) {
                 const float *v = V + (size_t)j * d + h * dh;
-                float w = p[j]; /* read once: ctx might alias p as far as the compiler knows */
-                for (int e = 0; e < dh; e++) ctx[e] += w * v[e];
+                float w = p[j]; /* read once: c might alias p as far as the compiler knows */
+                for (int e = e0; e < dh; e++) c[e] += w * v[e];
             }
         }
     }

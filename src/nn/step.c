@@ -45,8 +45,25 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
     return cv.used;
 }
 
+/* FLOPs of the matrix products (2mnk each) the encoder and the cross-attention key/value
+ * projections run on G sources S wide. */
+static double begin_flops(const ModelConfig *c, int G, int S) {
+    double d = c->d_model, N = (double)G * S;
+    double layer = 4 * 2 * N * d * d + 2 * 2 * N * d * c->d_ff + 2 * 2 * N * S * d;
+    return c->encoder_layers * layer + c->decoder_layers * 2 * 2 * N * d * d;
+}
+
+/* FLOPs of one step of B rows at position t against sources S wide: per decoder layer
+ * the self-attention's four projections and its t + 1 keys, the cross-attention's two
+ * projections and its S keys, the feed-forward; then the output projection. */
+static double step_flops(const ModelConfig *c, int B, int t, int S) {
+    double d = c->d_model;
+    double layer = 4 * 2 * d * d + 2 * 2 * (t + 1.0) * d + 2 * 2 * d * d + 2 * 2 * (double)S * d + 2 * 2 * d * c->d_ff;
+    return B * (c->decoder_layers * layer + 2 * d * c->tgt_vocab);
+}
+
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
-    int G = b->B, B = G * copies, S = b->S, d = m->cfg.d_model;
+    int G = b->B, S = b->S, d = m->cfg.d_model;
     /* every group's caches get the same layout, the longest the position table allows:
      * the next group then reuses the pages this one touched instead of faulting in new
      * ones (only the rows a group fills are ever touched) */
@@ -55,32 +72,52 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
      * mapped and page-faulted anew each time (it is larger than malloc keeps for reuse) */
     float *buf = st->buf;
     size_t cap = st->buf_floats;
-    *st = (DecodeState){.B = B, .S = S, .max_len = max_len, .copies = copies};
+    double flops = st->flops;
+    /* carved for every copy; one row per source until model_step_widen */
+    *st = (DecodeState){.B = G * copies, .S = S, .max_len = max_len, .copies = 1, .widen = copies, .flops = flops};
     size_t need = carve_step(m, st, NULL);
     /* groups come shortest first, each needing a little more: grow by half again */
     if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
     /* not zeroed: every value is written before it is read (caches up to what is filled) */
     st->buf = buf, st->buf_floats = cap;
     carve_step(m, st, st->buf);
+    st->B = G;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         point_gates(m, &st->layer[l].self_attn, ATTN_DEC_SELF, l);
         point_gates(m, &st->layer[l].cross_attn, ATTN_CROSS, l);
     }
-    for (int i = 0; i < B; i++) st->src_len[i] = b->src_len[i / copies];
+    for (int i = 0; i < G; i++) st->src_len[i] = b->src_len[i];
     model_reserve(m, model_arena_floats(m, G, S, 1));
     model_encode(m, b);
-    /* each source's keys and values, projected once (into the cache itself when each
-     * source has one row), then copied to its other decoder rows */
-    size_t block = (size_t)S * d;
+    st->flops += begin_flops(&m->cfg, G, S);
+    /* each source's keys and values, projected once into its row's cache */
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         AttnActs *x = &st->layer[l].cross_attn;
-        float *k = copies == 1 ? x->k : st->scratch, *v = copies == 1 ? x->v : st->scratch + (size_t)G * block;
-        attention_project_kv(k, v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
-        for (int i = 0; copies > 1 && i < B; i++) {
-            memcpy(x->k + i * block, k + (size_t)(i / copies) * block, sizeof(float) * block);
-            memcpy(x->v + i * block, v + (size_t)(i / copies) * block, sizeof(float) * block);
-        }
+        attention_project_kv(x->k, x->v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
     }
+}
+
+const float *model_step_widen(DecodeState *st, const Model *m) {
+    int G = st->B, K = st->widen, d = m->cfg.d_model, V = m->cfg.tgt_vocab;
+    size_t cross = (size_t)st->S * d, self = (size_t)st->max_len * d, filled = (size_t)st->t * d;
+    /* row i to rows i*K .. i*K+K-1, last row first: every row written is one already read
+     * (i*K + c >= i, and rows below i are still to come) */
+    for (int i = G - 1; i >= 0; i--)
+        for (int c = K - 1; c >= 0; c--) {
+            size_t r = (size_t)i * K + c;
+            if (r == (size_t)i) continue;
+            for (int l = 0; l < m->cfg.decoder_layers; l++) {
+                DecoderLayerActs *e = &st->layer[l];
+                memcpy(e->cross_attn.k + r * cross, e->cross_attn.k + i * cross, sizeof(float) * cross);
+                memcpy(e->cross_attn.v + r * cross, e->cross_attn.v + i * cross, sizeof(float) * cross);
+                memcpy(e->self_attn.k + r * self, e->self_attn.k + i * self, sizeof(float) * filled);
+                memcpy(e->self_attn.v + r * self, e->self_attn.v + i * self, sizeof(float) * filled);
+            }
+            st->src_len[r] = st->src_len[i];
+            memcpy(st->logits + r * V, st->logits + (size_t)i * V, sizeof(float) * (size_t)V);
+        }
+    st->B = G * K, st->copies = K, st->widen = 1;
+    return st->logits;
 }
 
 const float *model_step(Model *m, DecodeState *st, const int *tokens) {
@@ -96,6 +133,7 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
     decoder_head(m, &st->tgt, x, B, st->logits);
+    st->flops += step_flops(c, B, t, st->S);
     st->t++;
     return st->logits;
 }
