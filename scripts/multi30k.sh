@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make multi30k: the real-corpus recipe. Trains configs/multi30k.yaml (German -> English on
 # ../shared/corpora/multi30k, a joint BPE model trained first) into runs/multi30k, then
-# evaluates on test_2016_flickr with the default beam, with greedy search and with the
-# average of the last four checkpoints (qkv export --average 4), printing
-# sacrebleu-identical BLEU and chrF with their signatures and ten translations beside
-# their references. An existing run is resumed to its configured steps, not restarted.
+# evaluates test_2016_flickr with the run's default decoding (beam 5 with the average of
+# its last checkpoints, train.average_last) and with greedy search, and test_2017_mscoco,
+# printing sacrebleu-identical BLEU and chrF with their signatures, and ten translations
+# beside their references. An existing run is resumed to its configured steps, not
+# restarted. The recipe was chosen on val alone (scripts/sweep.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -21,20 +22,18 @@ else
 fi
 
 echo
-echo "== test_2016_flickr, beam search (beam 5, length penalty 1.0)"
+echo "== test_2016_flickr, the run's default decoding: beam 5, length penalty 1.0, the average of its last checkpoints"
 "$QKV" eval "$RUN" --src $M30K/test_2016_flickr.de --ref $M30K/test_2016_flickr.en
 echo
 echo "== test_2016_flickr, greedy search"
 "$QKV" eval "$RUN" --src $M30K/test_2016_flickr.de --ref $M30K/test_2016_flickr.en --greedy
+echo
+echo "== test_2017_mscoco, the run's default decoding"
+"$QKV" eval "$RUN" --src $M30K/test_2017_mscoco.de --ref $M30K/test_2017_mscoco.en
 
 echo
-echo "== test_2016_flickr, beam search with the average of the last 4 checkpoints (qkv export --average 4)"
-"$QKV" export "$RUN" --average 4 --out "$RUN/average4.safetensors"
-"$QKV" eval "$RUN/average4.safetensors" --src $M30K/test_2016_flickr.de --ref $M30K/test_2016_flickr.en
-
-echo
-echo "== ten translations beside their references"
+echo "== ten translations of test_2016_flickr beside their references"
 head -n 10 $M30K/test_2016_flickr.de >"$RUN/sample.de"
-"$QKV" translate "$RUN/average4.safetensors" <"$RUN/sample.de" >"$RUN/sample.hyp" 2>/dev/null
+"$QKV" translate "$RUN" <"$RUN/sample.de" >"$RUN/sample.hyp" 2>/dev/null
 paste -d'\n' "$RUN/sample.de" "$RUN/sample.hyp" <(head -n 10 $M30K/test_2016_flickr.en) /dev/null |
     awk 'NR%4==1{print "  source:     " $0} NR%4==2{print "  qkv:        " $0} NR%4==3{print "  reference:  " $0} NR%4==0{print ""}'
