@@ -34,11 +34,11 @@ static json_t *time_search(Run *r, char **lines, int n, const TranslateOptions *
     free_lines(text, n * o->decode.nbest);
     json_t *j = json_object();
     json_put(j, "beam", json_integer(o->decode.beam));
-    json_put(j, "seconds", json_fmt("%.3f", secs));
+    json_put(j, "seconds", json_fmt("%.6f", secs));
     json_put(j, "sentences_per_s", json_fmt("%.1f", n / secs));
     json_put(j, "target_tokens", json_integer(st.out_tokens));
     json_put(j, "target_tokens_per_s", json_fmt("%.1f", (double)st.out_tokens / secs));
-    json_put(j, "gflop", json_fmt("%.2f", st.flops / 1e9));
+    json_put(j, "gflop", json_fmt("%.6f", st.flops / 1e9));
     json_put(j, "gflops", json_fmt("%.2f", st.flops / secs / 1e9));
     json_put(j, "ceiling_fraction", json_fmt("%.4f", st.flops / secs / 1e9 / peak));
     return j;
