@@ -80,6 +80,9 @@ print(f"{'':24s}" + "".join(f"{size:>9s}" for size, _, _ in rows))
 for n in names:
     print(f"{n:24s}" + "".join(f"{q['breakdown_ms'][n]:9.2f}" for _, q, _ in rows))
 print()
+print("padding (share of the batch positions every linear layer computes that hold no token): " +
+      ", ".join(f"{size} {100*q['padding_share']:.1f}%" for size, q, _ in rows))
+print()
 print("FLOPs per step are counted from every matrix product (forward 2mnk, backward twice that) at the")
 print("padded batch shapes; MFU = achieved GFLOP/s / the sgemm peak above. RSS: peak resident set size.")
 EOF

@@ -199,6 +199,26 @@ if [[ $(wc -l <"$T/job.json.batches.jsonl") -eq 5 && -n $(hashes "$T/job.json" d
 else
     bad "bench_batches_only_same_ids_as_the_run" "$(wc -l <"$T/job.json.batches.jsonl") lines; data $(hashes "$T/job.json" data_hash) vs $(hashes "$ckpt_head" data_hash); $(cat "$T/job.err")"
 fi
+# a benchmark's padding share is the timed batches' positions that hold no token, as the
+# batches it recorded show them (the warm-up's batch is not timed)
+if "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --warmup 1 --steps 4 \
+    --decode 3 --dump "$T/timed.json" >"$T/timed.out" 2>"$T/timed.err" &&
+    why=$(/usr/bin/python3 - "$T/timed.out" "$T/timed.json.batches.jsonl" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bs = [json.loads(l) for l in open(sys.argv[2])][1:]
+real = sum(sum(b["src_len"]) + sum(b["tgt_len"]) for b in bs)
+padded = sum(b["B"] * (b["S"] + b["T"]) for b in bs)
+want = 1 - real / padded
+if len(bs) != 4 or not 0 < want < 1 or abs(r["padding_share"] - want) > 1e-4:
+    print(f"{len(bs)} timed batches, padding_share {r['padding_share']}, the batches say {want:.4f}")
+PY
+    ) && [[ -z $why ]]; then
+    ok "bench_padding_share_from_its_batches"
+else
+    bad "bench_padding_share_from_its_batches" "${why:-$(tail -2 "$T/timed.err")}"
+fi
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors

@@ -1,4 +1,5 @@
 /* Every kernel's backward against central finite differences, attention in all three uses. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +7,7 @@
 #include "gradcheck.h"
 #include "nn/kernels.h"
 #include "nn/multihead.h"
+#include "nn/vecmath.h"
 #include "util/mem.h"
 #include "util/rng.h"
 
@@ -346,7 +348,65 @@ static void test_attention_encoder_self(void) { check_attention(5, 5, 0, 1, "enc
 static void test_attention_decoder_masked(void) { check_attention(5, 5, 1, 1, "decoder masked self"); }
 static void test_attention_cross(void) { check_attention(4, 6, 0, 0, "cross"); }
 
+/* ---- vecmath: exp against libm's double exp, the lane sums against their stated order ---- */
+static void test_vec_exp(void) {
+    enum { N = 200003 }; /* odd: the tail runs too */
+    float *x = xmalloc(sizeof(float) * N), *y = xmalloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) x[i] = -87.3f + 175.3f * (float)i / (float)(N - 1);
+    vec_exp(y, x, 0.0f, N);
+    double worst = 0.0;
+    float at = 0.0f;
+    for (int i = 0; i < N; i++) {
+        double e = exp((double)x[i]), rel = fabs((double)y[i] - e) / e;
+        if (rel > worst) worst = rel, at = x[i];
+    }
+    free(x), free(y);
+    CHECK(worst < 2e-7, "exp's largest relative error %.3g (at %g) is over 2e-7", worst, (double)at);
+    float in[6] = {0.0f, 1.0f, -100.0f, -INFINITY, NAN, 3.0f}, out[6];
+    vec_exp(out, in, 1.0f, 6); /* shifted by 1: exp(-1), 1, ~0, 0, NaN, exp(2) */
+    CHECK(out[1] == 1.0f, "exp(0) = %.9g, not 1", (double)out[1]);
+    CHECK(out[2] == 0.0f && out[3] == 0.0f, "exp(-101) = %g and exp(-inf) = %g, not 0", (double)out[2], (double)out[3]);
+    CHECK(isnan(out[4]), "exp(NaN) = %g: a NaN must reach the guards", (double)out[4]);
+    CHECK(fabs(out[0] - exp(-1.0)) < 1e-7 && fabs(out[5] / exp(2.0) - 1.0) < 2e-7, "exp(-1) %.9g, exp(2) %.9g",
+          (double)out[0], (double)out[5]);
+}
+
+static void test_vec_sums_in_lanes(void) {
+    Rng r = {77};
+    float a[101], b[101];
+    fill_normal(a, 101, 1, &r), fill_normal(b, 101, 1, &r);
+    for (int step = 0; step <= 41; step++) {
+        int n = step < 41 ? step : 101; /* every tail length, then several full blocks and a tail */
+        float lane[VEC_LANES] = {0}, dlane[VEC_LANES] = {0}, sqlane[VEC_LANES] = {0}, mx = -INFINITY;
+        double wide[VEC_LANES] = {0}, sqwide[VEC_LANES] = {0};
+        for (int i = 0; i < n; i++) {
+            lane[i % VEC_LANES] += a[i];
+            wide[i % VEC_LANES] += a[i];
+            sqwide[i % VEC_LANES] += (double)a[i] * a[i];
+            dlane[i % VEC_LANES] += a[i] * b[i];
+            sqlane[i % VEC_LANES] += (a[i] - 0.5f) * (a[i] - 0.5f);
+            mx = a[i] > mx ? a[i] : mx;
+        }
+        float s = 0.0f, d = 0.0f, sq = 0.0f;
+        double w = 0.0, sqw = 0.0;
+        for (int k = 0; k < VEC_LANES; k++)
+            s += lane[k], d += dlane[k], sq += sqlane[k], w += wide[k], sqw += sqwide[k];
+        /* bit for bit: the order is the contract that makes results independent of vector width */
+        CHECK(vec_sum(a, n) == s, "n %d: vec_sum %.9g, lanes in order %.9g", n, (double)vec_sum(a, n), (double)s);
+        CHECK(vec_sum_double(a, n) == w, "n %d: vec_sum_double differs from its lanes", n);
+        CHECK(vec_sum_squares_double(a, (size_t)n) == sqw, "n %d: vec_sum_squares_double differs from its lanes", n);
+        CHECK(vec_dot(a, b, n) == d, "n %d: vec_dot differs from its lanes", n);
+        CHECK(vec_sum_sq_dev(a, 0.5f, n) == sq, "n %d: vec_sum_sq_dev differs from its lanes", n);
+        CHECK(vec_max(a, n) == mx, "n %d: vec_max %g, max %g", n, (double)vec_max(a, n), (double)mx);
+        double exact = 0.0;
+        for (int i = 0; i < n; i++) exact += a[i];
+        CHECK(fabs(vec_sum(a, n) - exact) < 1e-5, "n %d: vec_sum %.9g, exact %.9g", n, (double)vec_sum(a, n), exact);
+    }
+}
+
 const TestCase kernel_tests[] = {
+    {"vec_exp_accurate_and_edges", test_vec_exp},
+    {"vec_sums_in_lane_order", test_vec_sums_in_lanes},
     {"classifier_fused_chunks_grad", test_classifier_fused},
     {"kernel_matmul_grad", test_matmul},
     {"kernel_logits_grad", test_logits},

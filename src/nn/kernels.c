@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "nn/profile.h"
+#include "nn/vecmath.h"
 #include "util/err.h"
 #include "util/rng.h"
 
@@ -68,21 +69,16 @@ void logits_backward(float *dinp, float *dtable, const float *dout, const float 
 }
 
 void softmax_forward(float *p, const float *s, int cols, int valid) {
-    float maxv = -INFINITY;
-    for (int j = 0; j < valid; j++) maxv = s[j] > maxv ? s[j] : maxv;
-    float sum = 0.0f;
-    for (int j = 0; j < valid; j++) {
-        p[j] = expf(s[j] - maxv);
-        sum += p[j];
-    }
+    float maxv = vec_max(s, valid);
+    vec_exp(p, s, maxv, valid);
+    float sum = vec_sum(p, valid);
     float inv = valid > 0 ? 1.0f / sum : 0.0f;
     for (int j = 0; j < valid; j++) p[j] *= inv;
     for (int j = valid; j < cols; j++) p[j] = 0.0f;
 }
 
 void softmax_backward(float *ds, const float *dp, const float *p, int cols) {
-    float dot = 0.0f;
-    for (int j = 0; j < cols; j++) dot += dp[j] * p[j];
+    float dot = vec_dot(dp, p, cols);
     for (int j = 0; j < cols; j++) ds[j] = p[j] * (dp[j] - dot);
 }
 
@@ -94,12 +90,8 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
-        float m = 0.0f;
-        for (int c = 0; c < C; c++) m += x[c];
-        m /= (float)C;
-        float v = 0.0f;
-        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-        v /= (float)C;
+        float m = vec_sum(x, C) / (float)C;
+        float v = vec_sum_sq_dev(x, m, C) / (float)C;
         float r = 1.0f / sqrtf(v + LN_EPS);
         for (int c = 0; c < C; c++) y[c] = (x[c] - m) * r * gamma[c] + beta[c];
         mean[n] = m;
@@ -108,20 +100,37 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     prof_stop(PROF_LAYERNORM, t0_);
 }
 
-void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
-                        const float *gamma, const float *mean, const float *rstd, int N, int C) {
+/* overwrite: dx = ... instead of dx += ...; a row's dy is read before its dx is written, so
+ * dinp may then alias dout */
+static void layernorm_backward_rows(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                    const float *gamma, const float *mean, const float *rstd, int N, int C,
+                                    int overwrite) {
     double t0_ = prof_start();
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
         float m = mean[n], r = rstd[n];
-        /* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma */
+        /* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma; the two sums
+         * in lanes as vecmath.h's (element c in lane c % VEC_LANES), so they vectorise */
+        float gl[VEC_LANES] = {0}, gxl[VEC_LANES] = {0};
+        int c0 = 0;
+        for (; c0 + VEC_LANES <= C; c0 += VEC_LANES) {
+            for (int k = 0; k < VEC_LANES; k++) {
+                int c = c0 + k;
+                float xhat = (x[c] - m) * r, g = dy[c] * gamma[c];
+                gl[k] += g;
+                gxl[k] += g * xhat;
+            }
+        }
+        for (int c = c0; c < C; c++) {
+            float xhat = (x[c] - m) * r, g = dy[c] * gamma[c];
+            gl[c % VEC_LANES] += g;
+            gxl[c % VEC_LANES] += g * xhat;
+        }
         float gsum = 0.0f, gxsum = 0.0f;
+        for (int k = 0; k < VEC_LANES; k++) gsum += gl[k], gxsum += gxl[k];
         for (int c = 0; c < C; c++) {
             float xhat = (x[c] - m) * r;
-            float g = dy[c] * gamma[c];
-            gsum += g;
-            gxsum += g * xhat;
             dgamma[c] += dy[c] * xhat;
             dbeta[c] += dy[c];
         }
@@ -129,10 +138,21 @@ void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *d
         gxsum /= (float)C;
         for (int c = 0; c < C; c++) {
             float xhat = (x[c] - m) * r;
-            dx[c] += r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
+            float v = r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
+            dx[c] = overwrite ? v : dx[c] + v;
         }
     }
     prof_stop(PROF_LAYERNORM, t0_);
+}
+
+void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                        const float *gamma, const float *mean, const float *rstd, int N, int C) {
+    layernorm_backward_rows(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, C, 0);
+}
+
+void layernorm_backward_inplace(float *d, float *dgamma, float *dbeta, const float *inp, const float *gamma,
+                                const float *mean, const float *rstd, int N, int C) {
+    layernorm_backward_rows(d, dgamma, dbeta, d, inp, gamma, mean, rstd, N, C, 1);
 }
 
 void relu_forward(float *out, const float *inp, size_t n) {
@@ -147,14 +167,9 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset) {
-    double t0_ = prof_start();
-    if (p <= 0.0f) {
-        memset(mask, 1, n);
-        if (out != inp) memcpy(out, inp, sizeof(float) * n);
-        prof_stop(PROF_ELEMENTWISE, t0_);
-        return;
-    }
+/* The mask loop of both dropouts: res NULL gives dropout(inp), else dropout(inp) + res. */
+static void dropout_rows(float *out, uint8_t *mask, const float *inp, const float *res, size_t n, float p, uint64_t key,
+                         size_t offset) {
     float keep_scale = dropout_scale(p);
     /* One 64-bit hash of (key, g rounded down to 4) gives four 16-bit uniforms, for
      * batch elements g .. g+3; a resolution of 1/65536 is plenty for p. */
@@ -165,8 +180,31 @@ void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, floa
         for (size_t k = g & 3; k < 4 && i < n; k++, i++) {
             uint32_t u = (uint32_t)(h >> (16 * k)) & 0xFFFFu;
             mask[i] = u >= threshold;
-            out[i] = mask[i] ? inp[i] * keep_scale : 0.0f;
+            float kept = mask[i] ? inp[i] * keep_scale : 0.0f;
+            out[i] = res ? kept + res[i] : kept;
         }
+    }
+}
+
+void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset) {
+    double t0_ = prof_start();
+    if (p <= 0.0f) {
+        memset(mask, 1, n);
+        if (out != inp) memcpy(out, inp, sizeof(float) * n);
+    } else {
+        dropout_rows(out, mask, inp, NULL, n, p, key, offset);
+    }
+    prof_stop(PROF_ELEMENTWISE, t0_);
+}
+
+void dropout_residual_forward(float *out, uint8_t *mask, const float *inp, const float *res, size_t n, float p,
+                              uint64_t key, size_t offset) {
+    double t0_ = prof_start();
+    if (p <= 0.0f) {
+        memset(mask, 1, n);
+        for (size_t i = 0; i < n; i++) out[i] = inp[i] + res[i];
+    } else {
+        dropout_rows(out, mask, inp, res, n, p, key, offset);
     }
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
@@ -210,15 +248,11 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *p = probs + (size_t)n * V;
-        float maxv = z[0];
-        for (int v = 1; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
-        double sum = 0.0, zsum = 0.0;
+        float maxv = vec_max(z, V);
         float z_target = targets[n] == pad ? 0.0f : z[targets[n]]; /* read before probs overwrite it */
-        for (int v = 0; v < V; v++) {
-            zsum += z[v];
-            p[v] = expf(z[v] - maxv);
-            sum += p[v];
-        }
+        double zsum = vec_sum_double(z, V);
+        vec_exp(p, z, maxv, V);
+        double sum = vec_sum_double(p, V);
         float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) p[v] *= inv;
         if (targets[n] == pad) continue;

@@ -32,6 +32,10 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
                        int N, int C);
 void layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                         const float *gamma, const float *mean, const float *rstd, int N, int C);
+/* The same with d holding dout on entry and dinp on exit (overwritten, not added to): a
+ * post-LN residual's norm, whose input gradient has no other contributor. */
+void layernorm_backward_inplace(float *d, float *dgamma, float *dbeta, const float *inp, const float *gamma,
+                                const float *mean, const float *rstd, int N, int C);
 
 /* out (N, V) = inp (N, C) . table (V, C)^T: the output projection against a table stored
  * one row per class (the target embedding when tied). */
@@ -51,6 +55,10 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
  * masks the whole batch would give those rows. One byte each, a quarter of a float mask's
  * memory. p == 0 makes out a copy and the mask all ones. out may alias inp. */
 void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset);
+/* out = dropout(inp) + res, the mask as dropout_forward's: a residual connection's sum in
+ * one pass. out may alias inp or res. */
+void dropout_residual_forward(float *out, uint8_t *mask, const float *inp, const float *res, size_t n, float p,
+                              uint64_t key, size_t offset);
 /* dinp = dout * mask / (1-p). Overwrites dinp (which may alias dout): a dropout's input
  * feeds nothing else. */
 void dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);

@@ -263,13 +263,12 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         e->ffn.out = shared_out;
     }
     a->logits = carver_take(&cv, (Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS) * c->tgt_vocab);
-    /* the decoder's stream gradient is dead once the encoder's backward starts, and
-     * d_sum (post-LN) and d_in (pre-LN) are never needed by the same block: each pair
-     * shares a buffer */
+    /* the decoder's stream gradient is dead once the encoder's backward starts: they share
+     * a buffer */
     a->d_src = a->d_tgt = carver_take(&cv, Nmax * d);
     a->d_enc_out = carver_take(&cv, Ns * d);
     a->d_sub = carver_take(&cv, Nmax * d);
-    a->d_sum = a->d_in = carver_take(&cv, Nmax * d);
+    a->d_in = carver_take(&cv, Nmax * d); /* pre-LN: the sub-layer's input gradient */
     int Tmax = S > T ? S : T;
     /* the feed-forward and the attention backward passes never run at once: their
      * scratch shares one block */
@@ -321,20 +320,7 @@ static const float *residual_in(Residual *r, const NormParams *n, const float *x
 
 static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
                          float p, DropSite site) {
-    size_t cnt = (size_t)N * d;
-    if (p > 0.0f) {
-        dropout_forward(r->sum, r->mask, y, cnt, p, site.key, site.offset);
-        double t0 = prof_start();
-        for (size_t i = 0; i < cnt; i++) r->sum[i] += x[i];
-        prof_stop(PROF_ELEMENTWISE, t0);
-    } else {
-        /* no dropout (decoding, validation): the same sums in one pass; the mask stays
-         * all ones for a backward pass */
-        double t0 = prof_start();
-        memset(r->mask, 1, cnt);
-        for (size_t i = 0; i < cnt; i++) r->sum[i] = y[i] + x[i];
-        prof_stop(PROF_ELEMENTWISE, t0);
-    }
+    dropout_residual_forward(r->sum, r->mask, y, x, (size_t)N * d, p, site.key, site.offset);
     if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, N, d);
 }
 
@@ -342,13 +328,9 @@ static void residual_out(Residual *r, const NormParams *n, const float *x, const
  * it holds the residual path's share of the gradient of x, and dsub the gradient of the
  * sub-layer output. Returns where the sub-layer must add the gradient of its input. */
 static float *residual_out_backward(Residual *r, const NormParams *n, NormParams *gn, float *dx, float *dsub,
-                                    float *tmp_sum, float *tmp_in, int N, int d, int pre, float p) {
+                                    float *tmp_in, int N, int d, int pre, float p) {
     size_t cnt = (size_t)N * d;
-    if (!pre) {
-        memset(tmp_sum, 0, sizeof(float) * cnt);
-        layernorm_backward(tmp_sum, gn->w, gn->b, dx, r->sum, n->w, r->mean, r->rstd, N, d);
-        memcpy(dx, tmp_sum, sizeof(float) * cnt);
-    }
+    if (!pre) layernorm_backward_inplace(dx, gn->w, gn->b, r->sum, n->w, r->mean, r->rstd, N, d);
     dropout_backward(dsub, dx, r->mask, cnt, p);
     if (pre) memset(tmp_in, 0, sizeof(float) * cnt);
     return pre ? tmp_in : dx;
@@ -640,10 +622,8 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
     float *dx = a->d_tgt;
     if (pre) {
         const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
-        memset(a->d_sum, 0, sizeof(float) * (size_t)N * d);
-        layernorm_backward(a->d_sum, m->g.dec_norm.w, m->g.dec_norm.b, dx, last, m->p.dec_norm.w, a->tgt.norm_mean,
-                           a->tgt.norm_rstd, N, d);
-        memcpy(dx, a->d_sum, sizeof(float) * (size_t)N * d);
+        layernorm_backward_inplace(dx, m->g.dec_norm.w, m->g.dec_norm.b, last, m->p.dec_norm.w, a->tgt.norm_mean,
+                                   a->tgt.norm_rstd, N, d);
     }
     AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
     AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
@@ -654,21 +634,19 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         DecoderLayerParams *g = &m->g.dec[l];
         const float *x1 = l ? a->dec[l - 1].r3.out : a->tgt.x, *x2 = e->r1.out, *x3 = e->r2.out;
         /* feed-forward block */
-        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_in, N, d, pre,
                                            m->dropout_p);
         const float *in = pre ? e->r3.ln : x3;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r3, &w->norm3, &g->norm3, dx, din, x3, N, d, pre);
         /* cross-attention block: K/V gradients flow into the encoder output */
-        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
-                                    m->dropout_p);
+        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r2.ln : x2;
         attention_backward(&g->cross_attn, din, a->d_enc_out, a->d_sub, &e->cross_attn, &w->cross_attn, in, a->src.out,
                            &cross, &a->attn);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
         /* masked self-attention block */
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
-                                    m->dropout_p);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->self_attn, &w->self_attn, in, in, &self, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
@@ -695,13 +673,12 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         const EncoderLayerParams *w = &m->p.enc[l];
         EncoderLayerParams *g = &m->g.enc[l];
         const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
-        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
+        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre,
                                            m->dropout_p);
         const float *in = pre ? e->r2.ln : x2;
         ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_sum, a->d_in, N, d, pre,
-                                    m->dropout_p);
+        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
         in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);

@@ -111,7 +111,7 @@ typedef struct {
                       then probabilities, then their gradient (kernels.h) */
     /* backward scratch, shared */
     float *d_src, *d_tgt, *d_enc_out; /* stream gradients (N, d) */
-    float *d_sub, *d_sum, *d_in;      /* (max N, d) */
+    float *d_sub, *d_in;              /* (max N, d) */
     float *d_hidden;                  /* (max N, ff) */
     AttnScratch attn;
 } Acts;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "config.h" /* LR_* */
+#include "nn/vecmath.h"
 #include "util/mem.h"
 
 double lr_at(const LrSchedule *s, int64_t step) {
@@ -60,9 +61,7 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
 }
 
 double grad_sumsq(const float *grads, size_t begin, size_t end) {
-    double sum = 0.0;
-    for (size_t i = begin; i < end; i++) sum += (double)grads[i] * grads[i];
-    return sum;
+    return begin < end ? vec_sum_squares_double(grads + begin, end - begin) : 0.0;
 }
 
 float clip_scale(double norm, double max_norm) {

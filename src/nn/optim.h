@@ -43,7 +43,7 @@ void adam_update_range(const Adam *a, float *params, float *grads, const TensorI
  * Returns the norm before clipping. Built from the two parts below, which a caller
  * that holds the gradients in slices (one per thread) uses directly. */
 double clip_grad_norm(float *grads, size_t n, double max_norm);
-/* Sum of squares of grads[begin, end), accumulated in double in index order. The
+/* Sum of squares of grads[begin, end), accumulated in double lanes (vecmath.h). The
  * global norm is the sqrt of the slices' sums added in slice order. */
 double grad_sumsq(const float *grads, size_t begin, size_t end);
 /* The factor clipping multiplies the gradients by for this global norm: 1 when
