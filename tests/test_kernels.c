@@ -175,6 +175,14 @@ static void test_dropout(void) {
         dropout_forward(part_out, part_mask, x + at, (size_t)len, 0.25f, 77, (size_t)at);
         CHECK(memcmp(part_mask, mask + at, (size_t)len) == 0, "mask of the part at %d differs from the whole's", at);
         CHECK(memcmp(part_out, out + at, sizeof(float) * (size_t)len) == 0, "output of the part at %d differs", at);
+        /* a residual's sum in one pass: the same mask, and dropout's output plus the residual */
+        float sum[64];
+        uint8_t sum_mask[64];
+        dropout_residual_forward(sum, sum_mask, x + at, w + at, (size_t)len, 0.25f, 77, (size_t)at);
+        CHECK(memcmp(sum_mask, part_mask, (size_t)len) == 0, "residual dropout's mask at %d differs", at);
+        for (int i = 0; i < len; i++)
+            CHECK(sum[i] == part_out[i] + w[at + i], "residual dropout at %d, element %d: %g, not %g", at, i,
+                  (double)sum[i], (double)(part_out[i] + w[at + i]));
     }
 }
 

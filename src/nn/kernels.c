@@ -167,23 +167,49 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-/* The mask loop of both dropouts: res NULL gives dropout(inp), else dropout(inp) + res. */
-static void dropout_rows(float *out, uint8_t *mask, const float *inp, const float *res, size_t n, float p, uint64_t key,
-                         size_t offset) {
-    float keep_scale = dropout_scale(p);
-    /* One 64-bit hash of (key, g rounded down to 4) gives four 16-bit uniforms, for
-     * batch elements g .. g+3; a resolution of 1/65536 is plenty for p. */
-    uint32_t threshold = (uint32_t)(p * 65536.0f);
-    for (size_t i = 0; i < n;) {
-        size_t g = offset + i;
-        uint64_t h = hash64(key, g & ~(size_t)3);
-        for (size_t k = g & 3; k < 4 && i < n; k++, i++) {
-            uint32_t u = (uint32_t)(h >> (16 * k)) & 0xFFFFu;
-            mask[i] = u >= threshold;
-            float kept = mask[i] ? inp[i] * keep_scale : 0.0f;
-            out[i] = res ? kept + res[i] : kept;
-        }
+/* One element of a dropout: kept (scaled) or 0, plus the residual's element when with_res
+ * (a constant wherever this is inlined). The input is read either way: a conditional load
+ * would keep the loops from vectorising. */
+static inline void dropout_one(float *out, uint8_t *mask, const float *inp, const float *res, int with_res, size_t i,
+                               uint64_t h, size_t k, uint32_t threshold, float keep_scale) {
+    uint8_t keep = ((uint32_t)(h >> (16 * k)) & 0xFFFFu) >= threshold;
+    float scaled = inp[i] * keep_scale, kept = keep ? scaled : 0.0f;
+    mask[i] = keep;
+    out[i] = with_res ? kept + res[i] : kept;
+}
+
+/* Elements 0 .. n4-1 (n4 a multiple of 4), offset a multiple of 4: whole groups of four,
+ * one hash each. This loop vectorises (a hash per vector lane) when it starts at 0. */
+static inline __attribute__((always_inline)) void dropout_groups(float *out, uint8_t *mask, const float *inp,
+                                                                 const float *res, int with_res, size_t n4,
+                                                                 uint64_t key, size_t offset, uint32_t threshold,
+                                                                 float keep_scale) {
+    for (size_t i = 0; i < n4; i += 4) {
+        uint64_t h = hash64(key, offset + i);
+        for (size_t k = 0; k < 4; k++) dropout_one(out, mask, inp, res, with_res, i + k, h, k, threshold, keep_scale);
     }
+}
+
+/* The mask loop of both dropouts: dropout(inp), or with_res dropout(inp) + res. One 64-bit
+ * hash of (key, g rounded down to 4) gives four 16-bit uniforms, for batch elements
+ * g .. g+3; a resolution of 1/65536 is plenty for p. Inlined into each caller with
+ * with_res a constant. */
+static inline __attribute__((always_inline)) void dropout_rows(float *out, uint8_t *mask, const float *inp,
+                                                               const float *res, int with_res, size_t n, float p,
+                                                               uint64_t key, size_t offset) {
+    float keep_scale = dropout_scale(p);
+    uint32_t threshold = (uint32_t)(p * 65536.0f);
+    size_t head = (4 - (offset & 3)) & 3; /* the rest of a group begun before out[0] */
+    if (head > n) head = n;
+    for (size_t i = 0; i < head; i++)
+        dropout_one(out, mask, inp, res, with_res, i, hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3,
+                    threshold, keep_scale);
+    size_t n4 = (n - head) & ~(size_t)3;
+    dropout_groups(out + head, mask + head, inp + head, with_res ? res + head : NULL, with_res, n4, key, offset + head,
+                   threshold, keep_scale);
+    for (size_t i = head + n4; i < n; i++) /* the first elements of a group that goes on past out[n-1] */
+        dropout_one(out, mask, inp, res, with_res, i, hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3,
+                    threshold, keep_scale);
 }
 
 void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset) {
@@ -192,7 +218,7 @@ void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, floa
         memset(mask, 1, n);
         if (out != inp) memcpy(out, inp, sizeof(float) * n);
     } else {
-        dropout_rows(out, mask, inp, NULL, n, p, key, offset);
+        dropout_rows(out, mask, inp, NULL, 0, n, p, key, offset);
     }
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
@@ -204,7 +230,7 @@ void dropout_residual_forward(float *out, uint8_t *mask, const float *inp, const
         memset(mask, 1, n);
         for (size_t i = 0; i < n; i++) out[i] = inp[i] + res[i];
     } else {
-        dropout_rows(out, mask, inp, res, n, p, key, offset);
+        dropout_rows(out, mask, inp, res, 1, n, p, key, offset);
     }
     prof_stop(PROF_ELEMENTWISE, t0_);
 }

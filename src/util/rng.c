@@ -5,13 +5,6 @@
 
 void rng_seed(Rng *r, uint64_t seed) { r->state = seed; }
 
-uint64_t rng_next(Rng *r) {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
 float rng_normal(Rng *r) {
@@ -22,9 +15,3 @@ float rng_normal(Rng *r) {
 }
 
 uint64_t rng_below(Rng *r, uint64_t n) { return rng_next(r) % n; }
-
-uint64_t hash64(uint64_t a, uint64_t b) {
-    Rng r = {a * 0xD1B54A32D192ED03ull ^ b};
-    rng_next(&r);
-    return rng_next(&r);
-}
