@@ -419,6 +419,8 @@ static int train_new(Trainer *t, int force) {
 /* Joins the MPI job when launched as one; the other ranks' standard output goes to
  * /dev/null, as rank 0 speaks for the job. Returns an exit status. */
 static int join_ranks(void) {
+    /* a SIGUSR1 from here on is a stop request, not the rank's death in MPI's start-up */
+    if (dist_launched_size() > 1) trainer_catch_stop(dist_launched_size());
     if (dist_start() != 0) {
         /* a build without MPI: each process would say it; the first says it for all */
         if (dist_launched_rank() == 0) cmd_fail(2);

@@ -435,18 +435,23 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     return TRAIN_DONE;
 }
 
-TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
+void trainer_catch_stop(int ranks) {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* a request is polled between steps: nothing waits on EINTR (MPI's start-up least) */
     /* Under ranks, SIGINT and SIGTERM are the launcher ending the job (it kills what is
      * left soon after), so they are the command's; a stop that checkpoints is asked
      * with SIGUSR1, which mpirun passes on to every rank. */
-    if (dist_size() > 1) {
+    if (ranks > 1) {
         sigaction(SIGUSR1, &sa, NULL);
     } else {
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
     }
+}
+
+TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
+    trainer_catch_stop(dist_size());
     LoopAcc acc = {.first = t->step + 1};
     acc.t0 = acc.t_log = t->t0 = now_seconds();
     TrainEnd end = TRAIN_DONE;

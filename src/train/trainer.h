@@ -138,6 +138,13 @@ typedef enum {
     TRAIN_RANKS_FAILED, /* the ranks lost contact (error set): no checkpoint was written */
 } TrainEnd;
 
+/* From now on the stop signal is caught and kept: SIGUSR1 with ranks > 1 (mpirun passes
+ * it on to every rank), else SIGINT and SIGTERM. A request kept before the loop begins
+ * stops it after its first step, with a checkpoint. trainer_run calls it; under an MPI
+ * launcher, call it before the ranks join as well: a rank killed by a SIGUSR1 while MPI
+ * starts up can leave Open MPI's mpirun waiting for it for ever. */
+void trainer_catch_stop(int ranks);
+
 /* The loop, from t->step to train.steps. */
 TrainEnd trainer_run(Trainer *t, const TrainReporter *r);
 
