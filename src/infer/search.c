@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "data/batch.h"
+#include "nn/vecmath.h"
 #include "util/err.h"
 #include "util/mem.h"
 
@@ -40,15 +41,10 @@ void search_source_batch(const Seq *const *src, int n, int **ids_out, int **len_
 }
 
 double search_log_normaliser(const float *logits, int V) {
-    /* the maximum in sixteen lanes, which vectorises (a maximum is the same in any order) */
-    float lane[16], mx = logits[0];
-    int v = 0;
-    for (int u = 0; u < 16; u++) lane[u] = mx;
-    for (; v + 16 <= V; v += 16)
-        for (int u = 0; u < 16; u++) lane[u] = logits[v + u] > lane[u] ? logits[v + u] : lane[u];
-    for (int u = 0; u < 16; u++) mx = lane[u] > mx ? lane[u] : mx;
-    for (; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    /* the maximum in lanes (vectorised; a maximum is the same in any order); the sum of
+     * exps keeps libm's expf and its order, so decoding's scores stay as they are */
+    float mx = vec_max(logits, V);
     double sum = 0.0;
-    for (v = 0; v < V; v++) sum += expf(logits[v] - mx);
+    for (int v = 0; v < V; v++) sum += expf(logits[v] - mx);
     return (double)mx + log(sum);
 }
