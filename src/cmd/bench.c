@@ -50,14 +50,16 @@ static double sgemm_gflops(int n) {
 
 /* FLOPs of one training step: every matrix product forward (2mnk), and twice that
  * backward (the input and the weight gradients; for attention, the four products of
- * dP, dV, dQ, dK). Element-wise work is not counted. Padded shapes: what is computed. */
-static double step_flops(const ModelConfig *c, int B, int S, int T) {
+ * dP, dV, dQ, dK). Element-wise work is not counted. What is computed: the layers at
+ * padded shapes, the classifier at the `targets` real target positions only (it skips
+ * padding). */
+static double step_flops(const ModelConfig *c, int B, int S, int T, long targets) {
     double d = c->d_model, ff = c->d_ff, Ns = (double)B * S, Nt = (double)B * T, V = c->tgt_vocab;
     double enc = 4 * 2 * Ns * d * d + 2 * 2 * Ns * d * ff + 2 * 2 * (double)B * S * S * d;
     double dec = 4 * 2 * Nt * d * d + 2 * 2 * (double)B * T * T * d                        /* masked self */
                  + 2 * 2 * Nt * d * d + 2 * 2 * Ns * d * d + 2 * 2 * (double)B * T * S * d /* cross */
                  + 2 * 2 * Nt * d * ff;
-    double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * Nt * d * V;
+    double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * (double)targets * d * V;
     return 3 * fwd;
 }
 
@@ -246,9 +248,12 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
         if (step > o->warmup) {
             r.seconds += dt;
             r.tokens += tok;
-            r.flops += step_flops(&t->m.cfg, mb->B, mb->S, mb->T);
+            long targets = 0;
+            for (int i = 0; i < mb->B; i++) targets += mb->tgt_len[i];
+            r.flops += step_flops(&t->m.cfg, mb->B, mb->S, mb->T, targets);
             r.padded_rows += (long)mb->B * (mb->S + mb->T);
-            for (int i = 0; i < mb->B; i++) r.real_rows += mb->src_len[i] + mb->tgt_len[i];
+            for (int i = 0; i < mb->B; i++) r.real_rows += mb->src_len[i];
+            r.real_rows += targets;
         }
     }
     prof_enabled = 0;

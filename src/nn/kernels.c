@@ -312,21 +312,37 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
     prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
-double classifier_forward_backward(float *scratch, int chunk, const float *inp, const float *table, const int *targets,
+double classifier_forward_backward(const ClassifierScratch *s, const float *inp, const float *table, const int *targets,
                                    int N, int C, int V, float eps, int pad, int *count, double *nll_out, float *dinp,
                                    float *dtable, float scale) {
     double loss = 0.0, nll = 0.0;
     int counted = 0;
-    for (int r0 = 0; r0 < N; r0 += chunk) {
-        int n = N - r0 < chunk ? N - r0 : chunk, c;
+    for (int r = 0; r < N;) {
+        int n = 0, c;
         double chunk_nll;
-        const float *x = inp + (size_t)r0 * C;
-        logits_forward(scratch, x, table, n, C, V);
-        loss += crossentropy_forward(scratch, scratch, targets + r0, n, V, eps, pad, &c, &chunk_nll);
+        double t0 = prof_start();
+        for (; r < N && n < s->chunk; r++) {
+            if (targets[r] == pad) continue;
+            s->rows[n] = r, s->labels[n] = targets[r];
+            memcpy(s->x + (size_t)n * C, inp + (size_t)r * C, sizeof(float) * (size_t)C);
+            n++;
+        }
+        prof_stop(PROF_EMBED_LOSS, t0);
+        if (n == 0) break;
+        logits_forward(s->logits, s->x, table, n, C, V);
+        loss += crossentropy_forward(s->logits, s->logits, s->labels, n, V, eps, pad, &c, &chunk_nll);
         nll += chunk_nll, counted += c;
         if (!dinp) continue;
-        crossentropy_backward(scratch, scratch, targets + r0, n, V, eps, pad, scale);
-        logits_backward(dinp + (size_t)r0 * C, dtable, scratch, x, table, n, C, V);
+        crossentropy_backward(s->logits, s->logits, s->labels, n, V, eps, pad, scale);
+        memset(s->dx, 0, sizeof(float) * (size_t)n * C);
+        logits_backward(s->dx, dtable, s->logits, s->x, table, n, C, V);
+        t0 = prof_start();
+        for (int i = 0; i < n; i++) {
+            float *d = dinp + (size_t)s->rows[i] * C;
+            const float *g = s->dx + (size_t)i * C;
+            for (int k = 0; k < C; k++) d[k] += g[k];
+        }
+        prof_stop(PROF_EMBED_LOSS, t0);
     }
     *count = counted;
     if (nll_out) *nll_out = nll;

@@ -81,12 +81,21 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
                            float scale);
 
+/* Where the fused classifier works: chunk rows at a time, never an (N, V) matrix. */
+typedef struct {
+    int chunk;
+    float *logits;      /* (chunk, V): a chunk's logits, then probabilities, then their gradient */
+    float *x, *dx;      /* (chunk, C): the chunk's rows gathered, and their input gradient */
+    int *rows, *labels; /* (chunk): where each gathered row came from, and its target */
+} ClassifierScratch;
+
 /* The classifier fused: logits = inp . table^T, softmax and label-smoothed cross-entropy
- * (as above), chunk rows at a time through scratch (chunk, V), so no (N, V) matrix is ever
- * stored. Returns the summed loss; *count and *nll_out as crossentropy_forward. With
- * dinp and dtable, also adds the gradients of scale x loss into them (dinp (N, C), dtable
- * (V, C)), each chunk's right after its loss while its probabilities are at hand. */
-double classifier_forward_backward(float *scratch, int chunk, const float *inp, const float *table, const int *targets,
+ * (as above), over the rows whose target is not `pad` only: they are gathered chunk rows
+ * at a time (padding costs no product and no softmax). Returns the summed loss; *count
+ * and *nll_out as crossentropy_forward. With dinp and dtable, also adds the gradients of
+ * scale x loss into them (dinp (N, C): nothing into a pad row; dtable (V, C)), each
+ * chunk's right after its loss while its probabilities are at hand. */
+double classifier_forward_backward(const ClassifierScratch *s, const float *inp, const float *table, const int *targets,
                                    int N, int C, int V, float eps, int pad, int *count, double *nll_out, float *dinp,
                                    float *dtable, float scale);
 

@@ -262,7 +262,13 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         e->ffn.hidden = carver_take(&cv, Nt * ff);
         e->ffn.out = shared_out;
     }
-    a->logits = carver_take(&cv, (Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS) * c->tgt_vocab);
+    size_t chunk = Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS;
+    a->cls.chunk = (int)chunk;
+    a->cls.logits = carver_take(&cv, chunk * c->tgt_vocab);
+    a->cls.x = carver_take(&cv, chunk * d);
+    a->cls.dx = carver_take(&cv, chunk * d);
+    a->cls.rows = (int *)carver_take_bytes(&cv, chunk * sizeof(int));
+    a->cls.labels = (int *)carver_take_bytes(&cv, chunk * sizeof(int));
     /* the decoder's stream gradient is dead once the encoder's backward starts: they share
      * a buffer */
     a->d_src = a->d_tgt = carver_take(&cv, Nmax * d);
@@ -464,9 +470,9 @@ static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
     const ModelConfig *c = &m->cfg;
     int N = b->B * b->T, count = 0;
     if (dx) memset(dx, 0, sizeof(float) * (size_t)N * c->d_model);
-    m->loss_sum = classifier_forward_backward(m->a.logits, MODEL_CLASSIFIER_ROWS, m->a.tgt.out, m->p.generator,
-                                              b->tgt_out, N, c->d_model, c->tgt_vocab, c->label_smoothing, c->pad_id,
-                                              &count, &m->nll_sum, dx, dx ? m->g.generator : NULL, scale);
+    m->loss_sum = classifier_forward_backward(&m->a.cls, m->a.tgt.out, m->p.generator, b->tgt_out, N, c->d_model,
+                                              c->tgt_vocab, c->label_smoothing, c->pad_id, &count, &m->nll_sum, dx,
+                                              dx ? m->g.generator : NULL, scale);
     m->n_tokens = count;
     return count;
 }

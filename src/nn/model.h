@@ -13,10 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/kernels.h"
 #include "nn/multihead.h"
 
 #define QKV_MAX_LAYERS 16
-/* Rows of logits the classifier holds at once (kernels.h, classifier_forward_backward). */
+/* Rows the classifier gathers and holds logits for at once (kernels.h, classifier_forward_backward). */
 #define MODEL_CLASSIFIER_ROWS 128
 
 typedef struct {
@@ -107,8 +108,7 @@ typedef struct {
     StackActs src, tgt;
     EncoderLayerActs enc[QKV_MAX_LAYERS];
     DecoderLayerActs dec[QKV_MAX_LAYERS];
-    float *logits; /* (MODEL_CLASSIFIER_ROWS, tgt_vocab): the classifier's chunk of logits,
-                      then probabilities, then their gradient (kernels.h) */
+    ClassifierScratch cls; /* chunks of MODEL_CLASSIFIER_ROWS target rows (kernels.h) */
     /* backward scratch, shared */
     float *d_src, *d_tgt, *d_enc_out; /* stream gradients (N, d) */
     float *d_sub, *d_in;              /* (max N, d) */
