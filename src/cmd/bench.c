@@ -215,8 +215,8 @@ static json_t *dump_batch(const ModelBatch *mb, int tokens) {
 
 typedef struct {
     double flops, seconds, loss;
-    long tokens;
-    long real_rows, padded_rows; /* source + target positions: holding a token (or EOS/BOS), and computed */
+    long tokens;      /* source + target positions holding a token (EOS and BOS counted): the batcher's count */
+    long padded_rows; /* source + target positions computed */
 } TrainTimes;
 
 /* warmup + steps training steps, the last `steps` timed and profiled; each step's batch
@@ -252,8 +252,6 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
             for (int i = 0; i < mb->B; i++) targets += mb->tgt_len[i];
             r.flops += step_flops(&t->m.cfg, mb->B, mb->S, mb->T, targets);
             r.padded_rows += (long)mb->B * (mb->S + mb->T);
-            for (int i = 0; i < mb->B; i++) r.real_rows += mb->src_len[i];
-            r.real_rows += targets;
         }
     }
     prof_enabled = 0;
@@ -280,8 +278,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_put(r, "mfu", json_fmt("%.4f", tr->flops / secs / 1e9 / peak));
     json_put(r, "flops_per_step", json_fmt("%.4g", tr->flops / o->steps));
     /* the share of the rows every linear layer runs over that are padding */
-    json_put(r, "padding_share",
-             json_fmt("%.4f", tr->padded_rows ? 1.0 - (double)tr->real_rows / tr->padded_rows : 0.0));
+    json_put(r, "padding_share", json_fmt("%.4f", tr->padded_rows ? 1.0 - (double)tr->tokens / tr->padded_rows : 0.0));
     json_put(r, "peak_rss_mb", json_fmt("%.1f", ru.ru_maxrss / 1024.0));
     json_put(r, "decode_sentences_per_s", json_fmt("%.1f", nd / t_decode));
     json_put(r, "decoded", json_integer(nd));
