@@ -80,11 +80,12 @@ print(f"{'':24s}" + "".join(f"{size:>9s}" for size, _, _ in rows))
 for n in names:
     print(f"{n:24s}" + "".join(f"{q['breakdown_ms'][n]:9.2f}" for _, q, _ in rows))
 print()
-print("padding (share of the batch positions every linear layer computes that hold no token): " +
+print("padding (share of the padded batches' positions that hold no token; training packs its rows and computes none): " +
       ", ".join(f"{size} {100*q['padding_share']:.1f}%" for size, q, _ in rows))
 print()
-print("FLOPs per step are counted from every matrix product (forward 2mnk, backward twice that) at the")
-print("padded batch shapes; MFU = achieved GFLOP/s / the sgemm peak above. RSS: peak resident set size.")
+print("FLOPs per step are counted from every matrix product (forward 2mnk, backward twice that) as qkv runs")
+print("them: over each sequence's real tokens, no padding; PyTorch's GFLOP/s is that same count over its time")
+print("(it also computes the padding). MFU = achieved GFLOP/s / the sgemm peak above. RSS: peak resident set size.")
 EOF
 
 # Decoding with a trained model: the Multi30k recipe's run when there is one (make multi30k),

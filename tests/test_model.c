@@ -178,7 +178,10 @@ typedef struct {
     int tokens; /* target tokens, padding excluded */
 } RandBatch;
 
-static void random_batch(RandBatch *rb) {
+static void random_batch_norm(RandBatch *rb, int pre);
+static void random_batch(RandBatch *rb) { random_batch_norm(rb, 1); }
+
+static void random_batch_norm(RandBatch *rb, int pre) {
     ModelConfig cfg = {.src_vocab = 20,
                        .tgt_vocab = 23,
                        .d_model = 16,
@@ -187,7 +190,7 @@ static void random_batch(RandBatch *rb) {
                        .encoder_layers = 2,
                        .decoder_layers = 2,
                        .dropout = 0.2f,
-                       .pre_norm = 1,
+                       .pre_norm = pre,
                        .tie_embeddings = 1,
                        .label_smoothing = 0.1f,
                        .max_positions = 48};
@@ -287,6 +290,55 @@ static void test_passes_add_up_to_the_whole_batch(void) {
     CHECK(diff < 1e-5 && loss_diff < 1e-6, "passes differ from the whole batch: gradients %.3g, loss %.3g", diff,
           loss_diff);
     CHECK(wrong > 1e-3, "passes without their place in the batch match it too (%.3g): dropout does not show", wrong);
+}
+
+/* A training pass over packed rows (no padding position computed) gives the padded pass's
+ * loss, parameter gradients and head-gate gradients up to rounding, dropout on (each
+ * element keeps its padded place's mask), pre- and post-LN, gates away from 1. And it
+ * computes fewer rows: exactly the sequences' lengths. */
+static void test_packed_rows_match_padded(void) {
+    for (int pre = 0; pre < 2; pre++) {
+        static RandBatch rb;
+        random_batch_norm(&rb, pre);
+        Model *m = &rb.m;
+        int heads = model_head_count(m);
+        float *gates = xmalloc(sizeof(float) * (size_t)heads), *padded = xmalloc(sizeof(float) * m->n_params),
+              *padded_gates = xmalloc(sizeof(float) * (size_t)heads);
+        Rng r = {17};
+        for (int i = 0; i < heads; i++) gates[i] = 0.5f + (float)rng_uniform(&r);
+        model_set_head_gates(m, gates);
+        double loss[2];
+        for (int packed = 0; packed < 2; packed++) {
+            m->keep_padding = !packed;
+            model_zero_grad(m);
+            m->loss_tokens = rb.tokens;
+            loss[packed] = model_forward_backward(m, &rb.b, 4, 7);
+            if (!packed) {
+                memcpy(padded, m->grads, sizeof(float) * m->n_params);
+                memcpy(padded_gates, model_head_gate_grads(m), sizeof(float) * (size_t)heads);
+            }
+        }
+        int src_rows = 0, tgt_rows = 0;
+        for (int i = 0; i < FB; i++) src_rows += rb.sl[i], tgt_rows += rb.tl[i];
+        CHECK(m->a.packed && m->a.src_rows.N == src_rows && m->a.tgt_rows.N == tgt_rows && tgt_rows < FB * FT,
+              "packed pass over %d/%d rows, the sequences have %d/%d", m->a.src_rows.N, m->a.tgt_rows.N, src_rows,
+              tgt_rows);
+        double worst = 0, largest = 0, worst_gate = 0, largest_gate = 0;
+        for (size_t i = 0; i < m->n_params; i++)
+            worst = fmax(worst, fabs((double)padded[i] - m->grads[i])),
+            largest = fmax(largest, fabs((double)padded[i]));
+        const float *g = model_head_gate_grads(m);
+        for (int i = 0; i < heads; i++)
+            worst_gate = fmax(worst_gate, fabs((double)padded_gates[i] - g[i])),
+            largest_gate = fmax(largest_gate, fabs((double)padded_gates[i]));
+        free(gates), free(padded), free(padded_gates);
+        model_free(m);
+        CHECK(fabs(loss[1] - loss[0]) < 1e-6 * fabs(loss[0]), "pre %d: loss %.9g packed, %.9g padded", pre, loss[1],
+              loss[0]);
+        CHECK(largest > 0 && worst < 1e-5 * largest, "pre %d: gradients differ by %.3g of %.3g", pre, worst, largest);
+        CHECK(largest_gate > 0 && worst_gate < 1e-5 * largest_gate, "pre %d: gate gradients differ by %.3g of %.3g",
+              pre, worst_gate, largest_gate);
+    }
 }
 
 /* The attention accessors name the sub-layer they claim to. Each (kind, layer)'s weights
@@ -501,6 +553,7 @@ const TestCase model_tests[] = {
     {"model_table_names_and_sizes", test_table_names_and_sizes},
     {"model_forward_backward_fused_bit_identical", test_forward_backward_fused_is_forward_then_backward},
     {"model_passes_add_up_to_the_whole_batch", test_passes_add_up_to_the_whole_batch},
+    {"model_packed_rows_match_padded", test_packed_rows_match_padded},
     {"model_grad_every_tensor_post_ln_tied", test_grad_post_ln_tied},
     {"model_grad_every_tensor_pre_ln_untied_dropout", test_grad_pre_ln_untied_dropout},
     {"model_grad_encoder_through_every_cross_attention", test_grad_reaches_encoder_through_every_cross_attention},

@@ -50,16 +50,21 @@ static double sgemm_gflops(int n) {
 
 /* FLOPs of one training step: every matrix product forward (2mnk), and twice that
  * backward (the input and the weight gradients; for attention, the four products of
- * dP, dV, dQ, dK). Element-wise work is not counted. What is computed: the layers at
- * padded shapes, the classifier at the `targets` real target positions only (it skips
- * padding). */
-static double step_flops(const ModelConfig *c, int B, int S, int T, long targets) {
-    double d = c->d_model, ff = c->d_ff, Ns = (double)B * S, Nt = (double)B * T, V = c->tgt_vocab;
-    double enc = 4 * 2 * Ns * d * d + 2 * 2 * Ns * d * ff + 2 * 2 * (double)B * S * S * d;
-    double dec = 4 * 2 * Nt * d * d + 2 * 2 * (double)B * T * T * d                        /* masked self */
-                 + 2 * 2 * Nt * d * d + 2 * 2 * Ns * d * d + 2 * 2 * (double)B * T * S * d /* cross */
-                 + 2 * 2 * Nt * d * ff;
-    double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * (double)targets * d * V;
+ * dP, dV, dQ, dK). Element-wise work is not counted. What is computed: a training pass
+ * packs its rows (model.h), so every layer runs over each sequence's real positions
+ * only, attention over its real length squared (source s, target t), and the classifier
+ * over the real targets; no padding is counted, none is computed. */
+static double step_flops(const ModelConfig *c, const ModelBatch *mb) {
+    double d = c->d_model, ff = c->d_ff, V = c->tgt_vocab, enc = 0, dec = 0, targets = 0;
+    for (int i = 0; i < mb->B; i++) {
+        double s = mb->src_len[i], t = mb->tgt_len[i];
+        enc += 4 * 2 * s * d * d + 2 * 2 * s * d * ff + 2 * 2 * s * s * d;
+        dec += 4 * 2 * t * d * d + 2 * 2 * t * t * d                       /* masked self */
+               + 2 * 2 * t * d * d + 2 * 2 * s * d * d + 2 * 2 * t * s * d /* cross */
+               + 2 * 2 * t * d * ff;
+        targets += t;
+    }
+    double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * targets * d * V;
     return 3 * fwd;
 }
 
@@ -216,7 +221,7 @@ static json_t *dump_batch(const ModelBatch *mb, int tokens) {
 typedef struct {
     double flops, seconds, loss;
     long tokens;      /* source + target positions holding a token (EOS and BOS counted): the batcher's count */
-    long padded_rows; /* source + target positions computed */
+    long padded_rows; /* source + target positions of the padded batches (training computes only the tokens) */
 } TrainTimes;
 
 /* warmup + steps training steps, the last `steps` timed and profiled; each step's batch
@@ -248,9 +253,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
         if (step > o->warmup) {
             r.seconds += dt;
             r.tokens += tok;
-            long targets = 0;
-            for (int i = 0; i < mb->B; i++) targets += mb->tgt_len[i];
-            r.flops += step_flops(&t->m.cfg, mb->B, mb->S, mb->T, targets);
+            r.flops += step_flops(&t->m.cfg, mb);
             r.padded_rows += (long)mb->B * (mb->S + mb->T);
         }
     }

@@ -285,6 +285,9 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
     a->attn.dv = block + 2 * Nmax * d;
     a->attn.dctx = block + 3 * Nmax * d;
     a->attn.dp = carver_take(&cv, (size_t)B * H * Tmax * Tmax);
+    a->src_first = (int *)carver_take_bytes(&cv, (size_t)B * sizeof(int));
+    a->tgt_first = (int *)carver_take_bytes(&cv, (size_t)B * sizeof(int));
+    a->labels = (int *)carver_take_bytes(&cv, Nt * sizeof(int));
     return cv.used;
 }
 
@@ -324,10 +327,29 @@ static const float *residual_in(Residual *r, const NormParams *n, const float *x
     return r->ln;
 }
 
-static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, int N, int d, int pre,
-                         float p, DropSite site) {
-    dropout_residual_forward(r->sum, r->mask, y, x, (size_t)N * d, p, site.key, site.offset);
-    if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, N, d);
+/* out = dropout(inp) (+ res) over a stream's N rows. A site's mask element follows the
+ * padded (B, T, d) layout whatever the rows: a packed sequence b starts at element b*T*d,
+ * so packing drops exactly the elements the padded pass drops. */
+static void stream_dropout(float *out, uint8_t *mask, const float *inp, const float *res, const PackedRows *pk, int N,
+                           int T, int d, float p, DropSite site) {
+    for (int b = 0; b < (pk ? pk->B : 1); b++) {
+        size_t at = pk ? (size_t)pk->row[b] * d : 0, n = (size_t)(pk ? pk->len[b] : N) * d;
+        size_t offset = site.offset + (pk ? (size_t)b * T * d : 0);
+        if (res) dropout_residual_forward(out + at, mask + at, inp + at, res + at, n, p, site.key, offset);
+        else dropout_forward(out + at, mask + at, inp + at, n, p, site.key, offset);
+    }
+}
+
+/* rows: the stream's layout, as the sub-layer's attention shape gives it (pk NULL: padded) */
+typedef struct {
+    const PackedRows *pk;
+    int N, T;
+} StreamRows;
+
+static void residual_out(Residual *r, const NormParams *n, const float *x, const float *y, StreamRows rows, int d,
+                         int pre, float p, DropSite site) {
+    stream_dropout(r->sum, r->mask, y, x, rows.pk, rows.N, rows.T, d, p, site);
+    if (!pre) layernorm_forward(r->ln, r->mean, r->rstd, r->sum, n->w, n->b, rows.N, d);
 }
 
 /* Backward of residual_out. On entry dx holds the gradient of the block output; on exit
@@ -372,30 +394,41 @@ static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0
 
 /* Rows are positions first..first+T-1 of B sequences. */
 void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first, float p,
-                 DropSite site) {
+                 DropSite site, const PackedRows *pk) {
     int d = m->cfg.d_model;
-    embedding_forward(s->emb, tokens, table, m->pos_table + (size_t)first * d, sqrtf((float)d), B, T, d);
-    dropout_forward(s->x, s->emb_mask, s->emb, (size_t)B * T * d, p, site.key, site.offset);
+    const float *pos = m->pos_table + (size_t)first * d;
+    if (pk)
+        for (int b = 0; b < B; b++)
+            embedding_forward(s->emb + (size_t)pk->row[b] * d, tokens + (size_t)b * T, table, pos, sqrtf((float)d), 1,
+                              pk->len[b], d);
+    else embedding_forward(s->emb, tokens, table, pos, sqrtf((float)d), B, T, d);
+    stream_dropout(s->x, s->emb_mask, s->emb, NULL, pk, B * T, T, d, p, site);
 }
+
+/* The stream's rows for this pass: packed (pk) or B padded blocks of T. */
+static StreamRows stream_rows(const PackedRows *pk, int B, int T) { return (StreamRows){pk, pk ? pk->N : B * T, T}; }
 
 static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
+    const PackedRows *pk = a->packed ? &a->src_rows : NULL;
+    int d = c->d_model, B = b->B, S = b->S, pre = c->pre_norm;
+    StreamRows rows = stream_rows(pk, B, S);
+    int N = rows.N;
     DropKeys keys = drop_keys(m, seed, step, b->row0, S);
-    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, drop_site(&keys, 1));
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S};
+    stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, drop_site(&keys, 1), pk);
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk};
     const float *x = a->src.x;
     for (int l = 0; l < c->encoder_layers; l++) {
         EncoderLayerActs *e = &a->enc[l];
         const EncoderLayerParams *w = &m->p.enc[l];
         const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
         attention_forward(&e->attn, &w->self_attn, in, in, &shape);
-        residual_out(&e->r1, &w->norm1, x, e->attn.out, N, d, pre, p, drop_site(&keys, 100 + 4 * l));
+        residual_out(&e->r1, &w->norm1, x, e->attn.out, rows, d, pre, p, drop_site(&keys, 100 + 4 * l));
         x = e->r1.out;
         in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
         ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
-        residual_out(&e->r2, &w->norm2, x, e->ffn.out, N, d, pre, p, drop_site(&keys, 101 + 4 * l));
+        residual_out(&e->r2, &w->norm2, x, e->ffn.out, rows, d, pre, p, drop_site(&keys, 101 + 4 * l));
         x = e->r2.out;
     }
     if (pre)
@@ -412,7 +445,8 @@ const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, c
                                    const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
                                    const DropKeys *keys) {
     const DecoderLayerParams *w = &m->p.dec[l];
-    int d = m->cfg.d_model, N = self->B * self->Tq, pre = m->cfg.pre_norm;
+    StreamRows rows = stream_rows(self->q, self->B, self->Tq);
+    int d = m->cfg.d_model, N = rows.N, pre = m->cfg.pre_norm;
     const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
     if (st) {
         float *k_new = st->kv_new, *v_new = st->kv_new + (size_t)N * d;
@@ -424,15 +458,15 @@ const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, c
         }
     }
     attention_forward(&e->self_attn, &w->self_attn, in, st ? NULL : in, self);
-    residual_out(&e->r1, &w->norm1, x, e->self_attn.out, N, d, pre, p, drop_site(keys, 500 + 4 * l));
+    residual_out(&e->r1, &w->norm1, x, e->self_attn.out, rows, d, pre, p, drop_site(keys, 500 + 4 * l));
     x = e->r1.out;
     in = residual_in(&e->r2, &w->norm2, x, N, d, pre);
     attention_forward(&e->cross_attn, &w->cross_attn, in, st ? NULL : mem, cross);
-    residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, N, d, pre, p, drop_site(keys, 501 + 4 * l));
+    residual_out(&e->r2, &w->norm2, x, e->cross_attn.out, rows, d, pre, p, drop_site(keys, 501 + 4 * l));
     x = e->r2.out;
     in = residual_in(&e->r3, &w->norm3, x, N, d, pre);
     ffn_forward(&e->ffn, &w->ffn, in, N, d, m->cfg.d_ff);
-    residual_out(&e->r3, &w->norm3, x, e->ffn.out, N, d, pre, p, drop_site(keys, 502 + 4 * l));
+    residual_out(&e->r3, &w->norm3, x, e->ffn.out, rows, d, pre, p, drop_site(keys, 502 + 4 * l));
     return e->r3.out;
 }
 
@@ -453,15 +487,16 @@ void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *lo
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
+    const PackedRows *pt = a->packed ? &a->tgt_rows : NULL, *ps = a->packed ? &a->src_rows : NULL;
     int d = c->d_model, B = b->B, T = b->T;
     DropKeys keys = drop_keys(m, seed, step, b->row0, T);
-    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, drop_site(&keys, 2));
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
+    stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, drop_site(&keys, 2), pt);
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps};
     const float *x = a->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, &keys);
-    decoder_out(m, &a->tgt, x, B * T);
+    decoder_out(m, &a->tgt, x, stream_rows(pt, B, T).N);
 }
 
 /* The loss over the decoder's output; with dx, also the classifier's gradients (dx
@@ -469,23 +504,43 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
 static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
     const ModelConfig *c = &m->cfg;
     int N = b->B * b->T, count = 0;
+    const int *labels = b->tgt_out;
+    if (m->a.packed) {
+        const PackedRows *pk = &m->a.tgt_rows;
+        for (int i = 0; i < b->B; i++)
+            memcpy(m->a.labels + pk->row[i], b->tgt_out + (size_t)i * b->T, sizeof(int) * (size_t)pk->len[i]);
+        labels = m->a.labels, N = pk->N;
+    }
     if (dx) memset(dx, 0, sizeof(float) * (size_t)N * c->d_model);
-    m->loss_sum = classifier_forward_backward(&m->a.cls, m->a.tgt.out, m->p.generator, b->tgt_out, N, c->d_model,
+    m->loss_sum = classifier_forward_backward(&m->a.cls, m->a.tgt.out, m->p.generator, labels, N, c->d_model,
                                               c->tgt_vocab, c->label_smoothing, c->pad_id, &count, &m->nll_sum, dx,
                                               dx ? m->g.generator : NULL, scale);
     m->n_tokens = count;
     return count;
 }
 
-static void forward_stacks(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
+/* The packed streams' rows for b, or none (packed = 0). */
+static void lay_out_rows(Acts *a, const ModelBatch *b, int packed) {
+    a->packed = packed;
+    if (!packed) return;
+    a->src_rows = (PackedRows){a->src_first, b->src_len, b->B, 0};
+    a->tgt_rows = (PackedRows){a->tgt_first, b->tgt_len, b->B, 0};
+    for (int i = 0; i < b->B; i++) {
+        a->src_first[i] = a->src_rows.N, a->src_rows.N += b->src_len[i];
+        a->tgt_first[i] = a->tgt_rows.N, a->tgt_rows.N += b->tgt_len[i];
+    }
+}
+
+static void forward_stacks(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step, int packed) {
     m->dropout_p = p;
     use_shape(m, b->B, b->S, b->T);
+    lay_out_rows(&m->a, b, packed && !m->keep_padding);
     encoder_forward(m, b, p, seed, step);
     decoder_forward(m, b, p, seed, step);
 }
 
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step) {
-    forward_stacks(m, b, train ? m->cfg.dropout : 0.0f, seed, step);
+    forward_stacks(m, b, train ? m->cfg.dropout : 0.0f, seed, step, train);
     int count = classifier(m, b, NULL, 0.0f);
     m->loss_tokens = count;
     return count ? m->loss_sum / count : 0.0;
@@ -494,6 +549,7 @@ double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, ui
 double model_decode_loss(Model *m, const ModelBatch *b) {
     m->dropout_p = 0.0f;
     use_shape(m, b->B, b->S, b->T);
+    lay_out_rows(&m->a, b, 0);
     decoder_forward(m, b, 0.0f, 0, 0);
     int count = classifier(m, b, NULL, 0.0f);
     m->loss_tokens = count;
@@ -502,11 +558,13 @@ double model_decode_loss(Model *m, const ModelBatch *b) {
 
 void model_encode(Model *m, const ModelBatch *b) {
     use_shape(m, b->B, b->S, b->T);
+    lay_out_rows(&m->a, b, 0);
     encoder_forward(m, b, 0.0f, 0, 0);
 }
 
 void model_decode(Model *m, const ModelBatch *b) {
     use_shape(m, b->B, b->S, b->T);
+    lay_out_rows(&m->a, b, 0);
     decoder_forward(m, b, 0.0f, 0, 0);
     /* every row's logits, which training never keeps: a buffer of decoding's own */
     size_t need = (size_t)b->B * b->T * m->cfg.tgt_vocab;
@@ -613,10 +671,14 @@ void model_zero_grad(Model *m) {
     if (m->head_gate_grad) memset(m->head_gate_grad, 0, sizeof(float) * (size_t)model_head_count(m));
 }
 
-static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, int N) {
+static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, StreamRows rows) {
     int d = m->cfg.d_model;
-    dropout_backward(dx, dx, s->emb_mask, (size_t)N * d, m->dropout_p);
-    embedding_backward(dtable, dx, tokens, sqrtf((float)d), N, d);
+    dropout_backward(dx, dx, s->emb_mask, (size_t)rows.N * d, m->dropout_p);
+    if (!rows.pk) embedding_backward(dtable, dx, tokens, sqrtf((float)d), rows.N, d);
+    else
+        for (int b = 0; b < rows.pk->B; b++)
+            embedding_backward(dtable, dx + (size_t)rows.pk->row[b] * d, tokens + (size_t)b * rows.T, sqrtf((float)d),
+                               rows.pk->len[b], d);
 }
 
 /* From the gradient of the decoder's output (dx = a->d_tgt, which the classifier wrote)
@@ -624,16 +686,19 @@ static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *d
 static void decoder_backward(Model *m, const ModelBatch *b) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    int d = c->d_model, B = b->B, T = b->T, N = B * T, pre = c->pre_norm;
+    const PackedRows *pt = a->packed ? &a->tgt_rows : NULL, *ps = a->packed ? &a->src_rows : NULL;
+    int d = c->d_model, B = b->B, T = b->T, pre = c->pre_norm;
+    StreamRows rows = stream_rows(pt, B, T);
+    int N = rows.N;
     float *dx = a->d_tgt;
     if (pre) {
         const float *last = c->decoder_layers ? a->dec[c->decoder_layers - 1].r3.out : a->tgt.x;
         layernorm_backward_inplace(dx, m->g.dec_norm.w, m->g.dec_norm.b, last, m->p.dec_norm.w, a->tgt.norm_mean,
                                    a->tgt.norm_rstd, N, d);
     }
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S};
-    memset(a->d_enc_out, 0, sizeof(float) * (size_t)B * b->S * d);
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps};
+    memset(a->d_enc_out, 0, sizeof(float) * (size_t)stream_rows(ps, B, b->S).N * d);
     for (int l = c->decoder_layers - 1; l >= 0; l--) {
         DecoderLayerActs *e = &a->dec[l];
         const DecoderLayerParams *w = &m->p.dec[l];
@@ -657,13 +722,16 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->self_attn, &w->self_attn, in, in, &self, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
     }
-    stack_embed_backward(m, &a->tgt, m->g.tgt_embed, dx, b->tgt_in, N);
+    stack_embed_backward(m, &a->tgt, m->g.tgt_embed, dx, b->tgt_in, rows);
 }
 
 static void encoder_backward(Model *m, const ModelBatch *b) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    int d = c->d_model, B = b->B, S = b->S, N = B * S, pre = c->pre_norm;
+    const PackedRows *pk = a->packed ? &a->src_rows : NULL;
+    int d = c->d_model, B = b->B, S = b->S, pre = c->pre_norm;
+    StreamRows rows = stream_rows(pk, B, S);
+    int N = rows.N;
     float *dx = a->d_src;
     if (pre) {
         const float *last = a->enc[c->encoder_layers - 1].r2.out;
@@ -673,7 +741,7 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
     } else {
         memcpy(dx, a->d_enc_out, sizeof(float) * (size_t)N * d);
     }
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S};
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk};
     for (int l = c->encoder_layers - 1; l >= 0; l--) {
         EncoderLayerActs *e = &a->enc[l];
         const EncoderLayerParams *w = &m->p.enc[l];
@@ -689,7 +757,7 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
     }
-    stack_embed_backward(m, &a->src, m->g.src_embed, dx, b->src, N);
+    stack_embed_backward(m, &a->src, m->g.src_embed, dx, b->src, rows);
 }
 
 static float loss_scale(const Model *m) { return m->loss_tokens ? 1.0f / (float)m->loss_tokens : 0.0f; }
@@ -703,7 +771,7 @@ void model_backward(Model *m, const ModelBatch *b) {
 }
 
 double model_forward_backward(Model *m, const ModelBatch *b, uint64_t seed, uint64_t step) {
-    forward_stacks(m, b, m->cfg.dropout, seed, step);
+    forward_stacks(m, b, m->cfg.dropout, seed, step, 1);
     if (m->loss_tokens == 0)
         for (int i = 0; i < b->B * b->T; i++) m->loss_tokens += b->tgt_out[i] != m->cfg.pad_id;
     int count = classifier(m, b, m->a.d_tgt, loss_scale(m));

@@ -114,6 +114,16 @@ typedef struct {
     float *d_sub, *d_in;              /* (max N, d) */
     float *d_hidden;                  /* (max N, ff) */
     AttnScratch attn;
+    /* A training pass packs each stream: only the real positions are rows (N = the
+     * sequences' lengths summed), so no projection, feed-forward, norm or dropout computes
+     * padding; attention stays per sequence. src_rows/tgt_rows say where each sequence
+     * starts (their len is the batch's src_len/tgt_len); labels are tgt_out packed alike.
+     * packed is 0 for evaluation and decoding, whose rows are the padded (B*T, d) the
+     * attention maps and the decoding steps index. */
+    int packed;
+    PackedRows src_rows, tgt_rows;
+    int *src_first, *tgt_first; /* (B) the rows' first-row arrays */
+    int *labels;                /* (B*T) */
 } Acts;
 
 /* What the model is fed: token ids (B, S) and (B, T), padded with cfg.pad_id. */
@@ -156,6 +166,8 @@ typedef struct {
     float *head_gate_grad; /* with head_gate: (model_head_count) dL/dgate */
     float *head_gate_rows; /* NULL, or the caller's (head_gate_nrows, model_head_count): per batch row */
     int head_gate_nrows;
+    int keep_padding; /* 1: training passes run over the padded rows too, as evaluation does
+                         (a reference for the packed passes' tests) */
 } Model;
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
@@ -174,7 +186,10 @@ void model_reserve(Model *m, size_t floats);
 size_t model_arena_floats(const Model *m, int B, int S, int T);
 
 /* Full forward with loss; returns the mean label-smoothed loss over non-pad targets.
- * train=1 enables dropout with masks keyed by (seed, step). */
+ * train=1 enables dropout with masks keyed by (seed, step) and packs the rows (Acts says
+ * how; the result is the padded pass's up to rounding, and each element's dropout mask is
+ * the one it has in the padded layout); train=0 keeps the padded rows, as the attention
+ * maps read them. */
 double model_forward(Model *m, const ModelBatch *b, int train, uint64_t seed, uint64_t step);
 /* Backward of the last model_forward; adds into m->grads. The classifier's logits are
  * not kept (they would be (B*T, vocabulary) floats): they are computed again, chunk by
@@ -192,9 +207,9 @@ void model_zero_grad(Model *m);
 void model_encode(Model *m, const ModelBatch *b);
 void model_decode(Model *m, const ModelBatch *b);
 /* As model_forward(m, b, 0, ...) without the encoder: the decoder and the loss over the
- * encoder output a model_forward or model_encode of this same batch left in the arena (head
- * gates may have changed since: only the decoder's apply). The same code as a full forward's
- * second half, bit for bit. */
+ * encoder output a model_forward(train = 0, padded rows) or model_encode of this same
+ * batch left in the arena (head gates may have changed since: only the decoder's apply).
+ * The same code as a full forward's second half, bit for bit. */
 double model_decode_loss(Model *m, const ModelBatch *b);
 const float *model_logits_at(Model *m, int i, int t);
 
@@ -322,9 +337,10 @@ DropSite drop_site(const DropKeys *k, int site);
 
 /* An attention's gate pointers: the model's gates of (kind, layer), or none. */
 void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer);
-/* Rows are positions first..first+T-1 of B sequences. */
+/* Rows are positions first..first+T-1 of B sequences; with pk, only each sequence's
+ * pk->len[b] first positions, packed (and first is 0). */
 void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first, float p,
-                 DropSite site);
+                 DropSite site, const PackedRows *pk);
 /* One decoder layer over the rows of x; with st, incremental (model.c says how). */
 const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
                                    const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,

@@ -90,16 +90,20 @@ static void gate_ctx(float *ctx, const float *gate, size_t rows, int d, int H) {
             for (int e = 0; e < dh; e++) ctx[r * d + (size_t)h * dh + e] *= gate[h];
 }
 
+/* Rows of queries and of keys a pass projects: the packed streams' or B padded blocks. */
+static int query_rows(const AttnShape *s) { return s->q ? s->q->N : s->B * s->Tq; }
+static int key_rows(const AttnShape *s) { return s->kv ? s->kv->N : s->B * s->Tk; }
+
 /* Three phases over all (sequence, head) pairs: scores, softmax, weighted values. Kept
  * apart so each kind of work is one loop (and one profile bucket). */
 void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s) {
-    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H;
+    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H, nq_all = query_rows(s);
     size_t kv_rows = (size_t)(s->kv_stride ? s->kv_stride : Tk);
     float scale = 1.0f / sqrtf((float)dh);
-    matmul_forward(a->q, xq, w->w_q, w->b_q, B * Tq, d, d);
-    if (xkv) attention_project_kv(a->k, a->v, w, xkv, B * Tk, d);
+    matmul_forward(a->q, xq, w->w_q, w->b_q, nq_all, d, d);
+    if (xkv) attention_project_kv(a->k, a->v, w, xkv, key_rows(s), d);
     double t0 = prof_start();
-    if (Tq == 1) {
+    if (Tq == 1 && !s->q) {
         /* One query row per sequence (incremental decoding): plain loops. A BLAS call per
          * (sequence, head) costs more than its arithmetic at this size. */
         attention_one_query(a, s, kv_rows, scale);
@@ -108,32 +112,39 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
         matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B, d, d);
         return;
     }
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, scale, a->q + (size_t)b * Tq * d + h * dh,
-                        d, a->k + b * kv_rows * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q.nq, q.nk, dh, scale, a->q + q.q_row * d + h * dh, d,
+                        a->k + q.kv_row * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+    }
     prof_stop(PROF_ATTENTION, t0);
     t0 = prof_start();
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++) {
             float *p = a->p + ((size_t)b * H + h) * Tq * Tk;
-            for (int i = 0; i < Tq; i++) {
+            for (int i = 0; i < q.nq; i++) {
                 int n = attention_valid_keys(s, b, i);
                 if (a->scores)
-                    keep_scores(a->scores + ((size_t)b * H + h) * Tq * Tk + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
-                softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, Tk, n);
+                    keep_scores(a->scores + ((size_t)b * H + h) * Tq * Tk + (size_t)i * Tk, p + (size_t)i * Tk, q.nk,
+                                n);
+                softmax_forward(p + (size_t)i * Tk, p + (size_t)i * Tk, q.nk, n);
             }
         }
+    }
     prof_stop(PROF_SOFTMAX, t0);
     t0 = prof_start();
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, 1.0f,
-                        a->p + ((size_t)b * H + h) * Tq * Tk, Tk, a->v + b * kv_rows * d + h * dh, d, 0.0f,
-                        a->ctx + (size_t)b * Tq * d + h * dh, d);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q.nq, dh, q.nk, 1.0f,
+                        a->p + ((size_t)b * H + h) * Tq * Tk, Tk, a->v + q.kv_row * d + h * dh, d, 0.0f,
+                        a->ctx + q.q_row * d + h * dh, d);
+    }
     prof_stop(PROF_ATTENTION, t0);
-    if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)B * Tq, d, H);
-    matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B * Tq, d, d);
+    if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)nq_all, d, H);
+    matmul_forward(a->out, a->ctx, w->w_o, w->b_o, nq_all, d, d);
 }
 
 void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, const AttnShape *s) {
@@ -157,53 +168,65 @@ void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, c
 void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,
                         const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s,
                         const AttnScratch *sc) {
-    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H;
+    int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H, nq_all = query_rows(s),
+        nk_all = key_rows(s);
     float scale = 1.0f / sqrtf((float)dh);
-    size_t nq = (size_t)B * Tq * d, nk = (size_t)B * Tk * d, per = (size_t)Tq * Tk;
-    memset(sc->dctx, 0, sizeof(float) * nq);
-    memset(sc->dk, 0, sizeof(float) * nk);
-    memset(sc->dv, 0, sizeof(float) * nk);
-    matmul_backward(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, B * Tq, d, d);
+    size_t per = (size_t)Tq * Tk;
+    memset(sc->dctx, 0, sizeof(float) * (size_t)nq_all * d);
+    memset(sc->dk, 0, sizeof(float) * (size_t)nk_all * d);
+    memset(sc->dv, 0, sizeof(float) * (size_t)nk_all * d);
+    matmul_backward(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, nq_all, d, d);
     double t0 = prof_start();
     /* dP = dO V^T and dV = P^T dO. dctx is G, the gradient at the gated O: with a gate g,
      * dO = g G, so dP = g (G V^T), dV = g P^T G, and dL/dg = sum P . (G V^T) */
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh,
-                   poff = ((size_t)b * H + h) * per;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff, d,
-                        0.0f, sc->dp + poff, Tk);
+            size_t qoff = q.q_row * d + h * dh, koff = q.kv_row * d + h * dh, poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q.nq, q.nk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff,
+                        d, 0.0f, sc->dp + poff, Tk);
             float g = 1.0f;
             if (a->gate) {
                 g = a->gate[h];
                 double dg = 0.0;
-                for (size_t e = 0; e < per; e++) dg += (double)a->p[poff + e] * sc->dp[poff + e];
+                for (size_t i = 0; i < (size_t)q.nq; i++)
+                    for (size_t j = 0; j < (size_t)q.nk; j++)
+                        dg += (double)a->p[poff + i * Tk + j] * sc->dp[poff + i * Tk + j];
                 a->dgate[h] += (float)dg;
                 if (a->dgate_rows && b < a->dgate_nrows) a->dgate_rows[(size_t)b * a->dgate_stride + h] += (float)dg;
-                for (size_t e = 0; e < per; e++) sc->dp[poff + e] *= g;
+                for (size_t i = 0; i < (size_t)q.nq; i++)
+                    for (size_t j = 0; j < (size_t)q.nk; j++) sc->dp[poff + i * Tk + j] *= g;
             }
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, g, a->p + poff, Tk, sc->dctx + qoff, d,
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, q.nk, dh, q.nq, g, a->p + poff, Tk, sc->dctx + qoff, d,
                         1.0f, sc->dv + koff, d);
         }
+    }
     prof_stop(PROF_ATTENTION, t0);
     /* dS = P (dP - rowsum(dP P)); masked keys have P = 0, so their dS is 0 too */
     t0 = prof_start();
-    for (size_t r = 0; r < (size_t)B * H * Tq; r++)
-        softmax_backward(sc->dp + r * Tk, sc->dp + r * Tk, a->p + r * Tk, Tk);
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < q.nq; i++) {
+                size_t r = ((size_t)b * H + h) * Tq + i;
+                softmax_backward(sc->dp + r * Tk, sc->dp + r * Tk, a->p + r * Tk, q.nk);
+            }
+    }
     prof_stop(PROF_SOFTMAX, t0);
     /* dQ = dS K / sqrt(dh) and dK = dS^T Q / sqrt(dh) */
     t0 = prof_start();
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * Tq * d + h * dh, koff = (size_t)b * Tk * d + h * dh,
-                   poff = ((size_t)b * H + h) * per;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, dh, Tk, scale, sc->dp + poff, Tk, a->k + koff, d,
-                        0.0f, sc->dq + qoff, d);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, dh, Tq, scale, sc->dp + poff, Tk, a->q + qoff, d,
-                        1.0f, sc->dk + koff, d);
+            size_t qoff = q.q_row * d + h * dh, koff = q.kv_row * d + h * dh, poff = ((size_t)b * H + h) * per;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q.nq, dh, q.nk, scale, sc->dp + poff, Tk,
+                        a->k + koff, d, 0.0f, sc->dq + qoff, d);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, q.nk, dh, q.nq, scale, sc->dp + poff, Tk, a->q + qoff,
+                        d, 1.0f, sc->dk + koff, d);
         }
+    }
     prof_stop(PROF_ATTENTION, t0);
-    matmul_backward(dxq, g->w_q, g->b_q, sc->dq, xq, w->w_q, B * Tq, d, d);
-    matmul_backward(dxkv, g->w_k, g->b_k, sc->dk, xkv, w->w_k, B * Tk, d, d);
-    matmul_backward(dxkv, g->w_v, g->b_v, sc->dv, xkv, w->w_v, B * Tk, d, d);
+    matmul_backward(dxq, g->w_q, g->b_q, sc->dq, xq, w->w_q, nq_all, d, d);
+    matmul_backward(dxkv, g->w_k, g->b_k, sc->dk, xkv, w->w_k, nk_all, d, d);
+    matmul_backward(dxkv, g->w_v, g->b_v, sc->dv, xkv, w->w_v, nk_all, d, d);
 }

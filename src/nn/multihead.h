@@ -16,6 +16,8 @@
 #ifndef QKV_MULTIHEAD_H
 #define QKV_MULTIHEAD_H
 
+#include <stddef.h>
+
 typedef struct {
     float *w_q, *b_q; /* (d, d), (d) */
     float *w_k, *b_k; /* (d, d), (d) */
@@ -23,13 +25,36 @@ typedef struct {
     float *w_o, *b_o; /* (d, d), (d) */
 } AttnParams;
 
+/* A packed stream (training): sequence b's positions are rows row[b] .. row[b]+len[b]-1,
+ * one sequence after the next, with no padding rows at all; N rows in all. */
+typedef struct {
+    const int *row, *len; /* (B) */
+    int B, N;
+} PackedRows;
+
 typedef struct {
     int B, Tq, Tk, d, heads;
     const int *kv_len; /* (B) number of valid keys of each sequence */
     int causal;        /* query i may see keys 0..i only */
     int kv_stride;     /* rows from one sequence's keys to the next's: Tk, or (0) Tk; an
                           incremental decoder's cache holds more rows than it has filled */
+    /* NULL: padded streams, sequence b's queries at rows b*Tq.. and keys at b*kv_stride..,
+     * every one of the Tq x Tk scores computed (masked keys get probability 0). Set (both
+     * or neither): packed streams, and only the q->len[b] x kv_len[b] scores are computed;
+     * the rest of P's padded (B, heads, Tq, Tk) block is left as it was. Training only. */
+    const PackedRows *q, *kv;
 } AttnShape;
+
+/* Sequence b's first query row and key row, and how many of each a pass computes. */
+typedef struct {
+    size_t q_row, kv_row;
+    int nq, nk;
+} AttnSeq;
+
+static inline AttnSeq attention_seq(const AttnShape *s, int b) {
+    if (s->q) return (AttnSeq){(size_t)s->q->row[b], (size_t)s->kv->row[b], s->q->len[b], s->kv_len[b]};
+    return (AttnSeq){(size_t)b * s->Tq, (size_t)b * (s->kv_stride ? s->kv_stride : s->Tk), s->Tq, s->Tk};
+}
 
 typedef struct {
     float *q;          /* (B*Tq, d) */
@@ -62,8 +87,9 @@ void attention_project_kv(float *k, float *v, const AttnParams *w, const float *
 
 /* out (B, heads, Tk): ||v_j W_O^h||, the length of what key j sends to the output
  * through head h per unit of weight (W_O^h: head h's rows of W_O), from the values a
- * forward pass left in a. Query i's share of the output from key j through head h is
- * p_ij v_j W_O^h, so its length is p_ij times this. A gated head's is the gate times it. */
+ * forward pass over padded streams left in a. Query i's share of the output from key j
+ * through head h is p_ij v_j W_O^h, so its length is p_ij times this. A gated head's is
+ * the gate times it. */
 void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, const AttnShape *s);
 
 /* Adds the parameter gradients into g and the input gradients into dxq and dxkv (which

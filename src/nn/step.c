@@ -124,11 +124,11 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     const ModelConfig *c = &m->cfg;
     int B = st->B, t = st->t, d = c->d_model;
     DropKeys none = {0, 0}; /* decoding drops nothing */
-    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2));
+    stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2), NULL);
     for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
     /* one query per sequence: position t sees the cached positions 0..t, all of them */
-    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len};
-    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S};
+    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len, NULL, NULL};
+    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S, NULL, NULL};
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);

@@ -76,10 +76,13 @@ int grad_dump_write(const char *run_path_arg, const char *out_dir, int batch_ind
     Model *m = &r.model;
     model_reserve(m, model_arena_floats(m, mb.B, mb.S, mb.T));
     model_zero_grad(m);
-    double loss = model_forward(m, &mb, 0, 0, 0);
+    /* the passes a training step runs (packed rows, the classifier's backward fused into
+     * its forward), dropout off so that a reference can match them */
+    m->cfg.dropout = 0.0f;
+    m->loss_tokens = 0;
+    double loss = model_forward_backward(m, &mb, 0, 0);
     double nll = m->nll_sum;
     int tokens = m->n_tokens;
-    model_backward(m, &mb);
     if (make_dirs(out_dir) != 0) {
         rc = -1;
         goto done;
