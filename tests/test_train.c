@@ -1,8 +1,10 @@
 /* The training step: it allocates nothing, and it learns. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "train/parallel.h"
 #include "train/trainer.h"
 #include "util/err.h"
 
@@ -61,7 +63,44 @@ static void test_step_allocates_nothing_and_learns(void) { steps_allocate_nothin
 /* batches of 200 tokens: shards of about 7 rows of up to 26 padded tokens, in passes of 1-3 rows */
 static void test_step_in_passes_allocates_nothing_and_learns(void) { steps_allocate_nothing_and_learn(40); }
 
+/* Shards follow work, not rows: over a batch whose rows grow longer, each shard's work is
+ * within one row of an equal share (rows split evenly would miss it by far), every shard
+ * has a row, the shards tile the batch, and with fewer rows than shards each has one row. */
+static void test_shards_are_cut_by_work(void) {
+    enum { B = 12 };
+    int src_len[B], tgt_len[B];
+    for (int i = 0; i < B; i++) src_len[i] = 2 + 2 * i, tgt_len[i] = 3 + 3 * i;
+    ModelBatch b = {B, 30, 40, NULL, src_len, NULL, NULL, tgt_len, 0};
+    ModelConfig c = {.d_model = 16, .d_ff = 32, .encoder_layers = 2, .decoder_layers = 3, .tgt_vocab = 50};
+    /* a row's work, as the cut counts it (parallel.h) */
+    double cs = 2 * (4 * 16 * 16 + 2 * 16 * 32) + 3 * 2 * 16 * 16, ct = 3 * (6 * 16 * 16 + 2 * 16 * 32) + 16 * 50;
+    for (int n = 2; n <= 4; n++) {
+        double total = 0, largest = 0;
+        for (int i = 0; i < B; i++) total += cs * src_len[i] + ct * tgt_len[i];
+        largest = cs * src_len[B - 1] + ct * tgt_len[B - 1];
+        CHECK(shard_first_row(&b, &c, n, 0) == 0 && shard_first_row(&b, &c, n, n) == B, "n %d: shards do not tile", n);
+        for (int k = 0; k < n; k++) {
+            int first = shard_first_row(&b, &c, n, k), end = shard_first_row(&b, &c, n, k + 1);
+            double work = 0;
+            for (int i = first; i < end; i++) work += cs * src_len[i] + ct * tgt_len[i];
+            CHECK(end > first, "n %d: shard %d has no row", n, k);
+            CHECK(fabs(work - total / n) <= largest, "n %d: shard %d (rows %d..%d) does %.0f of a share of %.0f", n, k,
+                  first, end - 1, work, total / n);
+        }
+        /* the last shard has the longest rows: fewer of them than an even split gives */
+        CHECK(B - shard_first_row(&b, &c, n, n - 1) < B / n, "n %d: the longest rows' shard has %d rows", n,
+              B - shard_first_row(&b, &c, n, n - 1));
+    }
+    ModelBatch two = {2, 30, 40, NULL, src_len, NULL, NULL, tgt_len, 0};
+    for (int k = 0; k <= 4; k++) {
+        int want = k < 2 ? k : 2;
+        CHECK(shard_first_row(&two, &c, 4, k) == want, "2 rows, 4 shards: shard %d starts at %d", k,
+              shard_first_row(&two, &c, 4, k));
+    }
+}
+
 const TestCase train_tests[] = {
+    {"train_shards_are_cut_by_work", test_shards_are_cut_by_work},
     {"train_step_allocates_nothing_and_learns", test_step_allocates_nothing_and_learns},
     {"train_step_in_passes_allocates_nothing_and_learns", test_step_in_passes_allocates_nothing_and_learns},
     {NULL, NULL},

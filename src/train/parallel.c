@@ -65,11 +65,37 @@ struct Workers {
 
 static Model *replica(Workers *w, int i) { return i == 0 ? w->model : &w->replica[i]; }
 
-/* Rows of the batch for shard i of n: contiguous, the first B % n shards one more. */
-static void share(int B, int n, int i, int *first, int *count) {
-    int base = B / n, extra = B % n;
-    *count = base + (i < extra);
-    *first = i * base + (i < extra ? i : extra);
+/* A step's work per source and per target position, in matrix-product FLOPs: a source
+ * position's encoder layers and the cross-attention keys and values every decoder layer
+ * takes from it; a target position's decoder layers and the output projection. (Attention's
+ * own products, length squared, are small beside these and left out.) */
+static void position_costs(const ModelConfig *c, double *src, double *tgt) {
+    double d = c->d_model, ff = c->d_ff;
+    *src = c->encoder_layers * (4 * d * d + 2 * d * ff) + c->decoder_layers * 2 * d * d;
+    *tgt = c->decoder_layers * (6 * d * d + 2 * d * ff) + d * c->tgt_vocab;
+}
+
+int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k) {
+    if (b->B < n) return k < b->B ? k : b->B;
+    double cost[2], total = 0.0;
+    position_costs(c, &cost[0], &cost[1]);
+    for (int r = 0; r < b->B; r++) total += cost[0] * b->src_len[r] + cost[1] * b->tgt_len[r];
+    double target = total * k / n, before = 0.0;
+    int r = 0;
+    for (; r < b->B; r++) {
+        double row = cost[0] * b->src_len[r] + cost[1] * b->tgt_len[r];
+        if (before + row / 2 >= target) break; /* the boundary before row r is the nearer */
+        before += row;
+    }
+    if (r < k) r = k;
+    if (r > b->B - (n - k)) r = b->B - (n - k);
+    return r;
+}
+
+/* Rows of the batch for shard i of n (parallel.h: shard_first_row). */
+static void share(const ModelBatch *b, const ModelConfig *c, int n, int i, int *first, int *count) {
+    *first = shard_first_row(b, c, n, i);
+    *count = shard_first_row(b, c, n, i + 1) - *first;
 }
 
 int pass_rows(int pass_tokens, int B, int S, int T) {
@@ -343,9 +369,9 @@ int workers_count(const Workers *w) { return w->n; }
 int workers_shards(const Workers *w) { return w->N; }
 
 size_t workers_arena_floats(const Workers *w, int B, int S, int T) {
-    int first, count;
-    share(B, w->N, 0, &first, &count);
-    return model_arena_floats(w->model, pass_rows(w->pass_tokens, count, S, T), S, T);
+    /* a shard's rows follow their work: at most all but one row for each other shard */
+    int most = B - (w->N - 1);
+    return model_arena_floats(w->model, pass_rows(w->pass_tokens, most > 1 ? most : 1, S, T), S, T);
 }
 
 void workers_reserve(Workers *w, size_t floats) {
@@ -362,7 +388,7 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
     w->total_tokens = total;
     for (int i = 0; i < w->n; i++) {
         int first, count;
-        share(b->B, w->N, w->rank * w->n + i, &first, &count);
+        share(b, &w->model->cfg, w->N, w->rank * w->n + i, &first, &count);
         w->part[i] = batch_rows(b, first, count);
     }
     w->stats[(size_t)w->n * N_STATS] = *stop;

@@ -41,10 +41,18 @@ int workers_shards(const Workers *w); /* threads of every rank: what results dep
 /* Rows of a B x (S + T) batch that one pass of at most pass_tokens padded tokens runs:
  * at most B, and at least 1 when B > 0 (pass_tokens 0: all B). */
 int pass_rows(int pass_tokens, int B, int S, int T);
+/* The first row of shard k of n (k = n: B). Shards are contiguous runs of rows about equal
+ * in work: the row boundary whose matrix-product FLOPs before it (a source position's and a
+ * target position's, from c) are nearest k/n of the batch's, kept at least one row after
+ * shard k-1's and leaving one for each shard after; with fewer rows than shards, one row per
+ * shard from the first. A training pass computes only each row's real tokens (packed), so
+ * equal row counts would leave the shard with the longer sequences last at every barrier.
+ * The cut depends on the batch and n alone: every rank and thread computes the same one. */
+int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k);
 /* Rows first .. first+count-1 of b, as a batch of their own (row0 follows them). */
 ModelBatch batch_rows(const ModelBatch *b, int first, int count);
 
-/* Arena floats each thread needs for a batch of this shape (the largest share). */
+/* Arena floats each thread needs for a batch of this shape (the most rows a shard can get). */
 size_t workers_arena_floats(const Workers *w, int B, int S, int T);
 /* Reserves every replica's arena (the main model's is reserved by the caller). */
 void workers_reserve(Workers *w, size_t floats);
