@@ -320,7 +320,8 @@ static void test_packed_rows_match_padded(void) {
         }
         int src_rows = 0, tgt_rows = 0;
         for (int i = 0; i < FB; i++) src_rows += rb.sl[i], tgt_rows += rb.tl[i];
-        CHECK(m->a.packed && m->a.src_rows.N == src_rows && m->a.tgt_rows.N == tgt_rows && tgt_rows < FB * FT,
+        CHECK(m->a.src_pk && m->a.tgt_pk && m->a.src_rows.N == src_rows && m->a.tgt_rows.N == tgt_rows &&
+                  tgt_rows < FB * FT,
               "packed pass over %d/%d rows, the sequences have %d/%d", m->a.src_rows.N, m->a.tgt_rows.N, src_rows,
               tgt_rows);
         double worst = 0, largest = 0, worst_gate = 0, largest_gate = 0;

@@ -55,16 +55,14 @@ static double sgemm_gflops(int n) {
  * only, attention over its real length squared (source s, target t), and the classifier
  * over the real targets; no padding is counted, none is computed. */
 static double step_flops(const ModelConfig *c, const ModelBatch *mb) {
-    double d = c->d_model, ff = c->d_ff, V = c->tgt_vocab, enc = 0, dec = 0, targets = 0;
+    double d = c->d_model, per_src, per_tgt, fwd = 0;
+    model_position_flops(c, &per_src, &per_tgt);
     for (int i = 0; i < mb->B; i++) {
         double s = mb->src_len[i], t = mb->tgt_len[i];
-        enc += 4 * 2 * s * d * d + 2 * 2 * s * d * ff + 2 * 2 * s * s * d;
-        dec += 4 * 2 * t * d * d + 2 * 2 * t * t * d                       /* masked self */
-               + 2 * 2 * t * d * d + 2 * 2 * s * d * d + 2 * 2 * t * s * d /* cross */
-               + 2 * 2 * t * d * ff;
-        targets += t;
+        /* attention's QK^T and PV: encoder s x s, masked self t x t, cross t x s */
+        double attention = c->encoder_layers * 2 * 2 * s * s * d + c->decoder_layers * 2 * 2 * (t * t + t * s) * d;
+        fwd += s * per_src + t * per_tgt + attention;
     }
-    double fwd = c->encoder_layers * enc + c->decoder_layers * dec + 2 * targets * d * V;
     return 3 * fwd;
 }
 

@@ -103,6 +103,12 @@ static void bind_params(Binder *bd, Params *p) {
     }
 }
 
+void model_position_flops(const ModelConfig *c, double *src, double *tgt) {
+    double d = c->d_model, ff = c->d_ff;
+    *src = 2 * (c->encoder_layers * (4 * d * d + 2 * d * ff) + c->decoder_layers * 2 * d * d);
+    *tgt = 2 * (c->decoder_layers * (6 * d * d + 2 * d * ff) + d * c->tgt_vocab);
+}
+
 int model_init(Model *m, const ModelConfig *cfg) {
     memset(m, 0, sizeof *m); /* first: a model that failed here is still safe to model_free */
     /* decoding multiplies on OpenBLAS's own threads: there must be room for their buffers */
@@ -411,7 +417,7 @@ static StreamRows stream_rows(const PackedRows *pk, int B, int T) { return (Stre
 static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    const PackedRows *pk = a->packed ? &a->src_rows : NULL;
+    const PackedRows *pk = a->src_pk;
     int d = c->d_model, B = b->B, S = b->S, pre = c->pre_norm;
     StreamRows rows = stream_rows(pk, B, S);
     int N = rows.N;
@@ -487,7 +493,7 @@ void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *lo
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    const PackedRows *pt = a->packed ? &a->tgt_rows : NULL, *ps = a->packed ? &a->src_rows : NULL;
+    const PackedRows *pt = a->tgt_pk, *ps = a->src_pk;
     int d = c->d_model, B = b->B, T = b->T;
     DropKeys keys = drop_keys(m, seed, step, b->row0, T);
     stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, drop_site(&keys, 2), pt);
@@ -503,14 +509,9 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
  * overwritten, the generator's added), scaled by 1 / loss_tokens. */
 static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
     const ModelConfig *c = &m->cfg;
-    int N = b->B * b->T, count = 0;
-    const int *labels = b->tgt_out;
-    if (m->a.packed) {
-        const PackedRows *pk = &m->a.tgt_rows;
-        for (int i = 0; i < b->B; i++)
-            memcpy(m->a.labels + pk->row[i], b->tgt_out + (size_t)i * b->T, sizeof(int) * (size_t)pk->len[i]);
-        labels = m->a.labels, N = pk->N;
-    }
+    const PackedRows *pk = m->a.tgt_pk;
+    int N = pk ? pk->N : b->B * b->T, count = 0;
+    const int *labels = pk ? m->a.labels : b->tgt_out;
     if (dx) memset(dx, 0, sizeof(float) * (size_t)N * c->d_model);
     m->loss_sum = classifier_forward_backward(&m->a.cls, m->a.tgt.out, m->p.generator, labels, N, c->d_model,
                                               c->tgt_vocab, c->label_smoothing, c->pad_id, &count, &m->nll_sum, dx,
@@ -519,16 +520,18 @@ static int classifier(Model *m, const ModelBatch *b, float *dx, float scale) {
     return count;
 }
 
-/* The packed streams' rows for b, or none (packed = 0). */
+/* The packed streams' rows for b and its targets packed alike, or none (packed = 0). */
 static void lay_out_rows(Acts *a, const ModelBatch *b, int packed) {
-    a->packed = packed;
+    a->src_pk = a->tgt_pk = NULL;
     if (!packed) return;
     a->src_rows = (PackedRows){a->src_first, b->src_len, b->B, 0};
     a->tgt_rows = (PackedRows){a->tgt_first, b->tgt_len, b->B, 0};
     for (int i = 0; i < b->B; i++) {
         a->src_first[i] = a->src_rows.N, a->src_rows.N += b->src_len[i];
         a->tgt_first[i] = a->tgt_rows.N, a->tgt_rows.N += b->tgt_len[i];
+        memcpy(a->labels + a->tgt_first[i], b->tgt_out + (size_t)i * b->T, sizeof(int) * (size_t)b->tgt_len[i]);
     }
+    a->src_pk = &a->src_rows, a->tgt_pk = &a->tgt_rows;
 }
 
 static void forward_stacks(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step, int packed) {
@@ -686,7 +689,7 @@ static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *d
 static void decoder_backward(Model *m, const ModelBatch *b) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    const PackedRows *pt = a->packed ? &a->tgt_rows : NULL, *ps = a->packed ? &a->src_rows : NULL;
+    const PackedRows *pt = a->tgt_pk, *ps = a->src_pk;
     int d = c->d_model, B = b->B, T = b->T, pre = c->pre_norm;
     StreamRows rows = stream_rows(pt, B, T);
     int N = rows.N;
@@ -728,7 +731,7 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
 static void encoder_backward(Model *m, const ModelBatch *b) {
     const ModelConfig *c = &m->cfg;
     Acts *a = &m->a;
-    const PackedRows *pk = a->packed ? &a->src_rows : NULL;
+    const PackedRows *pk = a->src_pk;
     int d = c->d_model, B = b->B, S = b->S, pre = c->pre_norm;
     StreamRows rows = stream_rows(pk, B, S);
     int N = rows.N;

@@ -116,11 +116,11 @@ typedef struct {
     AttnScratch attn;
     /* A training pass packs each stream: only the real positions are rows (N = the
      * sequences' lengths summed), so no projection, feed-forward, norm or dropout computes
-     * padding; attention stays per sequence. src_rows/tgt_rows say where each sequence
-     * starts (their len is the batch's src_len/tgt_len); labels are tgt_out packed alike.
-     * packed is 0 for evaluation and decoding, whose rows are the padded (B*T, d) the
-     * attention maps and the decoding steps index. */
-    int packed;
+     * padding; attention stays per sequence. src_pk/tgt_pk point at src_rows/tgt_rows,
+     * which say where each sequence starts (their len is the batch's src_len/tgt_len), and
+     * labels holds tgt_out packed alike. They are NULL for evaluation and decoding, whose
+     * rows are the padded (B*T, d) the attention maps and the decoding steps index. */
+    const PackedRows *src_pk, *tgt_pk;
     PackedRows src_rows, tgt_rows;
     int *src_first, *tgt_first; /* (B) the rows' first-row arrays */
     int *labels;                /* (B*T) */
@@ -169,6 +169,12 @@ typedef struct {
     int keep_padding; /* 1: training passes run over the padded rows too, as evaluation does
                          (a reference for the packed passes' tests) */
 } Model;
+
+/* Forward FLOPs (2 per multiply-add) of the matrix products each position costs: a source
+ * position's encoder layers and the cross-attention keys and values every decoder layer
+ * takes from it; a target position's decoder layers and the output projection. Attention's
+ * own products (length squared) are not in them. */
+void model_position_flops(const ModelConfig *c, double *src, double *tgt);
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
 int model_init(Model *m, const ModelConfig *cfg);

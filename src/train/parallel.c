@@ -65,25 +65,15 @@ struct Workers {
 
 static Model *replica(Workers *w, int i) { return i == 0 ? w->model : &w->replica[i]; }
 
-/* A step's work per source and per target position, in matrix-product FLOPs: a source
- * position's encoder layers and the cross-attention keys and values every decoder layer
- * takes from it; a target position's decoder layers and the output projection. (Attention's
- * own products, length squared, are small beside these and left out.) */
-static void position_costs(const ModelConfig *c, double *src, double *tgt) {
-    double d = c->d_model, ff = c->d_ff;
-    *src = c->encoder_layers * (4 * d * d + 2 * d * ff) + c->decoder_layers * 2 * d * d;
-    *tgt = c->decoder_layers * (6 * d * d + 2 * d * ff) + d * c->tgt_vocab;
-}
-
 int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k) {
     if (b->B < n) return k < b->B ? k : b->B;
-    double cost[2], total = 0.0;
-    position_costs(c, &cost[0], &cost[1]);
-    for (int r = 0; r < b->B; r++) total += cost[0] * b->src_len[r] + cost[1] * b->tgt_len[r];
+    double src, tgt, total = 0.0;
+    model_position_flops(c, &src, &tgt);
+    for (int r = 0; r < b->B; r++) total += src * b->src_len[r] + tgt * b->tgt_len[r];
     double target = total * k / n, before = 0.0;
     int r = 0;
     for (; r < b->B; r++) {
-        double row = cost[0] * b->src_len[r] + cost[1] * b->tgt_len[r];
+        double row = src * b->src_len[r] + tgt * b->tgt_len[r];
         if (before + row / 2 >= target) break; /* the boundary before row r is the nearer */
         before += row;
     }
