@@ -40,8 +40,9 @@ void adam_update_range(const Adam *a, float *params, float *grads, const TensorI
                        int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads);
 
 /* Scales grads so their global L2 norm is at most max_norm (<= 0: no clipping).
- * Returns the norm before clipping. Built from the two parts below, which a caller
- * that holds the gradients in slices (one per thread) uses directly. */
+ * Returns the norm before clipping. Built from the two parts below; a caller that holds
+ * the gradients in slices (one per thread) adds the slices' sums of squares in slice
+ * order and takes clip_scale of their root. */
 double clip_grad_norm(float *grads, size_t n, double max_norm);
 /* Sum of squares of grads[begin, end), accumulated in double lanes (vecmath.h). The
  * global norm is the sqrt of the slices' sums added in slice order. */

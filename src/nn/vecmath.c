@@ -73,12 +73,16 @@ double vec_sum_double(const float *x, int n) {
     return s;
 }
 
-double vec_sum_squares_double(const float *x, size_t n) {
-    double lane[VEC_LANES] = {0};
+void vec_sum_squares_lanes(double lane[VEC_LANES], const float *x, size_t n) {
     size_t i = 0;
     for (; i + VEC_LANES <= n; i += VEC_LANES)
         for (int k = 0; k < VEC_LANES; k++) lane[k] += (double)x[i + k] * x[i + k];
     for (; i < n; i++) lane[i % VEC_LANES] += (double)x[i] * x[i];
+}
+
+double vec_sum_squares_double(const float *x, size_t n) {
+    double lane[VEC_LANES] = {0};
+    vec_sum_squares_lanes(lane, x, n);
     double s = 0.0;
     for (int k = 0; k < VEC_LANES; k++) s += lane[k];
     return s;

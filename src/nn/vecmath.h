@@ -33,6 +33,11 @@ double vec_sum_double(const float *x, int n);
  * millions of parameters. Element i goes to lane i % VEC_LANES as everywhere here. */
 double vec_sum_squares_double(const float *x, size_t n);
 
+/* Adds x[i]^2 to lane[i % VEC_LANES] (i counted from x): vec_sum_squares_double in pieces.
+ * Pieces that are whole multiples of VEC_LANES, taken in order and then summed over the
+ * lanes in order, give vec_sum_squares_double's bits for their concatenation. */
+void vec_sum_squares_lanes(double lane[VEC_LANES], const float *x, size_t n);
+
 /* The sum of a[i] * b[i], in float lanes. */
 float vec_dot(const float *a, const float *b, int n);
 

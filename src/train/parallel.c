@@ -11,6 +11,7 @@
 
 #include "nn/kernels.h"
 #include "nn/profile.h"
+#include "nn/vecmath.h"
 #include "train/dist.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -123,20 +124,32 @@ static const float *shard_grads(Workers *w, int s, size_t j) {
 /* Slice [lo, hi) of the summed gradient into the main model's grads: shard 0 + shard 1
  * + ... + shard N-1, added in that order whichever process holds each shard, so the
  * sum has the same bits as in one process with N threads. Local replicas' gradients
- * (other than the main model's) are zeroed once used. */
-static void fold(Workers *w, size_t lo, size_t hi) {
+ * (other than the main model's) are zeroed once used. Returns the slice's sum of squares
+ * (vec_sum_squares_double's bits). One pass in pieces that stay in the cache: each piece
+ * is summed over the shards, squared and stored while hot, instead of a pass over the
+ * whole slice per shard, one for the zeroing and one for the squares. */
+static double fold(Workers *w, size_t lo, size_t hi) {
+    enum { PIECE = 64 * VEC_LANES }; /* a multiple of VEC_LANES: the lanes stay in step */
     float *g = w->model->grads;
     int me = w->rank * w->n;
-    /* the running sum starts in shard 0's buffer: the main model's on rank 0, else an
-     * inbox slot (this rank's first shard is not shard 0, so its own buffer waits its turn) */
-    float *acc = me == 0 ? g + lo : (float *)shard_grads(w, 0, lo);
-    for (int s = 1; s < w->N; s++) {
-        const float *gs = shard_grads(w, s, lo);
-        for (size_t j = 0; j < hi - lo; j++) acc[j] += gs[j];
-        int local = s - me;
-        if (local > 0 && local < w->n) memset(replica(w, local)->grads + lo, 0, sizeof(float) * (hi - lo));
+    double lane[VEC_LANES] = {0};
+    for (size_t p = lo; p < hi; p += PIECE) {
+        size_t len = hi - p < PIECE ? hi - p : PIECE;
+        /* the running sum starts in shard 0's buffer: the main model's on rank 0, else an
+         * inbox slot (this rank's first shard is not shard 0, so its own buffer waits) */
+        float *acc = me == 0 ? g + p : (float *)shard_grads(w, 0, p);
+        for (int s = 1; s < w->N; s++) {
+            const float *gs = shard_grads(w, s, p);
+            for (size_t j = 0; j < len; j++) acc[j] += gs[j];
+            int local = s - me;
+            if (local > 0 && local < w->n) memset(replica(w, local)->grads + p, 0, sizeof(float) * len);
+        }
+        if (acc != g + p) memcpy(g + p, acc, sizeof(float) * len);
+        vec_sum_squares_lanes(lane, g + p, len);
     }
-    if (acc != g + lo) memcpy(g + lo, acc, sizeof(float) * (hi - lo));
+    double sum = 0.0;
+    for (int k = 0; k < VEC_LANES; k++) sum += lane[k];
+    return sum;
 }
 
 /* forward, then backward on this shard's rows, pass by pass (the gradients are all zero
@@ -176,8 +189,7 @@ static void work(Workers *w, int i) {
     /* 3. this shard's slice of the gradients summed over shards, and its sum of squares */
     int s = w->rank * w->n + i;
     size_t lo = w->begin[s], hi = w->begin[s + 1];
-    fold(w, lo, hi);
-    st[STAT_SUMSQ] = grad_sumsq(w->model->grads, lo, hi);
+    st[STAT_SUMSQ] = fold(w, lo, hi);
     prof_stop(PROF_OPTIM, t0);
     meet(w);
     t0 = prof_start();
