@@ -46,20 +46,22 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
 }
 
 /* FLOPs of the matrix products (2mnk each) the encoder and the cross-attention key/value
- * projections run on G sources S wide. */
+ * projections run on G sources S wide: a source position's (model_position_flops), and
+ * the encoder's self-attention, QK^T and PV over the S keys. */
 static double begin_flops(const ModelConfig *c, int G, int S) {
-    double d = c->d_model, N = (double)G * S;
-    double layer = 4 * 2 * N * d * d + 2 * 2 * N * d * c->d_ff + 2 * 2 * N * S * d;
-    return c->encoder_layers * layer + c->decoder_layers * 2 * 2 * N * d * d;
+    double src, tgt, d = c->d_model, N = (double)G * S;
+    model_position_flops(c, &src, &tgt);
+    return N * (src + c->encoder_layers * 2 * 2 * (double)S * d);
 }
 
-/* FLOPs of one step of B rows at position t against sources S wide: per decoder layer
- * the self-attention's four projections and its t + 1 keys, the cross-attention's two
- * projections and its S keys, the feed-forward; then the output projection. */
+/* FLOPs of one step of B rows at position t against sources S wide: a target position's
+ * (model_position_flops: every decoder layer's projections and feed-forward, then the
+ * output projection), and per decoder layer QK^T and PV over its t + 1 cached keys and
+ * the S source keys. */
 static double step_flops(const ModelConfig *c, int B, int t, int S) {
-    double d = c->d_model;
-    double layer = 4 * 2 * d * d + 2 * 2 * (t + 1.0) * d + 2 * 2 * d * d + 2 * 2 * (double)S * d + 2 * 2 * d * c->d_ff;
-    return B * (c->decoder_layers * layer + 2 * d * c->tgt_vocab);
+    double src, tgt, d = c->d_model;
+    model_position_flops(c, &src, &tgt);
+    return B * (tgt + c->decoder_layers * 2 * 2 * (t + 1.0 + S) * d);
 }
 
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
