@@ -219,6 +219,27 @@ PY
 else
     bad "bench_padding_share_from_its_batches" "${why:-$(tail -2 "$T/timed.err")}"
 fi
+# the products alone run the step's own shapes: a pass's mean rows, each layer's products
+# and the classifier, over the passes the shards ran; their FLOPs are the timed batches'
+# matrix-product FLOPs (the step's less attention's) up to the rounding of the mean rows (the
+# classifier alone is 2.4% of them here)
+if [[ -s $T/timed.out ]] && why=$(/usr/bin/python3 - "$T/timed.out" "$T/timed.json" "$T/timed.json.batches.jsonl" <<'PY'
+import json, sys
+r, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bs = [json.loads(l) for l in open(sys.argv[3])][1:]
+d, ff, E, D, V = m["d_model"], m["d_ff"], m["encoder_layers"], m["decoder_layers"], m["tgt_vocab"]
+per_src = 2 * (E * (4 * d * d + 2 * d * ff) + D * 2 * d * d)
+per_tgt = 2 * (D * (6 * d * d + 2 * d * ff) + d * V)
+want = 3 * sum(per_src * sum(b["src_len"]) + per_tgt * sum(b["tgt_len"]) for b in bs) / len(bs)
+got = r["products_alone_flops_per_step"]
+if not r["products_alone_ms"] > 0 or not 0 < r["products_alone_gflops"] < 10 * r["peak_gflops"] or abs(got / want - 1) > 0.01:
+    print(f"products alone: {r['products_alone_ms']} ms, {r['products_alone_gflops']} GFLOP/s, {got:.4g} FLOPs a step; the batches say {want:.4g}")
+PY
+    ) && [[ -z $why ]]; then
+    ok "bench_products_alone_are_the_steps_products"
+else
+    bad "bench_products_alone_are_the_steps_products" "${why:-$(tail -2 "$T/timed.err")}"
+fi
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cmd/bench_shapes.h"
 #include "cmd/bench_translate.h"
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
@@ -24,14 +25,16 @@
 #include "infer/decode.h"
 #include "nn/profile.h"
 #include "train/checkpoint.h"
+#include "train/parallel.h" /* shard_first_row, pass_rows */
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/mem.h"
 
-/* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. The
- * one cblas_sgemm outside nn/: it measures the library itself, not a layer of the model. */
+/* Best of a few runs of an n x n x n product: what OpenBLAS gets on this machine. Like
+ * bench_shapes.c's, a cblas_sgemm outside nn/: it measures the library itself, not a layer
+ * of the model. */
 static double sgemm_gflops(int n) {
     float *a = xmalloc(sizeof(float) * (size_t)n * n), *b = xmalloc(sizeof(float) * (size_t)n * n),
           *c = xmalloc(sizeof(float) * (size_t)n * n);
@@ -220,7 +223,21 @@ typedef struct {
     double flops, seconds, loss;
     long tokens;      /* source + target positions holding a token (EOS and BOS counted): the batcher's count */
     long padded_rows; /* source + target positions of the padded batches (training computes only the tokens) */
+    long src_positions, tgt_positions; /* the rows the steps' layers ran over, each side */
+    long passes;                       /* forward-backward passes, all shards (parallel.h) */
 } TrainTimes;
+
+/* The passes a step runs: each shard's rows (cut by work), in passes of at most
+ * pass_tokens padded tokens, as train/parallel.c cuts them. */
+static long step_passes(const ModelBatch *mb, const ModelConfig *c, int shards, int pass_tokens) {
+    long passes = 0;
+    for (int k = 0; k < shards; k++) {
+        int first = shard_first_row(mb, c, shards, k), count = shard_first_row(mb, c, shards, k + 1) - first;
+        int rows = pass_rows(pass_tokens, count, mb->S, mb->T);
+        passes += (count + rows - 1) / rows;
+    }
+    return passes;
+}
 
 /* warmup + steps training steps, the last `steps` timed and profiled; each step's batch
  * appended to batches (may be NULL). */
@@ -253,6 +270,8 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
             r.tokens += tok;
             r.flops += step_flops(&t->m.cfg, mb);
             r.padded_rows += (long)mb->B * (mb->S + mb->T);
+            for (int i = 0; i < mb->B; i++) r.src_positions += mb->src_len[i], r.tgt_positions += mb->tgt_len[i];
+            r.passes += step_passes(mb, &t->m.cfg, t->run.cfg.train.threads, t->run.cfg.train.pass_tokens);
         }
     }
     prof_enabled = 0;
@@ -263,7 +282,14 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
 static void print_result(const Trainer *t, const BenchOpts *o, double peak, const TrainTimes *tr, double t_decode,
                          int nd, long out_tokens, double t_beam, const char *weights) {
     struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    getrusage(RUSAGE_SELF, &ru); /* before the products alone, whose matrices are not the model's */
+    int shards = t->run.cfg.train.threads;
+    double passes = tr->passes > 0 ? (double)tr->passes : 1.0;
+    ShapesAlone alone = products_alone(&t->m.cfg, (int)(tr->src_positions / passes + 0.5),
+                                       (int)(tr->tgt_positions / passes + 0.5), shards);
+    /* a pass's products, times the passes a shard runs a step */
+    double per_step = passes / ((double)o->steps * shards);
+    alone.seconds *= per_step, alone.flops *= per_step;
     double prof_total = 0, secs = tr->seconds;
     for (int i = 0; i < PROF_N; i++) prof_total += prof_seconds[i];
     json_t *r = json_object(), *b = json_object();
@@ -291,6 +317,10 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[i] / o->steps));
     json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
     json_put(r, "breakdown_ms", b);
+    /* the step's products as sgemm runs them alone (bench_shapes.h); 0 if not measured */
+    json_put(r, "products_alone_ms", json_fmt("%.3f", 1e3 * alone.seconds));
+    json_put(r, "products_alone_flops_per_step", json_fmt("%.4g", alone.flops));
+    json_put(r, "products_alone_gflops", json_fmt("%.2f", alone.seconds > 0 ? alone.flops / alone.seconds / 1e9 : 0.0));
     char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
