@@ -5,7 +5,8 @@
  * very shapes, forward and both backward products, on every training thread at once with
  * single-threaded OpenBLAS, as the step runs them, and nothing else: the time the step's
  * products would take if they ran at the rate the library gets on them in isolation
- * (caches warm with their own operands). The gap between that and the profiled "matrix
+ * (caches warm with their own operands; each shape's fastest of a few runs, the threads
+ * starting each shape together). The gap between that and the profiled "matrix
  * products" is what the rest of the step costs the products; the gap between it and the
  * ceiling is the library's rate on these shapes. */
 #ifndef QKV_BENCH_SHAPES_H
