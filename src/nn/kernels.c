@@ -39,11 +39,13 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
     prof_stop(PROF_MATMUL, t0_);
 }
 
-void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
-                     int Cin, int Cout) {
+/* dinp = dout . w^T + dinp_beta * dinp, and the weight and bias gradients added to */
+static void matmul_backward_beta(float *dinp, float dinp_beta, float *dw, float *dbias, const float *dout,
+                                 const float *inp, const float *w, int N, int Cin, int Cout) {
     double t0_ = prof_start();
     if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cin, Cout, 1.0f, dout, Cout, w, Cout, 1.0f, dinp, Cin);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cin, Cout, 1.0f, dout, Cout, w, Cout, dinp_beta, dinp,
+                    Cin);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Cin, Cout, N, 1.0f, inp, Cin, dout, Cout, 1.0f, dw, Cout);
     if (dbias) {
         for (int n = 0; n < N; n++) {
@@ -52,6 +54,16 @@ void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, co
         }
     }
     prof_stop(PROF_MATMUL, t0_);
+}
+
+void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
+                     int Cin, int Cout) {
+    matmul_backward_beta(dinp, 1.0f, dw, dbias, dout, inp, w, N, Cin, Cout);
+}
+
+void matmul_backward_set(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
+                         int N, int Cin, int Cout) {
+    matmul_backward_beta(dinp, 0.0f, dw, dbias, dout, inp, w, N, Cin, Cout);
 }
 
 void logits_forward(float *out, const float *inp, const float *table, int N, int C, int V) {

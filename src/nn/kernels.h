@@ -21,6 +21,10 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 /* dinp += dout . w^T; dw += inp^T . dout; dbias += colsum(dout). dinp/dbias may be NULL. */
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
                      int Cin, int Cout);
+/* As matmul_backward, but dinp = dout . w^T (overwritten, not added to): the first
+ * gradient a buffer gets needs no zeroing pass before it. dinp may not be NULL. */
+void matmul_backward_set(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
+                         int N, int Cin, int Cout);
 
 /* One row: p[0..valid) = softmax(s[0..valid)), p[valid..cols) = 0 exactly (masked keys). */
 void softmax_forward(float *p, const float *s, int cols, int valid);

@@ -384,8 +384,7 @@ static void ffn_forward(FfnActs *f, const FfnParams *w, const float *x, int N, i
 
 static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhidden, const FfnActs *f,
                          const FfnParams *w, const float *x, int N, int d, int ff) {
-    memset(dhidden, 0, sizeof(float) * (size_t)N * ff);
-    matmul_backward(dhidden, g->w_2, g->b_2, dout, f->hidden, w->w_2, N, ff, d);
+    matmul_backward_set(dhidden, g->w_2, g->b_2, dout, f->hidden, w->w_2, N, ff, d);
     relu_backward(dhidden, dhidden, f->hidden, (size_t)N * ff);
     matmul_backward(dx, g->w_1, g->b_1, dhidden, x, w->w_1, N, d, ff);
 }

@@ -172,10 +172,9 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
         nk_all = key_rows(s);
     float scale = 1.0f / sqrtf((float)dh);
     size_t per = (size_t)Tq * Tk;
-    memset(sc->dctx, 0, sizeof(float) * (size_t)nq_all * d);
     memset(sc->dk, 0, sizeof(float) * (size_t)nk_all * d);
     memset(sc->dv, 0, sizeof(float) * (size_t)nk_all * d);
-    matmul_backward(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, nq_all, d, d);
+    matmul_backward_set(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, nq_all, d, d);
     double t0 = prof_start();
     /* dP = dO V^T and dV = P^T dO. dctx is G, the gradient at the gated O: with a gate g,
      * dO = g G, so dP = g (G V^T), dV = g P^T G, and dL/dg = sum P . (G V^T) */
