@@ -13,7 +13,7 @@
 #include "util/mem.h"
 
 enum { LINEAR, CLASSIFIER };
-enum { MAX_SHAPES = 8, WARM = 1, TIMED = 5 };
+enum { MAX_SHAPES = MODEL_PRODUCT_SHAPES, WARM = 1, TIMED = 5 };
 
 /* One kind of product a step runs `count` times per shard: a linear layer of rows x k
  * inputs x m outputs (kernels.c: matmul_forward/backward), or the classifier of rows x k
@@ -99,17 +99,12 @@ static void *worker(void *p) {
     return NULL;
 }
 
-/* The step's products per shard: every layer's projections and feed-forward, the
- * decoder's cross-attention keys and values over the source rows, the classifier. */
+/* A pass's products (model_product_shapes) over ns source and nt target rows. */
 static int step_shapes(const ModelConfig *c, int ns, int nt, Shape *sh) {
-    int d = c->d_model, ff = c->d_ff, E = c->encoder_layers, D = c->decoder_layers, n = 0;
-    sh[n++] = (Shape){LINEAR, ns, d, d, 4 * E + 2 * D}; /* encoder Q K V O, cross K V */
-    sh[n++] = (Shape){LINEAR, ns, d, ff, E};
-    sh[n++] = (Shape){LINEAR, ns, ff, d, E};
-    sh[n++] = (Shape){LINEAR, nt, d, d, 6 * D}; /* self Q K V O, cross Q O */
-    sh[n++] = (Shape){LINEAR, nt, d, ff, D};
-    sh[n++] = (Shape){LINEAR, nt, ff, d, D};
-    sh[n++] = (Shape){CLASSIFIER, nt, d, c->tgt_vocab, 1};
+    ProductShape ps[MODEL_PRODUCT_SHAPES];
+    int n = model_product_shapes(c, ps);
+    for (int i = 0; i < n; i++)
+        sh[i] = (Shape){ps[i].classifier ? CLASSIFIER : LINEAR, ps[i].target ? nt : ns, ps[i].k, ps[i].m, ps[i].count};
     return n;
 }
 

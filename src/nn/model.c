@@ -103,10 +103,23 @@ static void bind_params(Binder *bd, Params *p) {
     }
 }
 
+int model_product_shapes(const ModelConfig *c, ProductShape *out) {
+    int d = c->d_model, ff = c->d_ff, E = c->encoder_layers, D = c->decoder_layers, n = 0;
+    out[n++] = (ProductShape){0, 0, d, d, 4 * E + 2 * D}; /* encoder Q K V O, cross K V */
+    out[n++] = (ProductShape){0, 0, d, ff, E};
+    out[n++] = (ProductShape){0, 0, ff, d, E};
+    out[n++] = (ProductShape){1, 0, d, d, 6 * D}; /* self Q K V O, cross Q O */
+    out[n++] = (ProductShape){1, 0, d, ff, D};
+    out[n++] = (ProductShape){1, 0, ff, d, D};
+    out[n++] = (ProductShape){1, 1, d, c->tgt_vocab, 1};
+    return n;
+}
+
 void model_position_flops(const ModelConfig *c, double *src, double *tgt) {
-    double d = c->d_model, ff = c->d_ff;
-    *src = 2 * (c->encoder_layers * (4 * d * d + 2 * d * ff) + c->decoder_layers * 2 * d * d);
-    *tgt = 2 * (c->decoder_layers * (6 * d * d + 2 * d * ff) + d * c->tgt_vocab);
+    ProductShape sh[MODEL_PRODUCT_SHAPES];
+    int n = model_product_shapes(c, sh);
+    *src = *tgt = 0.0;
+    for (int i = 0; i < n; i++) *(sh[i].target ? tgt : src) += 2.0 * sh[i].k * sh[i].m * sh[i].count;
 }
 
 int model_init(Model *m, const ModelConfig *cfg) {

@@ -170,10 +170,23 @@ typedef struct {
                          (a reference for the packed passes' tests) */
 } Model;
 
-/* Forward FLOPs (2 per multiply-add) of the matrix products each position costs: a source
- * position's encoder layers and the cross-attention keys and values every decoder layer
- * takes from it; a target position's decoder layers and the output projection. Attention's
- * own products (length squared) are not in them. */
+/* One kind of matrix product a pass runs over a stream's positions, `count` times: a
+ * linear layer of k inputs and m outputs per position (kernels.h matmul_*), or, with
+ * classifier set, the output projection of k = d_model against m words (logits_*). */
+typedef struct {
+    int target; /* over the target positions (else the source's) */
+    int classifier;
+    int k, m, count;
+} ProductShape;
+enum { MODEL_PRODUCT_SHAPES = 7 };
+/* The matrix products of a pass, per position: the encoder layers' projections and
+ * feed-forward and the cross-attention keys and values every decoder layer takes from a
+ * source position; the decoder layers' and the output projection over a target position.
+ * Attention's own products (length squared) are not in them. Fills out (room for
+ * MODEL_PRODUCT_SHAPES) and returns how many. */
+int model_product_shapes(const ModelConfig *c, ProductShape *out);
+/* Forward FLOPs (2 per multiply-add) of those products for one source and one target
+ * position. */
 void model_position_flops(const ModelConfig *c, double *src, double *tgt);
 
 /* Builds the table and allocates params and grads (not initialised). -1 on a bad config. */
