@@ -112,48 +112,36 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     prof_stop(PROF_LAYERNORM, t0_);
 }
 
-/* overwrite: dx = ... instead of dx += ...; a row's dy is read before its dx is written, so
- * dinp may then alias dout */
+/* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma and xhat = (x - m) * r;
+ * the two sums in lanes as vecmath.h's. overwrite: dx = ... instead of dx += ...; dx may
+ * then be dy itself (each element's dy is read before its dx is written). */
+static inline void layernorm_backward_row(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+                                          const float *gamma, float m, float r, int C, int overwrite) {
+    float gsum = vec_dot(dy, gamma, C) / (float)C, gxsum = vec_dot_normed(dy, gamma, x, m, r, C) / (float)C;
+    for (int c = 0; c < C; c++) {
+        float xhat = (x[c] - m) * r;
+        dgamma[c] += dy[c] * xhat;
+        dbeta[c] += dy[c];
+    }
+    if (overwrite && dx == dy) {
+        /* one pointer, so the loop vectorises without a check that two of them overlap */
+        for (int c = 0; c < C; c++) dx[c] = r * (dx[c] * gamma[c] - gsum - (x[c] - m) * r * gxsum);
+        return;
+    }
+    for (int c = 0; c < C; c++) {
+        float xhat = (x[c] - m) * r;
+        float v = r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
+        dx[c] = overwrite ? v : dx[c] + v;
+    }
+}
+
 static void layernorm_backward_rows(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                     const float *gamma, const float *mean, const float *rstd, int N, int C,
                                     int overwrite) {
     double t0_ = prof_start();
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float m = mean[n], r = rstd[n];
-        /* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma; the two sums
-         * in lanes as vecmath.h's (element c in lane c % VEC_LANES), so they vectorise */
-        float gl[VEC_LANES] = {0}, gxl[VEC_LANES] = {0};
-        int c0 = 0;
-        for (; c0 + VEC_LANES <= C; c0 += VEC_LANES) {
-            for (int k = 0; k < VEC_LANES; k++) {
-                int c = c0 + k;
-                float xhat = (x[c] - m) * r, g = dy[c] * gamma[c];
-                gl[k] += g;
-                gxl[k] += g * xhat;
-            }
-        }
-        for (int c = c0; c < C; c++) {
-            float xhat = (x[c] - m) * r, g = dy[c] * gamma[c];
-            gl[c % VEC_LANES] += g;
-            gxl[c % VEC_LANES] += g * xhat;
-        }
-        float gsum = 0.0f, gxsum = 0.0f;
-        for (int k = 0; k < VEC_LANES; k++) gsum += gl[k], gxsum += gxl[k];
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * r;
-            dgamma[c] += dy[c] * xhat;
-            dbeta[c] += dy[c];
-        }
-        gsum /= (float)C;
-        gxsum /= (float)C;
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * r;
-            float v = r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
-            dx[c] = overwrite ? v : dx[c] + v;
-        }
-    }
+    for (int n = 0; n < N; n++)
+        layernorm_backward_row(dinp + (size_t)n * C, dgamma, dbeta, dout + (size_t)n * C, inp + (size_t)n * C, gamma,
+                               mean[n], rstd[n], C, overwrite);
     prof_stop(PROF_LAYERNORM, t0_);
 }
 
@@ -190,15 +178,31 @@ static inline void dropout_one(float *out, uint8_t *mask, const float *inp, cons
     out[i] = with_res ? kept + res[i] : kept;
 }
 
+#define DROPOUT_BLOCK 256 /* elements whose uniforms are drawn before they are used */
+
 /* Elements 0 .. n4-1 (n4 a multiple of 4), offset a multiple of 4: whole groups of four,
- * one hash each. This loop vectorises (a hash per vector lane) when it starts at 0. */
+ * one hash each. */
+
 static inline __attribute__((always_inline)) void dropout_groups(float *out, uint8_t *mask, const float *inp,
                                                                  const float *res, int with_res, size_t n4,
                                                                  uint64_t key, size_t offset, uint32_t threshold,
                                                                  float keep_scale) {
-    for (size_t i = 0; i < n4; i += 4) {
-        uint64_t h = hash64(key, offset + i);
-        for (size_t k = 0; k < 4; k++) dropout_one(out, mask, inp, res, with_res, i + k, h, k, threshold, keep_scale);
+    /* A block's hashes first, each cut into its four 16-bit uniforms, then the block's
+     * elements against them: loops that vectorise plainly, where one loop doing both
+     * spread each hash over four elements by shuffles and ran at half the speed */
+    uint64_t h[DROPOUT_BLOCK / 4];
+    uint16_t u[DROPOUT_BLOCK];
+    for (size_t at = 0; at < n4; at += DROPOUT_BLOCK) {
+        size_t len = n4 - at < DROPOUT_BLOCK ? n4 - at : DROPOUT_BLOCK;
+        for (size_t g = 0; g < len / 4; g++) h[g] = hash64(key, offset + at + 4 * g);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(u, h, sizeof(uint16_t) * len); /* bits 16k..16k+15 of a hash are its k-th 16-bit word */
+#else
+        for (size_t i = 0; i < len; i++) u[i] = (uint16_t)(h[i / 4] >> (16 * (i % 4)));
+#endif
+        for (size_t i = 0; i < len; i++)
+            dropout_one(out + at, mask + at, inp + at, with_res ? res + at : NULL, with_res, i, u[i], 0, threshold,
+                        keep_scale);
     }
 }
 

@@ -109,3 +109,14 @@ float vec_sum_sq_dev(const float *x, float m, int n) {
     for (int k = 0; k < VEC_LANES; k++) s += lane[k];
     return s;
 }
+
+float vec_dot_normed(const float *a, const float *b, const float *x, float m, float r, int n) {
+    float lane[VEC_LANES] = {0};
+    int i = 0;
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int k = 0; k < VEC_LANES; k++) lane[k] += (a[i + k] * b[i + k]) * ((x[i + k] - m) * r);
+    for (; i < n; i++) lane[i % VEC_LANES] += (a[i] * b[i]) * ((x[i] - m) * r);
+    float s = 0.0f;
+    for (int k = 0; k < VEC_LANES; k++) s += lane[k];
+    return s;
+}

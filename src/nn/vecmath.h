@@ -44,4 +44,8 @@ float vec_dot(const float *a, const float *b, int n);
 /* The sum of (x[i] - m)^2, in float lanes: a variance's numerator, centred first. */
 float vec_sum_sq_dev(const float *x, float m, int n);
 
+/* The sum of (a[i] * b[i]) * ((x[i] - m) * r), in float lanes: layer norm's backward
+ * projection of the gradient on the normalised input. */
+float vec_dot_normed(const float *a, const float *b, const float *x, float m, float r, int n);
+
 #endif
