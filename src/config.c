@@ -79,7 +79,7 @@ static const KeySpec keys[] = {
     BOOL("model.tie_embeddings", model.tie_embeddings, 1),
     INT("train.steps", train.steps, 4000, 1, 2000000000),
     INT("train.batch_tokens", train.batch_tokens, 2048, 1, 100000000),
-    INT("train.pass_tokens", train.pass_tokens, 512, 0, 100000000),
+    INT("train.pass_tokens", train.pass_tokens, 2048, 0, 100000000),
     ENUM("train.lr.schedule", train.lr.schedule, LR_NOAM, "noam", "constant"),
     FLT("train.lr.factor", train.lr.factor, 1.0, 0, 1000, 0),
     INT("train.lr.warmup", train.lr.warmup, 400, 1, 100000000),

@@ -79,7 +79,7 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "train:\n"
                                     "  steps: 4000\n"
                                     "  batch_tokens: 2048\n"
-                                    "  pass_tokens: 512\n"
+                                    "  pass_tokens: 2048\n"
                                     "  lr:\n"
                                     "    schedule: noam\n"
                                     "    factor: 1\n"
