@@ -4,5 +4,5 @@
 int prof_enabled;
 _Thread_local int prof_elsewhere;
 double prof_seconds[PROF_N];
-const char *prof_names[PROF_N] = {"matrix products",       "attention products", "softmax",  "layer norm",
-                                  "relu/dropout/residual", "embedding/loss",     "optimizer"};
+const char *prof_names[PROF_N] = {"matrix products",       "attention products", "softmax",   "layer norm",
+                                  "relu/dropout/residual", "embedding/loss",     "optimizer", "threads waiting"};

@@ -13,6 +13,7 @@ enum {
     PROF_ELEMENTWISE,
     PROF_EMBED_LOSS,
     PROF_OPTIM,
+    PROF_WAIT, /* the main thread waiting at a barrier for the other training threads */
     PROF_N
 };
 
