@@ -113,35 +113,38 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 }
 
 /* dx = r * (g - mean(g) - xhat * mean(g * xhat)), with g = dy * gamma and xhat = (x - m) * r;
- * the two sums in lanes as vecmath.h's. overwrite: dx = ... instead of dx += ...; dx may
- * then be dy itself (each element's dy is read before its dx is written). */
+ * the two sums in lanes as vecmath.h's. in_place: dx is dy, and is overwritten (each
+ * element's dy read before its dx is written); else dx is added to. */
 static inline void layernorm_backward_row(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
-                                          const float *gamma, float m, float r, int C, int overwrite) {
+                                          const float *gamma, float m, float r, int C, int in_place) {
     float gsum = vec_dot(dy, gamma, C) / (float)C, gxsum = vec_dot_normed(dy, gamma, x, m, r, C) / (float)C;
     for (int c = 0; c < C; c++) {
         float xhat = (x[c] - m) * r;
         dgamma[c] += dy[c] * xhat;
         dbeta[c] += dy[c];
     }
-    if (overwrite && dx == dy) {
-        /* one pointer, so the loop vectorises without a check that two of them overlap */
-        for (int c = 0; c < C; c++) dx[c] = r * (dx[c] * gamma[c] - gsum - (x[c] - m) * r * gxsum);
+    if (in_place) {
+        /* through one pointer: dx and dy as two would fail the compiler's overlap check
+         * and send the loop down its scalar path */
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * r;
+            dx[c] = r * (dx[c] * gamma[c] - gsum - xhat * gxsum);
+        }
         return;
     }
     for (int c = 0; c < C; c++) {
         float xhat = (x[c] - m) * r;
-        float v = r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
-        dx[c] = overwrite ? v : dx[c] + v;
+        dx[c] += r * (dy[c] * gamma[c] - gsum - xhat * gxsum);
     }
 }
 
 static void layernorm_backward_rows(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                     const float *gamma, const float *mean, const float *rstd, int N, int C,
-                                    int overwrite) {
+                                    int in_place) {
     double t0_ = prof_start();
     for (int n = 0; n < N; n++)
         layernorm_backward_row(dinp + (size_t)n * C, dgamma, dbeta, dout + (size_t)n * C, inp + (size_t)n * C, gamma,
-                               mean[n], rstd[n], C, overwrite);
+                               mean[n], rstd[n], C, in_place);
     prof_stop(PROF_LAYERNORM, t0_);
 }
 
@@ -167,12 +170,15 @@ void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     prof_stop(PROF_ELEMENTWISE, t0_);
 }
 
-/* One element of a dropout: kept (scaled) or 0, plus the residual's element when with_res
- * (a constant wherever this is inlined). The input is read either way: a conditional load
- * would keep the loops from vectorising. */
+/* The k-th (0..3) of the four 16-bit uniforms one hash gives: its bits 16k .. 16k+15. */
+static inline uint16_t hash_uniform(uint64_t h, size_t k) { return (uint16_t)(h >> (16 * k)); }
+
+/* One element of a dropout, given its uniform: kept (scaled) or 0, plus the residual's
+ * element when with_res (a constant wherever this is inlined). The input is read either
+ * way: a conditional load would keep the loops from vectorising. */
 static inline void dropout_one(float *out, uint8_t *mask, const float *inp, const float *res, int with_res, size_t i,
-                               uint64_t h, size_t k, uint32_t threshold, float keep_scale) {
-    uint8_t keep = ((uint32_t)(h >> (16 * k)) & 0xFFFFu) >= threshold;
+                               uint16_t uniform, uint32_t threshold, float keep_scale) {
+    uint8_t keep = uniform >= threshold;
     float scaled = inp[i] * keep_scale, kept = keep ? scaled : 0.0f;
     mask[i] = keep;
     out[i] = with_res ? kept + res[i] : kept;
@@ -182,7 +188,6 @@ static inline void dropout_one(float *out, uint8_t *mask, const float *inp, cons
 
 /* Elements 0 .. n4-1 (n4 a multiple of 4), offset a multiple of 4: whole groups of four,
  * one hash each. */
-
 static inline __attribute__((always_inline)) void dropout_groups(float *out, uint8_t *mask, const float *inp,
                                                                  const float *res, int with_res, size_t n4,
                                                                  uint64_t key, size_t offset, uint32_t threshold,
@@ -196,12 +201,12 @@ static inline __attribute__((always_inline)) void dropout_groups(float *out, uin
         size_t len = n4 - at < DROPOUT_BLOCK ? n4 - at : DROPOUT_BLOCK;
         for (size_t g = 0; g < len / 4; g++) h[g] = hash64(key, offset + at + 4 * g);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(u, h, sizeof(uint16_t) * len); /* bits 16k..16k+15 of a hash are its k-th 16-bit word */
+        memcpy(u, h, sizeof(uint16_t) * len); /* hash_uniform(h, k) is a hash's k-th 16-bit word */
 #else
-        for (size_t i = 0; i < len; i++) u[i] = (uint16_t)(h[i / 4] >> (16 * (i % 4)));
+        for (size_t i = 0; i < len; i++) u[i] = hash_uniform(h[i / 4], i % 4);
 #endif
         for (size_t i = 0; i < len; i++)
-            dropout_one(out + at, mask + at, inp + at, with_res ? res + at : NULL, with_res, i, u[i], 0, threshold,
+            dropout_one(out + at, mask + at, inp + at, with_res ? res + at : NULL, with_res, i, u[i], threshold,
                         keep_scale);
     }
 }
@@ -218,14 +223,14 @@ static inline __attribute__((always_inline)) void dropout_rows(float *out, uint8
     size_t head = (4 - (offset & 3)) & 3; /* the rest of a group begun before out[0] */
     if (head > n) head = n;
     for (size_t i = 0; i < head; i++)
-        dropout_one(out, mask, inp, res, with_res, i, hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3,
-                    threshold, keep_scale);
+        dropout_one(out, mask, inp, res, with_res, i,
+                    hash_uniform(hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3), threshold, keep_scale);
     size_t n4 = (n - head) & ~(size_t)3;
     dropout_groups(out + head, mask + head, inp + head, with_res ? res + head : NULL, with_res, n4, key, offset + head,
                    threshold, keep_scale);
     for (size_t i = head + n4; i < n; i++) /* the first elements of a group that goes on past out[n-1] */
-        dropout_one(out, mask, inp, res, with_res, i, hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3,
-                    threshold, keep_scale);
+        dropout_one(out, mask, inp, res, with_res, i,
+                    hash_uniform(hash64(key, (offset + i) & ~(size_t)3), (offset + i) & 3), threshold, keep_scale);
 }
 
 void dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t key, size_t offset) {

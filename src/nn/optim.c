@@ -60,16 +60,12 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
     adam_update_range(a, params, (float *)grads, tensors, n_tensors, lr, a->t, 0, n, 1.0f, 0);
 }
 
-double grad_sumsq(const float *grads, size_t begin, size_t end) {
-    return begin < end ? vec_sum_squares_double(grads + begin, end - begin) : 0.0;
-}
-
 float clip_scale(double norm, double max_norm) {
     return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
 }
 
 double clip_grad_norm(float *grads, size_t n, double max_norm) {
-    double norm = sqrt(grad_sumsq(grads, 0, n));
+    double norm = sqrt(vec_sum_squares_double(grads, n));
     float scale = clip_scale(norm, max_norm);
     if (scale != 1.0f)
         for (size_t i = 0; i < n; i++) grads[i] *= scale;

@@ -39,14 +39,11 @@ void adam_step(Adam *a, float *params, const float *grads, const TensorInfo *ten
 void adam_update_range(const Adam *a, float *params, float *grads, const TensorInfo *tensors, int n_tensors, double lr,
                        int64_t t, size_t begin, size_t end, float grad_scale, int zero_grads);
 
-/* Scales grads so their global L2 norm is at most max_norm (<= 0: no clipping).
- * Returns the norm before clipping. Built from the two parts below; a caller that holds
- * the gradients in slices (one per thread) adds the slices' sums of squares in slice
- * order and takes clip_scale of their root. */
+/* Scales grads so their global L2 norm (vec_sum_squares_double's, vecmath.h) is at most
+ * max_norm (<= 0: no clipping). Returns the norm before clipping. A caller that holds the
+ * gradients in slices (one per thread) adds the slices' sums of squares in slice order
+ * and takes clip_scale of their root. */
 double clip_grad_norm(float *grads, size_t n, double max_norm);
-/* Sum of squares of grads[begin, end), accumulated in double lanes (vecmath.h). The
- * global norm is the sqrt of the slices' sums added in slice order. */
-double grad_sumsq(const float *grads, size_t begin, size_t end);
 /* The factor clipping multiplies the gradients by for this global norm: 1 when
  * max_norm <= 0 or the norm is within it. */
 float clip_scale(double norm, double max_norm);

@@ -112,11 +112,12 @@ static void meet(Workers *w) {
     if (w->n > 1) pthread_barrier_wait(&w->phase);
 }
 
-/* meet, its wait counted (qkv bench) apart from the work around it: how long the first to
- * finish a phase waits for the last, the price of an uneven cut */
-static void meet_timed(Workers *w) {
+/* A wait at barrier b (with more than one thread), counted by qkv bench apart from the
+ * work around it: how long the first to finish a phase waits for the last, the price of
+ * an uneven cut. Only the main thread counts (profile.h). */
+static void wait_timed(Workers *w, pthread_barrier_t *b) {
     double t0 = prof_start();
-    meet(w);
+    if (w->n > 1) pthread_barrier_wait(b);
     prof_stop(PROF_WAIT, t0);
 }
 
@@ -179,7 +180,7 @@ static void work(Workers *w, int i) {
     double *st = w->stats + (size_t)i * N_STATS;
     /* 1. this shard's gradients */
     run_shard(w, m, &w->part[i], st);
-    meet_timed(w);
+    wait_timed(w, &w->phase);
     /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
     double t0 = prof_start();
     if (w->ranks > 1) {
@@ -199,7 +200,7 @@ static void work(Workers *w, int i) {
     size_t lo = w->begin[s], hi = w->begin[s + 1];
     st[STAT_SUMSQ] = fold(w, lo, hi);
     prof_stop(PROF_OPTIM, t0);
-    meet_timed(w);
+    wait_timed(w, &w->phase);
     t0 = prof_start();
     double *all = w->stats;
     if (w->ranks > 1) {
@@ -402,13 +403,9 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
         w->part[i] = batch_rows(b, first, count);
     }
     w->stats[(size_t)w->n * N_STATS] = *stop;
-    double t0 = prof_start();
-    if (w->n > 1) pthread_barrier_wait(&w->start);
-    prof_stop(PROF_WAIT, t0);
+    wait_timed(w, &w->start);
     work(w, 0);
-    t0 = prof_start();
-    if (w->n > 1) pthread_barrier_wait(&w->done);
-    prof_stop(PROF_WAIT, t0);
+    wait_timed(w, &w->done);
     w->adam->t++;
     if (w->failed) return NAN;
     /* the loss over every shard in shard order, and any rank's stop request */
