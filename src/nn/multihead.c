@@ -165,6 +165,20 @@ void attention_value_norms(float *out, const AttnActs *a, const AttnParams *w, c
     free(row);
 }
 
+/* Whether the sequences' key rows, taken in order, are rows 0..nk_all-1 each once: then
+ * the (sequence, head) products of the backward write every element of dK and dV once,
+ * and write them (beta 0) rather than add to zeroed buffers. Packed rows always do; so do
+ * padded blocks whose stride is their width. */
+static int keys_tile(const AttnShape *s, size_t nk_all) {
+    size_t next = 0;
+    for (int b = 0; b < s->B; b++) {
+        AttnSeq q = attention_seq(s, b);
+        if (q.kv_row != next) return 0;
+        next += (size_t)q.nk;
+    }
+    return next == nk_all;
+}
+
 void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dout, const AttnActs *a,
                         const AttnParams *w, const float *xq, const float *xkv, const AttnShape *s,
                         const AttnScratch *sc) {
@@ -172,8 +186,11 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
         nk_all = key_rows(s);
     float scale = 1.0f / sqrtf((float)dh);
     size_t per = (size_t)Tq * Tk;
-    memset(sc->dk, 0, sizeof(float) * (size_t)nk_all * d);
-    memset(sc->dv, 0, sizeof(float) * (size_t)nk_all * d);
+    float kv_beta = keys_tile(s, (size_t)nk_all) ? 0.0f : 1.0f;
+    if (kv_beta != 0.0f) {
+        memset(sc->dk, 0, sizeof(float) * (size_t)nk_all * d);
+        memset(sc->dv, 0, sizeof(float) * (size_t)nk_all * d);
+    }
     matmul_backward_set(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, nq_all, d, d);
     double t0 = prof_start();
     /* dP = dO V^T and dV = P^T dO. dctx is G, the gradient at the gated O: with a gate g,
@@ -197,7 +214,7 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
                     for (size_t j = 0; j < (size_t)q.nk; j++) sc->dp[poff + i * Tk + j] *= g;
             }
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, q.nk, dh, q.nq, g, a->p + poff, Tk, sc->dctx + qoff, d,
-                        1.0f, sc->dv + koff, d);
+                        kv_beta, sc->dv + koff, d);
         }
     }
     prof_stop(PROF_ATTENTION, t0);
@@ -221,7 +238,7 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q.nq, dh, q.nk, scale, sc->dp + poff, Tk,
                         a->k + koff, d, 0.0f, sc->dq + qoff, d);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, q.nk, dh, q.nq, scale, sc->dp + poff, Tk, a->q + qoff,
-                        d, 1.0f, sc->dk + koff, d);
+                        d, kv_beta, sc->dk + koff, d);
         }
     }
     prof_stop(PROF_ATTENTION, t0);
