@@ -1,5 +1,6 @@
 /* The training step: it allocates nothing, and it learns. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,9 +8,10 @@
 #include "train/parallel.h"
 #include "train/trainer.h"
 #include "util/err.h"
+#include "util/mem.h"
 
 /* The test binary is linked with --wrap for the allocator (see the Makefile), so every
- * malloc/calloc/realloc made by qkv's own code is counted here. */
+ * malloc/calloc/realloc/posix_memalign made by qkv's own code is counted here. */
 static long allocations;
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t s);
@@ -17,6 +19,10 @@ void *__real_realloc(void *p, size_t n);
 void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(n); }
 void *__wrap_calloc(size_t n, size_t s) { return allocations++, __real_calloc(n, s); }
 void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, n); }
+int __real_posix_memalign(void **p, size_t align, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n) {
+    return allocations++, __real_posix_memalign(p, align, n);
+}
 
 /* Three epochs of steps, each shard run in passes of at most pass_tokens (0: at once). */
 static void steps_allocate_nothing_and_learn(int pass_tokens) {
@@ -99,7 +105,30 @@ static void test_shards_are_cut_by_work(void) {
     }
 }
 
+/* The weights', gradients' and arena's buffers: zeroed, 2 MiB aligned from 2 MiB up (the
+ * huge pages' size), grown with their prefix kept and the rest zero. */
+static void test_big_buffers(void) {
+    size_t n = (3u << 20) / sizeof(float) + 5; /* a little over 3 MiB */
+    float *a = xcalloc_big(n, sizeof(float));
+    CHECK((uintptr_t)a % (2u << 20) == 0, "a %zu-byte buffer is not 2 MiB aligned", n * sizeof(float));
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += a[i] != 0.0f;
+    CHECK(nonzero == 0, "%zu of %zu floats not zero", nonzero, n);
+    for (size_t i = 0; i < n; i++) a[i] = (float)(i % 1000) + 1.0f;
+    float *b = xrealloc_big(a, n * sizeof(float), 2 * n * sizeof(float));
+    size_t kept = 0, zero = 0;
+    for (size_t i = 0; i < n; i++) kept += b[i] == (float)(i % 1000) + 1.0f;
+    for (size_t i = n; i < 2 * n; i++) zero += b[i] == 0.0f;
+    free(b);
+    CHECK(kept == n && zero == n, "growing kept %zu of %zu floats and zeroed %zu of %zu", kept, n, zero, n);
+    float *small = xcalloc_big(100, sizeof(float));
+    float first = small[0], last = small[99];
+    free(small);
+    CHECK(first == 0.0f && last == 0.0f, "a small buffer is not zeroed");
+}
+
 const TestCase train_tests[] = {
+    {"train_big_buffers_zeroed_aligned_and_grown", test_big_buffers},
     {"train_shards_are_cut_by_work", test_shards_are_cut_by_work},
     {"train_step_allocates_nothing_and_learns", test_step_allocates_nothing_and_learns},
     {"train_step_in_passes_allocates_nothing_and_learns", test_step_in_passes_allocates_nothing_and_learns},

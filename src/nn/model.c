@@ -137,8 +137,8 @@ int model_init(Model *m, const ModelConfig *cfg) {
         return err_set("bad model sizes");
     Binder bd = {.m = m, .building = 1};
     bind_params(&bd, &m->p);
-    m->params = xcalloc(m->n_params, sizeof(float));
-    m->grads = xcalloc(m->n_params, sizeof(float));
+    m->params = xcalloc_big(m->n_params, sizeof(float));
+    m->grads = xcalloc_big(m->n_params, sizeof(float));
     bd = (Binder){.m = m, .base = m->params};
     bind_params(&bd, &m->p);
     bd = (Binder){.m = m, .base = m->grads};
@@ -151,7 +151,7 @@ int model_init(Model *m, const ModelConfig *cfg) {
 void model_init_replica(Model *r, const Model *m) {
     *r = *m;
     r->is_replica = 1;
-    r->grads = xcalloc(m->n_params, sizeof(float));
+    r->grads = xcalloc_big(m->n_params, sizeof(float));
     Binder bd = {.m = r, .base = r->grads};
     bind_params(&bd, &r->g);
     r->arena = NULL;
@@ -317,9 +317,8 @@ size_t model_arena_floats(const Model *m, int B, int S, int T) {
 
 void model_reserve(Model *m, size_t need) {
     if (need > m->arena_floats) {
-        /* realloc keeps the prefix, so an encoder output survives a longer decoder shape */
-        m->arena = xrealloc(m->arena, need * sizeof(float));
-        memset(m->arena + m->arena_floats, 0, (need - m->arena_floats) * sizeof(float));
+        /* the prefix is kept, so an encoder output survives a longer decoder shape */
+        m->arena = xrealloc_big(m->arena, m->arena_floats * sizeof(float), need * sizeof(float));
         m->arena_floats = need;
         m->B = m->S = m->T = -1;
     }

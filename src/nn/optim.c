@@ -19,8 +19,8 @@ void adam_init(Adam *a, size_t n, double beta1, double beta2, double eps, double
     a->beta1 = beta1, a->beta2 = beta2, a->eps = eps, a->weight_decay = weight_decay;
     a->n = n;
     a->t = 0;
-    a->m = xcalloc(n, sizeof(float));
-    a->v = xcalloc(n, sizeof(float));
+    a->m = xcalloc_big(n, sizeof(float));
+    a->v = xcalloc_big(n, sizeof(float));
 }
 
 void adam_free(Adam *a) {
