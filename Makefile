@@ -106,7 +106,7 @@ $(BUILD)/qkv: $(BUILD)/obj/main.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 
 # The allocator is wrapped in the test binary so a test can count allocations per step.
 $(BUILD)/qkv_test: $(TEST_OBJ) $(LIB_OBJ) $(BUILD)/mpi.stamp
-	$(call show,LD,$@)$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
+	$(call show,LD,$@)$(CC) $(CFLAGS) $(QKV_CFLAGS) -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
 # The unit tests (gradient checks, data, config) alone.
 unit: $(BUILD)/qkv_test

@@ -51,22 +51,29 @@ char *xstrdup(const char *s) {
     return d;
 }
 
-void *xcalloc_big(size_t count, size_t size) {
-    if (size && count > SIZE_MAX / size) out_of_memory(SIZE_MAX);
-    size_t n = count * size;
-    if (n < HUGE_PAGE) return xcalloc(count, size);
-    void *p = NULL;
-    if (posix_memalign(&p, HUGE_PAGE, n) != 0) out_of_memory(n);
+/* Advice only: where it is refused (no THP, an old kernel) the pages stay small. The range
+ * is cut to whole pages inside the buffer, as madvise wants. */
+static void advise_huge(void *p, size_t n) {
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, n, MADV_HUGEPAGE); /* advice: refused, the pages stay small */
+    uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
 #endif
-    memset(p, 0, n); /* after the advice: the first touch is what maps the pages */
+}
+
+void *xcalloc_big(size_t count, size_t size) {
+    void *p = xcalloc(count, size);
+    /* calloc maps a large buffer fresh and leaves it untouched (zero pages), so the advice
+     * comes before any page exists, and a buffer never written (an inference model's
+     * gradients) costs no memory. Huge pages cover each 2 MiB-aligned stretch inside it. */
+    if (size && count >= HUGE_PAGE / size) advise_huge(p, count * size);
     return p;
 }
 
 void *xrealloc_big(void *p, size_t old_bytes, size_t new_bytes) {
-    char *q = xcalloc_big(new_bytes, 1);
-    if (p) memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
-    free(p);
+    char *q = xrealloc(p, new_bytes); /* a large buffer grows by mremap: no copy, no second peak */
+    if (new_bytes >= HUGE_PAGE) advise_huge(q, new_bytes);
+    if (new_bytes > old_bytes) memset(q + old_bytes, 0, new_bytes - old_bytes);
     return q;
 }
