@@ -127,6 +127,7 @@ int model_init(Model *m, const ModelConfig *cfg) {
     /* decoding multiplies on OpenBLAS's own threads: there must be room for their buffers */
     if (blas_room_check(openblas_get_num_threads()) != 0) return -1;
     m->cfg = *cfg;
+    m->classifier_rows = MODEL_CLASSIFIER_ROWS;
     const ModelConfig *c = cfg;
     if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0)
         return err_set("d_model must be a positive multiple of heads");
@@ -281,7 +282,7 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
         e->ffn.hidden = carver_take(&cv, Nt * ff);
         e->ffn.out = shared_out;
     }
-    size_t chunk = Nt < MODEL_CLASSIFIER_ROWS ? Nt : MODEL_CLASSIFIER_ROWS;
+    size_t chunk = Nt < (size_t)m->classifier_rows ? Nt : (size_t)m->classifier_rows;
     a->cls.chunk = (int)chunk;
     a->cls.logits = carver_take(&cv, chunk * c->tgt_vocab);
     a->cls.x = carver_take(&cv, chunk * d);
