@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "gradcheck.h"
+#include "nn/headprod.h"
 #include "nn/kernels.h"
 #include "nn/multihead.h"
 #include "nn/vecmath.h"
@@ -391,6 +392,73 @@ static void test_vec_exp(void) {
           (double)out[0], (double)out[5]);
 }
 
+/* ---- one head's small products ---- */
+
+/* C (m, n) from A (m, k) with element (i, j) at a[i * a_row + j * a_col] and B (k, n) with
+ * rows ldb apart, as headprod.h promises: each element one
+ * chain of fmaf over j from zero, then times alpha, set or added; also the exact product
+ * (double) into exact. */
+static void head_prod_reference(float *c, double *exact, int ldc, const float *a, int a_row, int a_col, const float *b,
+                                int ldb, int m, int n, int k, float alpha, HeadMode mode) {
+    for (int i = 0; i < m; i++)
+        for (int e = 0; e < n; e++) {
+            float acc = 0.0f;
+            double x = 0.0;
+            for (int j = 0; j < k; j++) {
+                float av = a[(size_t)i * a_row + (size_t)j * a_col], bv = b[(size_t)j * ldb + e];
+                acc = fmaf(av, bv, acc);
+                x += (double)av * bv;
+            }
+            float *ce = &c[(size_t)i * ldc + e];
+            exact[(size_t)i * ldc + e] = (mode == HEAD_ADD ? *ce : 0.0) + (double)alpha * x;
+            *ce = mode == HEAD_ADD ? *ce + alpha * acc : alpha * acc;
+        }
+}
+
+/* head_prod (A as rows or transposed, set and added) against the chains bit for bit, and
+ * against the exact product, over shapes with every kind of edge: rows not a multiple of
+ * the block's four, columns short of, at and past its sixteen, long inner sums; nothing
+ * outside C's m x n window is written. */
+static void test_head_products(void) {
+    static const int ms[] = {1, 3, 4, 5, 9}, ns[] = {1, 7, 16, 17, 33}, ks[] = {1, 5, 40, 300};
+    enum { PAD = 3 };
+    Rng r = {91};
+    int bad_bits = 0, bad_value = 0, bad_outside = 0, cases = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int kind = 0; kind < 3; kind++) { /* A rows set, A^T set, A^T added */
+                    int m = ms[mi], n = ns[ni], k = ks[ki], ldc = n + PAD;
+                    int lda = (kind == 0 ? k : m) + PAD, ldb = n + PAD;
+                    int a_rows = kind == 0 ? m : k, b_rows = k;
+                    float *a = alloc_normal((size_t)a_rows * lda, &r, 1),
+                          *b = alloc_normal((size_t)b_rows * ldb, &r, 1);
+                    float *c = alloc_normal((size_t)m * ldc, &r, 1), *want = xmalloc(sizeof(float) * (size_t)m * ldc);
+                    double *exact = xmalloc(sizeof(double) * (size_t)m * ldc);
+                    memcpy(want, c, sizeof(float) * (size_t)m * ldc);
+                    float alpha = 0.37f;
+                    HeadMode mode = kind == 2 ? HEAD_ADD : HEAD_SET;
+                    int a_row = kind == 1 || kind == 2 ? 1 : lda, a_col = kind == 1 || kind == 2 ? lda : 1;
+                    head_prod_reference(want, exact, ldc, a, a_row, a_col, b, ldb, m, n, k, alpha, mode);
+                    head_prod(c, ldc, a, a_row, a_col, b, ldb, m, n, k, alpha, mode);
+                    for (int i = 0; i < m; i++)
+                        for (int e = 0; e < ldc; e++) {
+                            size_t at = (size_t)i * ldc + e;
+                            if (e >= n) {
+                                bad_outside += memcmp(&c[at], &want[at], sizeof(float)) != 0;
+                                continue;
+                            }
+                            bad_bits += memcmp(&c[at], &want[at], sizeof(float)) != 0;
+                            bad_value += fabs(c[at] - exact[at]) > 1e-5 * (k + 1) * (1 + fabs(exact[at]));
+                        }
+                    cases++;
+                    free(a), free(b), free(c), free(want), free(exact);
+                }
+    CHECK(bad_bits == 0, "%d elements differ from their fmaf chains in %d products", bad_bits, cases);
+    CHECK(bad_value == 0, "%d elements differ from the exact product", bad_value);
+    CHECK(bad_outside == 0, "%d elements outside the m x n window were written", bad_outside);
+}
+
 static void test_vec_sums_in_lanes(void) {
     Rng r = {77};
     float a[101], b[101];
@@ -439,5 +507,6 @@ const TestCase kernel_tests[] = {
     {"attention_encoder_self_grad", test_attention_encoder_self},
     {"attention_decoder_masked_grad", test_attention_decoder_masked},
     {"attention_cross_grad", test_attention_cross},
+    {"head_products_are_their_chains", test_head_products},
     {NULL, NULL},
 };

@@ -1,0 +1,77 @@
+/* headprod: see headprod.h. */
+#include "nn/headprod.h"
+
+#include <math.h>
+#include <stddef.h>
+
+/* A block is BR rows of C by BC columns: 64 sums, eight AVX2 registers (four AVX-512).
+ * Measured on a Zen 5 host, P V for a head of 32 columns over 12 and 24 rows, one call:
+ * 4 x 16 blocks 0.070 and 0.25 us, 4 x 32 0.12 and 0.43, 8 x 16 0.096 and 0.22. */
+enum { BR = 4, BC = 16 };
+
+/* Rows i.. of A, up to BR of them, as BR row pointers: a short block repeats its last row
+ * (computed, never stored), so every block runs the same unrolled loop and reads no row
+ * past the end. */
+static void block_rows(const float *rows_at[BR], const float *a, int a_row, int i, int rows) {
+    for (int r = 0; r < BR; r++) rows_at[r] = a + (size_t)(i + (r < rows ? r : rows - 1)) * a_row;
+}
+
+/* C's row = alpha * sums, or += (mode), its first `cols` columns. */
+static inline void store_row(float *c, const float *sums, float alpha, HeadMode mode, int cols) {
+    if (mode == HEAD_SET)
+        for (int e = 0; e < cols; e++) c[e] = alpha * sums[e];
+    else
+        for (int e = 0; e < cols; e++) c[e] += alpha * sums[e];
+}
+
+/* One block: C's `rows` rows by `cols` of the `width` columns computed, width columns of B
+ * read from b (rows ldb apart). Inlined where width is a constant, the sums live in
+ * registers (a copy of its own taking width as a variable would keep them in memory). */
+static inline __attribute__((always_inline)) void block(float *c, int ldc, const float *const rows_at[BR], int a_col,
+                                                        const float *b, int ldb, int k, float alpha, HeadMode mode,
+                                                        int rows, int cols, int width) {
+    /* a named array a row, one loop over the columns: the form the vectoriser takes whole */
+    float acc0[BC] = {0.0f}, acc1[BC] = {0.0f}, acc2[BC] = {0.0f}, acc3[BC] = {0.0f};
+    const float *a0 = rows_at[0], *a1 = rows_at[1], *a2 = rows_at[2], *a3 = rows_at[3];
+    for (int j = 0; j < k; j++) {
+        const float *bj = b + (size_t)j * ldb;
+        size_t at = (size_t)j * a_col;
+        float x0 = a0[at], x1 = a1[at], x2 = a2[at], x3 = a3[at];
+        for (int e = 0; e < width; e++) {
+            acc0[e] = fmaf(x0, bj[e], acc0[e]);
+            acc1[e] = fmaf(x1, bj[e], acc1[e]);
+            acc2[e] = fmaf(x2, bj[e], acc2[e]);
+            acc3[e] = fmaf(x3, bj[e], acc3[e]);
+        }
+    }
+    /* row by row by name: an array of pointers to the sums would keep them in memory */
+    store_row(c, acc0, alpha, mode, cols);
+    if (rows > 1) store_row(c + ldc, acc1, alpha, mode, cols);
+    if (rows > 2) store_row(c + 2 * (size_t)ldc, acc2, alpha, mode, cols);
+    if (rows > 3) store_row(c + 3 * (size_t)ldc, acc3, alpha, mode, cols);
+}
+
+/* A block of BC columns. */
+static void block_wide(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
+                       float alpha, HeadMode mode, int rows) {
+    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, BC, BC);
+}
+
+/* The last columns, fewer than BC, where b has no more to read. */
+static void block_narrow(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
+                         float alpha, HeadMode mode, int rows, int cols) {
+    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, cols, cols);
+}
+
+void head_prod(float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int m, int n, int k,
+               float alpha, HeadMode mode) {
+    for (int i = 0; i < m; i += BR) {
+        int rows = m - i < BR ? m - i : BR;
+        const float *rows_at[BR];
+        block_rows(rows_at, a, a_row, i, rows);
+        float *ci = c + (size_t)i * ldc;
+        int e = 0;
+        for (; e + BC <= n; e += BC) block_wide(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows);
+        if (e < n) block_narrow(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, n - e);
+    }
+}
