@@ -9,6 +9,11 @@ loads the same checkpoint's weights into the same architecture written with PyTo
 (float64, autograd), runs the same batch, and compares the loss and every gradient
 tensor. Prints one row per tensor with its worst error relative to the tensor's largest
 gradient; exits 1 if any error (or the loss's) is above 1e-4.
+
+A ReLU input within float32 rounding of zero that carries gradient makes the batch unfit:
+qkv's float32 may put it on the other side of zero than float64 does, and a whole hidden
+unit's gradient then differs, legitimately. Such a batch exits 3 (parity.sh takes the
+next) before any comparison.
 """
 import json
 import struct
@@ -18,9 +23,15 @@ import numpy as np
 import torch
 import yaml
 
+import qkv_torch
 from qkv_torch import forward
 
 TOLERANCE = 1e-4
+# A ReLU input this close to zero, relative to the sum of its terms' magnitudes, is within
+# float32 rounding of the kink (a sum of 64-256 float32 products rounds at about 1e-7 of
+# that; seen: inputs at 1.5e-9 and 9e-9 of it took the other side in qkv, one at 2e-7 did
+# not).
+KINK_MARGIN = 1e-7
 
 
 def read_safetensors(path):
@@ -53,8 +64,15 @@ def main():
         for name, w in weights.items()
         if not name.startswith("optim.")
     }
+    qkv_torch.relu_inputs = []
     loss = forward(params, cfg, batch)
     loss.backward()
+    for i, (h, terms, out) in enumerate(qkv_torch.relu_inputs):
+        # an input on either side of zero matters where its output's gradient is not 0
+        near = (h.detach().abs() < KINK_MARGIN * terms) & (out.grad != 0)
+        if near.any():
+            print(f"batch unfit: {int(near.sum())} ReLU input(s) of feed-forward {i} within float32 rounding of zero")
+            sys.exit(3)
 
     m = cfg["model"]
     print(f"checkpoint {batch['checkpoint']}")

@@ -44,8 +44,21 @@ def layernorm(p, prefix, x):
     return F.layer_norm(x, (x.shape[-1],), p[prefix + ".weight"], p[prefix + ".bias"], eps=1e-5)
 
 
+# When a list, every feed-forward's ReLU input is appended to it with the sum of its
+# terms' magnitudes (parity.py looks for inputs within float32 rounding of zero, where
+# float32 and float64 may fall on different sides of the kink).
+relu_inputs = None
+
+
 def ffn(p, prefix, x):
-    return torch.relu(x @ p[prefix + ".w_1"] + p[prefix + ".b_1"]) @ p[prefix + ".w_2"] + p[prefix + ".b_2"]
+    h = x @ p[prefix + ".w_1"] + p[prefix + ".b_1"]
+    a = torch.relu(h)
+    if relu_inputs is not None:
+        a.retain_grad()  # the gradient reaching the ReLU's output: 0 where nothing reads it
+        with torch.no_grad():
+            terms = x.abs() @ p[prefix + ".w_1"].abs() + p[prefix + ".b_1"].abs()
+        relu_inputs.append((h, terms, a))
+    return a @ p[prefix + ".w_2"] + p[prefix + ".b_2"]
 
 
 def block(p, norm, x, sublayer, pre, dropout):
