@@ -417,10 +417,10 @@ static void head_prod_reference(float *c, double *exact, int ldc, const float *a
 
 /* head_prod (A as rows or transposed, set and added) against the chains bit for bit, and
  * against the exact product, over shapes with every kind of edge: rows not a multiple of
- * the block's four, columns short of, at and past its sixteen, long inner sums; nothing
- * outside C's m x n window is written. */
+ * the block's four, widths that end in each of its blocks of 16, 8, 4 columns and fewer,
+ * long inner sums; nothing outside C's m x n window is written. */
 static void test_head_products(void) {
-    static const int ms[] = {1, 3, 4, 5, 9}, ns[] = {1, 7, 16, 17, 33}, ks[] = {1, 5, 40, 300};
+    static const int ms[] = {1, 3, 4, 5, 9}, ns[] = {1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 28, 33}, ks[] = {1, 5, 40, 300};
     enum { PAD = 3 };
     Rng r = {91};
     int bad_bits = 0, bad_value = 0, bad_outside = 0, cases = 0;
