@@ -312,7 +312,7 @@ static float *alloc_normal(size_t n, Rng *r, float std) {
 static void check_attention(int Tq, int Tk, int causal, int self, const char *what) {
     enum { B = 2, d = 8, H = 2 };
     Rng r = {8 + (uint64_t)Tq * 31 + (uint64_t)Tk + (uint64_t)causal};
-    int kv_len[B] = {Tk, Tk - 2};
+    int kv_len[B] = {Tk, Tk > 2 ? Tk - 2 : 1};
     AttnCtx c = {.s = {B, Tq, Tk, d, H, kv_len, causal, Tk}};
     float **wp[8] = {&c.w.w_q, &c.w.b_q, &c.w.w_k, &c.w.b_k, &c.w.w_v, &c.w.b_v, &c.w.w_o, &c.w.b_o};
     AttnParams g;
@@ -368,6 +368,8 @@ static void check_attention(int Tq, int Tk, int causal, int self, const char *wh
 static void test_attention_encoder_self(void) { check_attention(5, 5, 0, 1, "encoder self"); }
 static void test_attention_decoder_masked(void) { check_attention(5, 5, 1, 1, "decoder masked self"); }
 static void test_attention_cross(void) { check_attention(4, 6, 0, 0, "cross"); }
+/* one source position: P is a column, and P^T dO a product whose A has both strides 1 */
+static void test_attention_cross_one_key(void) { check_attention(4, 1, 0, 0, "cross over one key"); }
 
 /* ---- vecmath: exp against libm's double exp, the lane sums against their stated order ---- */
 static void test_vec_exp(void) {
@@ -507,6 +509,7 @@ const TestCase kernel_tests[] = {
     {"attention_encoder_self_grad", test_attention_encoder_self},
     {"attention_decoder_masked_grad", test_attention_decoder_masked},
     {"attention_cross_grad", test_attention_cross},
+    {"attention_cross_one_key_grad", test_attention_cross_one_key},
     {"head_products_are_their_chains", test_head_products},
     {NULL, NULL},
 };

@@ -42,7 +42,9 @@ static void head_product(int by_hand, float *c, int ldc, const float *a, int a_r
         head_prod(c, ldc, a, a_row, a_col, b, ldb, m, n, k, alpha, mode);
         return;
     }
-    int trans = a_col != 1;
+    /* A is transposed when its columns are the strided ones; with both strides 1 (one row,
+     * or one column) whichever form keeps the leading dimension legal */
+    int trans = a_col != 1 || (a_row == 1 && k > 1);
     cblas_sgemm(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, alpha, a,
                 trans ? a_col : a_row, b, ldb, mode == HEAD_ADD ? 1.0f : 0.0f, c, ldc);
 }
