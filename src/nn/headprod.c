@@ -27,12 +27,12 @@ static inline void store_row(float *c, const float *sums, float alpha, HeadMode 
         for (int e = 0; e < cols; e++) c[e] += alpha * sums[e];
 }
 
-/* One block: C's `rows` rows by `cols` of the `width` columns computed, width columns of B
- * read from b (rows ldb apart). Inlined where width is a constant, the sums live in
- * registers (a copy of its own taking width as a variable would keep them in memory). */
+/* One block: C's `rows` rows by `width` columns, width columns of B read from b (rows ldb
+ * apart). Inlined into head_prod with width a constant, each copy keeps its sums in
+ * registers (a width known only at run time keeps them in memory). */
 static inline __attribute__((always_inline)) void block(float *c, int ldc, const float *const rows_at[BR], int a_col,
                                                         const float *b, int ldb, int k, float alpha, HeadMode mode,
-                                                        int rows, int cols, int width) {
+                                                        int rows, int width) {
     /* a named array a row, one loop over the columns: the form the vectoriser takes whole */
     float acc0[BC] = {0.0f}, acc1[BC] = {0.0f}, acc2[BC] = {0.0f}, acc3[BC] = {0.0f};
     const float *a0 = rows_at[0], *a1 = rows_at[1], *a2 = rows_at[2], *a3 = rows_at[3];
@@ -48,31 +48,10 @@ static inline __attribute__((always_inline)) void block(float *c, int ldc, const
         }
     }
     /* row by row by name: an array of pointers to the sums would keep them in memory */
-    store_row(c, acc0, alpha, mode, cols);
-    if (rows > 1) store_row(c + ldc, acc1, alpha, mode, cols);
-    if (rows > 2) store_row(c + 2 * (size_t)ldc, acc2, alpha, mode, cols);
-    if (rows > 3) store_row(c + 3 * (size_t)ldc, acc3, alpha, mode, cols);
-}
-
-/* Blocks of BC, 8 and 4 columns (a head of 8, 24 or 12 ends in the narrower ones), each
- * its own copy of block() with its width a constant. */
-static void block_16(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
-                     float alpha, HeadMode mode, int rows) {
-    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, BC, BC);
-}
-static void block_8(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
-                    float alpha, HeadMode mode, int rows) {
-    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, 8, 8);
-}
-static void block_4(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
-                    float alpha, HeadMode mode, int rows) {
-    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, 4, 4);
-}
-
-/* The last columns, fewer than 4. */
-static void block_narrow(float *c, int ldc, const float *const rows_at[BR], int a_col, const float *b, int ldb, int k,
-                         float alpha, HeadMode mode, int rows, int cols) {
-    block(c, ldc, rows_at, a_col, b, ldb, k, alpha, mode, rows, cols, cols);
+    store_row(c, acc0, alpha, mode, width);
+    if (rows > 1) store_row(c + ldc, acc1, alpha, mode, width);
+    if (rows > 2) store_row(c + 2 * (size_t)ldc, acc2, alpha, mode, width);
+    if (rows > 3) store_row(c + 3 * (size_t)ldc, acc3, alpha, mode, width);
 }
 
 void head_prod(float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int m, int n, int k,
@@ -82,10 +61,12 @@ void head_prod(float *c, int ldc, const float *a, int a_row, int a_col, const fl
         const float *rows_at[BR];
         block_rows(rows_at, a, a_row, i, rows);
         float *ci = c + (size_t)i * ldc;
+        /* blocks of BC columns, then 8 and 4 (a head of 8, 12 or 24 ends in them), then the
+         * fewer than 4 left */
         int e = 0;
-        for (; e + BC <= n; e += BC) block_16(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows);
-        if (e + 8 <= n) block_8(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows), e += 8;
-        if (e + 4 <= n) block_4(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows), e += 4;
-        if (e < n) block_narrow(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, n - e);
+        for (; e + BC <= n; e += BC) block(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, BC);
+        if (e + 8 <= n) block(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, 8), e += 8;
+        if (e + 4 <= n) block(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, 4), e += 4;
+        if (e < n) block(ci + e, ldc, rows_at, a_col, b + e, ldb, k, alpha, mode, rows, n - e);
     }
 }

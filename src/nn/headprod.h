@@ -4,8 +4,9 @@
  *
  * sgemm costs more to set up than these shapes cost to compute: Haswell's kernels in
  * OpenBLAS 0.3.21 have no small-matrix path (one 12 x 32 x 12 product took 0.145 us on a
- * Zen 5 core, 64 GFLOP/s, where sgemm reaches 127 on large matrices). These are plain loops the compiler vectorises, in
- * blocks of four rows by sixteen columns whose sums stay in registers.
+ * Zen 5 core, 64 GFLOP/s, where sgemm reaches 127 on large matrices). These are plain
+ * loops the compiler vectorises, in blocks of four rows by sixteen columns (then 8, 4 and
+ * what is left) whose sums stay in registers.
  *
  * Every element of a product is one chain of fused multiply-adds (fmaf) over the inner
  * index in order, from zero, then times alpha: its bits depend neither on the shape nor on

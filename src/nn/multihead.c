@@ -132,7 +132,6 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H, nq_all = query_rows(s);
     size_t kv_rows = (size_t)(s->kv_stride ? s->kv_stride : Tk);
     float scale = 1.0f / sqrtf((float)dh);
-    int by_hand = !blas_has_small_kernels();
     matmul_forward(a->q, xq, w->w_q, w->b_q, nq_all, d, d);
     if (xkv) attention_project_kv(a->k, a->v, w, xkv, key_rows(s), d);
     double t0 = prof_start();
@@ -168,6 +167,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     }
     prof_stop(PROF_SOFTMAX, t0);
     t0 = prof_start();
+    int by_hand = !blas_has_small_kernels();
     for (int b = 0; b < B; b++) {
         AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++)
