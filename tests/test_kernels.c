@@ -430,17 +430,16 @@ static void test_head_products(void) {
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
                 for (int kind = 0; kind < 3; kind++) { /* A rows set, A^T set, A^T added */
-                    int m = ms[mi], n = ns[ni], k = ks[ki], ldc = n + PAD;
-                    int lda = (kind == 0 ? k : m) + PAD, ldb = n + PAD;
-                    int a_rows = kind == 0 ? m : k, b_rows = k;
-                    float *a = alloc_normal((size_t)a_rows * lda, &r, 1),
-                          *b = alloc_normal((size_t)b_rows * ldb, &r, 1);
+                    int m = ms[mi], n = ns[ni], k = ks[ki], ldc = n + PAD, transposed = kind > 0;
+                    int lda = (transposed ? m : k) + PAD, ldb = n + PAD;
+                    float *a = alloc_normal((size_t)(transposed ? k : m) * lda, &r, 1),
+                          *b = alloc_normal((size_t)k * ldb, &r, 1);
                     float *c = alloc_normal((size_t)m * ldc, &r, 1), *want = xmalloc(sizeof(float) * (size_t)m * ldc);
                     double *exact = xmalloc(sizeof(double) * (size_t)m * ldc);
                     memcpy(want, c, sizeof(float) * (size_t)m * ldc);
                     float alpha = 0.37f;
                     HeadMode mode = kind == 2 ? HEAD_ADD : HEAD_SET;
-                    int a_row = kind == 1 || kind == 2 ? 1 : lda, a_col = kind == 1 || kind == 2 ? lda : 1;
+                    int a_row = transposed ? 1 : lda, a_col = transposed ? lda : 1;
                     head_prod_reference(want, exact, ldc, a, a_row, a_col, b, ldb, m, n, k, alpha, mode);
                     head_prod(c, ldc, a, a_row, a_col, b, ldb, m, n, k, alpha, mode);
                     for (int i = 0; i < m; i++)
