@@ -1,6 +1,6 @@
 /* Files qkv writes and reads: tmp files named per process and swept only when their
  * writer is gone; a checkpoint's header length judged before the file is read; a
- * directory's files published whole or not at all. */
+ * directory's files published whole or not at all; lines read as they arrive. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -220,10 +220,95 @@ static void test_staged_dir_whole_or_not_at_all(void) {
     CHECK(left == 0, "%d staging directories left behind", left);
 }
 
+/* One call of read_lines_arriving after piece (NULL: the writer closes the pipe) goes in:
+ * its lines joined with '|', into got. */
+static int arrive(int fds[2], const char *piece, char **pending, size_t *pending_len, int *done, char *got,
+                  size_t size) {
+    if (piece && write(fds[1], piece, strlen(piece)) != (ssize_t)strlen(piece)) return -1;
+    if (!piece) close(fds[1]), fds[1] = -1;
+    int n;
+    char **lines = read_lines_arriving(fds[0], "pipe", pending, pending_len, &n, done);
+    if (!lines) return -1;
+    got[0] = '\0';
+    for (int i = 0; i < n; i++) snprintf(got + strlen(got), size - strlen(got), "%s%s", i ? "|" : "", lines[i]);
+    free_lines(lines, n);
+    return n;
+}
+
+/* Lines as they arrive: a line, and a "\r\n", split across reads; an empty line; the last
+ * line without its '\n' comes at the end of input. */
+static void test_lines_arriving_in_pieces(void) {
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    const char *pieces[] = {"one\ntw", "o\r", "\n\nth", "ree\r\nfour", NULL};
+    const char *want[] = {"one", "", "two|", "three", "four"};
+    char *pending = NULL, got[64] = "";
+    size_t pending_len = 0;
+    int done = 0, step = 0, n = 0;
+    for (; step < 5 && n >= 0; step++) {
+        n = arrive(fds, pieces[step], &pending, &pending_len, &done, got, sizeof got);
+        if (n < 0 || strcmp(got, want[step]) != 0 || done != (step == 4)) break;
+    }
+    close(fds[0]);
+    if (fds[1] >= 0) close(fds[1]);
+    free(pending);
+    CHECK(step == 5 && pending_len == 0, "read %d: got '%s', want '%s', done %d, %zu bytes pending", step,
+          n < 0 ? err_msg() : got, step < 5 ? want[step] : "", done, pending_len);
+}
+
+/* A line of 4 MiB arriving 4 KiB at a time takes time linear in its length: each read
+ * looks for the '\n' in what it read, not through all of the line so far (1,024 reads
+ * that way took 1.5 to 3 s, against 0.02 s), and the line's buffer doubles rather than
+ * growing by a read. */
+static void test_long_line_arriving_in_pieces(void) {
+    enum { PIECE = 4096, PIECES = 1024 };
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    char piece[PIECE + 1];
+    memset(piece, 'x', PIECE), piece[PIECE] = '\0';
+    char *pending = NULL, got[64] = "";
+    size_t pending_len = 0;
+    int done = 0, early = 0, n = 0;
+    double t0 = now_seconds();
+    for (int i = 0; i < PIECES && n >= 0; i++) {
+        n = write(fds[1], piece, PIECE) == PIECE ? 0 : -1;
+        int k = 0;
+        char **lines = n < 0 ? NULL : read_lines_arriving(fds[0], "pipe", &pending, &pending_len, &k, &done);
+        if (!lines) n = -1;
+        early += k;
+        if (lines) free_lines(lines, k);
+    }
+    double took = now_seconds() - t0;
+    int nl = -1, last = -1;
+    size_t line_len = 0;
+    char *line = NULL;
+    if (n >= 0 && write(fds[1], "\nend", 4) == 4) {
+        int k;
+        char **lines = read_lines_arriving(fds[0], "pipe", &pending, &pending_len, &k, &done);
+        if (lines && k == 1) line_len = strlen(lines[0]), line = lines[0], lines[0] = NULL;
+        if (lines) free_lines(lines, k);
+        nl = k;
+        last = arrive(fds, NULL, &pending, &pending_len, &done, got, sizeof got);
+    }
+    close(fds[0]);
+    if (fds[1] >= 0) close(fds[1]);
+    free(pending);
+    size_t xs = 0;
+    while (line && xs < line_len && line[xs] == 'x') xs++;
+    free(line);
+    CHECK(n >= 0 && early == 0, "%s; %d lines before the newline", n < 0 ? err_msg() : "read", early);
+    CHECK(nl == 1 && line_len == (size_t)PIECE * PIECES && xs == line_len, "%d lines at the newline, of %zu bytes", nl,
+          line_len);
+    CHECK(last == 1 && done && strcmp(got, "end") == 0, "at the end: %d lines, '%s'", last, got);
+    CHECK(took < 0.2, "%.2f s for a line of %d KiB in %d reads", took, PIECE * PIECES / 1024, PIECES);
+}
+
 const TestCase files_tests[] = {
     {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
     {"files_checkpoint_header_length_judged_first", test_header_length_judged_first},
     {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
+    {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
+    {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
     {NULL, NULL},
 };

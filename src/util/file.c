@@ -125,25 +125,37 @@ char **read_lines(FILE *f, int *n_out) {
 }
 
 char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pending_len, int *n_out, int *done) {
-    char buf[1 << 16];
+    enum { READ = 1 << 16 };
+    /* The buffer's size follows from its length, so no call need keep it: the least power
+     * of two from 2 * READ with room for a read and a NUL past the length. It doubles as the
+     * length crosses each power of two, so realloc copies a long line a few times in all,
+     * not at each read; after the lines are taken, the shorter length fits the size it has. */
+    size_t len = *pending_len, size = 2 * READ;
+    while (size < len + READ + 1) size *= 2;
+    if (!*pending) *pending = xmalloc(size);
     ssize_t got;
-    while ((got = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
+    while ((got = read(fd, *pending + len, READ)) < 0 && errno == EINTR) {}
     if (got < 0) {
         int e = errno;
         return err_set("%s: read failed: %s", name, strerror(e)), err_io(e), NULL;
     }
     *done = got == 0;
-    *pending = xrealloc(*pending, *pending_len + (size_t)got + 1);
-    memcpy(*pending + *pending_len, buf, (size_t)got);
-    *pending_len += (size_t)got;
-    /* the complete lines: up to the last '\n' (all of it at the end of input) */
-    size_t upto = *pending_len;
-    if (!*done) {
-        while (upto > 0 && (*pending)[upto - 1] != '\n') upto--;
-    }
+    size_t had = len, grown = size;
+    len += (size_t)got;
+    while (grown < len + READ + 1) grown *= 2;
+    if (grown > size) *pending = xrealloc(*pending, grown);
+    /* the complete lines: up to the last '\n' (all of it at the end of input). The bytes
+     * that waited hold none (each call keeps only what follows the last one), so only this
+     * read's are searched: a line arriving in many reads is searched once, not at each */
+    size_t upto = *done ? len : 0;
+    for (size_t i = len; !*done && i > had; i--)
+        if ((*pending)[i - 1] == '\n') {
+            upto = i;
+            break;
+        }
     char **lines = split_lines(*pending, upto, n_out);
-    memmove(*pending, *pending + upto, *pending_len - upto);
-    *pending_len -= upto;
+    if (upto) memmove(*pending, *pending + upto, len - upto);
+    *pending_len = len - upto;
     return lines;
 }
 

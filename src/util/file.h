@@ -41,9 +41,10 @@ char **read_file_lines(const char *path, int *n_out);
 void free_lines(char **lines, int n);
 /* Lines as they arrive on fd (a terminal, a pipe, a socket): waits for some bytes, then
  * returns the complete lines read so far (their '\n' or "\r\n" dropped); a partial last
- * line waits in *pending (start it zeroed; sb_free it after) for the next call. At the end
- * of input the partial line comes too, and *done is set. NULL with the error set
- * ("<name>: read failed: ...") on a read error. */
+ * line waits in *pending for the next call (start it NULL and 0, let only this function
+ * size it, free it after). Linear: each byte is copied and searched a bounded number of
+ * times, however many reads a line takes. At the end of input the partial line comes too,
+ * and *done is set. NULL with the error set ("<name>: read failed: ...") on a read error. */
 char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pending_len, int *n_out, int *done);
 
 /* mkdir -p; 0 or -1 with the error set. */
