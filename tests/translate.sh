@@ -245,6 +245,13 @@ expect_error "attention_mask_heads_not_with_watch" 2 "^qkv: --mask-heads goes wi
     "$QKV" attention "$T/w" --watch --mask-heads cross.0.0
 
 expect_error "eval_ragged" 2 "must be line-aligned" "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/valid.tgt"
+# an empty set is refused, as qkv heads refuses it, not scored BLEU 0, perplexity 1 and recorded
+: >"$T/empty.txt"
+lines=$(wc -l <"$T/w/eval.jsonl")
+expect_error "eval_empty_set" 2 "^qkv: $T/empty.txt: no pair to score: the file is empty$" \
+    "$QKV" eval "$T/w" --src "$T/empty.txt" --ref "$T/empty.txt" --greedy
+[[ $(wc -l <"$T/w/eval.jsonl") -eq $lines ]] && ok eval_empty_set_appends_nothing ||
+    bad eval_empty_set_appends_nothing "$(tail -1 "$T/w/eval.jsonl")"
 # a FIFO where the result goes is refused, never opened to wait for a reader
 mv "$T/w/eval.jsonl" "$T/eval.jsonl.kept" && mkfifo "$T/w/eval.jsonl"
 expect_error "eval_result_file_is_a_fifo" 2 "^qkv: $T/w/eval.jsonl: a FIFO, not a regular file$" \

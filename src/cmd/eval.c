@@ -157,6 +157,10 @@ int cmd_eval(int argc, char **argv) {
     int n;
     char **src, **ref;
     if (cmd_read_aligned(src_path, ref_path, "a source", &src, &ref, &n) != 0) return cmd_fail(2);
+    if (n == 0) { /* scores of no sentences are no scores (BLEU 0, perplexity 1): refused, as qkv heads does */
+        err_set("%s: no pair to score: the file is empty", src_path);
+        return free_lines(src, n), free_lines(ref, n), cmd_fail(2);
+    }
     Run r;
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
     StrBuf heads = {0};
