@@ -39,12 +39,12 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
 # tests/fuzz/<target>/); each is also built as a plain replay program for make test.
-FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap
+FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
 .PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k serve-load fuzz fuzz-targets format lint
 
-all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so
+all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so $(BUILD)/slow_open.so
 
 deps:
 	@scripts/deps.sh
@@ -96,8 +96,9 @@ $(BUILD)/fuzzer/%: $(BUILD)/obj/fuzz/%.o $(LIB_OBJ) $(BUILD)/mpi.stamp
 	@mkdir -p $(dir $@)
 	$(call show,LD,$@)$(CXX) $(CFLAGS) -fsanitize=fuzzer,address,undefined -pthread -o $@ $(filter %.o,$^) $(LDLIBS_PKG)
 
-# A test shim, preloaded by tests/threads.sh and tests/signals.sh: every new thread starts late.
-$(BUILD)/late_start.so: tests/shim/late_start.c
+# Test shims, preloaded by the tests: every new thread starts late (tests/threads.sh,
+# tests/signals.sh); opening some files is slow (tests/serve.sh).
+$(BUILD)/%.so: tests/shim/%.c
 	@mkdir -p $(dir $@)
 	$(call show,CC,$<)cc -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 

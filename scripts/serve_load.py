@@ -92,10 +92,10 @@ def raw(port, payload, pace=None, timeout=30):
 
 
 def hostile(port):
-    req = lambda body, extra=b"": (b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n" % (len(body), extra)) + body  # noqa: E731
+    req = lambda body, extra=b"": (b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n" % (len(body), extra)) + body  # noqa: E731
     cases = [
         ("truncated body (says 100 bytes, sends 10, closes its side)",
-         lambda: raw(port, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"src\": [\"")),
+         lambda: raw(port, b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"src\": [\"")),
         ("one byte a second", lambda: raw(port, req(b'{"src": ["ein Hund"]}'), pace=1.0, timeout=60)),
         ("a 10 MB body", lambda: raw(port, req(b"a" * 10_000_000))),
         ("invalid UTF-8", lambda: raw(port, req(b'{"src": ["caf\xe9"]}'))),

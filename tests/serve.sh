@@ -163,7 +163,7 @@ expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
 "$BOUNDED" "$PY" - "$port" <<'PYEOF' >"$T/trunc.out" 2>&1
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
-s.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"src\": [\"")
+s.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"src\": [\"")
 s.close()
 PYEOF
 out=$(call GET /v1/health)
@@ -175,7 +175,7 @@ import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
 start = time.time()
 try:
-    for b in b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n" + b"x" * 40:
+    for b in b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n" + b"x" * 40:
         s.sendall(bytes([b]))
         time.sleep(0.5)
     sys.exit("the whole request went through at one byte per half second")
@@ -236,7 +236,7 @@ for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && bre
 (call POST /v1/translate "$T/empty.json" >"$T/queued.out") &
 queued=$!
 for _ in $(seq 200); do grep -q '"queued":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
-"$BOUNDED" curl -s --max-time 30 -D "$T/full.head" -o "$T/full.body" -X POST --data-binary "@$T/empty.json" "http://127.0.0.1:$port/v1/translate"
+"$BOUNDED" curl -s --max-time 30 -D "$T/full.head" -o "$T/full.body" -H "Content-Type: application/json" -X POST --data-binary "@$T/empty.json" "http://127.0.0.1:$port/v1/translate"
 grep -q '^HTTP/1.1 503' "$T/full.head" && grep -qi '^Retry-After: 1' "$T/full.head" && grep -q '"error":"the queue is full' "$T/full.body" &&
     ok serve_full_queue_is_503_with_retry_after || bad serve_full_queue_is_503_with_retry_after "$(head -1 "$T/full.head") $(cat "$T/full.body")"
 kill -TERM $server_pid
@@ -246,6 +246,209 @@ rc=$?
 server_pid=""
 [[ $rc -eq 0 && $(tail -1 "$T/heavy.out") == 200 && $(tail -1 "$T/queued.out") == 200 ]] && [[ $(head -n -1 "$T/heavy.out" | texts | wc -l) -eq 64 ]] &&
     ok serve_sigterm_answers_requests_in_flight || bad serve_sigterm_answers_requests_in_flight "exit $rc, $(tail -c 100 "$T/heavy.out") $(tail -c 100 "$T/queued.out"): $(tail -3 "$T/server2.log")"
+
+# ---- what the server trusts: no file a request names, no other site, no head it cannot read ----
+# A copy of the run holding three more weights files: an 8-head model (its checkpoints have
+# 4 heads), one whose file name is not UTF-8, and one whose load is slow (tests/shim/slow_open.c)
+cp -r "$T/w" "$T/u"
+rm -rf "$T/u/heads"
+tiny_config "$T/h8.yaml" h8 "$T/data" 'steps: 20, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
+sed -i 's/heads: 4/heads: 8/' "$T/h8.yaml"
+{ "$QKV" train "$T/h8.yaml" --set run_dir="$T/h8" && "$QKV" export "$T/h8" --out "$T/u/eight.safetensors" &&
+    "$QKV" export "$T/w" --out "$T/u/slowload.safetensors" && cp "$T/u/slowload.safetensors" "$T/u/caf"$'\xe9'".safetensors"; } \
+    >"$T/h8.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/h8.log")"; exit 1; }
+SLOW_OPEN=$(dirname "$QKV_BIN")/slow_open.so
+[[ -f $SLOW_OPEN ]] || { echo "set-up failed: no slow_open.so beside $QKV_BIN (make builds it)"; exit 1; }
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload QKV_SLOW_OPEN_MS=2500 "$QKV" serve "$T/u" --port 0 --workers 2 2>"$T/server3.log" &
+server_pid=$!
+wait_for "$T/server3.log" "serving .* on http://127.0.0.1:[0-9]*/" 60 || { echo "server did not start: $(cat "$T/server3.log")"; exit 1; }
+port=$(grep -o '127.0.0.1:[0-9]*' "$T/server3.log" | head -1 | cut -d: -f2)
+
+# a mask is a list of heads: "@FILE" reads nothing, and says nothing of the file
+echo 'TOPSECRET-LINE' >"$T/secret"
+printf '{"src": ["a"], "mask_heads": "@%s"}' "$T/secret" >"$T/m1"
+printf '{"src": ["a"], "mask_heads": "enc.0.0, @%s"}' "$T/secret" >"$T/m2"
+for m in m1 m2; do
+    out=$(call POST /v1/translate "$T/$m")
+    [[ $(tail -1 <<<"$out") == 400 ]] && grep -q 'the API reads no file' <<<"$out" && ! grep -q TOPSECRET <<<"$out" &&
+        ok "serve_mask_names_no_file_$m" || bad "serve_mask_names_no_file_$m" "$out"
+done
+
+# the mask is read against the model that answers: eight heads here, four in the default
+printf '{"src": ["a red bird"], "checkpoint": "eight", "mask_heads": "enc.0.7"}' >"$T/m3"
+printf '{"src": ["a red bird"], "mask_heads": "enc.0.7"}' >"$T/m4"
+printf '{"src": "a red bird", "checkpoint": "eight", "mask_heads": "cross.1.6"}' >"$T/m5"
+out3=$(call POST /v1/translate "$T/m3") out4=$(call POST /v1/translate "$T/m4") out5=$(call POST /v1/attention "$T/m5")
+[[ $(tail -1 <<<"$out3") == 200 && $(tail -1 <<<"$out5") == 200 && $(tail -1 <<<"$out4") == 400 ]] &&
+    grep -q '"checkpoint":"eight"' <<<"$out3" && grep -q 'has heads 0..3' <<<"$out4" &&
+    ok serve_mask_is_read_against_the_model_that_answers ||
+    bad serve_mask_is_read_against_the_model_that_answers "$(tail -c 200 <<<"$out3") | $out4 | $(tail -c 200 <<<"$out5")"
+
+# a file name that is not UTF-8 is listed and served (U+FFFD for its bad byte)
+out=$(call GET /v1/model)
+grep -qi '"caf\\ufffd"' <<<"$out" && [[ $(tail -1 <<<"$out") == 200 ]] &&
+    [[ $(call POST /v1/translate <(printf '{"src": ["a red bird"], "checkpoint": "caf\xef\xbf\xbd"}') | tail -1) == 200 ]] &&
+    [[ $("$BOUNDED" curl -s --max-time 30 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/") == 200 ]] &&
+    ok serve_file_name_not_utf8_is_listed_and_served || bad serve_file_name_not_utf8_is_listed_and_served "$out"
+
+# the weights file served alone, its name not UTF-8: the page and the model's JSON all the same
+"$QKV" serve "$T/u/caf"$'\xe9'".safetensors" --port 0 2>"$T/alone.log" &
+alone=$!
+if wait_for "$T/alone.log" "on http://127.0.0.1:[0-9]*/ with" 60; then
+    pa=$(grep -o '127.0.0.1:[0-9]*' "$T/alone.log" | head -1 | cut -d: -f2)
+    m=$("$BOUNDED" curl -s --max-time 30 "http://127.0.0.1:$pa/v1/model")
+    page=$("$BOUNDED" curl -s --max-time 30 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$pa/")
+    grep -qi '"checkpoint":"caf\\ufffd"' <<<"$m" && [[ $page == 200 ]] && ok serve_weights_named_not_utf8_alone ||
+        bad serve_weights_named_not_utf8_alone "page $page, model $(head -c 200 <<<"$m")"
+else
+    bad serve_weights_named_not_utf8_alone "$(cat "$T/alone.log")"
+fi
+kill -TERM $alone 2>/dev/null
+wait $alone
+
+# while a worker loads a checkpoint, the HTTP thread answers at once, a mask request too
+(call POST /v1/translate <(printf '{"src": ["a red bird"], "checkpoint": "slowload"}') >"$T/slow.out") &
+slow=$!
+sleep 0.5
+(call POST /v1/translate <(printf '{"src": ["a red bird"], "mask_heads": "enc.0.1"}') >"$T/masked.out") &
+masked=$!
+sleep 0.3
+took=$("$BOUNDED" curl -s --max-time 30 -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port/v1/health")
+wait $slow $masked
+[[ $(tail -1 "$T/slow.out") == 200 && $(tail -1 "$T/masked.out") == 200 ]] && awk -v t="$took" 'BEGIN { exit !(t < 0.5) }' &&
+    ok serve_health_answers_while_a_checkpoint_loads || bad serve_health_answers_while_a_checkpoint_loads "health took ${took}s; $(tail -1 "$T/slow.out") $(tail -1 "$T/masked.out")"
+
+# Host, Origin and Content-Type: another site's page can neither post nor read
+# hcall NAME STATUS PATTERN CURL-ARGS...: one request by curl, its status and error
+hcall() {
+    local name=$1 status=$2 pattern=$3 out
+    shift 3
+    out=$("$BOUNDED" curl -s --max-time 30 -w '\n%{http_code}' "$@")
+    if [[ $(tail -1 <<<"$out") == "$status" ]] && grep -qE -- "$pattern" <<<"$(head -n -1 <<<"$out")"; then ok "$name"
+    else bad "$name" "$out"; fi
+}
+U=http://127.0.0.1:$port
+hcall serve_foreign_host_is_403 403 '^\{"error":"Host .evil.example:[0-9]+. is not this server' -H "Host: evil.example:$port" "$U/v1/model"
+hcall serve_localhost_host_passes 200 '"checkpoints"' -H "Host: localhost:$port" "$U/v1/model"
+hcall serve_loopback_address_host_passes 200 '"status":"ok"' -H "Host: [::1]:$port" "$U/v1/health"
+hcall serve_foreign_origin_is_403 403 'another site .Origin .http://evil.example' -H 'Origin: http://evil.example' \
+    -H 'Content-Type: application/json' --data-binary '{"src": ["a"]}' "$U/v1/translate"
+hcall serve_null_origin_is_403 403 'another site' -H 'Origin: null' "$U/v1/health"
+hcall serve_own_origin_passes 200 '"translations"' -H "Origin: http://127.0.0.1:$port" -H 'Content-Type: application/json' \
+    --data-binary '{"src": ["a"]}' "$U/v1/translate"
+hcall serve_text_plain_body_is_415 415 'Content-Type: application/json' -H 'Content-Type: text/plain' --data-binary '{"src": ["a"]}' "$U/v1/translate"
+hcall serve_form_body_is_415 415 'must be JSON' --data-binary '{"src": ["a"]}' "$U/v1/translate"
+hcall serve_json_with_charset_passes 200 '"translations"' -H 'Content-Type: application/json; charset=utf-8' --data-binary '{"src": ["a"]}' "$U/v1/translate"
+out=$("$BOUNDED" curl -s --max-time 30 -D - -o /dev/null -X DELETE "$U/v1/translate")
+grep -qi '^Allow: POST' <<<"$out" && grep -q '^HTTP/1.1 405' <<<"$out" && ok serve_405_names_what_is_allowed || bad serve_405_names_what_is_allowed "$out"
+
+# heads libmicrohttpd would answer with a page of its own, or not at all: the API's JSON each
+# raw NAME STATUS PATTERN: the bytes of stdin on a fresh connection; the answer's status and error
+raw() {
+    local name=$1 status=$2 pattern=$3 out
+    out=$("$BOUNDED" "$PY" -c '
+import socket, sys
+data = sys.stdin.buffer.read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+try:
+    s.sendall(data)
+except OSError:
+    pass
+got = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+except OSError as e:
+    got += b"\n(" + str(e).encode() + b")"
+head, _, body = got.partition(b"\r\n\r\n")
+print(head.split(b"\r\n")[0].decode(errors="replace"))
+print(body.decode(errors="replace"))' "$port")
+    if grep -qE "^HTTP/1.1 $status " <<<"$out" && [[ $(sed -n 2p <<<"$out") =~ ^\{\"error\":\"$pattern ]]; then ok "$name"
+    else bad "$name" "$(head -c 300 <<<"$out")"; fi
+}
+"$PY" -c 'import sys; sys.stdout.write("GET /" + "a" * 70000 + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")' | raw serve_70kb_url_is_414_json 414 'the request line is longer'
+"$PY" -c 'import sys; sys.stdout.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + "a" * 70000 + "\r\n\r\n")' | raw serve_70kb_header_is_431_json 431 'the request.s headers are longer'
+printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n' | raw serve_negative_content_length_is_400_json 400 'Content-Length is not a number'
+printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000000000000000000\r\n\r\n' | raw serve_huge_content_length_is_413_json 413 'the body is larger than'
+printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n' | raw serve_garbage_request_line_is_400_json 400 'the request line is not'
+printf 'HELLO\r\n\r\n' | raw serve_request_line_without_target_is_400_json 400 'the request line is not'
+printf 'GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n' | raw serve_http2_line_is_505_json 505 'only HTTP/1.0 and HTTP/1.1'
+printf 'GET /v1/health HTTP/1.1\r\n\r\n' | raw serve_no_host_is_400_json 400 'the request names no Host'
+
+# a body over the limit from a client that does not wait for 100-continue: the 413, never a reset
+if "$BOUNDED" "$PY" - "$port" <<'PYEOF'; then
+import http.client, sys
+for size in (2 << 20, 10 << 20, 10 << 20):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+    c.request("POST", "/v1/translate", body=b"a" * size, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    body = r.read()
+    assert r.status == 413 and body.startswith(b'{"error":"the body is larger'), (size, r.status, body[:100])
+    c.close()
+PYEOF
+    ok serve_big_body_without_100_continue_gets_413
+else
+    bad serve_big_body_without_100_continue_gets_413 "see above"
+fi
+out=$(call GET /v1/health)
+[[ $(tail -1 <<<"$out") == 200 ]] && ok serve_serves_after_bad_heads || bad serve_serves_after_bad_heads "$out"
+
+# the n-best list keeps an empty hypothesis, as translate --nbest does
+head -40 "$T/data/test.src" >"$T/nb.src"
+"$QKV" translate "$T/w" --beam 64 --nbest 64 <"$T/nb.src" >"$T/nb.want" 2>/dev/null
+lines_json "$T/nb.src" beam=64 nbest=64 >"$T/nb.json"
+call POST /v1/translate "$T/nb.json" | head -n -1 | "$BOUNDED" "$PY" -c '
+import json, sys
+for i, t in enumerate(json.load(sys.stdin)["translations"]):
+    for h in t["nbest"]:
+        print("%d ||| %s ||| %.6f" % (i, h["text"], h["score"]))' >"$T/nb.got"
+cmp -s "$T/nb.want" "$T/nb.got" && grep -q '^[0-9]* |||  |||' "$T/nb.want" && ok serve_nbest_keeps_the_empty_hypothesis ||
+    bad serve_nbest_keeps_the_empty_hypothesis "$(wc -l <"$T/nb.want") lines against $(wc -l <"$T/nb.got"); empty ones: $(grep -c '^[0-9]* |||  |||' "$T/nb.want")"
+
+# a second SIGTERM, and a SIGINT, during the drain drop nothing
+(call POST /v1/translate "$T/heavy.json" >"$T/heavy2.out") &
+heavy=$!
+for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
+kill -TERM $server_pid
+sleep 0.3
+kill -TERM $server_pid
+sleep 0.2
+kill -INT $server_pid
+wait $heavy
+wait $server_pid
+rc=$?
+server_pid=""
+[[ $rc -eq 0 && $(tail -1 "$T/heavy2.out") == 200 ]] && grep -q 'SIGTERM again: already stopping' "$T/server3.log" &&
+    grep -q 'SIGINT again: already stopping' "$T/server3.log" && ok serve_repeated_signals_drop_nothing ||
+    bad serve_repeated_signals_drop_nothing "exit $rc, $(tail -c 100 "$T/heavy2.out"): $(tail -3 "$T/server3.log")"
+
+# the address bound is the one printed; beyond loopback, a warning says so
+for h in "::1:\[::1\]:" "::\[::\]:warning"; do
+    IFS=: read -r _ <<<""
+    case $h in
+    ::1*) host=::1 shown='\[::1\]' warn=no ;;
+    *) host=:: shown='\[::\]' warn=yes ;;
+    esac
+    "$QKV" serve "$T/w" --host "$host" --port 0 2>"$T/v6.log" &
+    server_pid=$!
+    if wait_for "$T/v6.log" "serving .* on http://$shown:[0-9]*/" 60; then
+        p6=$(grep -o "http://$shown:[0-9]*" "$T/v6.log" | sed 's/.*://')
+        code=$("$BOUNDED" curl -s --max-time 30 -o /dev/null -w '%{http_code}' "http://[::1]:$p6/v1/health")
+        warned=no
+        grep -q "^qkv: warning: $host is not a loopback address" "$T/v6.log" && warned=yes
+        [[ $code == 200 && $warned == "$warn" ]] && ok "serve_host_${warn/yes/wildcard}_prints_the_address_bound" ||
+            bad "serve_host_${warn/yes/wildcard}_prints_the_address_bound" "health $code, warned $warned: $(cat "$T/v6.log")"
+    else
+        bad "serve_host_${warn/yes/wildcard}_prints_the_address_bound" "$(cat "$T/v6.log")"
+    fi
+    kill -TERM $server_pid
+    wait $server_pid
+    server_pid=""
+done
 
 expect_error serve_bad_port 2 "--port" "$QKV" serve "$T/w" --port 70000
 expect_error serve_bad_host 2 "--host: 'nowhere' is not an IPv4" "$QKV" serve "$T/w" --host nowhere --port 0

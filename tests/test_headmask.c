@@ -105,6 +105,30 @@ static void test_headmask_file(void) {
     model_free(&m);
 }
 
+/* head_mask_parse_items (a server request's SPEC) never reads a file: "@FILE" naming a
+ * good list is refused where head_mask_parse reads it, and its lines never reach the
+ * message; the items themselves read as head_mask_parse reads them */
+static void test_headmask_items_read_no_file(void) {
+    Model m;
+    tiny_model(&m);
+    float g[ALL], h[ALL];
+    char path[256], spec[300];
+    write_file(path, sizeof path, "secret", "cross.2.1\n", 10);
+    snprintf(spec, sizeof spec, "@%s", path);
+    CHECK(head_mask_parse(&m, spec, g) == 1, "the file itself is a good list: %s", err_msg());
+    for (int lead = 0; lead < 2; lead++) {
+        snprintf(spec, sizeof spec, "%s@%s", lead ? "enc.0.0, " : "", path);
+        int n = head_mask_parse_items(&m, spec, g);
+        CHECK(n == -1 && strstr(err_msg(), "@FILE is a whole SPEC") && !strstr(err_msg(), "cross.2.1"),
+              "'%s': %d masked, '%s'", spec, n, n < 0 ? err_msg() : "");
+    }
+    const char *items = "cross.2.1, dec.1.*";
+    int a = head_mask_parse_items(&m, items, g), b = head_mask_parse(&m, items, h);
+    CHECK(a == 5 && a == b && memcmp(g, h, sizeof g) == 0, "items: %d and %d masked", a, b);
+    unlink(path);
+    model_free(&m);
+}
+
 /* format writes the canonical items in model_head_index order; @FILE (and the text
  * itself as a SPEC) reads them back to the same gates */
 static void test_headmask_format_round_trip(void) {
@@ -216,6 +240,7 @@ static void test_headmask_bad_specs_refused(void) {
 const TestCase headmask_tests[] = {
     {"headmask_good_specs", test_headmask_good_specs},
     {"headmask_file", test_headmask_file},
+    {"headmask_items_read_no_file", test_headmask_items_read_no_file},
     {"headmask_format_round_trip", test_headmask_format_round_trip},
     {"headmask_bad_specs_refused", test_headmask_bad_specs_refused},
     {NULL, NULL},

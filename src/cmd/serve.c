@@ -1,13 +1,16 @@
 /* serve: `qkv serve RUN|WEIGHTS [--host H] [--port P] [--workers N]`: the live viewer
  * and a JSON API over HTTP (serve/http.h), until SIGINT or SIGTERM; then it stops
- * accepting, answers what is in flight, and exits 0. */
+ * accepting, answers what is in flight, and exits 0. A repeated signal drops nothing. */
 #include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
@@ -27,6 +30,8 @@ static const CmdOption options[] = {
     {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
     {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
     {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
+    {'a', "allow-host", "NAMES",
+     "names a request's Host may give besides loopback names and the address (commas; * any)", "none"},
     {0},
 };
 const CmdSpec cmd_serve_spec = {
@@ -36,27 +41,66 @@ const CmdSpec cmd_serve_spec = {
     .about = "GET / is the attention viewer, live: type a sentence, see its n-best list and every\n"
              "attention map of the translation. POST /v1/translate and /v1/attention take JSON\n"
              "(the README lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
-             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight, and exits 0.",
+             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight, and exits 0;\n"
+             "a second Ctrl-C drops nothing. Requests must name this server in their Host (a\n"
+             "loopback name or the address; --allow-host adds names), come from no other site's\n"
+             "page (Origin), and send JSON; no request names a file.",
     .options = options,
     .example = "qkv serve runs/toy --port 8080   # then open http://127.0.0.1:8080/",
 };
 
+/* The stop signals, through a pipe: a handler runs on whichever thread the signal
+ * reaches (OpenBLAS's threads, started before main, block nothing, so a mask and
+ * sigwait would let a second signal kill the process there). */
+static int signal_pipe[2] = {-1, -1};
+
+static void on_stop_signal(int sig) {
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    (void)!write(signal_pipe[1], &b, 1); /* a full pipe already holds a stop */
+    errno = saved;
+}
+
+static int catch_stop_signals(void) {
+    if (pipe(signal_pipe) != 0) return -1;
+    for (int i = 0; i < 2; i++) fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC), fcntl(signal_pipe[i], F_SETFL, O_NONBLOCK);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGINT, &sa, NULL) | sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The next stop signal within ms (-1: for ever), or 0 for none. */
+static int next_stop_signal(int ms) {
+    struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+    for (;;) {
+        int rc = poll(&p, 1, ms);
+        if (rc < 0 && errno == EINTR) continue;
+        unsigned char b;
+        if (rc > 0 && read(signal_pipe[0], &b, 1) == 1) return b;
+        return 0;
+    }
+}
+
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
 int cmd_serve(int argc, char **argv) {
-    const char *host = "127.0.0.1";
+    const char *host = "127.0.0.1", *allow = NULL;
     int port = 8080, workers = fanout_threads(), queue = JOBS_QUEUE_MAX, c;
     while ((c = cmd_option_next(&cmd_serve_spec, argc, argv)) >= 0) {
         if (c == 'H') host = optarg;
         else if (c == 'p' && cmd_int("--port", "a port", optarg, 0, 65535, &port) != 0) return cmd_fail(2);
         else if (c == 'w' && cmd_int("--workers", "a thread count", optarg, 1, 64, &workers) != 0) return cmd_fail(2);
         else if (c == 'q' && cmd_int("--queue", "a request count", optarg, 1, 100000, &queue) != 0) return cmd_fail(2);
+        else if (c == 'a') allow = optarg;
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_serve_spec);
-    /* the signals wait for sigwait below: every thread started from here on inherits the mask */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    if (catch_stop_signals() != 0) {
+        err_set("cannot catch SIGINT and SIGTERM: %s", strerror(errno));
+        return cmd_fail(1);
+    }
     signal(SIGPIPE, SIG_IGN);
     ServedModels models;
     if (served_open(&models, argv[optind]) != 0) return cmd_fail(err_status());
@@ -69,23 +113,30 @@ int cmd_serve(int argc, char **argv) {
     int have_heads = served_heads(&models, heads_path, sizeof heads_path, &heads);
     if (have_heads < 0) snprintf(heads_warning, sizeof heads_warning, "%s", err_msg());
     int bound = 0;
-    HttpServer *http = http_start(&models, heads, jobs, host, port, &bound);
+    HttpServer *http = http_start(&models, heads, jobs, host, port, allow, &bound);
     json_decref(heads);
     if (!http) return jobs_stop(jobs), served_close(&models), cmd_fail(2);
     const ServedCheckpoint *ck = &models.ck[models.fallback];
+    const char *address = http_address(http);
+    int v6 = strchr(address, ':') != NULL;
     fprintf(stderr,
-            "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s:%d/ with %d worker%s; Ctrl-C stops\n",
-            ck->run.weights, ck->name, (long long)ck->run.meta.step, models.n, models.n == 1 ? "" : "s",
-            strchr(host, ':') ? "[::1]" : host, bound, workers, workers == 1 ? "" : "s");
+            "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s%s%s:%d/ with %d worker%s; Ctrl-C stops\n",
+            ck->run.weights, ck->name, (long long)ck->run.meta.step, models.n, models.n == 1 ? "" : "s", v6 ? "[" : "",
+            address, v6 ? "]" : "", bound, workers, workers == 1 ? "" : "s");
+    if (!http_loopback(http))
+        fprintf(stderr,
+                "qkv: warning: %s is not a loopback address: anyone who can reach this machine's port %d can use "
+                "the server\n",
+                address, bound);
     if (have_heads > 0) fprintf(stderr, "qkv: the page's head grid: %s\n", heads_path);
     if (have_heads < 0) fprintf(stderr, "qkv: warning: %s; the page goes without the head grid\n", heads_warning);
-    int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "qkv: %s: no new requests; answering the %d in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-            http_in_flight(http));
+    int sig = next_stop_signal(-1);
+    fprintf(stderr, "qkv: %s: no new requests; answering the %d in flight\n", signal_name(sig), http_in_flight(http));
     http_quiesce(http);
     for (int i = 0; i < STOP_WAIT_SECONDS * 20 && http_in_flight(http) > 0; i++)
-        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        if ((sig = next_stop_signal(50)) != 0) /* the work in flight is answered all the same */
+            fprintf(stderr, "qkv: %s again: already stopping; still answering the %d in flight\n", signal_name(sig),
+                    http_in_flight(http));
     int left = http_in_flight(http);
     jobs_stop(jobs); /* every queued job answered (or refused past its deadline) */
     http_stop(http);

@@ -161,16 +161,19 @@ static int read_items_file(Reader *r, const char *path) {
     return rc;
 }
 
-int head_mask_parse(const Model *m, const char *spec, float *gates) {
+static int parse(const Model *m, const char *spec, float *gates, int files) {
     int n = model_head_count(m);
     for (int i = 0; i < n; i++) gates[i] = 1.0f;
     Reader r = {.m = m, .gates = gates};
-    int rc = spec[0] == '@' ? read_items_file(&r, spec + 1) : read_items(&r, spec, strlen(spec));
+    int rc = files && spec[0] == '@' ? read_items_file(&r, spec + 1) : read_items(&r, spec, strlen(spec));
     if (rc != 0) return -1;
     int masked = 0;
     for (int i = 0; i < n; i++) masked += gates[i] == 0.0f;
     return masked;
 }
+
+int head_mask_parse(const Model *m, const char *spec, float *gates) { return parse(m, spec, gates, 1); }
+int head_mask_parse_items(const Model *m, const char *spec, float *gates) { return parse(m, spec, gates, 0); }
 
 int head_mask_format(const Model *m, const float *gates, StrBuf *out) {
     int count = 0;

@@ -32,6 +32,9 @@
  * regular file, over HEAD_MASK_FILE_MAX, holds a NUL byte or a line over
  * HEAD_MASK_LINE_MAX; gates then holds nothing to use. */
 int head_mask_parse(const Model *m, const char *spec, float *gates);
+/* The same for a SPEC that may not name a file (a request to qkv serve): "@FILE" is
+ * refused like any item not KIND.LAYER.HEAD, and no file is ever opened. */
+int head_mask_parse_items(const Model *m, const char *spec, float *gates);
 
 /* Appends to out one line "KIND.LAYER.HEAD\n" (kinds enc, dec, cross) for each head whose
  * gate is 0, in model_head_index order; head_mask_parse reads the lines back to the same

@@ -130,6 +130,12 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     }
     if ((rc = short_string(json_object_get(root, "mask_heads"), "mask_heads", &out->mask_heads, err, errn)) != 0)
         goto done;
+    /* --mask-heads @FILE reads a file; no request names one */
+    if (out->mask_heads && strchr(out->mask_heads, '@')) {
+        rc = fail(400, err, errn,
+                  "\"mask_heads\" is a list of heads such as \"cross.1.0, enc.*.2\": the API reads no file");
+        goto done;
+    }
     if ((rc = short_string(json_object_get(root, "checkpoint"), "checkpoint", &out->checkpoint, err, errn)) != 0)
         goto done;
 done:

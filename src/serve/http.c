@@ -3,6 +3,8 @@
 #include "serve/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -10,14 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "infer/attnmap.h"
-#include "infer/headmask.h"
 #include "serve/api.h"
+#include "serve/gate.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -35,6 +38,8 @@ typedef struct Conn {
 typedef struct {
     StrBuf body;
     int too_big, post;
+    int refused; /* decided when the headers came in, answered once the body is read */
+    char refusal[256];
     Job *job;
     struct MHD_Connection *mc; /* to resume once the job is answered */
     atomic_int answered;       /* set by the worker before it resumes the connection */
@@ -44,6 +49,11 @@ typedef struct {
 
 struct HttpServer {
     struct MHD_Daemon *d;
+    Gate *gate;
+    char host[64];     /* the address bound, as --host named it */
+    int host_loopback; /* it is a loopback address */
+    char **allow;      /* --allow-host's names; "*" any */
+    int n_allow;
     ServedModels *models;
     Jobs *jobs;
     char *page;       /* the live viewer page */
@@ -58,28 +68,121 @@ struct HttpServer {
 
 /* ---- answers --------------------------------------------------------------------------- */
 
+/* Every answer closes its connection, so that the next request on it passes the gate
+ * too (serve/gate.h): libmicrohttpd never reads a head the gate has not. allow: the
+ * methods a 405 names, else NULL. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len,
-                             int busy) {
+                             const char *allow) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    if (busy) MHD_add_response_header(r, "Retry-After", HTTP_RETRY_AFTER);
+    MHD_add_response_header(r, "Connection", "close");
+    if (status == 503) MHD_add_response_header(r, "Retry-After", HTTP_RETRY_AFTER);
+    if (allow) MHD_add_response_header(r, "Allow", allow);
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
 }
 
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *json) {
-    return reply(c, status, "application/json", json, strlen(json), 0);
+    return reply(c, status, "application/json", json, strlen(json), NULL);
+}
+
+static enum MHD_Result reply_error_allow(struct MHD_Connection *c, unsigned status, const char *msg,
+                                         const char *allow) {
+    char *json = api_error_json(msg);
+    enum MHD_Result rc = reply(c, status, "application/json", json, strlen(json), allow);
+    free(json);
+    return rc;
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg) {
-    char *json = api_error_json(msg);
-    enum MHD_Result rc = reply(c, status, "application/json", json, strlen(json), status == 503);
-    free(json);
-    return rc;
+    return reply_error_allow(c, status, msg, NULL);
+}
+
+/* ---- who may ask: Host, Origin, Content-Type ------------------------------------------------- */
+
+/* The name of a Host value "name[:port]" or "[v6][:port]", lower-cased, into out; 0 when
+ * it is not of that form. */
+static int host_name(const char *value, char *out, size_t n) {
+    const char *name = value, *end;
+    if (value[0] == '[') {
+        name = value + 1;
+        if (!(end = strchr(name, ']'))) return 0;
+        if (end[1] && end[1] != ':') return 0;
+    } else {
+        end = strchr(value, ':');
+        if (!end) end = value + strlen(value);
+        else if (strchr(end + 1, ':')) return 0;
+    }
+    for (const char *p = *end == ']' ? end + 1 : end; *p; p++)
+        if (p == (*end == ']' ? end + 1 : end) ? *p != ':' : (*p < '0' || *p > '9')) return 0;
+    size_t len = (size_t)(end - name);
+    if (len == 0 || len >= n) return 0;
+    for (size_t i = 0; i < len; i++) out[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    out[len] = '\0';
+    return 1;
+}
+
+static int is_loopback_address(const char *name) {
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (inet_pton(AF_INET, name, &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, name, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+static int is_address(const char *name) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
+}
+
+/* Whether a request naming host (the Host header's name) is for this server. A name a
+ * DNS server answers for could be any site's, rebound to this machine: only loopback
+ * names, the address bound and the names --allow-host lists pass; a plain address cannot
+ * be rebound, so on a server bound beyond loopback any address passes too. */
+static int host_allowed(const HttpServer *s, const char *name) {
+    if (strcmp(name, "localhost") == 0 || is_loopback_address(name) || strcmp(name, s->host) == 0) return 1;
+    size_t n = strlen(name), suffix = strlen(".localhost");
+    if (n > suffix && strcmp(name + n - suffix, ".localhost") == 0) return 1; /* RFC 6761: loopback */
+    if (!s->host_loopback && is_address(name)) return 1;
+    for (int i = 0; i < s->n_allow; i++)
+        if (strcmp(s->allow[i], "*") == 0 || strcasecmp(s->allow[i], name) == 0) return 1;
+    return 0;
+}
+
+/* Why the request is refused before it is read (403 or 415), or 0. Another site's page
+ * may post to a local server from the user's browser (a form; a fetch) and, through DNS
+ * rebinding, read its answers: the Host must name this server, an Origin (sent by
+ * browsers) must be this server's, and a body is JSON, which no form can send. */
+static int refusal(const HttpServer *s, struct MHD_Connection *mc, int post, char *msg, size_t n) {
+    const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    char name[256];
+    if (host && (!host_name(host, name, sizeof name) || !host_allowed(s, name))) {
+        snprintf(msg, n, "Host '%.64s' is not this server's name (qkv serve --allow-host NAME admits one)", host);
+        return 403;
+    }
+    const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
+    if (origin) {
+        char own[300] = "";
+        if (host) snprintf(own, sizeof own, "http://%s", host);
+        int same = host && strcasecmp(origin, own) == 0;
+        if (!same) {
+            snprintf(msg, n, "a request from another site (Origin '%.64s') is refused", origin);
+            return 403;
+        }
+    }
+    if (post) {
+        const char *type = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        size_t k = strlen("application/json");
+        if (!type || strncasecmp(type, "application/json", k) != 0 ||
+            (type[k] && type[k] != ';' && type[k] != ' ' && type[k] != '\t')) {
+            snprintf(msg, n, "the body must be JSON, sent with Content-Type: application/json");
+            return 415;
+        }
+    }
+    return 0;
 }
 
 /* ---- the fixed answers ------------------------------------------------------------------ */
@@ -91,14 +194,15 @@ static char *model_json(ServedModels *sm) {
     for (int i = 0; i < sm->n; i++) json_array_append_new(cks, json_string(sm->ck[i].name));
     static const char *tokenizers[] = {"word", "char", "bpe", "unigram"};
     int tok = r->cfg.data.tokenizer;
-    char *yaml = config_text(&r->cfg, "config.yaml");
+    char *raw = config_text(&r->cfg, "config.yaml"), *yaml = attnmap_utf8(raw ? raw : ""); /* paths may be any bytes */
+    free(raw);
     json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:i, s:s}", "format",
                           "qkv-model-1", "checkpoint", sm->ck[sm->fallback].name, "step", (json_int_t)r->meta.step,
                           "src_vocab", r->src_vocab.size, "tgt_vocab", r->tgt_vocab.size, "tokenizer",
                           tok >= 0 && tok < 4 ? tokenizers[tok] : "?", "checkpoints", cks, "model", "d_model",
                           mc->d_model, "heads", mc->heads, "d_ff", mc->d_ff, "encoder_layers", mc->encoder_layers,
                           "decoder_layers", mc->decoder_layers, "max_positions", mc->max_positions, "head_count",
-                          model_head_count(&r->model), "config", yaml ? yaml : "");
+                          model_head_count(&r->model), "config", yaml);
     free(yaml);
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
@@ -197,19 +301,6 @@ static enum MHD_Result submit(HttpServer *s, struct MHD_Connection *mc, Request 
         snprintf(err, sizeof err, "no checkpoint \"%.128s\": GET /v1/model lists them", job->req.checkpoint);
         return job_free(job), reply_error(mc, 400, err);
     }
-    if (job->req.mask_heads && job->req.mask_heads[0]) {
-        const Model *m = &s->models->ck[s->models->fallback].run.model;
-        job->gates = xmalloc(sizeof(float) * (size_t)model_head_count(m));
-        served_error_lock();
-        int rc = head_mask_parse(m, job->req.mask_heads, job->gates);
-        if (rc < 0) {
-            const char *why = err_msg(), *flag = "--mask-heads: ";
-            snprintf(err, sizeof err, "\"mask_heads\": %s",
-                     strncmp(why, flag, strlen(flag)) ? why : why + strlen(flag));
-        }
-        served_error_unlock();
-        if (rc < 0) return job_free(job), reply_error(mc, 400, err);
-    }
     job->done = job_done;
     job->conn = q;
     q->job = job, q->mc = mc;
@@ -228,21 +319,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     (void)version;
     HttpServer *s = cls;
     Request *q = *con_cls;
-    if (!q) { /* the headers are in */
+    if (!q) { /* the headers are in (a body the gate let pass: within API_MAX_BODY, or chunked) */
         q = xcalloc(1, sizeof *q);
         *con_cls = q;
         q->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-        const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (q->post && length && strtoull(length, NULL, 10) > API_MAX_BODY) {
-            char msg[96];
-            snprintf(msg, sizeof msg, "the body is larger than the %d bytes allowed", API_MAX_BODY);
-            return reply_error(mc, 413, msg);
-        }
+        /* answered once the body is read, not now: an answer before it would close the
+         * connection under a client still sending, which then reads a reset */
+        q->refused = refusal(s, mc, q->post, q->refusal, sizeof q->refusal);
         return MHD_YES;
     }
-    if (*upload_size) { /* a piece of the body */
-        if (q->body.len + *upload_size > API_MAX_BODY) q->too_big = 1;
-        else sb_append(&q->body, upload, *upload_size);
+    if (*upload_size) { /* a piece of the body: kept, or (refused, too big) read and dropped */
+        if (!q->refused && !q->too_big) {
+            if (q->body.len + *upload_size > API_MAX_BODY) q->too_big = 1, sb_free(&q->body);
+            else sb_append(&q->body, upload, *upload_size);
+        }
         *upload_size = 0;
         return MHD_YES;
     }
@@ -252,6 +342,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         return reply_json(mc, (unsigned)q->job->status, q->job->body);
     }
     set_receiving(s, conn_of(mc), 0);
+    if (q->refused) return reply_error(mc, (unsigned)q->refused, q->refusal);
     if (atomic_load(&s->stopping)) return reply_error(mc, 503, "the server is stopping");
     if (q->too_big) {
         char msg[96];
@@ -262,10 +353,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
               : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
                                                   : -1;
-    if (api >= 0) return q->post ? submit(s, mc, q, api) : reply_error(mc, 405, "use POST with a JSON body");
+    if (api >= 0)
+        return q->post ? submit(s, mc, q, api) : reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
     if (strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/v1/model") == 0) {
-        if (!get) return reply_error(mc, 405, "use GET");
-        if (strcmp(url, "/") == 0) return reply(mc, 200, "text/html; charset=utf-8", s->page, strlen(s->page), 0);
+        if (!get) return reply_error_allow(mc, 405, "use GET", "GET, HEAD");
+        if (strcmp(url, "/") == 0) return reply(mc, 200, "text/html; charset=utf-8", s->page, strlen(s->page), NULL);
         if (strcmp(url, "/v1/model") == 0) return reply_json(mc, 200, s->model_json);
         char health[96];
         int waiting, working;
@@ -293,61 +385,115 @@ static char *live_page(const char *model, const json_t *heads) {
     return page.buf;
 }
 
-HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port, int *bound) {
+/* The gate's hand-on: a connection whose head is well-formed, to libmicrohttpd. */
+static void hand_on(void *ctx, int fd, const struct sockaddr *addr, socklen_t len) {
+    HttpServer *s = ctx;
+    MHD_add_connection(s->d, fd, addr, len); /* closes fd itself when it cannot take it */
+}
+
+/* A listening socket on addr, non-blocking; -1 with errno set. */
+static int listen_on(const struct sockaddr *addr, socklen_t len) {
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (addr->sa_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, addr, len) != 0 || listen(fd, 511) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static void split_allow(HttpServer *s, const char *list) {
+    if (!list) return;
+    char *copy = xstrdup(list), *save = NULL;
+    for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        s->allow = xrealloc(s->allow, sizeof(char *) * (size_t)(s->n_allow + 1));
+        s->allow[s->n_allow++] = xstrdup(t);
+    }
+    free(copy);
+}
+
+static void free_server(HttpServer *s) {
+    for (int i = 0; i < s->n_allow; i++) free(s->allow[i]);
+    free(s->allow), free(s->model_json), free(s->page);
+    pthread_mutex_destroy(&s->conns_lock);
+    free(s);
+}
+
+HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port,
+                       const char *allow_hosts, int *bound) {
     HttpServer *s = xcalloc(1, sizeof *s);
     s->models = models, s->jobs = jobs;
     pthread_mutex_init(&s->conns_lock, NULL);
     s->model_json = model_json(models);
     s->page = live_page(s->model_json, heads);
+    split_allow(s, allow_hosts);
     struct sockaddr_in v4 = {0};
     struct sockaddr_in6 v6 = {0};
     const struct sockaddr *addr;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    socklen_t addr_len;
     if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
     if (inet_pton(AF_INET, host, &v4.sin_addr) == 1) {
         v4.sin_family = AF_INET, v4.sin_port = htons((uint16_t)port);
-        addr = (const struct sockaddr *)&v4;
+        addr = (const struct sockaddr *)&v4, addr_len = sizeof v4;
     } else if (inet_pton(AF_INET6, host, &v6.sin6_addr) == 1) {
         v6.sin6_family = AF_INET6, v6.sin6_port = htons((uint16_t)port);
-        addr = (const struct sockaddr *)&v6;
-        flags |= MHD_USE_IPv6;
+        addr = (const struct sockaddr *)&v6, addr_len = sizeof v6;
     } else {
         err_set("--host: '%s' is not an IPv4 or IPv6 address (or localhost)", host);
-        goto fail;
+        return free_server(s), NULL;
     }
-    s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, addr,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-                            s, MHD_OPTION_END);
+    snprintf(s->host, sizeof s->host, "%s", host);
+    for (char *p = s->host; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    s->host_loopback = is_loopback_address(host);
+    int fd = listen_on(addr, addr_len);
+    if (fd < 0) {
+        err_set("cannot listen on %s port %d: %s", host, port, strerror(errno));
+        return free_server(s), NULL;
+    }
+    struct sockaddr_storage got;
+    socklen_t got_len = sizeof got;
+    getsockname(fd, (struct sockaddr *)&got, &got_len);
+    *bound = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                             : ((struct sockaddr_in *)&got)->sin_port);
+    /* libmicrohttpd listens on nothing: the gate accepts, reads each head, and hands on */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+                     MHD_USE_NO_LISTEN_SOCKET;
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
-        err_set("cannot listen on %s port %d (in use, or not an address of this machine)", host, port);
-        goto fail;
+        close(fd);
+        err_set("cannot start the HTTP server");
+        return free_server(s), NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    *bound = info ? info->port : port;
+    s->gate = gate_start(fd, API_MAX_BODY, HTTP_RECEIVE_SECONDS, HTTP_MAX_CONNECTIONS, hand_on, s);
+    if (!s->gate) {
+        MHD_stop_daemon(s->d);
+        return free_server(s), NULL;
+    }
     s->reaper_started = pthread_create(&s->reaper, NULL, reap, s) == 0;
     return s;
-fail:
-    free(s->model_json), free(s->page);
-    pthread_mutex_destroy(&s->conns_lock);
-    free(s);
-    return NULL;
 }
 
 void http_quiesce(HttpServer *s) {
     atomic_store(&s->stopping, 1);
-    MHD_socket fd = MHD_quiesce_daemon(s->d);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
+    gate_quiesce(s->gate);
 }
 
 int http_in_flight(HttpServer *s) { return atomic_load(&s->in_flight); }
+const char *http_address(const HttpServer *s) { return s->host; }
+int http_loopback(const HttpServer *s) { return s->host_loopback; }
 
 void http_stop(HttpServer *s) {
     if (!s) return;
     atomic_store(&s->reaper_stop, 1);
     if (s->reaper_started) pthread_join(s->reaper, NULL);
+    gate_close(s->gate); /* before the daemon: it hands connections on to it */
     MHD_stop_daemon(s->d);
-    pthread_mutex_destroy(&s->conns_lock);
-    free(s->model_json), free(s->page), free(s);
+    free_server(s);
 }

@@ -8,7 +8,11 @@
  *   POST /v1/translate    serve/api.h
  *   POST /v1/attention    serve/api.h
  * Nothing else: no request names a file. Errors are {"error": "<one line>"}: 400 bad
- * request, 404, 405, 413 too large, 503 busy (with Retry-After) or stopping.
+ * request, 403 a Host or Origin not this server's, 404, 405 (with Allow), 413 too large,
+ * 414/431 a request line or head too long, 415 a body not sent as application/json, 503
+ * busy (with Retry-After) or stopping; serve/gate.h answers the faults of a request's
+ * head before libmicrohttpd reads it, so none of its own pages reaches a client. Every
+ * answer closes its connection.
  *
  * Bounds on clients: a request must arrive whole (headers and body) within
  * HTTP_RECEIVE_SECONDS of its first byte, or of the previous answer on a kept-alive
@@ -27,8 +31,13 @@ typedef struct HttpServer HttpServer;
 
 /* Listens on host (an IPv4 or IPv6 address, or "localhost") and port (0: any free one;
  * *bound gets the port). heads (borrowed; NULL for none) puts the head grid on the live
- * page (served_heads). NULL with the error set. */
-HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port, int *bound);
+ * page (served_heads). allow_hosts: NULL, or names (comma-separated; "*" any) a request's
+ * Host may give besides loopback names and the address bound. NULL with the error set. */
+HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, const char *host, int port,
+                       const char *allow_hosts, int *bound);
+/* The address it listens on ("::", "127.0.0.1"), and whether that is a loopback one. */
+const char *http_address(const HttpServer *s);
+int http_loopback(const HttpServer *s);
 /* Stops accepting connections and refuses new requests (503); the ones in flight go on. */
 void http_quiesce(HttpServer *s);
 /* Requests queued or being answered. */

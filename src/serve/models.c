@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "infer/attnmap.h"
 #include "infer/headreport.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -23,7 +24,23 @@ void served_error_unlock(void) { pthread_mutex_unlock(&error_lock); }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void add(ServedModels *s, const char *name, const char *path) {
+/* name as the API and the page show it: well-formed UTF-8 (a file name's bad byte a
+ * U+FFFD, as every label of qkv), cut to whole characters within n bytes. */
+static void shown_name(char *out, size_t n, const char *name) {
+    char *t = attnmap_utf8(name);
+    size_t len = strlen(t);
+    if (len >= n) {
+        len = n - 1;
+        while (len > 0 && ((unsigned char)t[len] & 0xC0) == 0x80) len--; /* not inside a character */
+    }
+    memcpy(out, t, len);
+    out[len] = '\0';
+    free(t);
+}
+
+static void add(ServedModels *s, const char *file_name, const char *path) {
+    char name[sizeof s->ck->name];
+    shown_name(name, sizeof name, file_name);
     for (int i = 0; i < s->n; i++)
         if (strcmp(s->ck[i].name, name) == 0) return;
     s->ck = xrealloc(s->ck, sizeof(ServedCheckpoint) * (size_t)(s->n + 1));
@@ -129,7 +146,9 @@ int served_heads(const ServedModels *s, char *path, size_t n, json_t **heads) {
     if (!root) return -1;
     json_t *out = json_object(), *model = json_object_get(root, "model"), *set = json_object_get(root, "set");
     json_put(out, "heads", json_incref(json_object_get(root, "heads")));
-    json_put(out, "file", json_string(path));
+    char *shown = attnmap_utf8(path);
+    json_put(out, "file", json_string(shown));
+    free(shown);
     json_put(out, "step", json_incref(json_object_get(model, "step")));
     json_put(out, "set", json_incref(json_object_get(set, "src")));
     json_put(out, "sentences", json_incref(json_object_get(set, "sentences")));

@@ -15,7 +15,7 @@
 #include "train/run.h"
 
 typedef struct {
-    char name[96];
+    char name[96]; /* well-formed UTF-8, whatever the file's name holds */
     char path[CONFIG_PATH_MAX + 96];
     pthread_mutex_t lock;
     int state; /* 0 not loaded yet, 1 loaded, -1 could not be (error holds why) */

@@ -2,12 +2,14 @@
 #include "serve/workers.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/corpus.h"
 #include "infer/attnmap.h"
+#include "infer/headmask.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -33,7 +35,7 @@ struct Jobs {
 void job_free(Job *job) {
     if (!job) return;
     api_request_free(&job->req);
-    free(job->gates), free(job->body), free(job);
+    free(job->body), free(job);
 }
 
 static void answer(Job *job, int status, char *body) {
@@ -61,25 +63,59 @@ static int token_count(const char *text, int tokenizer, const Vocab *v, int max)
     return n > max ? -1 : n;
 }
 
-static json_t *hypothesis_json(const char *text, double score, const Seq *ids, const Vocab *tv) {
-    json_t *tokens = json_array();
-    for (int t = 0; t < ids->len; t++) json_array_append_new(tokens, json_string(vocab_token(tv, ids->ids[t])));
-    return json_pack("{s:s, s:f, s:o}", "text", text, "score", score, "tokens", tokens);
+/* s as a JSON string: well-formed UTF-8 first (each bad byte a U+FFFD), so that no
+ * text of a model, a file name or a vocabulary can make jansson refuse it. */
+static json_t *json_text(const char *s) {
+    char *t = attnmap_utf8(s);
+    json_t *j = json_string(t);
+    free(t);
+    return j;
 }
 
-/* The n-best list of sentence i: nbest entries from [i * nbest]. */
+static json_t *hypothesis_json(const char *text, double score, const Seq *ids, const Vocab *tv) {
+    json_t *tokens = json_array();
+    for (int t = 0; t < ids->len; t++) json_array_append_new(tokens, json_text(vocab_token(tv, ids->ids[t])));
+    json_t *o = json_object();
+    json_object_set_new(o, "text", json_text(text));
+    json_object_set_new(o, "score", isfinite(score) ? json_real(score) : json_null());
+    json_object_set_new(o, "tokens", tokens);
+    return o;
+}
+
+/* The n-best list of sentence i: nbest entries from [i * nbest]. Beam search marks a
+ * place no hypothesis finished for with a score of -inf (as `qkv translate --nbest`
+ * reads it); an empty translation is a hypothesis like any other. */
 static json_t *nbest_json(char **text, const double *scores, const Seq *ids, int i, int nbest, const Vocab *tv) {
     json_t *list = json_array();
     for (int k = 0; k < nbest; k++) {
         size_t at = (size_t)i * nbest + k;
-        if (k > 0 && ids[at].len == 0 && text[at][0] == '\0') break; /* fewer finished than asked for */
+        if (k > 0 && !isfinite(scores[at])) break; /* fewer finished than asked for */
         json_array_append_new(list, hypothesis_json(text[at], scores[at], &ids[at], tv));
     }
     return list;
 }
 
+/* The head gates a request's "mask_heads" asks for, read against r's model: the one
+ * that answers, whose heads may differ from the default checkpoint's. 0 with *gates
+ * malloc'd (NULL for no mask), or -1 with the one-line reason in err. */
+static int mask_gates(const ApiRequest *req, const Run *r, float **gates, char *err, size_t errn) {
+    *gates = NULL;
+    if (!req->mask_heads || !req->mask_heads[0]) return 0;
+    float *g = xmalloc(sizeof(float) * (size_t)model_head_count(&r->model));
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int rc = head_mask_parse_items(&r->model, req->mask_heads, g);
+    if (rc < 0) {
+        const char *why = err_msg(), *flag = "--mask-heads: ";
+        snprintf(err, errn, "\"mask_heads\": %s", strncmp(why, flag, strlen(flag)) ? why : why + strlen(flag));
+    }
+    served_error_unlock();
+    if (rc < 0) return free(g), -1;
+    *gates = g;
+    return 0;
+}
+
 static void add_model_keys(json_t *o, const ServedCheckpoint *c) {
-    json_object_set_new(o, "checkpoint", json_string(c->name));
+    json_object_set_new(o, "checkpoint", json_text(c->name));
     json_object_set_new(o, "step", json_integer((json_int_t)c->run.meta.step));
 }
 
@@ -96,6 +132,13 @@ static void run_translate(Worker *w, Job **batch, int nb) {
     const Run *r = served_get(sm, batch[0]->checkpoint, err, sizeof err);
     if (!r) {
         for (int j = 0; j < nb; j++) refuse(batch[j], 500, "%s", err);
+        return;
+    }
+    /* a batch shares its checkpoint and its mask: one reading serves every job (kept
+     * apart from the jobs, which are their connections' once answered) */
+    float *gates;
+    if (mask_gates(&batch[0]->req, r, &gates, err, sizeof err) != 0) {
+        for (int j = 0; j < nb; j++) refuse(batch[j], 400, "%s", err);
         return;
     }
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = 0;
@@ -115,7 +158,7 @@ static void run_translate(Worker *w, Job **batch, int nb) {
         }
         ok[kept++] = batch[j], n += batch[j]->req.n;
     }
-    if (kept == 0) return free(ok);
+    if (kept == 0) return free(ok), free(gates);
     char **lines = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
     for (int j = 0, at = 0; j < kept; j++)
         for (int i = 0; i < ok[j]->req.n; i++) lines[at++] = ok[j]->req.src[i];
@@ -124,7 +167,7 @@ static void run_translate(Worker *w, Job **batch, int nb) {
     double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * K);
     Seq *ids = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1) * K);
     Model *m = replica_of(w, ok[0]->checkpoint, r);
-    model_set_head_gates(m, ok[0]->gates);
+    model_set_head_gates(m, gates);
     TranslateStats st;
     char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st, scores, ids);
     model_set_head_gates(m, NULL);
@@ -142,7 +185,7 @@ static void run_translate(Worker *w, Job **batch, int nb) {
         answer(ok[j], 200, dump(out)); /* the job is the connection's from here on: never touched again */
     }
     for (int i = 0; i < n * K; i++) free(text[i]), free(ids[i].ids);
-    free(text), free(ids), free(scores), free(lines), free(ok);
+    free(text), free(ids), free(scores), free(lines), free(ok), free(gates);
 }
 
 /* One sentence's anatomy: its n-best list, and the maps of the best (or of the forced
@@ -152,19 +195,23 @@ static void run_attention(Worker *w, Job *job) {
     char err[512];
     const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
     if (!r) return refuse(job, 500, "%s", err);
+    float *gates;
+    if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
     const char *text = job->req.src[0], *forced = job->req.tgt;
     int cap = (int)strlen(text) + 2, *src = xmalloc(sizeof(int) * (size_t)cap);
     int n_src = encode_line(text, tok, &r->src_vocab, src, cap);
-    if (n_src == 0) return free(src), refuse(job, 400, "%s: nothing to attend to: the text is empty", "\"src\"");
+    if (n_src == 0)
+        return free(src), free(gates), refuse(job, 400, "%s: nothing to attend to: the text is empty", "\"src\"");
     if (n_src > max)
-        return free(src), refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
+        return free(src), free(gates),
+               refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
     int tcap = forced ? (int)strlen(forced) + 2 : 1, *tgt = xmalloc(sizeof(int) * (size_t)tcap), n_tgt = 0;
     if (forced && (n_tgt = encode_line(forced, tok, &r->tgt_vocab, tgt, tcap)) > max)
-        return free(src), free(tgt),
+        return free(src), free(tgt), free(gates),
                refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
     Model *m = replica_of(w, job->checkpoint, r);
-    model_set_head_gates(m, job->gates);
+    model_set_head_gates(m, gates);
     int K = job->req.o.decode.nbest;
     double *scores = xmalloc(sizeof(double) * (size_t)K);
     Seq *ids = xmalloc(sizeof(Seq) * (size_t)K);
@@ -183,7 +230,7 @@ static void run_attention(Worker *w, Job *job) {
     json_object_set_new(out, "forced", json_boolean(forced != NULL));
     attnmap_free(&maps);
     for (int k = 0; k < K; k++) free(hyp[k]), free(ids[k].ids);
-    free(hyp), free(ids), free(scores), free(src), free(tgt);
+    free(hyp), free(ids), free(scores), free(src), free(tgt), free(gates);
     answer(job, 200, dump(out));
 }
 

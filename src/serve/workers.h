@@ -1,6 +1,7 @@
 /* workers: the bounded queue of `qkv serve` and the threads that empty it.
  *
- * A request becomes a job (serve/api.h's ApiRequest plus the head gates it asks for);
+ * A request becomes a job (serve/api.h's ApiRequest; its mask is read against the model
+ * that answers it, by the worker, so the HTTP thread never waits on a model's load);
  * jobs_submit queues it without ever waiting: a full queue is the caller's 503. A fixed
  * pool of workers takes jobs in order. A worker that takes a translate job also takes the
  * queued translate jobs that ask for the same checkpoint, options and mask, up to
@@ -24,7 +25,6 @@
 typedef struct Job {
     ApiRequest req;
     int checkpoint; /* served index */
-    float *gates;   /* NULL, or model_head_count gates (--mask-heads) */
     double queued_at;
     int status; /* the answer: HTTP status and JSON body (malloc'd) */
     char *body;

@@ -1,0 +1,65 @@
+/* gate: the first reader of every connection `qkv serve` accepts, before libmicrohttpd
+ * sees it.
+ *
+ * libmicrohttpd answers some faults of a request by itself, with HTML pages of its own (a
+ * request line or headers past its memory, a Content-Length that is not a number or
+ * that no body could have) or with no answer at all (a first line that is not HTTP); and
+ * a client that sends a body over the limit without waiting for "100 Continue" has its
+ * connection reset under it, so it reads a broken pipe, not the 413. The gate reads each
+ * request's head where it lies, without taking it from the socket (MSG_PEEK), answers
+ * those faults itself as the API answers every error ({"error": "<one line>"}), then
+ * closes gently: it reads and drops what the client still sends, up to a bound, before
+ * closing, so that the answer is not lost to a reset (nginx's lingering close). A
+ * well-formed head is handed on with its socket untouched. Every answer of the server
+ * closes its connection, so every request passes the gate.
+ *
+ * One thread accepts and holds the connections whose head has not arrived; one whose
+ * head does not arrive within receive_seconds of its connection is closed. */
+#ifndef QKV_SERVE_GATE_H
+#define QKV_SERVE_GATE_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#define GATE_LINE_MAX 8192                /* bytes of a request line: past it, 414 */
+#define GATE_HEAD_MAX 16384               /* bytes of a request's head: past it, 431 */
+#define GATE_DRAIN_MAX ((size_t)64 << 20) /* bytes read and dropped after a refusal */
+#define GATE_DRAIN_SECONDS 10             /* and for at most so long */
+
+/* What the head says: decided, and if so whether it goes on. */
+typedef struct {
+    int status;              /* 0: well-formed, hand it on; else the HTTP status to answer */
+    char error[192];         /* with status: the one line */
+    unsigned long long body; /* the Content-Length it declares (0: none) */
+    int expect_continue;     /* it asks for "100 Continue" before sending its body */
+} GateVerdict;
+
+/* Reads head[0..n), what has arrived of a connection so far. 0: nothing decided yet (more
+ * must arrive); 1: decided, *v filled. A head is refused when its request line is not
+ * METHOD TARGET HTTP/1.x (400; another version 505), longer than GATE_LINE_MAX (414), the
+ * head longer than GATE_HEAD_MAX (431), a header line is not NAME: VALUE, Content-Length
+ * is not a number or said twice apart, Transfer-Encoding comes with it or is not chunked
+ * (400, 501), an HTTP/1.1 request names no Host (400), or the body it declares is over
+ * body_max (413). */
+int gate_check_head(const char *head, size_t n, unsigned long long body_max, GateVerdict *v);
+
+/* The answer to a refused head: a whole HTTP/1.1 response (status, the JSON error, and
+ * "Connection: close"), malloc'd; its length in *len. */
+char *gate_answer(const GateVerdict *v, size_t *len);
+
+typedef struct Gate Gate;
+/* Takes a connection whose head is well-formed; owns fd from then on (closes it on
+ * failure). */
+typedef void (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len);
+
+/* Accepts on listen_fd (listening, the gate's from now on) until gate_close; at most
+ * max_waiting connections wait for their head at once (past it, new ones are closed).
+ * NULL with the error set. */
+Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_waiting, GateHandOn hand_on,
+                 void *ctx);
+/* Stops accepting: the listening socket is closed; heads already arriving go on. */
+void gate_quiesce(Gate *g);
+/* Stops the thread; closes every connection it still holds. */
+void gate_close(Gate *g);
+
+#endif

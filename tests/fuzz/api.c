@@ -1,0 +1,44 @@
+/* Fuzz target: a request body of qkv serve's API (serve/api.c), as a translate request
+ * and as an attention request. Whatever the bytes: a refusal is a 400 or a 413 with one
+ * line; a request that passes holds what the API promises (at most API_MAX_SENTENCES
+ * sentences of well-formed UTF-8 within API_MAX_SENTENCE_BYTES, no line break, options
+ * in their ranges, a mask that names no file). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "serve/api.h"
+#include "util/text.h"
+
+static void check(const ApiRequest *r, int kind) {
+    if (r->n < 0 || r->n > API_MAX_SENTENCES || (kind == API_ATTENTION && r->n != 1)) abort();
+    if (kind == API_TRANSLATE && r->tgt) abort();
+    for (int i = 0; i < r->n; i++) {
+        size_t len = strlen(r->src[i]);
+        if (len > API_MAX_SENTENCE_BYTES || !utf8_valid(r->src[i], len) || strpbrk(r->src[i], "\r\n")) abort();
+    }
+    const DecodeOptions *d = &r->o.decode;
+    if (d->beam < 1 || d->beam > 64 || d->nbest < 1 || d->nbest > d->beam) abort();
+    if (!(d->length_penalty >= 0.0 && d->length_penalty <= 10.0)) abort();
+    if (r->mask_heads && (strchr(r->mask_heads, '@') || strlen(r->mask_heads) > API_MAX_NAME)) abort();
+    if (r->checkpoint && strlen(r->checkpoint) > API_MAX_NAME) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    for (int kind = API_TRANSLATE; kind <= API_ATTENTION; kind++) {
+        ApiRequest r;
+        char err[512];
+        err[0] = '\0';
+        int status = api_parse(kind, (const char *)data, size, &r, err, sizeof err);
+        if (status == 0) {
+            check(&r, kind);
+            api_request_free(&r);
+        } else if ((status != 400 && status != 413) || !err[0] || strchr(err, '\n') || r.src || r.n) {
+            abort();
+        }
+        char *json = api_error_json(err);
+        if (!json) abort(); /* every refusal's line can be sent */
+        free(json);
+    }
+    return 0;
+}

@@ -1,0 +1,225 @@
+/* Tests of qkv serve's request checks, without a socket or a model: the API's JSON
+ * (serve/api.c) and the gate's reading of a request's head (serve/gate.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "serve/api.h"
+#include "serve/gate.h"
+#include "util/text.h"
+
+/* parse body as kind; the status, and the message in err */
+static int parse(int kind, const char *body, ApiRequest *r, char *err, size_t n) {
+    err[0] = '\0';
+    return api_parse(kind, body, strlen(body), r, err, n);
+}
+
+/* Good requests: every key read, translate's defaults where one is left out. */
+static void test_api_parse_good(void) {
+    ApiRequest r;
+    char err[512];
+    int st = parse(API_TRANSLATE, "{\"src\": [\"a b\", \"\", \"c\"]}", &r, err, sizeof err);
+    CHECK(st == 0 && r.n == 3 && strcmp(r.src[0], "a b") == 0 && r.src[1][0] == '\0' && r.o.decode.nbest == 1 &&
+              r.o.decode.beam == decode_defaults().beam && !r.mask_heads && !r.checkpoint && !r.tgt,
+          "defaults: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_TRANSLATE,
+               "{\"src\": [\"x\"], \"beam\": 6, \"nbest\": 6, \"length_penalty\": 0.5, \"mask_heads\": \"cross.*.0\", "
+               "\"checkpoint\": \"step-000100\"}",
+               &r, err, sizeof err);
+    CHECK(st == 0 && r.o.decode.beam == 6 && r.o.decode.nbest == 6 && r.o.decode.length_penalty == 0.5 &&
+              strcmp(r.mask_heads, "cross.*.0") == 0 && strcmp(r.checkpoint, "step-000100") == 0,
+          "every key: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_ATTENTION, "{\"src\": \"a\", \"tgt\": \"b c\"}", &r, err, sizeof err);
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a") == 0 && strcmp(r.tgt, "b c") == 0, "attention: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_ATTENTION, "{\"src\": \"a\", \"tgt\": null}", &r, err, sizeof err);
+    CHECK(st == 0 && !r.tgt, "attention, tgt null: %d %s", st, err);
+    api_request_free(&r);
+}
+
+/* Every refusal: its status and the start of its one line. */
+static void test_api_parse_refusals(void) {
+    char many[64 * 1024], *p = many;
+    p += sprintf(p, "{\"src\": [");
+    for (int i = 0; i <= API_MAX_SENTENCES; i++) p += sprintf(p, "%s\"a\"", i ? "," : "");
+    sprintf(p, "]}");
+    StrBuf longs = {0};
+    sb_printf(&longs, "{\"src\": [\"");
+    for (int i = 0; i <= API_MAX_SENTENCE_BYTES; i++) sb_append(&longs, "a", 1);
+    sb_printf(&longs, "\"]}");
+    StrBuf longname = {0};
+    sb_printf(&longname, "{\"src\": [\"a\"], \"checkpoint\": \"");
+    for (int i = 0; i <= API_MAX_NAME; i++) sb_append(&longname, "a", 1);
+    sb_printf(&longname, "\"}");
+    struct {
+        int kind;
+        const char *body;
+        int status;
+        const char *want;
+    } cases[] = {
+        {API_TRANSLATE, "", 400, "malformed JSON"},
+        {API_TRANSLATE, "{bad", 400, "malformed JSON"},
+        {API_TRANSLATE, "[1]", 400, "the body must be a JSON object"},
+        {API_TRANSLATE, "{\"src\": [\"caf\xe9\"]}", 400, "not well-formed UTF-8"},
+        {API_TRANSLATE, "{}", 400, "\"src\" is missing"},
+        {API_TRANSLATE, "{\"src\": \"a\"}", 400, "\"src\" must be an array"},
+        {API_TRANSLATE, "{\"src\": [\"a\", 5]}", 400, "\"src\"[1] must be a string"},
+        {API_TRANSLATE, "{\"src\": [\"a\\u0000b\"]}", 400, "is not allowed without JSON_ALLOW_NUL"},
+        {API_TRANSLATE, "{\"src\": [\"a\\nb\"]}", 400, "line break"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"src\": [\"b\"]}", 400, "malformed JSON"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"colour\": 1}", 400, "unknown key \"colour\""},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"tgt\": \"b\"}", 400, "unknown key \"tgt\""},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"beam\": \"5\"}", 400, "\"beam\" must be an integer"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"beam\": 65}", 400, "\"beam\" must be 1 to 64"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"beam\": 0}", 400, "\"beam\" must be 1 to 64"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"beam\": 2, \"nbest\": 3}", 400, "\"nbest\" must be 1 to 2"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"length_penalty\": -1}", 400, "\"length_penalty\" must be a number"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"length_penalty\": \"x\"}", 400, "\"length_penalty\" must be a number"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"mask_heads\": 3}", 400, "\"mask_heads\" must be a string"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"mask_heads\": \"@/etc/shadow\"}", 400,
+         "\"mask_heads\" is a list of heads"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"mask_heads\": \" cross.0.0,@x\"}", 400, "the API reads no file"},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"checkpoint\": \"a\\u0000b\"}", 400, "malformed JSON"},
+        {API_TRANSLATE, longname.buf, 400, "\"checkpoint\" is longer than"},
+        {API_TRANSLATE, many, 413, "65 sentences, more than the 64"},
+        {API_TRANSLATE, longs.buf, 413, "\"src\"[0] is 4097 bytes"},
+        {API_ATTENTION, "{\"src\": [\"a\"]}", 400, "\"src\" must be a string"},
+        {API_ATTENTION, "{\"src\": \"a\", \"tgt\": 1}", 400, "\"tgt\" must be a string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ApiRequest r;
+        char err[512];
+        int st = parse(cases[i].kind, cases[i].body, &r, err, sizeof err);
+        CHECK(st == cases[i].status && strstr(err, cases[i].want) && !strchr(err, '\n'),
+              "case %zu: %d '%s' (want %d '%s')", i, st, err, cases[i].status, cases[i].want);
+        CHECK(r.src == NULL && r.n == 0 && r.mask_heads == NULL, "case %zu: a refused request holds nothing", i);
+    }
+    /* the body's own bound, before any parsing */
+    ApiRequest r;
+    char err[256];
+    char *big = calloc(API_MAX_BODY + 2, 1);
+    memset(big, ' ', API_MAX_BODY + 1);
+    int st = api_parse(API_TRANSLATE, big, API_MAX_BODY + 1, &r, err, sizeof err);
+    CHECK(st == 413 && strstr(err, "more than the"), "a body over the bound: %d '%s'", st, err);
+    free(big), sb_free(&longs), sb_free(&longname);
+}
+
+/* The error shape every refusal has: {"error": one line}, whatever the line holds. */
+static void test_api_error_json(void) {
+    char *j = api_error_json("a \"quoted\" <b> line");
+    CHECK(j && strcmp(j, "{\"error\":\"a \\\"quoted\\\" <b> line\"}") == 0, "%s", j ? j : "NULL");
+    free(j);
+}
+
+/* ---- the gate ----------------------------------------------------------------------------- */
+
+static int head(const char *text, GateVerdict *v) { return gate_check_head(text, strlen(text), 1000, v); }
+
+static void test_gate_good_heads(void) {
+    GateVerdict v;
+    CHECK(head("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n", &v) == 1 && v.status == 0, "GET: %d %s", v.status,
+          v.error);
+    CHECK(head("POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n{", &v) ==
+                  1 &&
+              v.status == 0 && v.body == 1000 && v.expect_continue,
+          "POST at the bound: %d %s", v.status, v.error);
+    CHECK(head("GET /x HTTP/1.0\n\n", &v) == 1 && v.status == 0, "HTTP/1.0 with bare line feeds, no Host: %d %s",
+          v.status, v.error);
+    CHECK(head("POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: Chunked\r\ncontent-type:application/json\r\n\r\n",
+               &v) == 1 &&
+              v.status == 0,
+          "chunked, names in any case: %d %s", v.status, v.error);
+}
+
+/* A head not all here yet is waited for; one that cannot become a request is refused at
+ * once. */
+static void test_gate_waits_for_the_head(void) {
+    const char *parts[] = {"",
+                           "G",
+                           "GET",
+                           "GET ",
+                           "GET /v1/health",
+                           "GET /v1/health HTTP/1.1",
+                           "GET /v1/health HTTP/1.1\r\n",
+                           "GET /v1/health HTTP/1.1\r\nHost: a",
+                           "GET /v1/health HTTP/1.1\r\nHost: a\r\n",
+                           "GET /v1/health HTTP/1.1\r\nHost: a\r\n\r"};
+    GateVerdict v;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        CHECK(head(parts[i], &v) == 0, "'%s' decided (%d %s) before its end", parts[i], v.status, v.error);
+    CHECK(head("\x16\x03\x01", &v) == 1 && v.status == 400, "a TLS hello waited for");
+    CHECK(head("GET\x01", &v) == 1 && v.status == 400, "a control byte in the method waited for");
+}
+
+static void test_gate_refusals(void) {
+    char *line = malloc(GATE_LINE_MAX + 64), *hdr = malloc(GATE_HEAD_MAX + 64);
+    snprintf(line, GATE_LINE_MAX + 64, "GET /%0*d", GATE_LINE_MAX, 0);
+    snprintf(hdr, GATE_HEAD_MAX + 64, "GET / HTTP/1.1\r\nHost: a\r\nX: %0*d\r\n\r\n", GATE_HEAD_MAX, 0);
+    struct {
+        const char *text;
+        int status;
+        const char *want;
+    } cases[] = {
+        {line, 414, "the request line is longer than 8192 bytes"},
+        {hdr, 431, "the request's headers are longer than 16384 bytes"},
+        {"HELLO\r\n\r\n", 400, "the request line is not"},
+        {"GET /\r\n\r\n", 400, "the request line is not"},
+        {"GET  / HTTP/1.1\r\n\r\n", 400, "the request line is not"},
+        {"GET / HTTP/1.1 x\r\n\r\n", 400, "the request line is not"},
+        {"GET / FTP/1.1\r\n\r\n", 400, "the request line is not"},
+        {"GET /\x7f HTTP/1.1\r\n\r\n", 400, "the request line is not"},
+        {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505, "only HTTP/1.0 and HTTP/1.1"},
+        {"GET / HTTP/1.1\r\n\r\n", 400, "names no Host"},
+        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host twice"},
+        {"GET / HTTP/1.1\r\nHost a\r\n\r\n", 400, "not NAME: VALUE"},
+        {"GET / HTTP/1.1\r\n: a\r\n\r\n", 400, "not NAME: VALUE"},
+        {"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400, "folded"},
+        {"GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n", 400, "control byte"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400, "Content-Length is not a number"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1e3\r\n\r\n", 400, "Content-Length is not a number"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", 400, "Content-Length is not a number"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400, "twice, apart"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413, "larger than the 1000 bytes"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000000000000000000000\r\n\r\n", 413, "larger than the"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "no other Transfer-Encoding"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "not both"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        GateVerdict v;
+        int decided = head(cases[i].text, &v);
+        CHECK(decided == 1 && v.status == cases[i].status && strstr(v.error, cases[i].want),
+              "case %zu: %d %d '%s' (want %d '%s')", i, decided, v.status, v.error, cases[i].status, cases[i].want);
+    }
+    free(line), free(hdr);
+}
+
+/* A refusal's answer is a whole HTTP response whose body is the API's error JSON, of the
+ * length it says, and it closes the connection. */
+static void test_gate_answer(void) {
+    GateVerdict v;
+    head("GET / HTTP/9.9\r\n\r\n", &v);
+    size_t len;
+    char *a = gate_answer(&v, &len);
+    const char *body = strstr(a, "\r\n\r\n");
+    char want[64];
+    snprintf(want, sizeof want, "Content-Length: %zu\r\n", body ? strlen(body + 4) : 0);
+    CHECK(len == strlen(a) && strncmp(a, "HTTP/1.1 505 HTTP Version Not Supported\r\n", 41) == 0 && strstr(a, want) &&
+              strstr(a, "Connection: close\r\n") && strstr(a, "Content-Type: application/json\r\n") && body &&
+              strcmp(body + 4, "{\"error\":\"only HTTP/1.0 and HTTP/1.1 are spoken here\"}") == 0,
+          "%s", a);
+    free(a);
+}
+
+const TestCase serve_tests[] = {
+    {"serve_api_parse_good", test_api_parse_good},
+    {"serve_api_parse_refusals", test_api_parse_refusals},
+    {"serve_api_error_json", test_api_error_json},
+    {"serve_gate_good_heads", test_gate_good_heads},
+    {"serve_gate_waits_for_the_head", test_gate_waits_for_the_head},
+    {"serve_gate_refusals", test_gate_refusals},
+    {"serve_gate_answer", test_gate_answer},
+    {NULL, NULL},
+};
