@@ -115,6 +115,25 @@ rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl"
     grep -q 'The machine is unknown' "$T/cut/report.html" && ok report_of_a_run_without_metrics_or_journal ||
     bad report_of_a_run_without_metrics_or_journal "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
 
+# ---- a long samples.jsonl: training rewrites it at every validation, so it only grows ---------
+cp -r "$T/short" "$T/many"
+"$BOUNDED" "$PY" - "$T/many/samples.jsonl" <<'PYEOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(20000):
+        f.write(json.dumps({"step": 10 * (i + 1), "valid_bleu": 12.5, "samples": [
+            {"line": k, "src": "the old farmer sees a red bird", "ref": "le vieux fermier", "hyp": f"le vieux {i}"}
+            for k in range(3)]}) + "\n")
+PYEOF
+t0=$EPOCHREALTIME
+"$QKV" report "$T/many" >/dev/null 2>&1
+rc=$? took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+rows=$(grep -c '<td class="hyp">le vieux' "$T/many/report.html")
+# linear in the lines: about 0.6 s here, where comparing each line with every later one took 24 s
+[[ $rc -eq 0 && $rows -eq 60000 ]] && awk -v s="$took" 'BEGIN { exit !(s < 5) }' && ok report_of_20000_samples_lines_is_quick ||
+    bad report_of_20000_samples_lines_is_quick "exit $rc, $rows rows, $took s (at most 5)"
+rm -rf "$T/many"
+
 # ---- status: running while it trains, then stopped by the signal ----------------------------
 tiny_config "$T/live.yaml" live "$D" 'steps: 100000, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
 "$BOUNDED" "$QKV_BIN" train "$T/live.yaml" --set run_dir="$T/live" >"$T/live.log" 2>&1 &

@@ -365,6 +365,32 @@ static void evals_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "<p class=\"missing\">%d line(s) of eval.jsonl could not be read.</p>\n", st->evals.bad);
 }
 
+/* Lines in step order, a line without a step after every step, each kind in file order. */
+typedef struct {
+    double step;
+    int line;
+} StepLine;
+static int by_step_then_line(const void *pa, const void *pb) {
+    const StepLine *a = pa, *b = pb;
+    int na = isnan(a->step), nb = isnan(b->step);
+    if (na != nb) return na - nb;
+    if (!na && a->step != b->step) return a->step < b->step ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+/* stands[i] (malloc'd): line i is the last of its step (a resume may validate a step
+ * again; a line without a step stands alone). Sorted, not compared pairwise: the file
+ * gains a line at every validation, and a pairwise scan took 24 s over 20,000 lines. */
+static char *last_of_each_step(const JsonLines *l) {
+    StepLine *order = xmalloc(sizeof *order * (size_t)(l->n ? l->n : 1));
+    char *stands = xcalloc((size_t)(l->n ? l->n : 1), 1);
+    for (int i = 0; i < l->n; i++) order[i] = (StepLine){num(l->v[i], "step"), i};
+    qsort(order, (size_t)l->n, sizeof *order, by_step_then_line);
+    for (int i = 0; i < l->n; i++) stands[order[i].line] = i + 1 == l->n || !(order[i + 1].step == order[i].step);
+    free(order);
+    return stands;
+}
+
 static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
     if (st->samples.n == 0) {
@@ -375,10 +401,10 @@ static void samples_section(StrBuf *sb, const Story *st) {
                       : "samples.jsonl is missing or empty (written at each validation with BLEU)");
         return;
     }
-    /* a resume may validate a step again: the last line of a step stands */
     const json_t *first = st->samples.v[0];
     int ns = (int)json_array_size(json_object_get(first, "samples"));
     sb_printf(sb, "<p>The same %d validation sentences at each validation, greedy, beside their reference.</p>\n", ns);
+    char *stands = last_of_each_step(&st->samples);
     for (int k = 0; k < ns; k++) {
         const json_t *one = json_array_get(json_object_get(first, "samples"), (size_t)k);
         sb_printf(sb, "<div class=\"sample\"><p><b>source</b> (line %.0f): ", num(one, "line"));
@@ -388,10 +414,8 @@ static void samples_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</p>\n<table><tr><th>step</th><th>BLEU</th><th>translation</th></tr>\n");
         for (int i = 0; i < st->samples.n; i++) {
             double step = num(st->samples.v[i], "step");
-            int later = 0;
-            for (int j = i + 1; j < st->samples.n && !later; j++) later = num(st->samples.v[j], "step") == step;
             const json_t *s = json_array_get(json_object_get(st->samples.v[i], "samples"), (size_t)k);
-            if (later || !s) continue;
+            if (!stands[i] || !s) continue;
             sb_printf(sb, "<tr><td>%.0f</td><td>%.2f</td><td class=\"hyp\">", step,
                       num(st->samples.v[i], "valid_bleu"));
             text(sb, str(s, "hyp"));
@@ -399,6 +423,7 @@ static void samples_section(StrBuf *sb, const Story *st) {
         }
         sb_printf(sb, "</table></div>\n");
     }
+    free(stands);
 }
 
 /* ---- attention and heads: the viewer page in a frame ------------------------------------ */
