@@ -115,6 +115,20 @@ rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl"
     grep -q 'The machine is unknown' "$T/cut/report.html" && ok report_of_a_run_without_metrics_or_journal ||
     bad report_of_a_run_without_metrics_or_journal "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
 
+# ---- something other than a file where a run file goes: said what it is, never waited on -------
+cp -r "$T/short" "$T/odd"
+rm -f "$T/odd/metrics.jsonl" "$T/odd/journal.jsonl" "$T/odd/samples.jsonl" "$T/odd/eval.jsonl"
+mkfifo "$T/odd/metrics.jsonl" "$T/odd/samples.jsonl" && ln -s /dev/zero "$T/odd/journal.jsonl" && mkdir "$T/odd/eval.jsonl"
+out=$(QKV_TIMEOUT=30 "$QKV" report "$T/odd" 2>&1)
+rc=$? page=$T/odd/report.html
+[[ $rc -eq 0 ]] && grep -q 'No metrics yet: metrics.jsonl could not be read: a FIFO, not a regular file' "$page" &&
+    grep -q 'No samples: samples.jsonl could not be read: a FIFO, not a regular file' "$page" &&
+    grep -q 'journal.jsonl could not be read: a character device, not a regular file' "$page" &&
+    grep -q 'No evaluations: eval.jsonl could not be read: a directory, not a regular file' "$page" &&
+    ! grep -q 'is missing' "$page" && ok report_says_what_is_wrong_with_a_run_file_that_is_no_file ||
+    bad report_says_what_is_wrong_with_a_run_file_that_is_no_file "exit $rc: $out; $(grep -o 'class="missing">[^<]*' "$page" 2>&1)"
+rm -rf "$T/odd"
+
 # ---- a long samples.jsonl: training rewrites it at every validation, so it only grows ---------
 cp -r "$T/short" "$T/many"
 "$BOUNDED" "$PY" - "$T/many/samples.jsonl" <<'PYEOF'

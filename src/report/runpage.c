@@ -25,10 +25,12 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* A JSON-lines file: its objects, how many lines were not one, whether it was there. */
+/* A JSON-lines file: its objects, how many lines were not one, whether it was there (or
+ * readable: what is wrong with it, when something is there that is no file to read). */
 typedef struct {
     json_t **v;
     int n, bad, absent;
+    char why[256];
 } JsonLines;
 
 typedef struct {
@@ -46,13 +48,17 @@ static void read_jsonl(const char *dir, const char *file, JsonLines *out) {
     snprintf(path, sizeof path, "%s/%s", dir, file);
     struct stat st;
     *out = (JsonLines){0};
-    if (stat(path, &st) != 0) {
+    if (lstat(path, &st) != 0) {
         out->absent = 1;
         return;
     }
+    /* a FIFO, a directory, a device (or a link to one) is refused at once, never waited on */
     char *text = read_file_max(path, CURVES_METRICS_MAX, NULL);
     if (!text) {
         out->absent = 1;
+        size_t skip = strncmp(err_msg(), path, strlen(path)) == 0 && err_msg()[strlen(path)] == ':' ? strlen(path) + 2
+                                                                                                    : 0;
+        snprintf(out->why, sizeof out->why, "%s", err_msg() + skip);
         return;
     }
     int cap = 0;
@@ -90,6 +96,16 @@ static void text(StrBuf *sb, const char *s) {
             sb_append_xml(sb, one);
         }
     }
+}
+
+/* "<file> is missing", or what is wrong with what is there */
+static void absence(StrBuf *sb, const char *file, const JsonLines *l) {
+    if (!l->why[0]) {
+        sb_printf(sb, "%s is missing", file);
+        return;
+    }
+    sb_printf(sb, "%s could not be read: ", file);
+    text(sb, l->why);
 }
 
 static void duration(char *buf, size_t n, double s) {
@@ -165,7 +181,9 @@ static void header(StrBuf *sb, const Story *st) {
         sb_printf(sb, " (the %s of step %.0f, %s)", str(began, "event"), num(began, "step"),
                   str(began, "time") ? str(began, "time") : "");
     } else {
-        sb_printf(sb, "The machine is unknown: the run has no journal.jsonl (runs trained before it existed).");
+        sb_printf(sb, "The machine is unknown: ");
+        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal), sb_printf(sb, ".");
+        else sb_printf(sb, "the run has no journal.jsonl (runs trained before it existed).");
     }
     sb_printf(sb, "</p>\n<p class=\"where\">Run directory <code>");
     text(sb, st->dir);
@@ -248,9 +266,12 @@ static void data_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h3>Data</h3>\n");
     const json_t *began = last_event(st, "start", "resume"), *d = began ? json_object_get(began, "data") : NULL;
     if (!d) {
-        sb_printf(sb,
-                  "<p class=\"missing\">No data summary: journal.jsonl %s (it is written when training starts).</p>\n",
-                  st->journal.absent ? "is missing" : "holds no start");
+        sb_printf(sb, "<p class=\"missing\">No data summary: ");
+        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal);
+        else
+            sb_printf(sb, "journal.jsonl %s (it is written when training starts)",
+                      st->journal.absent ? "is missing" : "holds no start");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     sb_printf(sb, "<p>Tokenizer <b>%s</b>; vocabularies: %.0f source, %.0f target tokens (%s)", str(d, "tokenizer"),
@@ -273,10 +294,10 @@ static void data_section(StrBuf *sb, const Story *st) {
 static void curves_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
     if (st->metrics.absent || st->metrics.n == 0) {
-        sb_printf(sb, "<p class=\"missing\">No metrics yet: metrics.jsonl is %s.</p>\n",
-                  st->metrics.absent ? "missing"
-                  : st->metrics.bad  ? "cut short (no whole line)"
-                                     : "empty");
+        sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
+        if (st->metrics.absent) absence(sb, "metrics.jsonl", &st->metrics);
+        else sb_printf(sb, "metrics.jsonl is %s", st->metrics.bad ? "cut short (no whole line)" : "empty");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     if (st->metrics.bad)
@@ -339,10 +360,12 @@ static const char *base_name(const char *path) {
 static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
     if (st->evals.n == 0) {
-        sb_printf(sb,
-                  "<p class=\"missing\">No evaluations: eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> "
-                  "adds a line).</p>\n",
-                  st->evals.absent ? "missing" : "empty");
+        sb_printf(sb, "<p class=\"missing\">No evaluations: ");
+        if (st->evals.why[0]) absence(sb, "eval.jsonl", &st->evals);
+        else
+            sb_printf(sb, "eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> adds a line)",
+                      st->evals.absent ? "missing" : "empty");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     sb_printf(sb, "<table><tr><th>checkpoint</th><th>step</th><th>test set</th><th>sentences</th><th>BLEU</th>"
@@ -394,11 +417,15 @@ static char *last_of_each_step(const JsonLines *l) {
 static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
     if (st->samples.n == 0) {
-        sb_printf(sb, "<p class=\"missing\">No samples: %s.</p>\n",
-                  st->have_cfg && !st->cfg.train.valid_bleu
-                      ? "the run does not decode its validation set (train.valid_bleu: true records three sentences' "
-                        "translations at each validation)"
-                      : "samples.jsonl is missing or empty (written at each validation with BLEU)");
+        sb_printf(sb, "<p class=\"missing\">No samples: ");
+        if (st->samples.why[0]) absence(sb, SAMPLES_FILE, &st->samples);
+        else
+            sb_printf(sb, "%s",
+                      st->have_cfg && !st->cfg.train.valid_bleu
+                          ? "the run does not decode its validation set (train.valid_bleu: true records "
+                            "three sentences' translations at each validation)"
+                          : "samples.jsonl is missing or empty (written at each validation with BLEU)");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     const json_t *first = st->samples.v[0];
@@ -445,9 +472,13 @@ static void attention_section(StrBuf *sb, const Story *st) {
     char watch_dir[CONFIG_PATH_MAX + 16];
     snprintf(watch_dir, sizeof watch_dir, "%s/watch", st->dir);
     struct stat sst;
-    if (stat(watch_dir, &sst) != 0) {
+    if (lstat(watch_dir, &sst) != 0) {
         sb_printf(sb, "<p class=\"missing\">No watched sentences: train.watch lists sentences whose attention is "
                       "recorded at every validation.</p>\n");
+        return;
+    }
+    if (stat(watch_dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
+        sb_printf(sb, "<p class=\"missing\">The watched sentences could not be read: watch is not a directory.</p>\n");
         return;
     }
     if (watch_load(st->dir, &w) != 0) {
