@@ -143,7 +143,7 @@ static void status_line(StrBuf *sb, const Story *st, double step, int steps) {
     if (running && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
     if (running || finished || st->journal.absent) return;
     if (how && strcmp(how, "done") != 0) {
-        sb_printf(sb, "; the last ended: %s", how);
+        sb_printf(sb, "; the last ended: "), text(sb, how);
         if (json_is_integer(json_object_get(end, "signal")))
             sb_printf(sb, " by signal %lld", json_integer_value(json_object_get(end, "signal")));
         if (str(end, "error")) sb_printf(sb, ": "), text(sb, str(end, "error"));
@@ -169,8 +169,9 @@ static void header(StrBuf *sb, const Story *st) {
     const json_t *m = began ? json_object_get(began, "machine") : NULL;
     if (m) {
         text(sb, str(m, "cpu") ? str(m, "cpu") : "an unknown CPU");
-        sb_printf(sb, ", %lld cores; OpenBLAS %s kernels", json_integer_value(json_object_get(m, "cores")),
-                  str(m, "openblas") ? str(m, "openblas") : "?");
+        sb_printf(sb, ", %lld cores; OpenBLAS ", json_integer_value(json_object_get(m, "cores")));
+        text(sb, str(m, "openblas") ? str(m, "openblas") : "?");
+        sb_printf(sb, " kernels");
         if (str(m, "openblas_coretype"))
             sb_printf(sb, " (OPENBLAS_CORETYPE="), text(sb, str(m, "openblas_coretype")), sb_printf(sb, ")");
         sb_printf(sb, "; %lld training thread%s", json_integer_value(json_object_get(m, "threads")),
@@ -178,8 +179,9 @@ static void header(StrBuf *sb, const Story *st) {
         if (json_integer_value(json_object_get(m, "ranks")) > 1)
             sb_printf(sb, " x %lld MPI ranks", json_integer_value(json_object_get(m, "ranks")));
         if (str(m, "host")) sb_printf(sb, "; host "), text(sb, str(m, "host"));
-        sb_printf(sb, " (the %s of step %.0f, %s)", str(began, "event"), num(began, "step"),
-                  str(began, "time") ? str(began, "time") : "");
+        sb_printf(sb, " (the "), text(sb, str(began, "event"));
+        sb_printf(sb, " of step %.0f, ", num(began, "step"));
+        text(sb, str(began, "time")), sb_printf(sb, ")");
     } else {
         sb_printf(sb, "The machine is unknown: ");
         if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal), sb_printf(sb, ".");
@@ -274,8 +276,8 @@ static void data_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, ".</p>\n");
         return;
     }
-    sb_printf(sb, "<p>Tokenizer <b>%s</b>; vocabularies: %.0f source, %.0f target tokens (%s)", str(d, "tokenizer"),
-              num(d, "src_vocab"), num(d, "tgt_vocab"),
+    sb_printf(sb, "<p>Tokenizer <b>"), text(sb, str(d, "tokenizer"));
+    sb_printf(sb, "</b>; vocabularies: %.0f source, %.0f target tokens (%s)", num(d, "src_vocab"), num(d, "tgt_vocab"),
               json_is_true(json_object_get(d, "shared_vocab")) ? "shared" : "separate");
     if (isfinite(num(began, "parameters"))) sb_printf(sb, "; %.2fM parameters", num(began, "parameters") / 1e6);
     sb_printf(sb, ".</p>\n<table><tr><th>split</th><th>lines</th><th>pairs kept</th><th>dropped: an empty side</th>"
@@ -502,6 +504,31 @@ static void attention_section(StrBuf *sb, const Story *st) {
     watch_free(&w);
 }
 
+/* heads/heads.svg as an image: a picture in <img> runs no script and loads nothing, whatever
+ * the file holds, where the same markup pasted into the page would run its scripts */
+static void pruning_curve(StrBuf *sb, const Story *st) {
+    char path[CONFIG_PATH_MAX + 32];
+    struct stat sst;
+    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
+    if (lstat(path, &sst) != 0) {
+        sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
+        return;
+    }
+    size_t len;
+    char *svg = read_file_max(path, CURVES_METRICS_MAX, &len);
+    if (!svg) {
+        sb_printf(sb, "<p class=\"missing\">The pruning curve could not be read: ");
+        text(sb, err_msg());
+        sb_printf(sb, "</p>\n");
+        return;
+    }
+    sb_printf(sb, "<div class=\"curve\"><img alt=\"the pruning curve (heads/heads.svg)\" style=\"max-width:100%%\" "
+                  "src=\"data:image/svg+xml;base64,");
+    sb_append_base64(sb, svg, len);
+    sb_printf(sb, "\"></div>\n");
+    free(svg);
+}
+
 /* the grid alone (the viewer's heads view without sentences): heads/index.html holds the
  * maps of the set's first sentences too, megabytes the report links to instead */
 static void heads_section(StrBuf *sb, const Story *st) {
@@ -539,11 +566,7 @@ static void heads_section(StrBuf *sb, const Story *st) {
     sb_free(&page);
     free(json);
     json_decref(view), json_decref(heads);
-    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
-    char *svg = read_file_max(path, CURVES_METRICS_MAX, NULL);
-    if (svg && strstr(svg, "<svg")) sb_printf(sb, "<div class=\"curve\">%s</div>\n", strstr(svg, "<svg"));
-    else sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
-    free(svg);
+    pruning_curve(sb, st);
 }
 
 /* ---- the page ------------------------------------------------------------------------------ */
