@@ -40,6 +40,21 @@ out=$("$QKV" report "$T/full" 2>&1)
     ok report_out_option || bad report_out_option "no $T/elsewhere.html"
 expect_error report_not_a_run 2 "nope: not a run directory" "$QKV" report "$T/nope"
 expect_error report_empty_out 2 "^qkv: --out: an empty file name" "$QKV" report "$T/full" --out ""
+# --out is replaced whole by a rename: never a FIFO or a device node, nor one of the files
+# the page is made from (anything in the run but its report.html, however it is spelled)
+mkfifo "$T/page.fifo" && ln -s /dev/null "$T/null.html" && ln -s "$T/full/config.yaml" "$T/config-link.html" && cp "$T/full/config.yaml" "$T/config.before"
+expect_error report_out_refuses_a_fifo 2 "^qkv: $T/page.fifo: a FIFO, not a regular file$" "$QKV" report "$T/full" --out "$T/page.fifo"
+expect_error report_out_refuses_a_device 2 "^qkv: $T/null.html: a character device, not a regular file$" "$QKV" report "$T/full" --out "$T/null.html"
+expect_error report_out_refuses_the_runs_config 2 "^qkv: $T/full/../full/config.yaml: --out is inside the run $T/full, whose files" \
+    "$QKV" report "$T/full" --out "$T/full/../full/config.yaml"
+expect_error report_out_refuses_a_checkpoint 2 "^qkv: $T/full/ckpt/best.safetensors: --out is inside the run" \
+    "$QKV" report "$T/full" --out "$T/full/ckpt/best.safetensors"
+expect_error report_out_refuses_a_link_to_a_run_file 2 "^qkv: $T/config-link.html: --out is inside the run" \
+    "$QKV" report "$T/full" --out "$T/config-link.html"
+"$QKV" report "$T/full" --out "$T/full/../full/report.html" >/dev/null 2>&1 && [[ -p $T/page.fifo && -L $T/null.html ]] &&
+    cmp -s "$T/full/config.yaml" "$T/config.before" && ok report_out_refused_leaves_the_files_alone ||
+    bad report_out_refused_leaves_the_files_alone "$(ls -la "$T/page.fifo" "$T/null.html" "$T/full/config.yaml" 2>&1)"
+rm -f "$T/page.fifo" "$T/null.html" "$T/config-link.html" "$T/config.before"
 
 # every part of the full run is there; the short run's page names what it lacks
 full=$T/full/report.html

@@ -610,6 +610,9 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     if (stat(dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) return err_set("%s: not a run directory", dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", dir);
     if (stat(cfg_path, &sst) != 0) return err_set("%s: not a run directory (no config.yaml)", dir);
+    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
+    /* the rename would put the page in place of a FIFO or a device node */
+    if (regular_or_absent(out) != 0) return -1;
     config_defaults(&st.cfg);
     st.have_cfg = config_load(&st.cfg, cfg_path) == 0;
     if (!st.have_cfg) snprintf(st.cfg_error, sizeof st.cfg_error, "%s", err_msg());
@@ -620,7 +623,6 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     st.holder = st.o->running ? 0 : run_lock_holder(dir);
     StrBuf sb = {0};
     page(&sb, &st);
-    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
     int rc = write_file_atomic(out, sb.buf, sb.len);
     if (rc == 0 && bytes) *bytes = (long)sb.len;
     sb_free(&sb);
