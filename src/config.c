@@ -613,6 +613,18 @@ static int put_yaml_string(StrBuf *sb, const char *s) {
     return 0;
 }
 
+/* The shortest %g spelling of v that strtod reads back as v, bit for bit (0.1, where %.17g
+ * writes 0.10000000000000001): the resolved config is read by people, and a resume, an
+ * export or rank 1 reads the very double the run used. 17 digits always round-trip. */
+static void put_float(StrBuf *sb, double v) {
+    char buf[40];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    sb_printf(sb, "%s\n", buf);
+}
+
 int config_text_parts(const Config *c, const char *name, ConfigTextFn fn, void *ctx) {
     Config def;
     config_defaults(&def);
@@ -644,7 +656,7 @@ int config_text_parts(const Config *c, const char *name, ConfigTextFn fn, void *
         switch (k->type) {
         case KEY_INT: sb_printf(&sb, "%d\n", *(const int *)field); break;
         case KEY_INT64: sb_printf(&sb, "%lld\n", (long long)*(const int64_t *)field); break;
-        case KEY_FLOAT: sb_printf(&sb, "%.17g\n", *(const double *)field); break;
+        case KEY_FLOAT: put_float(&sb, *(const double *)field); break;
         case KEY_BOOL: sb_printf(&sb, "%s\n", *(const int *)field ? "true" : "false"); break;
         case KEY_STRING:
             if (put_yaml_string(&sb, field) != 0) {

@@ -250,6 +250,21 @@ expect_error "eval_result_file_is_a_directory" 2 "eval.jsonl: cannot append the 
 rmdir "$run/eval.jsonl"
 mkdir -p "$T/plotdir/curves.svg" && cp "$run/metrics.jsonl" "$T/plotdir/"
 expect_error "plot_output_is_a_directory" 2 "curves.svg: cannot rename into place: Is a directory" "$QKV" plot "$T/plotdir"
+# --out is replaced whole by a rename: never a FIFO or a device node (nor what a link there
+# points to), a file of the run the export reads, or the very weights file it reads
+mkfifo "$T/export.fifo" && ln -s /dev/null "$T/null.safetensors" && cp "$run/config.yaml" "$T/config.before"
+"$QKV" export "$run" --out "$T/self.safetensors" >/dev/null 2>&1 && cp "$T/self.safetensors" "$T/self.before"
+expect_error "export_refuses_the_file_it_reads" 2 "^qkv: $T/self.safetensors: --out is the weights file the export reads" \
+    "$QKV" export "$T/self.safetensors" --out "$T/self.safetensors"
+expect_error "export_refuses_a_fifo" 2 "^qkv: $T/export.fifo: a FIFO, not a regular file$" "$QKV" export "$run" --out "$T/export.fifo"
+expect_error "export_refuses_a_link_to_a_device" 2 "^qkv: $T/null.safetensors: a character device, not a regular file$" \
+    "$QKV" export "$run" --out "$T/null.safetensors"
+expect_error "export_refuses_the_runs_config" 2 "^qkv: $run/../copyrun/config.yaml: --out is a file of the run $run, which the export would replace" \
+    "$QKV" export "$run" --out "$run/../copyrun/config.yaml"
+[[ -p $T/export.fifo && -L $T/null.safetensors ]] && cmp -s "$run/config.yaml" "$T/config.before" &&
+    cmp -s "$T/self.safetensors" "$T/self.before" && ok "export_refused_leaves_the_files_alone" ||
+    bad "export_refused_leaves_the_files_alone" "$(ls -la "$T/export.fifo" "$T/null.safetensors" 2>&1)"
+rm -f "$T/export.fifo" "$T/null.safetensors" "$T/config.before" "$T/self.safetensors" "$T/self.before"
 err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)
 rc=$?
 [[ $rc -eq 1 && $err == *"write failed: File too large" && $(wc -l <<<"$err") -eq 1 ]] && ok "export_write_fault_is_runtime" || bad "export_write_fault_is_runtime" "exit $rc: $err"

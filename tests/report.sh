@@ -4,8 +4,9 @@
 # headless Chromium with no JS errors (screenshots in build/); the page loads nothing
 # from the network; its curves hold metrics.jsonl's values exactly; a run with an empty
 # or cut metrics.jsonl still gets a page that says what is missing; the status reads
-# running, then stopped by the signal, then killed without a word; and training goes on
-# when the page cannot be written. Ends with "N passed, N failed, N skipped".
+# running, then stopped by the signal, then killed without a word; training goes on
+# when the page cannot be written; and strings and pictures from the run's files are
+# shown, never run (a page with scripts planted in them runs none in Chromium). Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -39,12 +40,27 @@ out=$("$QKV" report "$T/full" 2>&1)
     ok report_out_option || bad report_out_option "no $T/elsewhere.html"
 expect_error report_not_a_run 2 "nope: not a run directory" "$QKV" report "$T/nope"
 expect_error report_empty_out 2 "^qkv: --out: an empty file name" "$QKV" report "$T/full" --out ""
+# --out is replaced whole by a rename: never a FIFO or a device node, nor one of the files
+# the page is made from (anything in the run but its report.html, however it is spelled)
+mkfifo "$T/page.fifo" && ln -s /dev/null "$T/null.html" && ln -s "$T/full/config.yaml" "$T/config-link.html" && cp "$T/full/config.yaml" "$T/config.before"
+expect_error report_out_refuses_a_fifo 2 "^qkv: $T/page.fifo: a FIFO, not a regular file$" "$QKV" report "$T/full" --out "$T/page.fifo"
+expect_error report_out_refuses_a_device 2 "^qkv: $T/null.html: a character device, not a regular file$" "$QKV" report "$T/full" --out "$T/null.html"
+expect_error report_out_refuses_the_runs_config 2 "^qkv: $T/full/../full/config.yaml: --out is inside the run $T/full, whose files" \
+    "$QKV" report "$T/full" --out "$T/full/../full/config.yaml"
+expect_error report_out_refuses_a_checkpoint 2 "^qkv: $T/full/ckpt/best.safetensors: --out is inside the run" \
+    "$QKV" report "$T/full" --out "$T/full/ckpt/best.safetensors"
+expect_error report_out_refuses_a_link_to_a_run_file 2 "^qkv: $T/config-link.html: --out is inside the run" \
+    "$QKV" report "$T/full" --out "$T/config-link.html"
+"$QKV" report "$T/full" --out "$T/full/../full/report.html" >/dev/null 2>&1 && [[ -p $T/page.fifo && -L $T/null.html ]] &&
+    cmp -s "$T/full/config.yaml" "$T/config.before" && ok report_out_refused_leaves_the_files_alone ||
+    bad report_out_refused_leaves_the_files_alone "$(ls -la "$T/page.fifo" "$T/null.html" "$T/full/config.yaml" 2>&1)"
+rm -f "$T/page.fifo" "$T/null.html" "$T/config-link.html" "$T/config.before"
 
 # every part of the full run is there; the short run's page names what it lacks
 full=$T/full/report.html
 missing=$(grep -c 'class="missing"' "$full")
 [[ $missing -eq 0 ]] && grep -q '<iframe id="watch"' "$full" && grep -q '<iframe id="headgrid"' "$full" &&
-    grep -q 'BLEU as heads are removed' "$full" && grep -q '<td class="hyp">' "$full" && grep -q '<b>finished</b>' "$full" &&
+    grep -q '<img alt="the pruning curve (heads/heads.svg)" style="max-width:100%" src="data:image/svg+xml;base64,' "$full" && grep -q '<td class="hyp">' "$full" && grep -q '<b>finished</b>' "$full" &&
     ok report_full_run_has_every_part || bad report_full_run_has_every_part "$missing parts missing: $(grep -o 'class="missing">[^<]*' "$full")"
 short=$T/short/report.html
 grep -q 'No samples' "$short" && grep -q 'No watched sentences' "$short" && grep -q 'No evaluations' "$short" &&
@@ -56,6 +72,68 @@ grep -q '^<mark>  d_model: 32</mark>$' "$full" && grep -q '^  heads: 4$' "$full"
     bad report_marks_the_changed_config_keys "$(grep -A3 '<pre class="config">' "$full")"
 grep -q 'class="resume"' "$full" && grep -q 'resumed at step 100' "$full" && grep -q 'the resume of step 100' "$full" &&
     ok report_marks_the_resume || bad report_marks_the_resume "no resume mark"
+
+# ---- what a run's files say is shown as text: no string of theirs becomes markup or script ----
+# payloads in every string the page shows from journal.jsonl, eval.jsonl and samples.jsonl,
+# and a heads.svg with scripts of its own; each one that ran would mark the page
+cp -r "$T/full" "$T/evil"
+sed -i 's/^  steps: .*/  steps: 100000/' "$T/evil/config.yaml" # not finished: the end line's how is shown
+"$BOUNDED" "$PY" - "$T/evil" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+mark = "document.documentElement.setAttribute('data-pwned', '%s')"
+tag = lambda w: f'<img src=x onerror="{mark % w}">'
+script = lambda w: f"</script><script>{mark % w}</script><!--"
+rows = [json.loads(l) for l in open(d + "/journal.jsonl")]
+for o in rows:
+    if o.get("event") in ("start", "resume"):
+        o["time"], o["data"]["tokenizer"] = tag("time"), tag("tokenizer")
+        m = o["machine"]
+        m["openblas"], m["cpu"], m["host"], m["openblas_coretype"] = script("openblas"), tag("cpu"), tag("host"), tag("coretype")
+rows.append({"event": "end", "step": 1, "how": tag("how"), "signal": 15, "error": script("error")})
+open(d + "/journal.jsonl", "w").write("".join(json.dumps(o) + "\n" for o in rows))
+for name, keys in (("eval.jsonl", ("weights", "src", "mask_heads")), ("samples.jsonl", ())):
+    rows = [json.loads(l) for l in open(d + "/" + name)]
+    for o in rows:
+        for k in keys: o[k] = tag(k)
+        for s in o.get("samples", []): s["src"], s["ref"], s["hyp"] = tag("src"), script("ref"), tag("hyp")
+    open(d + "/" + name, "w").write("".join(json.dumps(o) + "\n" for o in rows))
+open(d + "/heads/heads.svg", "w").write(
+    f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" onload="{mark % "svg-onload"}">'
+    f'<script>{mark % "svg-script"}</script><foreignObject><img xmlns="http://www.w3.org/1999/xhtml" src="x" '
+    f'onerror="{mark % "svg-img"}"/></foreignObject><rect width="10" height="10"/></svg>')
+PYEOF
+"$QKV" report "$T/evil" >/dev/null 2>&1
+check=$("$BOUNDED" "$PY" - "$T/evil/report.html" "$T/full/report.html" "$T/evil/heads/heads.svg" <<'PYEOF'
+import base64, html.parser, sys
+class Page(html.parser.HTMLParser):
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.scripts, self.handlers, self.imgs, self.text = 0, [], [], []
+        self.feed(text)
+    def handle_starttag(self, t, attrs):
+        self.scripts += t == "script"
+        self.handlers += [f"<{t} {k}>" for k, _ in attrs if k.startswith("on")]
+        if t == "img": self.imgs.append(dict(attrs).get("src", ""))
+    def handle_data(self, d): self.text.append(d)
+evil, full = Page(open(sys.argv[1], encoding="utf-8").read()), Page(open(sys.argv[2], encoding="utf-8").read())
+shown = "".join(evil.text)
+svg = open(sys.argv[3], "rb").read()
+wrong = []
+if evil.scripts != full.scripts: wrong.append(f"{evil.scripts} scripts, not {full.scripts}")
+if evil.handlers: wrong.append(f"event handlers {evil.handlers[:3]}")
+prefix = "data:image/svg+xml;base64,"
+if [s[:len(prefix)] for s in evil.imgs] != [prefix] or base64.b64decode(evil.imgs[0][len(prefix):]) != svg:
+    wrong.append(f"images {[s[:40] for s in evil.imgs]}, not heads.svg as one data: URI")
+for w in ("time", "tokenizer", "cpu", "host", "coretype", "how", "weights", "src", "mask_heads", "hyp"):
+    if f"""setAttribute('data-pwned', '{w}')">""" not in shown: wrong.append(f"{w} not shown as text")
+for w in ("openblas", "error", "ref"):
+    if f"""<script>document.documentElement.setAttribute('data-pwned', '{w}')</script><!--""" not in shown:
+        wrong.append(f"{w} not shown as text")
+print("; ".join(wrong) or "ok")
+PYEOF
+)
+[[ $check == ok ]] && ok report_shows_the_run_files_strings_as_text || bad report_shows_the_run_files_strings_as_text "$check"
 
 # nothing from the network: no element, style or frame loads an http(s) address (the SVG
 # namespace names are names, not loads); the frames' pages are inside the attribute
@@ -115,6 +193,39 @@ rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl"
     grep -q 'The machine is unknown' "$T/cut/report.html" && ok report_of_a_run_without_metrics_or_journal ||
     bad report_of_a_run_without_metrics_or_journal "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
 
+# ---- something other than a file where a run file goes: said what it is, never waited on -------
+cp -r "$T/short" "$T/odd"
+rm -f "$T/odd/metrics.jsonl" "$T/odd/journal.jsonl" "$T/odd/samples.jsonl" "$T/odd/eval.jsonl"
+mkfifo "$T/odd/metrics.jsonl" "$T/odd/samples.jsonl" && ln -s /dev/zero "$T/odd/journal.jsonl" && mkdir "$T/odd/eval.jsonl"
+out=$(QKV_TIMEOUT=30 "$QKV" report "$T/odd" 2>&1)
+rc=$? page=$T/odd/report.html
+[[ $rc -eq 0 ]] && grep -q 'No metrics yet: metrics.jsonl could not be read: a FIFO, not a regular file' "$page" &&
+    grep -q 'No samples: samples.jsonl could not be read: a FIFO, not a regular file' "$page" &&
+    grep -q 'journal.jsonl could not be read: a character device, not a regular file' "$page" &&
+    grep -q 'No evaluations: eval.jsonl could not be read: a directory, not a regular file' "$page" &&
+    ! grep -q 'is missing' "$page" && ok report_says_what_is_wrong_with_a_run_file_that_is_no_file ||
+    bad report_says_what_is_wrong_with_a_run_file_that_is_no_file "exit $rc: $out; $(grep -o 'class="missing">[^<]*' "$page" 2>&1)"
+rm -rf "$T/odd"
+
+# ---- a long samples.jsonl: training rewrites it at every validation, so it only grows ---------
+cp -r "$T/short" "$T/many"
+"$BOUNDED" "$PY" - "$T/many/samples.jsonl" <<'PYEOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(20000):
+        f.write(json.dumps({"step": 10 * (i + 1), "valid_bleu": 12.5, "samples": [
+            {"line": k, "src": "the old farmer sees a red bird", "ref": "le vieux fermier", "hyp": f"le vieux {i}"}
+            for k in range(3)]}) + "\n")
+PYEOF
+t0=$EPOCHREALTIME
+"$QKV" report "$T/many" >/dev/null 2>&1
+rc=$? took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+rows=$(grep -c '<td class="hyp">le vieux' "$T/many/report.html")
+# linear in the lines: about 0.6 s here, where comparing each line with every later one took 24 s
+[[ $rc -eq 0 && $rows -eq 60000 ]] && awk -v s="$took" 'BEGIN { exit !(s < 5) }' && ok report_of_20000_samples_lines_is_quick ||
+    bad report_of_20000_samples_lines_is_quick "exit $rc, $rows rows, $took s (at most 5)"
+rm -rf "$T/many"
+
 # ---- status: running while it trains, then stopped by the signal ----------------------------
 tiny_config "$T/live.yaml" live "$D" 'steps: 100000, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
 "$BOUNDED" "$QKV_BIN" train "$T/live.yaml" --set run_dir="$T/live" >"$T/live.log" 2>&1 &
@@ -171,6 +282,11 @@ else
         [[ -s $shot && -z $console ]] && ok "report_${run}_run_loads_in_chromium_without_errors" ||
             bad "report_${run}_run_loads_in_chromium_without_errors" "screenshot: $(ls -la "$shot" 2>&1); console: $console"
     done
+    # the page whose run files carry scripts: none of them runs
+    dom=$("$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-evil}" --dump-dom \
+        "file://$T/evil/report.html" 2>"$T/browser-evil.err")
+    [[ $dom == *'<h2 id="heads">'* && $dom != *'data-pwned="'* ]] && ok report_run_file_scripts_do_not_run_in_chromium ||
+        bad report_run_file_scripts_do_not_run_in_chromium "$(grep -o 'data-pwned="[^"]*"' <<<"$dom" | head -3) $(tail -c 300 "$T/browser-evil.err")"
 fi
 
 finish

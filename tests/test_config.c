@@ -1,4 +1,6 @@
 /* Config: defaults, every error path with its file:line:col, --set, the resolved config. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,8 +48,9 @@ static void test_defaults_and_minimal(void) {
 }
 
 /* The resolved config of the defaults, byte for byte as config_defaults gave it while it
- * was a hand-written list, before the key table carried the defaults. %.17g pins every
- * number to the bit, so a default moved by a table edit fails here. */
+ * was a hand-written list, before the key table carried the defaults. Each number is the
+ * shortest spelling that reads back as the same double, which pins it to the bit, so a
+ * default moved by a table edit fails here (test_resolved_floats_read_back_exactly). */
 static const char defaults_text[] = "# resolved config: every key, defaults included\n"
                                     "name: \"\"\n"
                                     "run_dir: \"\"\n"
@@ -73,7 +76,7 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "  d_ff: 512\n"
                                     "  encoder_layers: 3\n"
                                     "  decoder_layers: 3\n"
-                                    "  dropout: 0.10000000000000001\n"
+                                    "  dropout: 0.1\n"
                                     "  norm: post\n"
                                     "  tie_embeddings: true\n"
                                     "train:\n"
@@ -84,14 +87,14 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "    schedule: noam\n"
                                     "    factor: 1\n"
                                     "    warmup: 400\n"
-                                    "    value: 0.00029999999999999997\n"
+                                    "    value: 0.0003\n"
                                     "  adam:\n"
-                                    "    beta1: 0.90000000000000002\n"
-                                    "    beta2: 0.97999999999999998\n"
-                                    "    eps: 1.0000000000000001e-09\n"
+                                    "    beta1: 0.9\n"
+                                    "    beta2: 0.98\n"
+                                    "    eps: 1e-09\n"
                                     "    weight_decay: 0\n"
                                     "  clip_norm: 1\n"
-                                    "  label_smoothing: 0.10000000000000001\n"
+                                    "  label_smoothing: 0.1\n"
                                     "  log_every: 50\n"
                                     "  valid_every: 500\n"
                                     "  checkpoint_every: 500\n"
@@ -210,6 +213,29 @@ static void test_resolved_config_round_trip(void) {
     unlink(out);
 }
 
+/* A float key written and read again is the same double, bit for bit, however many digits
+ * it needs: random doubles over [0, 1) at every scale from 1 to 1e-12, and the neighbours
+ * of 0.1 (0.1 itself is written as 0.1, one ulp off needs all 17 digits) */
+static void test_resolved_floats_read_back_exactly(void) {
+    uint64_t state = 42;
+    for (int i = 0; i < 2000; i++) {
+        Config a, b;
+        config_defaults(&a);
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(state >> 11) / 9007199254740992.0; /* 53 random bits */
+        a.model.dropout = i == 0 ? 0.1 : i == 1 ? nextafter(0.1, 1) : i == 2 ? nextafter(0.1, 0) : u;
+        a.train.lr.value = u * pow(10, -(i % 13));
+        char *text = config_text(&a, "floats");
+        config_defaults(&b);
+        int read = text && config_parse(&b, text, strlen(text), "floats") == 0;
+        CHECK(read && b.model.dropout == a.model.dropout && b.train.lr.value == a.train.lr.value,
+              "%.17g and %.17g came back as %.17g and %.17g: %s", a.model.dropout, a.train.lr.value, b.model.dropout,
+              b.train.lr.value, read ? "" : err_msg());
+        CHECK(i != 0 || strstr(text, "\n  dropout: 0.1\n"), "0.1 not written as 0.1");
+        free(text);
+    }
+}
+
 /* Every byte a path may hold comes back from the resolved config as it was: quote,
  * backslash, tab, control bytes, DEL, line breaks YAML would fold, non-ASCII (a name is a
  * directory name, so it keeps to printable characters: quote, backslash, non-ASCII). */
@@ -273,6 +299,7 @@ const TestCase config_tests[] = {
     {"config_yaml_limits", test_yaml_limits},
     {"config_set_overrides", test_set_overrides},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
+    {"config_resolved_floats_read_back_exactly", test_resolved_floats_read_back_exactly},
     {"config_resolved_odd_strings_round_trip", test_resolved_config_odd_strings},
     {"config_watch_list", test_watch_list},
     {NULL, NULL},

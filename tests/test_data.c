@@ -68,6 +68,18 @@ static void test_utf8_validation(void) {
     CHECK(!utf8_valid("\xFF", 1), "0xFF accepted");
 }
 
+/* RFC 4648's test vectors, each padding case, and a byte above 127 */
+static void test_base64(void) {
+    const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar", "\xff\xfe<"};
+    const char *want[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy", "//48"};
+    for (int i = 0; i < 8; i++) {
+        StrBuf sb = {0};
+        sb_append_base64(&sb, in[i], strlen(in[i]));
+        CHECK(strcmp(sb.buf ? sb.buf : "", want[i]) == 0, "base64 of '%s': '%s', not '%s'", in[i], sb.buf, want[i]);
+        sb_free(&sb);
+    }
+}
+
 static void test_vocab_build_prune_save_load(void) {
     Vocab v;
     vocab_init(&v);
@@ -233,6 +245,7 @@ static void test_adam_first_step(void) {
 const TestCase data_tests[] = {
     {"tokenize_word_and_char", test_tokenize_word_and_char},
     {"tokenize_utf8_validation", test_utf8_validation},
+    {"text_base64", test_base64},
     {"vocab_build_prune_save_load", test_vocab_build_prune_save_load},
     {"read_file_lines_crlf_last_line_nul", test_read_file_lines},
     {"corpus_ragged_empty_long", test_corpus_ragged_and_filters},

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/cmdutil.h"
@@ -31,6 +32,27 @@ static int average_last(Run *r, int n) {
     free_lines(paths, got);
     ckpt_meta_free(&r->meta);
     r->meta = meta;
+    return 0;
+}
+
+/* 1 (the error set) when writing out would replace a file the export reads or the run keeps:
+ * a checkpoint of the run (there yet or not), the very weights read (an export given as
+ * the source), or any file already in the run's directory (its config, metrics, vocabularies) */
+static int replaces_own_file(const Run *r, const char *out) {
+    char cfg[CONFIG_PATH_MAX + 32];
+    struct stat o, w, st;
+    if (run_is_own_checkpoint(r->dir, out))
+        return err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file",
+                       out, r->dir),
+               1;
+    if (stat(out, &o) == 0 && stat(r->weights, &w) == 0 && o.st_dev == w.st_dev && o.st_ino == w.st_ino)
+        return err_set("%s: --out is the weights file the export reads (%s): choose another file", out, r->weights), 1;
+    /* an exported file read alone has no run: its directory is anyone's */
+    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, "config.yaml"), &st) == 0;
+    if (is_run && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
+        return err_set("%s: --out is a file of the run %s, which the export would replace: choose another file", out,
+                       r->dir),
+               1;
     return 0;
 }
 
@@ -61,12 +83,11 @@ int cmd_export(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !out) return cmd_usage_of(&cmd_export_spec);
+    /* the rename would put the weights in place of a FIFO or a device node */
+    if (regular_or_absent(out) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
-    /* an export there would replace a checkpoint with weights alone: no resuming from it */
-    if (run_is_own_checkpoint(r.dir, out)) {
-        err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file", out,
-                r.dir);
+    if (replaces_own_file(&r, out)) {
         run_close(&r);
         return cmd_fail(2);
     }

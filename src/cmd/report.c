@@ -9,6 +9,7 @@
 #include "report/runpage.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/file.h"
 
 static const CmdOption options[] = {
     {'o', "out", "FILE", "where the page goes", "RUN/report.html"},
@@ -32,6 +33,12 @@ int cmd_report(int argc, char **argv) {
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_report_spec);
     if (out && !out[0]) return err_set("--out: an empty file name"), cmd_fail(2);
+    /* the page replaces what is at --out: never one of the files the page is made from */
+    if (out && path_inside(out, argv[optind], "report.html"))
+        return err_set("%s: --out is inside the run %s, whose files the report would replace: choose a file outside "
+                       "it, or its report.html",
+                       out, argv[optind]),
+               cmd_fail(2);
     double t0 = now_seconds();
     long bytes = 0;
     RunPageOptions o = {0};

@@ -25,10 +25,12 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* A JSON-lines file: its objects, how many lines were not one, whether it was there. */
+/* A JSON-lines file: its objects, how many lines were not one, whether it was there (or
+ * readable: what is wrong with it, when something is there that is no file to read). */
 typedef struct {
     json_t **v;
     int n, bad, absent;
+    char why[256];
 } JsonLines;
 
 typedef struct {
@@ -46,13 +48,17 @@ static void read_jsonl(const char *dir, const char *file, JsonLines *out) {
     snprintf(path, sizeof path, "%s/%s", dir, file);
     struct stat st;
     *out = (JsonLines){0};
-    if (stat(path, &st) != 0) {
+    if (lstat(path, &st) != 0) {
         out->absent = 1;
         return;
     }
+    /* a FIFO, a directory, a device (or a link to one) is refused at once, never waited on */
     char *text = read_file_max(path, CURVES_METRICS_MAX, NULL);
     if (!text) {
         out->absent = 1;
+        size_t skip = strncmp(err_msg(), path, strlen(path)) == 0 && err_msg()[strlen(path)] == ':' ? strlen(path) + 2
+                                                                                                    : 0;
+        snprintf(out->why, sizeof out->why, "%s", err_msg() + skip);
         return;
     }
     int cap = 0;
@@ -92,6 +98,16 @@ static void text(StrBuf *sb, const char *s) {
     }
 }
 
+/* "<file> is missing", or what is wrong with what is there */
+static void absence(StrBuf *sb, const char *file, const JsonLines *l) {
+    if (!l->why[0]) {
+        sb_printf(sb, "%s is missing", file);
+        return;
+    }
+    sb_printf(sb, "%s could not be read: ", file);
+    text(sb, l->why);
+}
+
 static void duration(char *buf, size_t n, double s) {
     if (!isfinite(s) || s < 0) snprintf(buf, n, "unknown");
     else if (s < 60) snprintf(buf, n, "%.0f s", s);
@@ -127,7 +143,7 @@ static void status_line(StrBuf *sb, const Story *st, double step, int steps) {
     if (running && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
     if (running || finished || st->journal.absent) return;
     if (how && strcmp(how, "done") != 0) {
-        sb_printf(sb, "; the last ended: %s", how);
+        sb_printf(sb, "; the last ended: "), text(sb, how);
         if (json_is_integer(json_object_get(end, "signal")))
             sb_printf(sb, " by signal %lld", json_integer_value(json_object_get(end, "signal")));
         if (str(end, "error")) sb_printf(sb, ": "), text(sb, str(end, "error"));
@@ -153,8 +169,9 @@ static void header(StrBuf *sb, const Story *st) {
     const json_t *m = began ? json_object_get(began, "machine") : NULL;
     if (m) {
         text(sb, str(m, "cpu") ? str(m, "cpu") : "an unknown CPU");
-        sb_printf(sb, ", %lld cores; OpenBLAS %s kernels", json_integer_value(json_object_get(m, "cores")),
-                  str(m, "openblas") ? str(m, "openblas") : "?");
+        sb_printf(sb, ", %lld cores; OpenBLAS ", json_integer_value(json_object_get(m, "cores")));
+        text(sb, str(m, "openblas") ? str(m, "openblas") : "?");
+        sb_printf(sb, " kernels");
         if (str(m, "openblas_coretype"))
             sb_printf(sb, " (OPENBLAS_CORETYPE="), text(sb, str(m, "openblas_coretype")), sb_printf(sb, ")");
         sb_printf(sb, "; %lld training thread%s", json_integer_value(json_object_get(m, "threads")),
@@ -162,10 +179,13 @@ static void header(StrBuf *sb, const Story *st) {
         if (json_integer_value(json_object_get(m, "ranks")) > 1)
             sb_printf(sb, " x %lld MPI ranks", json_integer_value(json_object_get(m, "ranks")));
         if (str(m, "host")) sb_printf(sb, "; host "), text(sb, str(m, "host"));
-        sb_printf(sb, " (the %s of step %.0f, %s)", str(began, "event"), num(began, "step"),
-                  str(began, "time") ? str(began, "time") : "");
+        sb_printf(sb, " (the "), text(sb, str(began, "event"));
+        sb_printf(sb, " of step %.0f, ", num(began, "step"));
+        text(sb, str(began, "time")), sb_printf(sb, ")");
     } else {
-        sb_printf(sb, "The machine is unknown: the run has no journal.jsonl (runs trained before it existed).");
+        sb_printf(sb, "The machine is unknown: ");
+        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal), sb_printf(sb, ".");
+        else sb_printf(sb, "the run has no journal.jsonl (runs trained before it existed).");
     }
     sb_printf(sb, "</p>\n<p class=\"where\">Run directory <code>");
     text(sb, st->dir);
@@ -248,13 +268,16 @@ static void data_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h3>Data</h3>\n");
     const json_t *began = last_event(st, "start", "resume"), *d = began ? json_object_get(began, "data") : NULL;
     if (!d) {
-        sb_printf(sb,
-                  "<p class=\"missing\">No data summary: journal.jsonl %s (it is written when training starts).</p>\n",
-                  st->journal.absent ? "is missing" : "holds no start");
+        sb_printf(sb, "<p class=\"missing\">No data summary: ");
+        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal);
+        else
+            sb_printf(sb, "journal.jsonl %s (it is written when training starts)",
+                      st->journal.absent ? "is missing" : "holds no start");
+        sb_printf(sb, ".</p>\n");
         return;
     }
-    sb_printf(sb, "<p>Tokenizer <b>%s</b>; vocabularies: %.0f source, %.0f target tokens (%s)", str(d, "tokenizer"),
-              num(d, "src_vocab"), num(d, "tgt_vocab"),
+    sb_printf(sb, "<p>Tokenizer <b>"), text(sb, str(d, "tokenizer"));
+    sb_printf(sb, "</b>; vocabularies: %.0f source, %.0f target tokens (%s)", num(d, "src_vocab"), num(d, "tgt_vocab"),
               json_is_true(json_object_get(d, "shared_vocab")) ? "shared" : "separate");
     if (isfinite(num(began, "parameters"))) sb_printf(sb, "; %.2fM parameters", num(began, "parameters") / 1e6);
     sb_printf(sb, ".</p>\n<table><tr><th>split</th><th>lines</th><th>pairs kept</th><th>dropped: an empty side</th>"
@@ -273,10 +296,10 @@ static void data_section(StrBuf *sb, const Story *st) {
 static void curves_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
     if (st->metrics.absent || st->metrics.n == 0) {
-        sb_printf(sb, "<p class=\"missing\">No metrics yet: metrics.jsonl is %s.</p>\n",
-                  st->metrics.absent ? "missing"
-                  : st->metrics.bad  ? "cut short (no whole line)"
-                                     : "empty");
+        sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
+        if (st->metrics.absent) absence(sb, "metrics.jsonl", &st->metrics);
+        else sb_printf(sb, "metrics.jsonl is %s", st->metrics.bad ? "cut short (no whole line)" : "empty");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     if (st->metrics.bad)
@@ -339,10 +362,12 @@ static const char *base_name(const char *path) {
 static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
     if (st->evals.n == 0) {
-        sb_printf(sb,
-                  "<p class=\"missing\">No evaluations: eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> "
-                  "adds a line).</p>\n",
-                  st->evals.absent ? "missing" : "empty");
+        sb_printf(sb, "<p class=\"missing\">No evaluations: ");
+        if (st->evals.why[0]) absence(sb, "eval.jsonl", &st->evals);
+        else
+            sb_printf(sb, "eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> adds a line)",
+                      st->evals.absent ? "missing" : "empty");
+        sb_printf(sb, ".</p>\n");
         return;
     }
     sb_printf(sb, "<table><tr><th>checkpoint</th><th>step</th><th>test set</th><th>sentences</th><th>BLEU</th>"
@@ -365,20 +390,50 @@ static void evals_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "<p class=\"missing\">%d line(s) of eval.jsonl could not be read.</p>\n", st->evals.bad);
 }
 
+/* Lines in step order, a line without a step after every step, each kind in file order. */
+typedef struct {
+    double step;
+    int line;
+} StepLine;
+static int by_step_then_line(const void *pa, const void *pb) {
+    const StepLine *a = pa, *b = pb;
+    int na = isnan(a->step), nb = isnan(b->step);
+    if (na != nb) return na - nb;
+    if (!na && a->step != b->step) return a->step < b->step ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+/* stands[i] (malloc'd): line i is the last of its step (a resume may validate a step
+ * again; a line without a step stands alone). Sorted, not compared pairwise: the file
+ * gains a line at every validation, and a pairwise scan took 24 s over 20,000 lines. */
+static char *last_of_each_step(const JsonLines *l) {
+    StepLine *order = xmalloc(sizeof *order * (size_t)(l->n ? l->n : 1));
+    char *stands = xcalloc((size_t)(l->n ? l->n : 1), 1);
+    for (int i = 0; i < l->n; i++) order[i] = (StepLine){num(l->v[i], "step"), i};
+    qsort(order, (size_t)l->n, sizeof *order, by_step_then_line);
+    for (int i = 0; i < l->n; i++) stands[order[i].line] = i + 1 == l->n || !(order[i + 1].step == order[i].step);
+    free(order);
+    return stands;
+}
+
 static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
     if (st->samples.n == 0) {
-        sb_printf(sb, "<p class=\"missing\">No samples: %s.</p>\n",
-                  st->have_cfg && !st->cfg.train.valid_bleu
-                      ? "the run does not decode its validation set (train.valid_bleu: true records three sentences' "
-                        "translations at each validation)"
-                      : "samples.jsonl is missing or empty (written at each validation with BLEU)");
+        sb_printf(sb, "<p class=\"missing\">No samples: ");
+        if (st->samples.why[0]) absence(sb, SAMPLES_FILE, &st->samples);
+        else
+            sb_printf(sb, "%s",
+                      st->have_cfg && !st->cfg.train.valid_bleu
+                          ? "the run does not decode its validation set (train.valid_bleu: true records "
+                            "three sentences' translations at each validation)"
+                          : "samples.jsonl is missing or empty (written at each validation with BLEU)");
+        sb_printf(sb, ".</p>\n");
         return;
     }
-    /* a resume may validate a step again: the last line of a step stands */
     const json_t *first = st->samples.v[0];
     int ns = (int)json_array_size(json_object_get(first, "samples"));
     sb_printf(sb, "<p>The same %d validation sentences at each validation, greedy, beside their reference.</p>\n", ns);
+    char *stands = last_of_each_step(&st->samples);
     for (int k = 0; k < ns; k++) {
         const json_t *one = json_array_get(json_object_get(first, "samples"), (size_t)k);
         sb_printf(sb, "<div class=\"sample\"><p><b>source</b> (line %.0f): ", num(one, "line"));
@@ -388,10 +443,8 @@ static void samples_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</p>\n<table><tr><th>step</th><th>BLEU</th><th>translation</th></tr>\n");
         for (int i = 0; i < st->samples.n; i++) {
             double step = num(st->samples.v[i], "step");
-            int later = 0;
-            for (int j = i + 1; j < st->samples.n && !later; j++) later = num(st->samples.v[j], "step") == step;
             const json_t *s = json_array_get(json_object_get(st->samples.v[i], "samples"), (size_t)k);
-            if (later || !s) continue;
+            if (!stands[i] || !s) continue;
             sb_printf(sb, "<tr><td>%.0f</td><td>%.2f</td><td class=\"hyp\">", step,
                       num(st->samples.v[i], "valid_bleu"));
             text(sb, str(s, "hyp"));
@@ -399,6 +452,7 @@ static void samples_section(StrBuf *sb, const Story *st) {
         }
         sb_printf(sb, "</table></div>\n");
     }
+    free(stands);
 }
 
 /* ---- attention and heads: the viewer page in a frame ------------------------------------ */
@@ -420,9 +474,13 @@ static void attention_section(StrBuf *sb, const Story *st) {
     char watch_dir[CONFIG_PATH_MAX + 16];
     snprintf(watch_dir, sizeof watch_dir, "%s/watch", st->dir);
     struct stat sst;
-    if (stat(watch_dir, &sst) != 0) {
+    if (lstat(watch_dir, &sst) != 0) {
         sb_printf(sb, "<p class=\"missing\">No watched sentences: train.watch lists sentences whose attention is "
                       "recorded at every validation.</p>\n");
+        return;
+    }
+    if (stat(watch_dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
+        sb_printf(sb, "<p class=\"missing\">The watched sentences could not be read: watch is not a directory.</p>\n");
         return;
     }
     if (watch_load(st->dir, &w) != 0) {
@@ -444,6 +502,31 @@ static void attention_section(StrBuf *sb, const Story *st) {
     sb_free(&page);
     free(json);
     watch_free(&w);
+}
+
+/* heads/heads.svg as an image: a picture in <img> runs no script and loads nothing, whatever
+ * the file holds, where the same markup pasted into the page would run its scripts */
+static void pruning_curve(StrBuf *sb, const Story *st) {
+    char path[CONFIG_PATH_MAX + 32];
+    struct stat sst;
+    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
+    if (lstat(path, &sst) != 0) {
+        sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
+        return;
+    }
+    size_t len;
+    char *svg = read_file_max(path, CURVES_METRICS_MAX, &len);
+    if (!svg) {
+        sb_printf(sb, "<p class=\"missing\">The pruning curve could not be read: ");
+        text(sb, err_msg());
+        sb_printf(sb, "</p>\n");
+        return;
+    }
+    sb_printf(sb, "<div class=\"curve\"><img alt=\"the pruning curve (heads/heads.svg)\" style=\"max-width:100%%\" "
+                  "src=\"data:image/svg+xml;base64,");
+    sb_append_base64(sb, svg, len);
+    sb_printf(sb, "\"></div>\n");
+    free(svg);
 }
 
 /* the grid alone (the viewer's heads view without sentences): heads/index.html holds the
@@ -483,11 +566,7 @@ static void heads_section(StrBuf *sb, const Story *st) {
     sb_free(&page);
     free(json);
     json_decref(view), json_decref(heads);
-    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
-    char *svg = read_file_max(path, CURVES_METRICS_MAX, NULL);
-    if (svg && strstr(svg, "<svg")) sb_printf(sb, "<div class=\"curve\">%s</div>\n", strstr(svg, "<svg"));
-    else sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
-    free(svg);
+    pruning_curve(sb, st);
 }
 
 /* ---- the page ------------------------------------------------------------------------------ */
@@ -531,6 +610,9 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     if (stat(dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) return err_set("%s: not a run directory", dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", dir);
     if (stat(cfg_path, &sst) != 0) return err_set("%s: not a run directory (no config.yaml)", dir);
+    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
+    /* the rename would put the page in place of a FIFO or a device node */
+    if (regular_or_absent(out) != 0) return -1;
     config_defaults(&st.cfg);
     st.have_cfg = config_load(&st.cfg, cfg_path) == 0;
     if (!st.have_cfg) snprintf(st.cfg_error, sizeof st.cfg_error, "%s", err_msg());
@@ -541,7 +623,6 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     st.holder = st.o->running ? 0 : run_lock_holder(dir);
     StrBuf sb = {0};
     page(&sb, &st);
-    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
     int rc = write_file_atomic(out, sb.buf, sb.len);
     if (rc == 0 && bytes) *bytes = (long)sb.len;
     sb_free(&sb);

@@ -1,8 +1,10 @@
 /* file: see file.h. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "util/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -243,4 +245,37 @@ int make_dirs(const char *path) {
     struct stat st;
     if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", tmp);
     return 0;
+}
+
+/* path's own name with its directory resolved (what a rename onto path replaces), whether
+ * or not path exists; -1 when the directory cannot be resolved */
+static int resolved_name(const char *path, char *out) {
+    char copy[PATH_MAX], real[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof copy) return -1;
+    memcpy(copy, path, n + 1);
+    while (n > 1 && copy[n - 1] == '/') copy[--n] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || slash == copy + n - 1) /* "/", ".", "x/..": a directory */
+        return realpath(copy, out) ? 0 : -1;
+    if (slash) *slash = '\0';
+    if (!realpath(!slash ? "." : slash == copy ? "/" : copy, real)) return -1;
+    return snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") == 0 ? "" : real, base) < PATH_MAX ? 0 : -1;
+}
+
+/* 1 if the resolved name is root or below it, and not skip */
+static int name_inside(const char *name, const char *root, const char *skip) {
+    size_t n = strlen(root);
+    if (skip && strcmp(name, skip) == 0) return 0;
+    return strncmp(name, root, n) == 0 && (name[n] == '\0' || name[n] == '/' || strcmp(root, "/") == 0);
+}
+
+int path_inside(const char *path, const char *dir, const char *except) {
+    char root[PATH_MAX], skip[PATH_MAX + 256], name[PATH_MAX], target[PATH_MAX];
+    if (!realpath(dir, root)) return 0;
+    if (except) snprintf(skip, sizeof skip, "%s/%s", root, except);
+    const char *sk = except ? skip : NULL;
+    return (resolved_name(path, name) == 0 && name_inside(name, root, sk)) ||
+           (realpath(path, target) && name_inside(target, root, sk));
 }

@@ -50,4 +50,10 @@ char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pen
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);
 
+/* 1 if path names dir or something inside it (at any depth, there yet or not), other than
+ * dir/except (NULL: no exception): by its own name with every directory on the way
+ * resolved, or by what a symbolic link there points to, so "RUN/../RUN/config.yaml" and a
+ * link to RUN/config.yaml are both inside RUN. 0 otherwise, or when dir cannot be resolved. */
+int path_inside(const char *path, const char *dir, const char *except);
+
 #endif

@@ -107,3 +107,15 @@ int utf8_valid(const char *str, size_t n) {
     }
     return 1;
 }
+
+void sb_append_base64(StrBuf *sb, const void *data, size_t n) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned long v = (unsigned long)b[i] << 16 | (i + 1 < n ? (unsigned long)b[i + 1] << 8 : 0) |
+                          (i + 2 < n ? b[i + 2] : 0);
+        char four[4] = {digits[v >> 18], digits[v >> 12 & 63], i + 1 < n ? digits[v >> 6 & 63] : '=',
+                        i + 2 < n ? digits[v & 63] : '='};
+        sb_append(sb, four, 4);
+    }
+}

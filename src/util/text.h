@@ -24,4 +24,7 @@ int hex_decode(const char *hex, char **out, size_t *n);
 /* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t n);
 
+/* Appends data[0..n) in base64 (RFC 4648, padded), e.g. for a data: URI. */
+void sb_append_base64(StrBuf *sb, const void *data, size_t n);
+
 #endif
