@@ -344,7 +344,8 @@ out=$("$BOUNDED" curl -s --max-time 30 -D - -o /dev/null -X DELETE "$U/v1/transl
 grep -qi '^Allow: POST' <<<"$out" && grep -q '^HTTP/1.1 405' <<<"$out" && ok serve_405_names_what_is_allowed || bad serve_405_names_what_is_allowed "$out"
 
 # heads libmicrohttpd would answer with a page of its own, or not at all: the API's JSON each
-# raw NAME STATUS PATTERN: the bytes of stdin on a fresh connection; the answer's status and error
+# raw NAME STATUS PATTERN < BYTES: the bytes on a fresh connection; the answer's status and error
+# (stdin, not a pipe: a function at the end of a pipe runs in a subshell, and its count is lost)
 raw() {
     local name=$1 status=$2 pattern=$3 out
     out=$("$BOUNDED" "$PY" -c '
@@ -370,14 +371,17 @@ print(body.decode(errors="replace"))' "$port")
     if grep -qE "^HTTP/1.1 $status " <<<"$out" && [[ $(sed -n 2p <<<"$out") =~ ^\{\"error\":\"$pattern ]]; then ok "$name"
     else bad "$name" "$(head -c 300 <<<"$out")"; fi
 }
-"$PY" -c 'import sys; sys.stdout.write("GET /" + "a" * 70000 + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")' | raw serve_70kb_url_is_414_json 414 'the request line is longer'
-"$PY" -c 'import sys; sys.stdout.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + "a" * 70000 + "\r\n\r\n")' | raw serve_70kb_header_is_431_json 431 'the request.s headers are longer'
-printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n' | raw serve_negative_content_length_is_400_json 400 'Content-Length is not a number'
-printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000000000000000000\r\n\r\n' | raw serve_huge_content_length_is_413_json 413 'the body is larger than'
-printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n' | raw serve_garbage_request_line_is_400_json 400 'the request line is not'
-printf 'HELLO\r\n\r\n' | raw serve_request_line_without_target_is_400_json 400 'the request line is not'
-printf 'GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n' | raw serve_http2_line_is_505_json 505 'only HTTP/1.0 and HTTP/1.1'
-printf 'GET /v1/health HTTP/1.1\r\n\r\n' | raw serve_no_host_is_400_json 400 'the request names no Host'
+raw serve_70kb_url_is_414_json 414 'the request line is longer' < <("$PY" -c 'import sys; sys.stdout.write("GET /" + "a" * 70000 + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")')
+raw serve_70kb_header_is_431_json 431 'the request.s headers are longer' < <("$PY" -c 'import sys; sys.stdout.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + "a" * 70000 + "\r\n\r\n")')
+raw serve_negative_content_length_is_400_json 400 'Content-Length is not a number' < <(printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n')
+raw serve_huge_content_length_is_413_json 413 'the body is larger than' < <(printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000000000000000000\r\n\r\n')
+raw serve_garbage_request_line_is_400_json 400 'the request line is not' < <(printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n')
+raw serve_request_line_without_target_is_400_json 400 'the request line is not' < <(printf 'HELLO\r\n\r\n')
+raw serve_http2_line_is_505_json 505 'only HTTP/1.0 and HTTP/1.1' < <(printf 'GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n')
+raw serve_no_host_is_400_json 400 'the request names no Host' < <(printf 'GET /v1/health HTTP/1.1\r\n\r\n')
+raw serve_host_not_utf8_is_403_json 403 "Host '"$'\xef\xbf\xbd\xef\xbf\xbd'"' is not" < <(printf 'GET /v1/health HTTP/1.1\r\nHost: \xff\xfe\r\n\r\n')
+printf '{"src": ["a"], "a\\nb": 1}' >"$T/m6"
+expect_status serve_unknown_key_with_a_line_break_is_one_line 400 'unknown key \\"a\\\\x0ab\\"' POST /v1/translate "$T/m6"
 
 # a body over the limit from a client that does not wait for 100-continue: the 413, never a reset
 if "$BOUNDED" "$PY" - "$port" <<'PYEOF'; then

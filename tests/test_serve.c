@@ -107,11 +107,25 @@ static void test_api_parse_refusals(void) {
     free(big), sb_free(&longs), sb_free(&longname);
 }
 
-/* The error shape every refusal has: {"error": one line}, whatever the line holds. */
+/* The error shape every refusal has: {"error": one line}, whatever the line holds: a
+ * header's bytes that are not UTF-8, a key with a line break. */
 static void test_api_error_json(void) {
     char *j = api_error_json("a \"quoted\" <b> line");
     CHECK(j && strcmp(j, "{\"error\":\"a \\\"quoted\\\" <b> line\"}") == 0, "%s", j ? j : "NULL");
     free(j);
+    j = api_error_json("Host '\xff\xfe' and\na break");
+    CHECK(j && strcmp(j, "{\"error\":\"Host '\xef\xbf\xbd\xef\xbf\xbd' and\\\\x0aa break\"}") == 0, "%s",
+          j ? j : "NULL");
+    free(j);
+    char q[32];
+    api_quote(q, sizeof q, "abc\tdef", 64);
+    CHECK(strcmp(q, "abc\\x09def") == 0, "%s", q);
+    api_quote(q, sizeof q, "abcdefgh", 4);
+    CHECK(strcmp(q, "abcd...") == 0, "%s", q);
+    api_quote(q, sizeof q, "ab\xc3\xa9\xc3\xa9", 5); /* é é: the second does not fit whole */
+    CHECK(strcmp(q, "ab\xc3\xa9...") == 0, "%s", q);
+    api_quote(q, 8, "aaaaaaaaaaaaaaaa", 64); /* the buffer bounds it too */
+    CHECK(strlen(q) < 8, "%s", q);
 }
 
 /* ---- the gate ----------------------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer/attnmap.h"
 #include "infer/search.h"
 #include "util/mem.h"
 #include "util/text.h"
@@ -83,7 +84,9 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     json_t *v;
     json_object_foreach(root, key, v) {
         if (!known_key(key, kind)) {
-            rc = fail(400, err, errn, "unknown key \"%.64s\"", key);
+            char shown[96];
+            api_quote(shown, sizeof shown, key, 64);
+            rc = fail(400, err, errn, "unknown key \"%s\"", shown);
             goto done;
         }
     }
@@ -150,9 +153,28 @@ void api_request_free(ApiRequest *r) {
     memset(r, 0, sizeof *r);
 }
 
+void api_quote(char *out, size_t n, const char *s, size_t max) {
+    size_t o = 0, i = 0;
+    for (; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (i + len > max) break; /* a character cut would not be one */
+        if (o + 8 > n) break;
+        if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
+        else out[o++] = (char)c;
+    }
+    if (s[i] && o + 4 <= n) memcpy(out + o, "...", 3), o += 3;
+    out[o < n ? o : n - 1] = '\0';
+}
+
 char *api_error_json(const char *msg) {
-    json_t *o = json_pack("{s:s}", "error", msg);
+    char line[1024];
+    api_quote(line, sizeof line, msg, sizeof line - 16);
+    char *text = attnmap_utf8(line); /* a header's or a file name's bytes need not be UTF-8 */
+    json_t *o = json_object();
+    json_object_set_new(o, "error", json_string(text));
+    free(text);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    return s;
+    return s ? s : xstrdup("{\"error\":\"an error\"}");
 }

@@ -40,7 +40,11 @@ typedef struct {
  * 413) with a one-line reason in err. */
 int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err, size_t errn);
 void api_request_free(ApiRequest *r);
-/* {"error": msg} as JSON text (malloc'd). */
+/* {"error": msg} as JSON text (malloc'd; never NULL): msg as one line of well-formed
+ * UTF-8 whatever it holds (a control byte spelled \xNN, a bad byte U+FFFD). */
 char *api_error_json(const char *msg);
+/* What a client sent (a key, a header, a name), to quote in an error: at most max bytes
+ * of s, cut at a character, "..." when cut, control bytes spelled \xNN; into out[n]. */
+void api_quote(char *out, size_t n, const char *s, size_t max);
 
 #endif

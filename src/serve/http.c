@@ -160,7 +160,9 @@ static int refusal(const HttpServer *s, struct MHD_Connection *mc, int post, cha
     const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     char name[256];
     if (host && (!host_name(host, name, sizeof name) || !host_allowed(s, name))) {
-        snprintf(msg, n, "Host '%.64s' is not this server's name (qkv serve --allow-host NAME admits one)", host);
+        char shown[96];
+        api_quote(shown, sizeof shown, host, 64);
+        snprintf(msg, n, "Host '%s' is not this server's name (qkv serve --allow-host NAME admits one)", shown);
         return 403;
     }
     const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
@@ -169,7 +171,9 @@ static int refusal(const HttpServer *s, struct MHD_Connection *mc, int post, cha
         if (host) snprintf(own, sizeof own, "http://%s", host);
         int same = host && strcasecmp(origin, own) == 0;
         if (!same) {
-            snprintf(msg, n, "a request from another site (Origin '%.64s') is refused", origin);
+            char shown[96];
+            api_quote(shown, sizeof shown, origin, 64);
+            snprintf(msg, n, "a request from another site (Origin '%s') is refused", shown);
             return 403;
         }
     }
@@ -298,7 +302,9 @@ static enum MHD_Result submit(HttpServer *s, struct MHD_Connection *mc, Request 
     if (status) return free(job), reply_error(mc, (unsigned)status, err);
     job->checkpoint = s->models->fallback;
     if (job->req.checkpoint && (job->checkpoint = served_find(s->models, job->req.checkpoint)) < 0) {
-        snprintf(err, sizeof err, "no checkpoint \"%.128s\": GET /v1/model lists them", job->req.checkpoint);
+        char shown[160];
+        api_quote(shown, sizeof shown, job->req.checkpoint, API_MAX_NAME);
+        snprintf(err, sizeof err, "no checkpoint \"%s\": GET /v1/model lists them", shown);
         return job_free(job), reply_error(mc, 400, err);
     }
     job->done = job_done;
