@@ -62,6 +62,8 @@ static void test_api_parse_refusals(void) {
     } cases[] = {
         {API_TRANSLATE, "", 400, "malformed JSON"},
         {API_TRANSLATE, "{bad", 400, "malformed JSON"},
+        {API_TRANSLATE, "{\"a\\\nb\": 1}", 400,
+         "invalid escape near '\"a\\\\x0a'"}, /* the reason quotes a line break */
         {API_TRANSLATE, "[1]", 400, "the body must be a JSON object"},
         {API_TRANSLATE, "{\"src\": [\"caf\xe9\"]}", 400, "not well-formed UTF-8"},
         {API_TRANSLATE, "{}", 400, "\"src\" is missing"},

@@ -74,7 +74,11 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     if (!utf8_valid(body, len)) return fail(400, err, errn, "the body is not well-formed UTF-8");
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) return fail(400, err, errn, "malformed JSON at byte %d: %s", je.position, je.text);
+    if (!root) { /* jansson's reason quotes the body near the fault: a line break may be there */
+        char why[200];
+        api_quote(why, sizeof why, je.text, 160);
+        return fail(400, err, errn, "malformed JSON at byte %d: %s", je.position, why);
+    }
     int rc = 0;
     if (!json_is_object(root)) {
         rc = fail(400, err, errn, "the body must be a JSON object");
