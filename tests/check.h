@@ -37,6 +37,7 @@ extern const TestCase files_tests[];
 extern const TestCase options_tests[];
 extern const TestCase headmask_tests[];
 extern const TestCase heads_tests[];
+extern const TestCase cpu_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;
