@@ -91,7 +91,8 @@ q0 = rows[0][1]
 peak = float(os.environ["QKV_BENCH_CEILING"])  # the highest measured: every share is of it
 for _, q, _ in rows:
     q["peak_gflops"], q["mfu"] = peak, q["gflops"] / peak
-print(f"OpenBLAS {q0['corename']} kernels, {q0['threads']} threads; sgemm peak measured in this run: {peak:.1f} GFLOP/s")
+chose = f" (chosen by qkv: OpenBLAS chose {q0['openblas_chose']})" if "openblas_chose" in q0 else ""
+print(f"OpenBLAS {q0['corename']} kernels{chose}, {q0['threads']} threads; sgemm peak measured in this run: {peak:.1f} GFLOP/s")
 repeat = int(os.environ.get("QKV_BENCH_REPEAT", "1"))
 if repeat > 1:
     print(f"each implementation's row: the fastest of {repeat} runs, qkv and PyTorch taking turns (QKV_BENCH_REPEAT)")
