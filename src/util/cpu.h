@@ -3,9 +3,10 @@
  *
  * OpenBLAS (a DYNAMIC_ARCH build) picks its kernels from a table of CPU models; a model
  * newer than the library may get the generic SSE3 set (Prescott) whatever it supports:
- * 0.3.21 gives Intel family 6 models it does not list (Raptor Lake, Emerald Rapids, ...)
- * Prescott. qkv then starts itself again with OPENBLAS_CORETYPE naming the set the CPU can
- * run (src/startup.c), and says so on the line that names the kernels. */
+ * 0.3.21 gives Intel family 6 models of an extended model its table stops short of (11 and
+ * up: Raptor Lake, Emerald Rapids, ...) Prescott. qkv then starts itself again with
+ * OPENBLAS_CORETYPE naming the set the CPU can run (src/startup.c), and says so on the line
+ * that names the kernels. */
 #ifndef QKV_UTIL_CPU_H
 #define QKV_UTIL_CPU_H
 
