@@ -99,7 +99,8 @@ q0 = rows[0][1]
 peak = max([float(os.environ["QKV_BENCH_CEILING"])] + [q["peak_gflops"] for _, q, _ in rows])
 for _, q, _ in rows:
     q["peak_gflops"], q["mfu"] = peak, q["gflops"] / peak
-print(f"OpenBLAS {q0['corename']} kernels, {q0['threads']} threads; sgemm peak measured in this run: {peak:.1f} GFLOP/s "
+chose = f" (chosen by qkv: OpenBLAS chose {q0['openblas_chose']})" if "openblas_chose" in q0 else ""
+print(f"OpenBLAS {q0['corename']} kernels{chose}, {q0['threads']} threads; sgemm peak measured in this run: {peak:.1f} GFLOP/s "
       f"({q0.get('ceiling_threads', q0['threads'])} threads, each its own 1024- and 1536-square sgemm at once)")
 remeasured = [size for size, q, _ in rows if q.get("ceiling_remeasured", 0)]
 if remeasured:

@@ -7,8 +7,11 @@
 #include <string.h>
 
 #include "cmd/commands.h"
+#include "startup.h"
 
 int main(int argc, char **argv) {
+    /* OpenBLAS's kernels, where it picked a set weaker than the CPU's (may start qkv again) */
+    startup_choose_kernels(argv);
     /* past a file size limit (ulimit -f) a write fails with EFBIG, reported as one line
      * with the tmp file removed, rather than the process dying half-way through it */
     signal(SIGXFSZ, SIG_IGN);

@@ -1,4 +1,5 @@
-/* startup: what must happen before any library starts, so before main.
+/* startup: what must happen before any library starts, so before main; and, first thing in
+ * main, the choice of OpenBLAS's kernels, which needs OpenBLAS started.
  *
  * OpenBLAS starts its pool of threads (one per core, each mapping a 128 MiB buffer) in a
  * library constructor, before main runs. Under an address-space limit (ulimit -v) too
@@ -12,13 +13,29 @@
  * line ("out of memory"); below about 60 MB the dynamic loader itself refuses to start
  * qkv (exit 127, its message).
  *
- * This runs before the C library has set up the environment (getenv, setenv and malloc
- * are not to be used here): it reads envp itself and builds the new one on the stack. */
+ * That function runs before the C library has set up the environment (getenv, setenv and
+ * malloc are not to be used there): it reads envp itself and builds the new one on the
+ * stack.
+ *
+ * OpenBLAS picks its kernels in the same constructor, from a table of CPU models: a CPU
+ * newer than the library may get the generic SSE3 set whatever it supports (0.3.21 runs
+ * Prescott on a Xeon of family 6 model 207, 3.6x slower than SkylakeX). Only once it has
+ * picked (so in main) can qkv compare its choice with what the CPU supports
+ * (util/cpu.h); when that is stronger, and the user has not set OPENBLAS_CORETYPE, qkv
+ * starts itself again with OPENBLAS_CORETYPE naming that set and KERNELS_MARKER saying
+ * what OpenBLAS had picked: one more exec, once (the marker stops a second). */
+#include "startup.h"
+
 #define _GNU_SOURCE
+#include <cblas.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "util/cpu.h"
 
 /* one OpenBLAS thread's share (its buffer, stack and slack), and the rest of qkv */
 #define PER_THREAD_BYTES (160ull << 20)
@@ -30,6 +47,14 @@ static int has_var(char **envp, const char *name) {
     for (char **e = envp; e && *e; e++)
         if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return 1;
     return 0;
+}
+
+/* this executable's path, not /proc/self/exe: the process keeps its name (ps, top); 0 if unknown */
+static int own_path(char *self, size_t size) {
+    ssize_t len = readlink("/proc/self/exe", self, size - 1);
+    if (len <= 0) return 0;
+    self[len] = '\0';
+    return 1;
 }
 
 static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
@@ -48,14 +73,29 @@ static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
     char *env[n + 2];
     memcpy(env, envp, sizeof(char *) * n);
     env[n] = ONE_THREAD, env[n + 1] = NULL;
-    /* by its own path, not /proc/self/exe: the process keeps its name (ps, top) */
     char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return;
-    self[len] = '\0';
+    if (!own_path(self, sizeof self)) return;
     execve(self, argv, env); /* returns only when it failed: go on as we are */
 }
 
 typedef void (*PreinitFn)(int argc, char **argv, char **env);
 static const PreinitFn run_before_libraries
     __attribute__((section(".preinit_array"), used)) = fit_openblas_to_address_limit;
+
+/* QKV_TEST_PRETEND_OPENBLAS_CHOSE is a test hook (tests/cli.sh): the set to take as
+ * OpenBLAS's choice in place of the one it made, so that the path below runs on a CPU
+ * that OpenBLAS knows. */
+void startup_choose_kernels(char **argv) {
+    if (getenv(KERNELS_MARKER)) return; /* started again already, or a child of one */
+    const char *pretend = getenv("QKV_TEST_PRETEND_OPENBLAS_CHOSE");
+    const char *picked = pretend ? pretend : openblas_get_corename();
+    CpuFeatures f;
+    cpu_features_read(&f);
+    const char *set = kernels_choose(picked, &f, getenv("OPENBLAS_CORETYPE"));
+    char self[4096], marker[128];
+    if (!set || !own_path(self, sizeof self)) return;
+    snprintf(marker, sizeof marker, "%s:%s", picked, set);
+    if (setenv("OPENBLAS_CORETYPE", set, 1) == 0 && setenv(KERNELS_MARKER, marker, 1) == 0) execv(self, argv);
+    /* only when it failed: go on with OpenBLAS's choice, and say that one */
+    unsetenv("OPENBLAS_CORETYPE"), unsetenv(KERNELS_MARKER);
+}

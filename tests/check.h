@@ -38,6 +38,7 @@ extern const TestCase options_tests[];
 extern const TestCase headmask_tests[];
 extern const TestCase heads_tests[];
 extern const TestCase serve_tests[];
+extern const TestCase cpu_tests[];
 
 /* Shared fixture (test_data.c): n encoded pairs of varying lengths, token ids 4..23. */
 struct Corpus;

@@ -311,6 +311,65 @@ head -c 1000 "$run/ckpt/step-000060.safetensors" >"$run/ckpt/cut.safetensors"
 expect_error "translate_truncated_checkpoint" 2 "^qkv: $run/ckpt/cut.safetensors: " "$QKV" translate "$run/ckpt/cut.safetensors"
 rm "$run/ckpt/cut.safetensors"
 
+# ---- OpenBLAS's kernels: the user's choice kept; a choice weaker than the CPU replaced, once --
+# QKV_TEST_PRETEND_OPENBLAS_CHOSE (a test hook) makes qkv take that set as OpenBLAS's choice.
+# ktrain NAME VAR=VALUE...: 10 steps on the copy task with those variables, in $T/k-NAME
+ktrain() {
+    local name=$1
+    shift
+    env "$@" "$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+        --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$T/k-$name" \
+        --set train.steps=10 --set train.log_every=5 >"$T/k-$name.log" 2>&1
+}
+kline() { grep -m1 '^openblas: ' "$T/k-$1.log"; }
+machine() { grep -m1 -o '"machine": {[^}]*}' "$T/k-$1/journal.jsonl"; }
+# the strongest set this CPU runs, read from what Linux lists (AVX-512 F/BW/DQ/VL, BF16; AVX2, FMA)
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+has() { [[ $flags == *" $1 "* ]]; }
+if has avx512f && has avx512bw && has avx512dq && has avx512vl; then
+    best=$(has avx512_bf16 && echo Cooperlake || echo SkylakeX)
+elif has avx2 && has fma; then
+    best=Haswell
+else
+    best=""
+fi
+ktrain user OPENBLAS_CORETYPE=Prescott QKV_TEST_PRETEND_OPENBLAS_CHOSE=Prescott
+if [[ $(kline user) == "openblas: Prescott kernels (OPENBLAS_CORETYPE set by the user); "* &&
+    $(machine user) == *'"openblas_coretype": "Prescott"'* && $(machine user) != *openblas_chose* ]]; then
+    ok "kernels_user_coretype_kept"
+else
+    bad "kernels_user_coretype_kept" "$(kline user) $(machine user) $(tail -2 "$T/k-user.log")"
+fi
+if [[ -z $best ]]; then
+    skip "kernels_upgraded_when_openblas_chose_weaker" "no AVX2 and FMA here: nothing stronger than SSE to choose"
+else
+    family=$(grep -m1 '^cpu family' /proc/cpuinfo | grep -o '[0-9]*$')
+    model=$(grep -m1 '^model[[:space:]]' /proc/cpuinfo | grep -o '[0-9]*$')
+    want="openblas: $best kernels (OpenBLAS chose Prescott for this CPU, family $family model $model; set OPENBLAS_CORETYPE to choose); "
+    ktrain up QKV_TEST_PRETEND_OPENBLAS_CHOSE=Prescott
+    if [[ $(kline up) == "$want"* && $(machine up) == *'"openblas": "'$best'", "openblas_chose": "Prescott"'* &&
+        $(machine up) != *openblas_coretype* && -f $T/k-up/ckpt/step-000010.safetensors ]]; then
+        ok "kernels_upgraded_when_openblas_chose_weaker"
+    else
+        bad "kernels_upgraded_when_openblas_chose_weaker" "'$(kline up)', want '$want'; $(machine up) $(tail -2 "$T/k-up.log")"
+    fi
+    # the run is that of the set chosen by hand: the same weights and moments, bit for bit
+    ktrain hand OPENBLAS_CORETYPE=$best
+    if same_tensors "$T/k-up/ckpt/step-000010.safetensors" "$T/k-hand/ckpt/step-000010.safetensors"; then
+        ok "kernels_upgraded_run_is_the_set_s_own"
+    else
+        bad "kernels_upgraded_run_is_the_set_s_own" "checkpoints differ from OPENBLAS_CORETYPE=$best's; $(kline hand)"
+    fi
+    # the marker stops a second start: OpenBLAS's own choice, said without a note
+    ktrain again QKV_KERNELS_UPGRADED="Prescott:$best" QKV_TEST_PRETEND_OPENBLAS_CHOSE=Prescott
+    [[ $(kline again) =~ ^openblas:\ [A-Za-z0-9_]+\ kernels\;\  && $(machine again) != *openblas_c* ]] &&
+        ok "kernels_marker_stops_a_second_start" || bad "kernels_marker_stops_a_second_start" "$(kline again) $(machine again)"
+    # a process that inherits the marker but another OPENBLAS_CORETYPE: the user's choice
+    ktrain child QKV_KERNELS_UPGRADED="Prescott:$best" OPENBLAS_CORETYPE=Prescott
+    [[ $(kline child) == "openblas: Prescott kernels (OPENBLAS_CORETYPE set by the user); "* ]] &&
+        ok "kernels_marker_of_another_set_is_not_read" || bad "kernels_marker_of_another_set_is_not_read" "$(kline child)"
+fi
+
 # ---- learning: the toy pair to >= 95% exact match on held-out sentences --------------------
 if [[ ${QKV_SKIP_LEARN:-0} == 1 ]]; then
     skip learning "QKV_SKIP_LEARN=1"

@@ -57,6 +57,21 @@ if want golden; then
         failed=$((failed + 1))
     fi
 fi
+# The gradient checks under each of OpenBLAS's kernel sets that qkv may choose on this CPU
+# (util/cpu.h): Haswell's and Zen's where it has AVX2 and FMA, SkylakeX's with AVX-512 F/BW/
+# DQ/VL, Cooperlake's with AVX512_BF16 too. Each set rounds its sums its own way; the
+# gradients must hold under every one. Under a second each.
+if want kernelsets; then
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    has() { for f in "$@"; do [[ $flags == *" $f "* ]] || return 1; done; }
+    sets=()
+    has avx2 fma && sets+=(Haswell Zen)
+    has avx512f avx512bw avx512dq avx512vl && sets+=(SkylakeX)
+    has avx512f avx512bw avx512dq avx512vl avx512_bf16 && sets+=(Cooperlake)
+    for set in "${sets[@]}"; do
+        suite "kernels $set" env OPENBLAS_CORETYPE="$set" "$QKV_TEST" _grad
+    done
+fi
 for s in house format fuzz cli resume progress attention heads translate serve report threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"
 done

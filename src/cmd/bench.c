@@ -29,6 +29,7 @@
 #include "train/parallel.h" /* shard_first_row, pass_rows */
 #include "train/trainer.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -284,6 +285,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_t *r = json_object(), *b = json_object();
     json_put(r, "impl", json_string("qkv"));
     json_put(r, "corename", json_string(openblas_get_corename()));
+    if (kernels_openblas_picked()) json_put(r, "openblas_chose", json_string(kernels_openblas_picked()));
     json_put(r, "threads", json_integer(openblas_get_num_threads()));
     json_put(r, "peak_gflops", json_fmt("%.1f", peak));
     json_put(r, "ceiling_threads", json_integer(shards));
@@ -427,6 +429,7 @@ int cmd_bench(int argc, char **argv) {
     if (o.peak_only) {
         json_t *r = json_object();
         json_put(r, "corename", json_string(openblas_get_corename()));
+        if (kernels_openblas_picked()) json_put(r, "openblas_chose", json_string(kernels_openblas_picked()));
         json_put(r, "threads", json_integer(threads));
         json_put(r, "peak_gflops", json_fmt("%.1f", peak));
         /* one thread's, so that a share of it per thread can be read beside */

@@ -19,6 +19,7 @@
 #include "infer/translator.h"
 #include "train/run.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -68,6 +69,7 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
     json_put(j, "source", json_string(src_path));
     json_put(j, "sentences", json_integer(n));
     json_put(j, "corename", json_string(openblas_get_corename()));
+    if (kernels_openblas_picked()) json_put(j, "openblas_chose", json_string(kernels_openblas_picked()));
     json_put(j, "threads", json_integer(openblas_get_num_threads()));
     json_put(j, "peak_gflops", json_fmt("%.1f", peak));
     json_put(j, "greedy", time_search(&r, lines, n, &greedy, peak));

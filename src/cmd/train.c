@@ -27,6 +27,7 @@
 #include "train/run.h"
 #include "train/trainer.h"
 #include "util/clock.h"
+#include "util/cpu.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -99,9 +100,8 @@ static int read_data(Trainer *t, int build) {
 /* trainer_setup between its two summary lines; returns the exit status. */
 static int setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
     printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
-           openblas_get_corename(), coretype ? " (OPENBLAS_CORETYPE set by the user)" : "", cfg->train.threads);
+           openblas_get_corename(), kernels_note(), cfg->train.threads);
     if (dist_size() > 1)
         printf("mpi: %d ranks x %d threads: each batch in %d shards, gradients summed in shard order\n", dist_size(),
                cfg->train.threads, dist_size() * cfg->train.threads);

@@ -174,6 +174,8 @@ static void header(StrBuf *sb, const Story *st) {
         sb_printf(sb, " kernels");
         if (str(m, "openblas_coretype"))
             sb_printf(sb, " (OPENBLAS_CORETYPE="), text(sb, str(m, "openblas_coretype")), sb_printf(sb, ")");
+        else if (str(m, "openblas_chose"))
+            sb_printf(sb, " (chosen by qkv; OpenBLAS chose "), text(sb, str(m, "openblas_chose")), sb_printf(sb, ")");
         sb_printf(sb, "; %lld training thread%s", json_integer_value(json_object_get(m, "threads")),
                   json_integer_value(json_object_get(m, "threads")) == 1 ? "" : "s");
         if (json_integer_value(json_object_get(m, "ranks")) > 1)

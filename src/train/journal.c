@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/cpu.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -37,8 +38,9 @@ json_t *journal_machine(int threads, int ranks) {
     json_put(o, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
     if (gethostname(host, sizeof host - 1) == 0) json_put(o, "host", json_string(host));
     json_put(o, "openblas", json_string(openblas_get_corename()));
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    if (coretype) json_put(o, "openblas_coretype", json_string(coretype));
+    const char *coretype = getenv("OPENBLAS_CORETYPE"), *picked = kernels_openblas_picked();
+    if (picked) json_put(o, "openblas_chose", json_string(picked));
+    else if (coretype) json_put(o, "openblas_coretype", json_string(coretype));
     json_put(o, "threads", json_integer(threads));
     json_put(o, "ranks", json_integer(ranks));
     return o;

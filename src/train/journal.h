@@ -20,7 +20,8 @@
 #define SAMPLES_FILE "samples.jsonl"
 
 /* {"cpu": the model name, "cores": online CPUs, "host", "openblas": its kernels,
- * "openblas_coretype": OPENBLAS_CORETYPE when the user set it, "threads", "ranks"} */
+ * "openblas_coretype": OPENBLAS_CORETYPE when the user set it, "openblas_chose": what OpenBLAS
+ * picked where qkv chose the kernels instead (util/cpu.h), "threads", "ranks"} */
 json_t *journal_machine(int threads, int ranks);
 /* One side of the data: {"lines", "pairs", "dropped_empty", "dropped_long", "max_len",
  * "src_tokens", "tgt_tokens", "src_unk", "tgt_unk", "src_lengths": [pairs of each token
