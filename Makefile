@@ -42,7 +42,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k serve-load fuzz fuzz-targets format lint
+.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k serve-load fuzz fuzz-targets format lint bundle
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so $(BUILD)/slow_open.so
 
@@ -183,6 +183,12 @@ fuzz:
 	@scripts/deps.sh --with-fuzz
 	@$(MAKE) --no-print-directory BUILD=build/fuzz MPI=0 CC=clang CXX=clang++ CFLAGS="$(FUZZ_FLAGS)" CXXFLAGS="$(FUZZ_FLAGS)" fuzz-targets
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# qkv for a machine where nothing is installed: build/qkv-bundle.tar.gz, its launcher running
+# the bundled loader on the bundled libraries (scripts/bundle.sh; BUNDLE_MARCH, default
+# x86-64-v3).
+bundle: deps
+	@scripts/bundle.sh
 
 PREFIX ?= /usr/local
 install: $(BUILD)/qkv

@@ -37,6 +37,8 @@
 
 #include "util/cpu.h"
 
+extern char **environ;
+
 /* one OpenBLAS thread's share (its buffer, stack and slack), and the rest of qkv */
 #define PER_THREAD_BYTES (160ull << 20)
 #define BASE_BYTES (512ull << 20)
@@ -57,6 +59,34 @@ static int own_path(char *self, size_t size) {
     return 1;
 }
 
+/* Starts this program again with argv and env; returns only when that failed. Started
+ * through a dynamic loader named on the command line (make bundle's launcher runs
+ * lib/ld-linux-x86-64.so.2 --library-path lib bin/qkv), the executable is the loader, and
+ * argv[0] the program it loaded: the loader is run again the same way, on the libraries
+ * beside it, or the program would start on the machine's libraries, or not at all. No
+ * malloc: this runs before the C library is set up too. */
+static void start_again(char **argv, char **env) {
+    char self[4096];
+    if (!own_path(self, sizeof self)) return;
+    const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+    if (strncmp(base, "ld-linux", 8) != 0) {
+        execve(self, argv, env);
+        return;
+    }
+    int n = 0;
+    while (argv[n]) n++;
+    if (n > 100000) return;
+    char dir[4096];
+    size_t dir_len = base > self ? (size_t)(base - self - 1) : 0;
+    memcpy(dir, self, dir_len);
+    dir[dir_len] = '\0';
+    char *args[n + 4];
+    args[0] = self, args[1] = "--library-path", args[2] = dir_len ? dir : ".";
+    for (int i = 0; i < n; i++) args[3 + i] = argv[i];
+    args[n + 3] = NULL;
+    execve(self, args, env);
+}
+
 static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
     (void)argc;
     struct rlimit rl;
@@ -73,9 +103,7 @@ static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
     char *env[n + 2];
     memcpy(env, envp, sizeof(char *) * n);
     env[n] = ONE_THREAD, env[n + 1] = NULL;
-    char self[4096];
-    if (!own_path(self, sizeof self)) return;
-    execve(self, argv, env); /* returns only when it failed: go on as we are */
+    start_again(argv, env); /* returns only when it failed: go on as we are */
 }
 
 typedef void (*PreinitFn)(int argc, char **argv, char **env);
@@ -92,10 +120,10 @@ void startup_choose_kernels(char **argv) {
     CpuFeatures f;
     cpu_features_read(&f);
     const char *set = kernels_choose(picked, &f, getenv("OPENBLAS_CORETYPE"));
-    char self[4096], marker[128];
-    if (!set || !own_path(self, sizeof self)) return;
+    char marker[128];
+    if (!set) return;
     snprintf(marker, sizeof marker, "%s:%s", picked, set);
-    if (setenv("OPENBLAS_CORETYPE", set, 1) == 0 && setenv(KERNELS_MARKER, marker, 1) == 0) execv(self, argv);
+    if (setenv("OPENBLAS_CORETYPE", set, 1) == 0 && setenv(KERNELS_MARKER, marker, 1) == 0) start_again(argv, environ);
     /* only when it failed: go on with OpenBLAS's choice, and say that one */
     unsetenv("OPENBLAS_CORETYPE"), unsetenv(KERNELS_MARKER);
 }
