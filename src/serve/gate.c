@@ -186,6 +186,7 @@ typedef struct Waiting {
 
 struct Gate {
     int listen_fd, epoll_fd, receive_seconds, max_waiting, count;
+    int paused; /* the listening socket is out of the epoll set: max_waiting are held */
     unsigned long long body_max;
     GateHandOn hand_on;
     void *ctx;
@@ -194,12 +195,22 @@ struct Gate {
     atomic_int stop, quiesce;
 };
 
+/* With max_waiting connections held, new ones stay in the kernel's backlog (the listening
+ * socket is left out of the epoll set) rather than being accepted and closed. */
+static void pause_accepting(Gate *g, int pause) {
+    if (g->listen_fd < 0 || g->paused == pause) return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(g->epoll_fd, pause ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, g->listen_fd, &ev);
+    g->paused = pause;
+}
+
 static void unlink_waiting(Gate *g, Waiting *w) {
     epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
     if (w->prev) w->prev->next = w->next;
     else g->list = w->next;
     if (w->next) w->next->prev = w->prev;
     g->count--;
+    pause_accepting(g, 0);
 }
 
 static void drop(Gate *g, Waiting *w) {
@@ -249,16 +260,13 @@ static void on_data(Gate *g, Waiting *w) {
 
 static void accept_all(Gate *g) {
     for (;;) {
+        if (g->count >= g->max_waiting) return pause_accepting(g, 1);
         struct sockaddr_storage addr;
         socklen_t len = sizeof addr;
         int fd = accept4(g->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return; /* EAGAIN; or out of descriptors: the next round tries again */
-        }
-        if (g->count >= g->max_waiting) {
-            close(fd);
-            continue;
         }
         Waiting *w = xcalloc(1, sizeof *w);
         w->fd = fd, w->since = now_seconds(), w->addr = addr, w->addr_len = len;
@@ -291,7 +299,7 @@ static void *run(void *arg) {
     struct epoll_event ev[64];
     while (!atomic_load(&g->stop)) {
         if (atomic_load(&g->quiesce) && g->listen_fd >= 0) {
-            epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, g->listen_fd, NULL);
+            pause_accepting(g, 1);
             close(g->listen_fd);
             g->listen_fd = -1;
         }

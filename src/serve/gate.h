@@ -53,7 +53,8 @@ typedef struct Gate Gate;
 typedef void (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len);
 
 /* Accepts on listen_fd (listening, the gate's from now on) until gate_close; at most
- * max_waiting connections wait for their head at once (past it, new ones are closed).
+ * max_waiting connections wait for their head at once (past it, new ones wait in the
+ * kernel's backlog until one of those is handed on or closed).
  * NULL with the error set. */
 Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_waiting, GateHandOn hand_on,
                  void *ctx);
