@@ -118,6 +118,10 @@ for size, q, t in rows:
     gt = q['flops_per_step'] / (t['step_ms'] / 1e3) / 1e9
     print(f"{'':8s} {'pytorch':8s} {t['tokens_per_s']:10.0f} {t['step_ms']:8.2f} {gt:8.1f} {100*gt/q['peak_gflops']:5.1f}% {t['peak_rss_mb']:7.1f} {t['decode_sentences_per_s']:14.1f} {t['decoded_tokens']:12d}   ({t['threads']} torch thread(s), OPENBLAS_NUM_THREADS=1)")
     print(f"{'':8s} {'ratio':8s} {q['tokens_per_s']/t['tokens_per_s']:9.2f}x {'':8s} {'':8s} {'':6s} {t['peak_rss_mb']/q['peak_rss_mb']:6.1f}x {q['decode_sentences_per_s']/t['decode_sentences_per_s']:13.1f}x")
+    if "decode_cached_sentences_per_s" in t:  # the peer with a key/value cache, as fairseq decodes
+        c = t["decode_cached_sentences_per_s"]
+        print(f"{'':8s} {'pytorch, key/value cache':42s} {c:14.1f} {'':12s}   ratio {q['decode_sentences_per_s']/c:.1f}x"
+              + (f"; {t['decode_cached_differ']} sentence(s) differ by a near-tie" if t.get("decode_cached_differ") else ""))
 print()
 print("qkv time per step by kind of work (ms):")
 names = list(rows[0][1]["breakdown_ms"].keys())

@@ -2,7 +2,8 @@
 """The PyTorch peer of `qkv bench`: the same architecture (scripts/qkv_torch.py), the same
 batches in the same order, the same optimizer step (label-smoothed loss, backward, norm
 clipping, Adam with the warmup schedule), dropout on, float32; then greedy decoding of the
-same sentences the same way (the decoder re-run over the prefix at each step).
+same sentences the same way, twice: the decoder re-run over the whole prefix at each step,
+and one position a step over cached keys and values (as fairseq and Hugging Face decode).
 
 Usage: bench_torch.py DUMP.json THREADS     (DUMP.json from `qkv bench --dump`)
 Prints one JSON line like qkv bench's. Run it with OPENBLAS_NUM_THREADS set as wanted.
@@ -16,7 +17,7 @@ import time
 import torch
 
 from parity import read_safetensors
-from qkv_torch import decode, encode, forward
+from qkv_torch import cross_keys_values, decode, decode_step, encode, forward, positions, x_dtype
 
 
 def model_config(job):
@@ -89,6 +90,48 @@ class Trainer:
         return loss
 
 
+def greedy(params, m, sources, cached):
+    """The greedy translations (lists of token ids, EOS left out) of sources, in groups of
+    64: the decoder re-run over the whole prefix at each step, or one position a step over
+    cached keys and values."""
+    outs = []
+    pe = positions(max(2 * len(s) + 12 for s in sources), m["d_model"], x_dtype(params))
+    with torch.no_grad():
+        for g in range(0, len(sources), 64):
+            group = sources[g : g + 64]
+            B, S = len(group), max(len(s) for s in group) + 1
+            src = torch.zeros(B, S, dtype=torch.long)
+            for i, s in enumerate(group):
+                src[i, : len(s)] = torch.tensor(s)
+                src[i, len(s)] = 2
+            src_len = torch.tensor([len(s) + 1 for s in group])
+            memory = encode(params, m, src, src_len)
+            if cached:
+                cross = cross_keys_values(params, m, memory)
+                cache = [None] * m["decoder_layers"]
+                src_mask = (torch.arange(S).view(1, S) < src_len.view(B, 1)).view(B, 1, 1, S)
+            limit = torch.tensor([2 * len(s) + 10 for s in group])
+            out = torch.ones(B, 1, dtype=torch.long)  # BOS
+            done = torch.zeros(B, dtype=torch.bool)
+            for t in range(1, int(limit.max()) + 1):
+                if cached:
+                    last = decode_step(params, m, cross, cache, out[:, -1], t - 1, src_mask, pe)
+                else:
+                    last = decode(params, m, memory, src_len, out, torch.full((B,), t))[:, -1, :].clone()
+                last[:, 0] = float("-inf")
+                last[:, 1] = float("-inf")
+                nxt = last.argmax(-1)
+                nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+                done = done | (nxt == 2) | (t >= limit)
+                out = torch.cat([out, nxt.view(B, 1)], dim=1)
+                if bool(done.all()):
+                    break
+            for i in range(B):
+                row = out[i, 1:].tolist()
+                outs.append([x for x in row[: row.index(2) if 2 in row else len(row)] if x != 0])
+    return outs
+
+
 def main():
     dump, threads = sys.argv[1], int(sys.argv[2])
     torch.set_num_threads(threads)
@@ -115,47 +158,28 @@ def main():
     params = trainer.params
 
     # greedy decoding with the weights qkv trained (so both decode the same sentences to
-    # the same translations: the same work), groups of 64, the decoder re-run over the
-    # prefix at each step
+    # the same translations: the same work), groups of 64, twice: the decoder re-run over
+    # the whole prefix at each step, and with a key/value cache (as fairseq and Hugging
+    # Face decode), which must give the same translations
     if job.get("weights"):
         trained, _ = read_safetensors(job["weights"])
         params = {name: torch.tensor(w) for name, w in trained.items()}
     sources = job["decode_src"]
-    produced = 0
     t0 = time.perf_counter()
-    with torch.no_grad():
-        for g in range(0, len(sources), 64):
-            group = sources[g : g + 64]
-            B, S = len(group), max(len(s) for s in group) + 1
-            src = torch.zeros(B, S, dtype=torch.long)
-            for i, s in enumerate(group):
-                src[i, : len(s)] = torch.tensor(s)
-                src[i, len(s)] = 2
-            src_len = torch.tensor([len(s) + 1 for s in group])
-            memory = encode(params, m, src, src_len)
-            limit = [2 * len(s) + 10 for s in group]
-            out = torch.ones(B, 1, dtype=torch.long)  # BOS
-            done = torch.zeros(B, dtype=torch.bool)
-            lengths = torch.zeros(B, dtype=torch.long)
-            for t in range(1, max(limit) + 1):
-                logits = decode(params, m, memory, src_len, out, torch.full((B,), t))
-                last = logits[:, -1, :].clone()
-                last[:, 0] = float("-inf")
-                last[:, 1] = float("-inf")
-                nxt = last.argmax(-1)
-                nxt = torch.where(done, torch.zeros_like(nxt), nxt)
-                lengths += (~done & (nxt != 2)).long()
-                done = done | (nxt == 2) | (t >= torch.tensor(limit))
-                out = torch.cat([out, nxt.view(B, 1)], dim=1)
-                if bool(done.all()):
-                    break
-            produced += int(lengths.sum())
+    whole = greedy(params, m, sources, cached=False)
     t_decode = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cached = greedy(params, m, sources, cached=True)
+    t_cached = time.perf_counter() - t0
+    # the same translations but where float32 rounds a near-tie the other way: counted
+    differ = sum(a != b for a, b in zip(whole, cached))
+    produced = sum(len(o) for o in whole)
     out_tokens = int(produced)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({
         "impl": "pytorch", "threads": threads, "steps": steps, "tokens_per_s": tokens / t_train,
         "step_ms": 1e3 * t_train / steps, "peak_rss_mb": rss, "decode_sentences_per_s": len(sources) / t_decode, "decoded_tokens": out_tokens,
+        "decode_cached_sentences_per_s": len(sources) / t_cached, "decode_cached_differ": differ,
         "final_loss": float(loss), "torch": torch.__version__,
     }))
 

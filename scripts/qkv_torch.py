@@ -96,6 +96,60 @@ def decode(p, m, memory, src_len, tgt_in, tgt_len, dropout=0.0):
     return y @ generator.T
 
 
+def cross_keys_values(p, m, memory):
+    """Every decoder layer's cross-attention keys and values of the encoder's output, once
+    per sentence group: (B, heads, S, d_head) each."""
+    B, S, d = memory.shape
+    heads = m["heads"]
+    kv = []
+    for l in range(m["decoder_layers"]):
+        n = f"decoder.layers.{l}.cross_attn"
+        k = (memory @ p[n + ".w_k"] + p[n + ".b_k"]).view(B, S, heads, d // heads).transpose(1, 2)
+        v = (memory @ p[n + ".w_v"] + p[n + ".b_v"]).view(B, S, heads, d // heads).transpose(1, 2)
+        kv.append((k, v))
+    return kv
+
+
+def attend_one(p, prefix, x, k, v, mask, heads):
+    """One query position per sequence (x: B, 1, d) over keys and values k, v (B, heads, Tk,
+    d_head); mask (B, 1, 1, Tk) or None."""
+    B, _, d = x.shape
+    dh = d // heads
+    q = (x @ p[prefix + ".w_q"] + p[prefix + ".b_q"]).view(B, 1, heads, dh).transpose(1, 2)
+    s = q @ k.transpose(-1, -2) / math.sqrt(dh)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, 1, d)
+    return o @ p[prefix + ".w_o"] + p[prefix + ".b_o"]
+
+
+def decode_step(p, m, cross, cache, token, t, src_mask, pe):
+    """Logits (B, V) of target position t from its input token (B,), as fairseq and Hugging
+    Face decode: the self-attention keys and values of positions before t come from cache
+    (a list with one [k, v] per decoder layer, None before the first step; extended here),
+    the cross-attention ones from cross_keys_values; pe holds the positions' encodings."""
+    d, heads, pre = m["d_model"], m["heads"], m["norm"] == "pre"
+    B = token.shape[0]
+    y = (p["decoder.embed_tokens"][token] * math.sqrt(d) + pe[t]).view(B, 1, d)
+    for l in range(m["decoder_layers"]):
+        n = f"decoder.layers.{l}"
+
+        def self_attention(h, l=l, n=n):
+            k = (h @ p[n + ".self_attn.w_k"] + p[n + ".self_attn.b_k"]).view(B, 1, heads, d // heads).transpose(1, 2)
+            v = (h @ p[n + ".self_attn.w_v"] + p[n + ".self_attn.b_v"]).view(B, 1, heads, d // heads).transpose(1, 2)
+            cache[l] = [k, v] if cache[l] is None else [torch.cat([cache[l][0], k], 2), torch.cat([cache[l][1], v], 2)]
+            return attend_one(p, n + ".self_attn", h, cache[l][0], cache[l][1], None, heads)
+
+        y = block(p, n + ".norm1", y, self_attention, pre, 0.0)
+        y = block(p, n + ".norm2", y, lambda h, l=l, n=n: attend_one(p, n + ".cross_attn", h, cross[l][0], cross[l][1],
+                                                                    src_mask, heads), pre, 0.0)
+        y = block(p, n + ".norm3", y, lambda h, n=n: ffn(p, n + ".ffn", h), pre, 0.0)
+    if pre:
+        y = layernorm(p, "decoder.norm", y)
+    generator = p["decoder.embed_tokens"] if m["tie_embeddings"] else p["generator"]
+    return (y @ generator.T)[:, 0, :]
+
+
 def x_dtype(p):
     return p["encoder.embed_tokens"].dtype
 
