@@ -71,8 +71,11 @@ static int is_name(const char *name, size_t n, const char *want) {
     return strlen(want) == n && strncasecmp(name, want, n) == 0;
 }
 
-/* One header line: NAME ":" VALUE. 0, or 1 with the refusal in v. */
-static int check_header(const char *line, size_t n, int *host, int *content_length, int *chunked, GateVerdict *v) {
+/* One header line: NAME ":" VALUE. 0, or 1 with the refusal in v. Where libmicrohttpd
+ * reads a value (Content-Length), it is read as strictly as libmicrohttpd does (no space
+ * after it), so that no head passes here that the library would answer with a page of its
+ * own. */
+static int check_header(const char *line, size_t n, int *host, int *content_length, GateVerdict *v) {
     size_t m = 0;
     while (m < n && tchar((unsigned char)line[m])) m++;
     if (m == 0 || m == n || line[m] != ':') return refuse(v, 400, "a header line is not NAME: VALUE");
@@ -80,23 +83,26 @@ static int check_header(const char *line, size_t n, int *host, int *content_leng
     size_t vn = n - m - 1;
     for (size_t i = 0; i < vn; i++) /* field-vchar, SP, HTAB, obs-text */
         if ((unsigned char)value[i] < 0x20 && value[i] != '\t') return refuse(v, 400, "a header holds a control byte");
+    const char *raw = value;
+    size_t raw_n = vn;
+    while (raw_n && (*raw == ' ' || *raw == '\t')) raw++, raw_n--;
     trim(&value, &vn);
     if (is_name(line, m, "Host")) {
         if (*host) return refuse(v, 400, "the request names its Host twice");
         *host = 1;
     } else if (is_name(line, m, "Content-Length")) {
         unsigned long long x = 0;
-        if (vn == 0) return refuse(v, 400, "Content-Length is not a number of bytes");
-        for (size_t i = 0; i < vn; i++) {
-            if (value[i] < '0' || value[i] > '9') return refuse(v, 400, "Content-Length is not a number of bytes");
-            x = x > (~0ull - 9) / 10 ? ~0ull : x * 10 + (unsigned long long)(value[i] - '0');
+        if (raw_n == 0) return refuse(v, 400, "Content-Length is not a number of bytes");
+        for (size_t i = 0; i < raw_n; i++) {
+            if (raw[i] < '0' || raw[i] > '9') return refuse(v, 400, "Content-Length is not a number of bytes");
+            x = x > (~0ull - 9) / 10 ? ~0ull : x * 10 + (unsigned long long)(raw[i] - '0');
         }
         if (*content_length && v->body != x) return refuse(v, 400, "Content-Length is given twice, apart");
         *content_length = 1, v->body = x;
     } else if (is_name(line, m, "Transfer-Encoding")) {
-        if (!(vn == 7 && strncasecmp(value, "chunked", 7) == 0))
-            return refuse(v, 501, "a body is sent whole or chunked: no other Transfer-Encoding is understood");
-        *chunked = 1;
+        /* a chunked body would be read by libmicrohttpd, whose faults there (a bad chunk
+         * size, data past it) get pages of its own: a body comes whole, its length said */
+        return refuse(v, 411, "send the body whole, with its Content-Length: no Transfer-Encoding is taken");
     } else if (is_name(line, m, "Expect")) {
         if (vn == 12 && strncasecmp(value, "100-continue", 12) == 0) v->expect_continue = 1;
     }
@@ -122,7 +128,7 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
     }
     int http11 = 0;
     if (check_request_line(head, without_cr(head, (size_t)(eol - head)), &http11, v)) return 1;
-    int host = 0, content_length = 0, chunked = 0;
+    int host = 0, content_length = 0, lines = 0;
     for (const char *at = eol + 1;;) {
         size_t left = (size_t)(head + n - at);
         const char *end = line_end(at, left);
@@ -134,10 +140,13 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
         size_t len = without_cr(at, (size_t)(end - at));
         if (len == 0) break; /* the empty line: the head is whole */
         if (at[0] == ' ' || at[0] == '\t') return refuse(v, 400, "a header line is folded onto the next");
-        if (check_header(at, len, &host, &content_length, &chunked, v)) return 1;
+        if (++lines > GATE_HEADERS_MAX) { /* each costs libmicrohttpd room in its connection's memory */
+            snprintf(msg, sizeof msg, "the request has more than %d header lines", GATE_HEADERS_MAX);
+            return refuse(v, 431, msg);
+        }
+        if (check_header(at, len, &host, &content_length, v)) return 1;
         at = end + 1;
     }
-    if (content_length && chunked) return refuse(v, 400, "a request has Content-Length or is chunked, not both");
     if (http11 && !host) return refuse(v, 400, "the request names no Host");
     if (v->body > body_max) {
         snprintf(msg, sizeof msg, "the body is larger than the %llu bytes allowed", body_max);
@@ -150,6 +159,7 @@ static const char *reason(int status) {
     switch (status) {
     case 400: return "Bad Request";
     case 413: return "Content Too Large";
+    case 411: return "Length Required";
     case 414: return "URI Too Long";
     case 431: return "Request Header Fields Too Large";
     case 501: return "Not Implemented";
@@ -185,8 +195,9 @@ typedef struct Waiting {
 } Waiting;
 
 struct Gate {
-    int listen_fd, epoll_fd, receive_seconds, max_waiting, count;
-    int paused; /* the listening socket is out of the epoll set: max_waiting are held */
+    int listen_fd, epoll_fd, receive_seconds, max_connections, count;
+    int paused;        /* the listening socket is out of the epoll set: max_connections are open */
+    atomic_int handed; /* connections handed on and not closed yet */
     unsigned long long body_max;
     GateHandOn hand_on;
     void *ctx;
@@ -195,8 +206,12 @@ struct Gate {
     atomic_int stop, quiesce;
 };
 
-/* With max_waiting connections held, new ones stay in the kernel's backlog (the listening
- * socket is left out of the epoll set) rather than being accepted and closed. */
+/* With max_connections open, new ones stay in the kernel's backlog (the listening socket
+ * is left out of the epoll set) rather than being accepted and closed, or handed on past
+ * what the server behind takes (libmicrohttpd 0.9.75 deadlocks on its own mutex when a
+ * connection added from another thread passes its limit). */
+static int full(Gate *g) { return g->count + atomic_load(&g->handed) >= g->max_connections; }
+
 static void pause_accepting(Gate *g, int pause) {
     if (g->listen_fd < 0 || g->paused == pause) return;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -210,7 +225,7 @@ static void unlink_waiting(Gate *g, Waiting *w) {
     else g->list = w->next;
     if (w->next) w->next->prev = w->prev;
     g->count--;
-    pause_accepting(g, 0);
+    pause_accepting(g, full(g));
 }
 
 static void drop(Gate *g, Waiting *w) {
@@ -243,8 +258,9 @@ static void on_data(Gate *g, Waiting *w) {
     GateVerdict v;
     if (!gate_check_head(head, (size_t)got, g->body_max, &v)) return;
     if (v.status == 0) {
+        atomic_fetch_add(&g->handed, 1); /* before the unlink, which may start accepting again */
         unlink_waiting(g, w);
-        g->hand_on(g->ctx, w->fd, (struct sockaddr *)&w->addr, w->addr_len);
+        if (g->hand_on(g->ctx, w->fd, (struct sockaddr *)&w->addr, w->addr_len) != 0) atomic_fetch_sub(&g->handed, 1);
         free(w);
         return;
     }
@@ -260,7 +276,7 @@ static void on_data(Gate *g, Waiting *w) {
 
 static void accept_all(Gate *g) {
     for (;;) {
-        if (g->count >= g->max_waiting) return pause_accepting(g, 1);
+        if (full(g)) return pause_accepting(g, 1);
         struct sockaddr_storage addr;
         socklen_t len = sizeof addr;
         int fd = accept4(g->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -303,6 +319,7 @@ static void *run(void *arg) {
             close(g->listen_fd);
             g->listen_fd = -1;
         }
+        if (g->paused && !full(g)) pause_accepting(g, 0); /* handed-on ones closed meanwhile */
         int n = epoll_wait(g->epoll_fd, ev, 64, 250);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == NULL) {
@@ -314,11 +331,11 @@ static void *run(void *arg) {
     return NULL;
 }
 
-Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_waiting, GateHandOn hand_on,
-                 void *ctx) {
+Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_connections,
+                 GateHandOn hand_on, void *ctx) {
     Gate *g = xcalloc(1, sizeof *g);
     g->listen_fd = listen_fd, g->body_max = body_max, g->receive_seconds = receive_seconds;
-    g->max_waiting = max_waiting, g->hand_on = hand_on, g->ctx = ctx;
+    g->max_connections = max_connections, g->hand_on = hand_on, g->ctx = ctx;
     g->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     if (g->epoll_fd < 0 || epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) != 0 ||
@@ -336,12 +353,21 @@ void gate_quiesce(Gate *g) {
     if (g) atomic_store(&g->quiesce, 1);
 }
 
+void gate_handed_closed(Gate *g) {
+    if (g) atomic_fetch_sub(&g->handed, 1);
+}
+
 void gate_close(Gate *g) {
-    if (!g) return;
+    if (!g || atomic_load(&g->stop)) return;
     atomic_store(&g->stop, 1);
     pthread_join(g->thread, NULL);
     while (g->list) drop(g, g->list);
     if (g->listen_fd >= 0) close(g->listen_fd);
+    g->listen_fd = -1;
     close(g->epoll_fd);
+}
+
+void gate_free(Gate *g) {
+    gate_close(g);
     free(g);
 }

@@ -23,6 +23,7 @@
 
 #define GATE_LINE_MAX 8192                /* bytes of a request line: past it, 414 */
 #define GATE_HEAD_MAX 16384               /* bytes of a request's head: past it, 431 */
+#define GATE_HEADERS_MAX 100              /* header lines of a request: past it, 431 */
 #define GATE_DRAIN_MAX ((size_t)64 << 20) /* bytes read and dropped after a refusal */
 #define GATE_DRAIN_SECONDS 10             /* and for at most so long */
 
@@ -37,10 +38,10 @@ typedef struct {
 /* Reads head[0..n), what has arrived of a connection so far. 0: nothing decided yet (more
  * must arrive); 1: decided, *v filled. A head is refused when its request line is not
  * METHOD TARGET HTTP/1.x (400; another version 505), longer than GATE_LINE_MAX (414), the
- * head longer than GATE_HEAD_MAX (431), a header line is not NAME: VALUE, Content-Length
- * is not a number or said twice apart, Transfer-Encoding comes with it or is not chunked
- * (400, 501), an HTTP/1.1 request names no Host (400), or the body it declares is over
- * body_max (413). */
+ * head longer than GATE_HEAD_MAX or of more than GATE_HEADERS_MAX lines (431), a header
+ * line is not NAME: VALUE, Content-Length is not a number (digits alone) or said twice
+ * apart (400), a Transfer-Encoding comes (411: a body comes whole), an HTTP/1.1 request
+ * names no Host (400), or the body it declares is over body_max (413). */
 int gate_check_head(const char *head, size_t n, unsigned long long body_max, GateVerdict *v);
 
 /* The answer to a refused head: a whole HTTP/1.1 response (status, the JSON error, and
@@ -48,19 +49,24 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
 char *gate_answer(const GateVerdict *v, size_t *len);
 
 typedef struct Gate Gate;
-/* Takes a connection whose head is well-formed; owns fd from then on (closes it on
- * failure). */
-typedef void (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len);
+/* Takes a connection whose head is well-formed: 0 when it did (the fd is its own from then
+ * on, and gate_handed_closed is called once it closes), -1 when it could not (the fd is
+ * closed). */
+typedef int (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len);
 
-/* Accepts on listen_fd (listening, the gate's from now on) until gate_close; at most
- * max_waiting connections wait for their head at once (past it, new ones wait in the
- * kernel's backlog until one of those is handed on or closed).
- * NULL with the error set. */
-Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_waiting, GateHandOn hand_on,
-                 void *ctx);
+/* Accepts on listen_fd (listening, the gate's from now on) until gate_close. At most
+ * max_connections are open at once, those waiting for their head here and those handed on
+ * together: past it, new ones wait in the kernel's backlog until one closes (so the server
+ * behind is never handed more than it takes). NULL with the error set. */
+Gate *gate_start(int listen_fd, unsigned long long body_max, int receive_seconds, int max_connections,
+                 GateHandOn hand_on, void *ctx);
+/* A connection handed on has closed (any thread). */
+void gate_handed_closed(Gate *g);
 /* Stops accepting: the listening socket is closed; heads already arriving go on. */
 void gate_quiesce(Gate *g);
-/* Stops the thread; closes every connection it still holds. */
+/* Stops the thread and closes every connection it still holds; g stays valid (for
+ * gate_handed_closed) until gate_free. */
 void gate_close(Gate *g);
+void gate_free(Gate *g);
 
 #endif

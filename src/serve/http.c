@@ -152,6 +152,14 @@ static int host_allowed(const HttpServer *s, const char *name) {
     return 0;
 }
 
+/* Counts the Origin headers into *cls: a browser sends one, and only the first would be
+ * looked up. */
+static enum MHD_Result count_origin(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    if (strcasecmp(key, "Origin") == 0) (*(int *)cls)++;
+    return MHD_YES;
+}
+
 /* Why the request is refused before it is read (403 or 415), or 0. Another site's page
  * may post to a local server from the user's browser (a form; a fetch) and, through DNS
  * rebinding, read its answers: the Host must name this server, an Origin (sent by
@@ -163,6 +171,12 @@ static int refusal(const HttpServer *s, struct MHD_Connection *mc, int post, cha
         char shown[96];
         api_quote(shown, sizeof shown, host, 64);
         snprintf(msg, n, "Host '%s' is not this server's name (qkv serve --allow-host NAME admits one)", shown);
+        return 403;
+    }
+    int origins = 0;
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, count_origin, &origins);
+    if (origins > 1) {
+        snprintf(msg, n, "a request names more than one Origin");
         return 403;
     }
     const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
@@ -180,8 +194,9 @@ static int refusal(const HttpServer *s, struct MHD_Connection *mc, int post, cha
     if (post) {
         const char *type = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         size_t k = strlen("application/json");
-        if (!type || strncasecmp(type, "application/json", k) != 0 ||
-            (type[k] && type[k] != ';' && type[k] != ' ' && type[k] != '\t')) {
+        const char *rest = type && strncasecmp(type, "application/json", k) == 0 ? type + k : NULL;
+        while (rest && (*rest == ' ' || *rest == '\t')) rest++;
+        if (!rest || (*rest && *rest != ';')) {
             snprintf(msg, n, "the body must be JSON, sent with Content-Type: application/json");
             return 415;
         }
@@ -255,6 +270,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
         pthread_mutex_unlock(&s->conns_lock);
         *socket_context = c;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        gate_handed_closed(s->gate);
         Conn *c = *socket_context;
         pthread_mutex_lock(&s->conns_lock);
         if (c->prev) c->prev->next = c->next;
@@ -392,9 +408,9 @@ static char *live_page(const char *model, const json_t *heads) {
 }
 
 /* The gate's hand-on: a connection whose head is well-formed, to libmicrohttpd. */
-static void hand_on(void *ctx, int fd, const struct sockaddr *addr, socklen_t len) {
+static int hand_on(void *ctx, int fd, const struct sockaddr *addr, socklen_t len) {
     HttpServer *s = ctx;
-    MHD_add_connection(s->d, fd, addr, len); /* closes fd itself when it cannot take it */
+    return MHD_add_connection(s->d, fd, addr, len) == MHD_YES ? 0 : -1; /* it closes fd when it cannot take it */
 }
 
 /* A listening socket on addr, non-blocking; -1 with errno set. */
@@ -402,7 +418,10 @@ static int listen_on(const struct sockaddr *addr, socklen_t len) {
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
     if (fd < 0) return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (addr->sa_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (addr->sa_family == AF_INET6) { /* "::" is every interface, IPv4 ones included */
+        int v6only = !IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)addr)->sin6_addr);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
     if (bind(fd, addr, len) != 0 || listen(fd, 511) != 0) {
         int e = errno;
         close(fd);
@@ -469,7 +488,8 @@ HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, co
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
                      MHD_USE_NO_LISTEN_SOCKET;
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+                            (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)HTTP_MAX_CONNECTIONS + 16, /* never reached: the gate hands on at most the max */
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
                             on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
@@ -501,5 +521,6 @@ void http_stop(HttpServer *s) {
     if (s->reaper_started) pthread_join(s->reaper, NULL);
     gate_close(s->gate); /* before the daemon: it hands connections on to it */
     MHD_stop_daemon(s->d);
+    gate_free(s->gate); /* after: the daemon's closing connections tell the gate */
     free_server(s);
 }

@@ -12,7 +12,7 @@
 #define BODY_MAX 4096
 
 static void check(const GateVerdict *v) {
-    static const int statuses[] = {0, 400, 413, 414, 431, 501, 505};
+    static const int statuses[] = {0, 400, 411, 413, 414, 431, 505};
     int known = 0;
     for (size_t i = 0; i < sizeof statuses / sizeof *statuses; i++) known |= v->status == statuses[i];
     if (!known || (v->status == 0 && v->body > BODY_MAX) || (v->status && (!v->error[0] || strchr(v->error, '\n'))))
