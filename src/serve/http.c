@@ -341,7 +341,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     (void)version;
     HttpServer *s = cls;
     Request *q = *con_cls;
-    if (!q) { /* the headers are in (a body the gate let pass: within API_MAX_BODY, or chunked) */
+    if (!q) { /* the headers are in (the gate let the body pass: its Content-Length within API_MAX_BODY) */
         q = xcalloc(1, sizeof *q);
         *con_cls = q;
         q->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
@@ -350,7 +350,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         q->refused = refusal(s, mc, q->post, q->refusal, sizeof q->refusal);
         return MHD_YES;
     }
-    if (*upload_size) { /* a piece of the body: kept, or (refused, too big) read and dropped */
+    if (*upload_size) { /* a piece of the body: kept, or (refused; longer than declared) read and dropped */
         if (!q->refused && !q->too_big) {
             if (q->body.len + *upload_size > API_MAX_BODY) q->too_big = 1, sb_free(&q->body);
             else sb_append(&q->body, upload, *upload_size);
