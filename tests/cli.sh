@@ -246,7 +246,9 @@ fi
 if "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
     --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 --warmup 1 \
     --steps 3 --decode 3 --ceiling 1 >"$T/low.out" 2>"$T/low.err" &&
-    "$QKV" bench configs/toy.yaml --set train.threads=3 --peak >"$T/peak.out" 2>>"$T/low.err" &&
+    "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+        --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 \
+        --peak >"$T/peak.out" 2>>"$T/low.err" &&
     why=$(/usr/bin/python3 - "$T/low.out" "$T/peak.out" <<'PY'
 import json, sys
 r, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
