@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The house's rules, checked on the code itself (src/README.md states them):
-#  - an #include points down the layers: main → cmd → serve, report → infer, train → data → nn → config → util,
+#  - an #include points down the layers: main → cmd → serve, report → infer, train → run → data → nn → config → util,
 #    or to a file of its own folder; infer and train never include each other;
 #  - no include circle between modules (a module is x.c with x.h);
 #  - no call circle between modules: from the built objects (nm), module A calls B when
@@ -16,8 +16,8 @@ obj=${BUILD:-build}/obj
 
 rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
     case $1 in
-    main | startup) echo 0 ;; cmd/*) echo 1 ;; serve/* | report/*) echo 2 ;; infer/* | train/*) echo 3 ;; data/*) echo 4 ;;
-    nn/*) echo 5 ;; config) echo 6 ;; util/*) echo 7 ;; *) echo 99 ;;
+    main | startup) echo 0 ;; cmd/*) echo 1 ;; serve/* | report/*) echo 2 ;; infer/* | train/*) echo 3 ;;
+    run/*) echo 4 ;; data/*) echo 5 ;; nn/*) echo 6 ;; config) echo 7 ;; util/*) echo 8 ;; *) echo 99 ;;
     esac
 }
 folder() { [[ $1 == */* ]] && echo "${1%%/*}" || echo "."; }

@@ -12,7 +12,7 @@
 #include "cmd/options.h"
 #include "infer/aligner.h"
 #include "infer/alignment.h"
-#include "train/run.h"
+#include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"

@@ -23,7 +23,7 @@
 #include "infer/attnmap.h"
 #include "infer/decode.h"
 #include "infer/watch.h"
-#include "train/run.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"

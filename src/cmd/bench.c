@@ -25,7 +25,7 @@
 #include "config.h"
 #include "infer/decode.h"
 #include "nn/profile.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/parallel.h" /* shard_first_row, pass_rows */
 #include "train/trainer.h"
 #include "util/clock.h"

@@ -17,7 +17,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/decode_options.h"
 #include "infer/translator.h"
-#include "train/run.h"
+#include "run/run.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"

@@ -29,7 +29,8 @@
 #include "infer/headcurve.h"
 #include "infer/headreport.h"
 #include "infer/headscore.h"
-#include "train/run.h"
+#include "run/files.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -414,7 +415,7 @@ int cmd_heads(int argc, char **argv) {
     } else {
         /* beside the run by default, where qkv serve and qkv report look for it */
         char out[sizeof r.dir + 8];
-        if (!o.out) o.out = run_path(out, sizeof out, r.dir, "heads");
+        if (!o.out) o.out = run_path(out, sizeof out, r.dir, RUN_HEADS_DIR);
         rc = analyse(&r, &o, &to, src, ref, gold, n);
         if (rc) cmd_fail(rc);
         run_close(&r);

@@ -4,7 +4,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
-#include "train/curves.h"
+#include "run/curves.h"
 #include "util/err.h"
 
 static const CmdOption options[] = {{0}};

@@ -14,7 +14,7 @@
 #include "cmd/decode_options.h"
 #include "cmd/options.h"
 #include "infer/translator.h"
-#include "train/run.h"
+#include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"

@@ -13,6 +13,7 @@
 #include "data/corpus.h"
 #include "infer/alignment.h"
 #include "infer/decode.h"
+#include "run/files.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -167,7 +168,7 @@ int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, cons
     json_decref(root);
     free(src), free(tgt);
     char dir[CONFIG_PATH_MAX + 16], path[CONFIG_PATH_MAX + 48];
-    snprintf(dir, sizeof dir, "%s/watch", run_dir);
+    snprintf(dir, sizeof dir, "%s/" RUN_WATCH_DIR, run_dir);
     snprintf(path, sizeof path, "%s/step-%08lld.json", dir, (long long)step);
     int rc = 0;
     if (strlen(text) > READ_FILE_SMALL) /* watch_check bounds it; never a file the reader refuses */
@@ -246,7 +247,7 @@ static int same_shape(const AttnMaps *a, const AttnMaps *b) {
 int watch_load(const char *run_dir, WatchLog *out) {
     memset(out, 0, sizeof *out);
     char dir[CONFIG_PATH_MAX + 16], path[CONFIG_PATH_MAX + 96];
-    snprintf(dir, sizeof dir, "%s/watch", run_dir);
+    snprintf(dir, sizeof dir, "%s/" RUN_WATCH_DIR, run_dir);
     DIR *d = opendir(dir);
     if (!d) return err_set("%s: no watched sentences recorded (list some under train.watch in the config)", run_dir);
     /* the names first, in step order: errors then name the same file whatever order the

@@ -15,9 +15,10 @@
 #include "infer/headreport.h"
 #include "infer/watch.h"
 #include "report/chart.h"
-#include "train/curves.h"
-#include "train/journal.h"
-#include "train/run.h"
+#include "run/curves.h"
+#include "run/files.h"
+#include "run/journal.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -186,7 +187,7 @@ static void header(StrBuf *sb, const Story *st) {
         text(sb, str(began, "time")), sb_printf(sb, ")");
     } else {
         sb_printf(sb, "The machine is unknown: ");
-        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal), sb_printf(sb, ".");
+        if (st->journal.why[0]) absence(sb, RUN_JOURNAL, &st->journal), sb_printf(sb, ".");
         else sb_printf(sb, "the run has no journal.jsonl (runs trained before it existed).");
     }
     sb_printf(sb, "</p>\n<p class=\"where\">Run directory <code>");
@@ -233,7 +234,7 @@ static void config_section(StrBuf *sb, const Story *st) {
         return;
     }
     ConfigMarks m = {0};
-    if (config_text_parts(&st->cfg, "config.yaml", mark_part, &m) != 0) {
+    if (config_text_parts(&st->cfg, RUN_CONFIG, mark_part, &m) != 0) {
         sb_printf(sb, "<p class=\"missing\">the config could not be printed: ");
         text(sb, err_msg());
         sb_printf(sb, "</p>\n");
@@ -271,7 +272,7 @@ static void data_section(StrBuf *sb, const Story *st) {
     const json_t *began = last_event(st, "start", "resume"), *d = began ? json_object_get(began, "data") : NULL;
     if (!d) {
         sb_printf(sb, "<p class=\"missing\">No data summary: ");
-        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal);
+        if (st->journal.why[0]) absence(sb, RUN_JOURNAL, &st->journal);
         else
             sb_printf(sb, "journal.jsonl %s (it is written when training starts)",
                       st->journal.absent ? "is missing" : "holds no start");
@@ -299,7 +300,7 @@ static void curves_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
     if (st->metrics.absent || st->metrics.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
-        if (st->metrics.absent) absence(sb, "metrics.jsonl", &st->metrics);
+        if (st->metrics.absent) absence(sb, RUN_METRICS, &st->metrics);
         else sb_printf(sb, "metrics.jsonl is %s", st->metrics.bad ? "cut short (no whole line)" : "empty");
         sb_printf(sb, ".</p>\n");
         return;
@@ -365,7 +366,7 @@ static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
     if (st->evals.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No evaluations: ");
-        if (st->evals.why[0]) absence(sb, "eval.jsonl", &st->evals);
+        if (st->evals.why[0]) absence(sb, RUN_EVAL, &st->evals);
         else
             sb_printf(sb, "eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> adds a line)",
                       st->evals.absent ? "missing" : "empty");
@@ -422,7 +423,7 @@ static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
     if (st->samples.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No samples: ");
-        if (st->samples.why[0]) absence(sb, SAMPLES_FILE, &st->samples);
+        if (st->samples.why[0]) absence(sb, RUN_SAMPLES, &st->samples);
         else
             sb_printf(sb, "%s",
                       st->have_cfg && !st->cfg.train.valid_bleu
@@ -474,7 +475,7 @@ static void attention_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"attention\">Attention over training</h2>\n");
     WatchLog w;
     char watch_dir[CONFIG_PATH_MAX + 16];
-    snprintf(watch_dir, sizeof watch_dir, "%s/watch", st->dir);
+    snprintf(watch_dir, sizeof watch_dir, "%s/" RUN_WATCH_DIR, st->dir);
     struct stat sst;
     if (lstat(watch_dir, &sst) != 0) {
         sb_printf(sb, "<p class=\"missing\">No watched sentences: train.watch lists sentences whose attention is "
@@ -511,7 +512,7 @@ static void attention_section(StrBuf *sb, const Story *st) {
 static void pruning_curve(StrBuf *sb, const Story *st) {
     char path[CONFIG_PATH_MAX + 32];
     struct stat sst;
-    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
+    snprintf(path, sizeof path, "%s/" RUN_HEADS_DIR "/heads.svg", st->dir);
     if (lstat(path, &sst) != 0) {
         sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
         return;
@@ -536,7 +537,7 @@ static void pruning_curve(StrBuf *sb, const Story *st) {
 static void heads_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"heads\">Heads</h2>\n");
     char path[CONFIG_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/heads/heads.json", st->dir);
+    snprintf(path, sizeof path, "%s/" RUN_HEADS_DIR "/heads.json", st->dir);
     struct stat sst;
     if (stat(path, &sst) != 0) {
         sb_printf(sb,
@@ -612,16 +613,16 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     if (stat(dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) return err_set("%s: not a run directory", dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", dir);
     if (stat(cfg_path, &sst) != 0) return err_set("%s: not a run directory (no config.yaml)", dir);
-    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
+    if (!out) out = run_path(out_path, sizeof out_path, dir, RUN_REPORT);
     /* the rename would put the page in place of a FIFO or a device node */
     if (regular_or_absent(out) != 0) return -1;
     config_defaults(&st.cfg);
     st.have_cfg = config_load(&st.cfg, cfg_path) == 0;
     if (!st.have_cfg) snprintf(st.cfg_error, sizeof st.cfg_error, "%s", err_msg());
-    read_jsonl(dir, "metrics.jsonl", &st.metrics);
-    read_jsonl(dir, JOURNAL_FILE, &st.journal);
-    read_jsonl(dir, "eval.jsonl", &st.evals);
-    read_jsonl(dir, SAMPLES_FILE, &st.samples);
+    read_jsonl(dir, RUN_METRICS, &st.metrics);
+    read_jsonl(dir, RUN_JOURNAL, &st.journal);
+    read_jsonl(dir, RUN_EVAL, &st.evals);
+    read_jsonl(dir, RUN_SAMPLES, &st.samples);
     st.holder = st.o->running ? 0 : run_lock_holder(dir);
     StrBuf sb = {0};
     page(&sb, &st);

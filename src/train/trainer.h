@@ -22,8 +22,8 @@
 #include "data/corpus.h"
 #include "nn/model.h"
 #include "nn/optim.h"
+#include "run/run.h"
 #include "train/parallel.h"
-#include "train/run.h"
 
 /* What one optimisation step needs. */
 typedef struct {

@@ -1,10 +1,10 @@
 /* average: the mean of a run's newest step checkpoints, weight by weight (as fairseq's
  * average_checkpoints.py computes it): `qkv export --average N`, and train.average_last,
  * which keeps RUN/ckpt/average.safetensors as the run trains. */
-#ifndef QKV_TRAIN_AVERAGE_H
-#define QKV_TRAIN_AVERAGE_H
+#ifndef QKV_RUN_AVERAGE_H
+#define QKV_RUN_AVERAGE_H
 
-#include "train/run.h"
+#include "run/run.h"
 
 /* out (a model of r's shape) gets the mean of the newest n step checkpoints of r's run,
  * each checked as the run's own; *meta (if given) the newest one's metadata (the caller

@@ -1,11 +1,4 @@
-/* run: a run directory, the unit of work.
- *
- *   runs/<name>/config.yaml                    the resolved config (every key)
- *   runs/<name>/src.vocab, tgt.vocab
- *   runs/<name>/metrics.jsonl                  one JSON object per log step
- *   runs/<name>/ckpt/step-000500.safetensors   the last train.keep_checkpoints checkpoints
- *   runs/<name>/ckpt/best.safetensors          the best by validation loss (a hard link)
- *   runs/<name>/ckpt/average.safetensors       with train.average_last: the newest ones' mean
+/* run: a run directory, the unit of work (its files are named in run/files.h).
  *
  * Creates a run directory for `qkv train`, opens one for `qkv resume`, opens a run (or
  * one checkpoint inside one) for the commands that use a trained model, and keeps the
@@ -16,7 +9,8 @@
 #include "config.h"
 #include "data/vocab.h"
 #include "nn/model.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
+#include "run/files.h"
 
 typedef struct {
     char dir[CONFIG_PATH_MAX];
@@ -65,8 +59,6 @@ int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *me
 
 /* The pid of the process training the run in dir (holding its lock), 0 when none is. */
 long run_lock_holder(const char *dir);
-/* train.average_last's file in a run directory (train/average.h writes it) */
-#define RUN_AVERAGE_FILE "ckpt/average.safetensors"
 /* "<dir>/<file>" into buf. */
 const char *run_path(char *buf, size_t n, const char *dir, const char *file);
 /* "<dir>/ckpt/step-%06lld.safetensors" into buf. */

@@ -1,6 +1,6 @@
 /* checkpoint: see checkpoint.h. The JSON header is written and read with jansson. */
 #define _GNU_SOURCE /* memmem, pread */
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #include <errno.h>
 #include <inttypes.h>

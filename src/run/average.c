@@ -1,11 +1,11 @@
 /* average: see average.h. */
-#include "train/average.h"
+#include "run/average.h"
 
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -62,7 +62,7 @@ int average_write(const Run *r, int n) {
     CkptMeta meta = {0};
     char path[CONFIG_PATH_MAX + 32];
     int rc = average_newest(r, n, 1, &avg, &meta, NULL, NULL);
-    if (rc == 0) rc = ckpt_save(run_path(path, sizeof path, r->dir, RUN_AVERAGE_FILE), &avg, NULL, &meta);
+    if (rc == 0) rc = ckpt_save(run_path(path, sizeof path, r->dir, RUN_AVERAGE), &avg, NULL, &meta);
     ckpt_meta_free(&meta);
     model_free(&avg);
     return rc;

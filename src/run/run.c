@@ -1,6 +1,6 @@
 /* run: see run.h. */
 #define _DEFAULT_SOURCE /* DT_REG, linkat friends */
-#include "train/run.h"
+#include "run/run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +45,7 @@ const char *run_path(char *buf, size_t n, const char *dir, const char *file) {
 }
 
 const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step) {
-    snprintf(buf, n, "%s/ckpt/step-%06lld.safetensors", dir, step);
+    snprintf(buf, n, "%s/" RUN_CKPT_DIR "/step-%06lld.safetensors", dir, step);
     return buf;
 }
 
@@ -60,7 +60,7 @@ static int step_name(const char *name, long long *step) {
 /* Step numbers of the run's step checkpoints, ascending; returns the count. */
 static int list_steps(const char *dir, long long **steps_out) {
     char ck[CONFIG_PATH_MAX + 16];
-    run_path(ck, sizeof ck, dir, "ckpt");
+    run_path(ck, sizeof ck, dir, RUN_CKPT_DIR);
     DIR *d = opendir(ck);
     int n = 0, cap = 16;
     long long *steps = xmalloc(sizeof(long long) * (size_t)cap);
@@ -133,7 +133,7 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
 int run_is_own_checkpoint(const char *dir, const char *path) {
     char ck[CONFIG_PATH_MAX + 16], p[CONFIG_PATH_MAX + 64];
     struct stat st, ck_st, other;
-    run_path(ck, sizeof ck, dir, "ckpt");
+    run_path(ck, sizeof ck, dir, RUN_CKPT_DIR);
     if (stat(ck, &ck_st) != 0) return 0; /* no checkpoints: nothing to overwrite */
     if (stat(path, &st) == 0) {          /* the same file under any name, a hard link or a symbolic one */
         char **steps;
@@ -141,8 +141,8 @@ int run_is_own_checkpoint(const char *dir, const char *path) {
         for (int i = 0; i < n && !same; i++)
             same = stat(steps[i], &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
         free_lines(steps, n);
-        if (same || (stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &other) == 0 &&
-                     other.st_dev == st.st_dev && other.st_ino == st.st_ino))
+        if (same || (stat(run_path(p, sizeof p, dir, RUN_BEST), &other) == 0 && other.st_dev == st.st_dev &&
+                     other.st_ino == st.st_ino))
             return 1;
     }
     /* a name the run's ckpt/ uses, whether or not it is there yet: the directory resolved */
@@ -151,7 +151,7 @@ int run_is_own_checkpoint(const char *dir, const char *path) {
     if (!slash) snprintf(parent, sizeof parent, ".");
     else snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     long long step;
-    return (strcmp(base, "best.safetensors") == 0 || step_name(base, &step)) && stat(parent, &st) == 0 &&
+    return (strcmp(base, RUN_BEST_NAME) == 0 || step_name(base, &step)) && stat(parent, &st) == 0 &&
            st.st_dev == ck_st.st_dev && st.st_ino == ck_st.st_ino;
 }
 
@@ -174,7 +174,7 @@ void run_rotate_checkpoints(const char *dir, int keep) {
     for (int i = 0; i + keep < count; i++) unlink(run_step_checkpoint(p, sizeof p, dir, steps[i]));
     free(steps);
     char ck[CONFIG_PATH_MAX + 16];
-    DIR *d = opendir(run_path(ck, sizeof ck, dir, "ckpt"));
+    DIR *d = opendir(run_path(ck, sizeof ck, dir, RUN_CKPT_DIR));
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -190,13 +190,13 @@ void run_rotate_checkpoints(const char *dir, int keep) {
 void run_clear_checkpoints(const char *dir) {
     run_rotate_checkpoints(dir, 0);
     char p[CONFIG_PATH_MAX + 64];
-    unlink(run_path(p, sizeof p, dir, "ckpt/best.safetensors"));
-    unlink(run_path(p, sizeof p, dir, RUN_AVERAGE_FILE));
+    unlink(run_path(p, sizeof p, dir, RUN_BEST));
+    unlink(run_path(p, sizeof p, dir, RUN_AVERAGE));
 }
 
 int run_mark_best(const char *dir, const char *ckpt_path) {
     char best[CONFIG_PATH_MAX + 64], tmp[CONFIG_PATH_MAX + 80];
-    run_path(best, sizeof best, dir, "ckpt/best.safetensors");
+    run_path(best, sizeof best, dir, RUN_BEST);
     if (tmp_name(tmp, sizeof tmp, best) != 0) return -1;
     unlink(tmp);
     signals_hold(); /* no tmp link left by a stop between link and rename */
@@ -218,7 +218,7 @@ int run_mark_best(const char *dir, const char *ckpt_path) {
  * before the run's files are looked at, so two processes never share a run. */
 static int run_lock(const char *dir) {
     char p[CONFIG_PATH_MAX + 32];
-    run_path(p, sizeof p, dir, "lock");
+    run_path(p, sizeof p, dir, RUN_LOCK);
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return err_set("%s: %s", p, strerror(errno));
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
@@ -239,7 +239,7 @@ static int run_lock(const char *dir) {
 
 long run_lock_holder(const char *dir) {
     char p[CONFIG_PATH_MAX + 32];
-    int fd = open(run_path(p, sizeof p, dir, "lock"), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = open(run_path(p, sizeof p, dir, RUN_LOCK), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     struct flock who = {.l_type = F_RDLCK, .l_whence = SEEK_SET}; /* a read lock conflicts with the write lock */
     long pid = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
@@ -254,7 +254,7 @@ static int has_checkpoint(const char *dir) {
     long long *steps;
     int n = list_steps(dir, &steps);
     free(steps);
-    return n > 0 || stat(run_path(p, sizeof p, dir, "ckpt/best.safetensors"), &st) == 0;
+    return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0;
 }
 
 int run_create(const Config *cfg, int force, int *made) {
@@ -262,8 +262,8 @@ int run_create(const Config *cfg, int force, int *made) {
     struct stat st;
     *made = stat(cfg->run_dir, &st) != 0;
     if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
-    if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, "metrics.jsonl")) != 0) return -1;
-    if (stat(run_path(p, sizeof p, cfg->run_dir, "config.yaml"), &st) != 0) return 0;
+    if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, RUN_METRICS)) != 0) return -1;
+    if (stat(run_path(p, sizeof p, cfg->run_dir, RUN_CONFIG), &st) != 0) return 0;
     /* a run stopped before its first checkpoint has nothing to resume from or to lose */
     if (!has_checkpoint(cfg->run_dir)) return 1;
     if (!force)
@@ -274,12 +274,12 @@ int run_create(const Config *cfg, int force, int *made) {
 
 void run_abandon(const char *dir, int made) {
     if (has_checkpoint(dir)) return;
-    static const char *const files[] = {"config.yaml", "src.vocab",     "tgt.vocab",  "src.model",
-                                        "tgt.model",   "metrics.jsonl", "curves.svg", "lock"};
+    static const char *const files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM,
+                                        RUN_TGT_SPM, RUN_METRICS,   RUN_CURVES,    RUN_LOCK};
     char p[CONFIG_PATH_MAX + 32];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(run_path(p, sizeof p, dir, files[i]));
     run_rotate_checkpoints(dir, 0); /* this process' tmp files */
-    rmdir(run_path(p, sizeof p, dir, "ckpt"));
+    rmdir(run_path(p, sizeof p, dir, RUN_CKPT_DIR));
     if (made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
 }
 
@@ -287,16 +287,16 @@ int run_write_files(const Run *r) {
     const char *dir = r->cfg.run_dir;
     char p[CONFIG_PATH_MAX + 32];
     run_clear_checkpoints(dir);
-    if (make_dirs(run_path(p, sizeof p, dir, "ckpt")) != 0 ||
-        config_write(&r->cfg, run_path(p, sizeof p, dir, "config.yaml")) != 0 ||
-        vocab_save(&r->src_vocab, run_path(p, sizeof p, dir, "src.vocab")) != 0 ||
-        vocab_save(&r->tgt_vocab, run_path(p, sizeof p, dir, "tgt.vocab")) != 0)
+    if (make_dirs(run_path(p, sizeof p, dir, RUN_CKPT_DIR)) != 0 ||
+        config_write(&r->cfg, run_path(p, sizeof p, dir, RUN_CONFIG)) != 0 ||
+        vocab_save(&r->src_vocab, run_path(p, sizeof p, dir, RUN_SRC_VOCAB)) != 0 ||
+        vocab_save(&r->tgt_vocab, run_path(p, sizeof p, dir, RUN_TGT_VOCAB)) != 0)
         return -1;
     /* a subword run's tokenizers are its SentencePiece models, kept beside the piece lists */
     if (r->src_vocab.spm &&
-        (write_file_atomic(run_path(p, sizeof p, dir, "src.model"), r->src_vocab.spm_model, r->src_vocab.spm_len) !=
+        (write_file_atomic(run_path(p, sizeof p, dir, RUN_SRC_SPM), r->src_vocab.spm_model, r->src_vocab.spm_len) !=
              0 ||
-         write_file_atomic(run_path(p, sizeof p, dir, "tgt.model"), r->tgt_vocab.spm_model, r->tgt_vocab.spm_len) != 0))
+         write_file_atomic(run_path(p, sizeof p, dir, RUN_TGT_SPM), r->tgt_vocab.spm_model, r->tgt_vocab.spm_len) != 0))
         return -1;
     return 0;
 }
@@ -323,7 +323,7 @@ int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
     char p[CONFIG_PATH_MAX + 32];
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     /* the file training appends to: a FIFO there would hold the run until a reader came */
-    if (regular_or_absent(run_path(p, sizeof p, dir, "metrics.jsonl")) != 0) return -1;
+    if (regular_or_absent(run_path(p, sizeof p, dir, RUN_METRICS)) != 0) return -1;
     snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
     run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
     if (!has_checkpoint(dir))
@@ -336,7 +336,7 @@ int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
 int run_set_steps(Run *r, int steps) {
     char p[CONFIG_PATH_MAX + 32];
     r->cfg.train.steps = steps;
-    return config_write(&r->cfg, run_path(p, sizeof p, r->cfg.run_dir, "config.yaml"));
+    return config_write(&r->cfg, run_path(p, sizeof p, r->cfg.run_dir, RUN_CONFIG));
 }
 
 int run_load_config_and_vocab(Run *r, const char *dir) {
@@ -344,7 +344,7 @@ int run_load_config_and_vocab(Run *r, const char *dir) {
     char p[CONFIG_PATH_MAX + 32];
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     config_defaults(&r->cfg);
-    run_path(p, sizeof p, r->dir, "config.yaml");
+    run_path(p, sizeof p, r->dir, RUN_CONFIG);
     if (stat(p, &st) != 0) return err_set("%s: not a run directory (no config.yaml)", r->dir);
     if (config_load(&r->cfg, p) != 0 || config_validate(&r->cfg, 0) != 0) return -1;
     if (load_vocab(r, &r->src_vocab, "src") != 0) return -1;
@@ -432,10 +432,10 @@ static int run_for_dir(Run *r, const char *dir, CkptFile *f) {
     struct stat st;
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     /* train.average_last's mean of the newest checkpoints, kept as the run trains, first */
-    run_path(r->weights, sizeof r->weights, dir, RUN_AVERAGE_FILE);
+    run_path(r->weights, sizeof r->weights, dir, RUN_AVERAGE);
     r->which = "average";
     if (r->cfg.train.average_last > 0 && stat(r->weights, &st) == 0) return ckpt_open(f, r->weights);
-    run_path(r->weights, sizeof r->weights, dir, "ckpt/best.safetensors");
+    run_path(r->weights, sizeof r->weights, dir, RUN_BEST);
     r->which = "best";
     if (stat(r->weights, &st) != 0) {
         r->which = "latest";

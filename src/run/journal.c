@@ -1,5 +1,5 @@
 /* journal: see journal.h. */
-#include "train/journal.h"
+#include "run/journal.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -97,4 +97,34 @@ int journal_append(const char *dir, const char *file, json_t *line) {
     if (f && fclose(f) != 0 && rc == 0) rc = err_set("%s: write failed", path);
     free(text);
     return rc;
+}
+
+int journal_begin(const Run *r, long long step, int ranks, const Corpus *train, const Corpus *valid,
+                  size_t parameters) {
+    const Config *cfg = &r->cfg;
+    json_t *o = json_object(), *data = json_object();
+    json_put(o, "event", json_string(step == 0 ? "start" : "resume"));
+    json_put(o, "step", json_integer(step));
+    json_put(o, "steps", json_integer(cfg->train.steps));
+    json_put(o, "machine", journal_machine(cfg->train.threads, ranks));
+    json_put(data, "tokenizer", json_string(tokenizer_name(cfg->data.tokenizer)));
+    json_put(data, "src_vocab", json_integer(r->src_vocab.size));
+    json_put(data, "tgt_vocab", json_integer(r->tgt_vocab.size));
+    json_put(data, "shared_vocab", json_boolean(cfg->data.shared_vocab));
+    json_put(data, "train", journal_split(train, cfg->data.max_len, VOCAB_UNK));
+    if (valid) json_put(data, "valid", journal_split(valid, cfg->data.max_len, VOCAB_UNK));
+    json_put(o, "data", data);
+    json_put(o, "parameters", json_integer((json_int_t)parameters));
+    return journal_append(cfg->run_dir, RUN_JOURNAL, o);
+}
+
+int journal_end(const char *dir, long long step, const char *how, int signal, const char *error, double seconds) {
+    json_t *o = json_object();
+    json_put(o, "event", json_string("end"));
+    json_put(o, "step", json_integer(step));
+    json_put(o, "how", json_string(how));
+    if (strcmp(how, "stopped") == 0) json_put(o, "signal", json_integer(signal));
+    if (error) json_put(o, "error", json_string(error));
+    json_put(o, "seconds", json_fmt("%.3f", seconds));
+    return journal_append(dir, RUN_JOURNAL, o);
 }

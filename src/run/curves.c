@@ -2,7 +2,7 @@
  * Training loss and validation loss against the step, on shared axes with ticks; when
  * the run logs valid_bleu, a second panel below shows BLEU on its own scale (0..100 is
  * not a loss scale) over the same steps. */
-#include "train/curves.h"
+#include "run/curves.h"
 
 #include <jansson.h>
 #include <math.h>
