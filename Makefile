@@ -66,9 +66,9 @@ $(BUILD)/obj/%.o: src/%.cc
 	$(call show,CXX,$<)$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
 # The attention viewer page is kept as plain HTML and compiled in as a C string.
-$(BUILD)/gen/attnview.c: src/infer/attnview.html Makefile
+$(BUILD)/gen/attnview.c: src/attention/attnview.html Makefile
 	@mkdir -p $(dir $@)
-	$(call show,GEN,$@)awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
+	$(call show,GEN,$@)awk 'BEGIN { print "/* generated from src/attention/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
 	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c

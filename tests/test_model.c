@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "decode/beam.h"
+#include "decode/decode.h"
 #include "gradcheck.h"
-#include "infer/beam.h"
-#include "infer/decode.h"
 #include "nn/model.h"
 #include "util/mem.h"
 #include "util/rng.h"

@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/attnmap.h"
+#include "attention/watch.h"
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/decode_options.h"
 #include "cmd/options.h"
 #include "config.h"
 #include "data/corpus.h"
-#include "infer/attnmap.h"
-#include "infer/decode.h"
-#include "infer/watch.h"
+#include "decode/decode.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"

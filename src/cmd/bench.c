@@ -23,7 +23,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "config.h"
-#include "infer/decode.h"
+#include "decode/decode.h"
 #include "nn/profile.h"
 #include "run/checkpoint.h"
 #include "train/parallel.h" /* shard_first_row, pass_rows */

@@ -16,7 +16,7 @@
 
 #include "cmd/cmdutil.h"
 #include "cmd/decode_options.h"
-#include "infer/translator.h"
+#include "decode/translator.h"
 #include "run/run.h"
 #include "util/clock.h"
 #include "util/cpu.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "cmd/cmdutil.h"
-#include "infer/headmask.h"
+#include "decode/headmask.h"
 #include "util/mem.h"
 
 /* The defaults shown are decode_defaults()'s (a unit test holds them to it). */

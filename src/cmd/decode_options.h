@@ -1,12 +1,12 @@
 /* decode_options: the decoding options translate, eval and heads share, as rows of their
  * option tables (cmd/options.h), and what each does to TranslateOptions; among them
- * --mask-heads, the heads masked while the model runs (infer/headmask.h), which attention
+ * --mask-heads, the heads masked while the model runs (decode/headmask.h), which attention
  * takes too. */
 #ifndef QKV_DECODE_OPTIONS_H
 #define QKV_DECODE_OPTIONS_H
 
 #include "cmd/options.h"
-#include "infer/translator.h"
+#include "decode/translator.h"
 #include "nn/model.h"
 #include "util/text.h"
 

@@ -8,7 +8,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
-#include "infer/sacrebleu.h"
+#include "score/sacrebleu.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"

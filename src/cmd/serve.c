@@ -15,7 +15,7 @@
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
-#include "infer/fanout.h"
+#include "decode/fanout.h"
 #include "serve/http.h"
 #include "serve/models.h"
 #include "serve/workers.h"

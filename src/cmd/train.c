@@ -3,7 +3,8 @@
  * Drives the phases of a Trainer (train/trainer.h) and does all the printing: the data,
  * vocabulary and model summaries, the live progress line on a terminal, a line per log
  * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
- * validation set for the loop (which may not call infer/) and shows sample translations. */
+ * validation set for the loop (which may not call the decoding and scoring rooms) and
+ * shows sample translations. */
 #include <cblas.h>
 #include <math.h>
 #include <signal.h>
@@ -12,17 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention/watch.h"
 #include "cmd/cmdutil.h"
 #include "cmd/commands.h"
 #include "cmd/decode_options.h"
 #include "cmd/options.h"
 #include "config.h"
-#include "infer/sacrebleu.h"
-#include "infer/translator.h"
-#include "infer/watch.h"
+#include "decode/translator.h"
 #include "report/runpage.h"
 #include "run/journal.h"
 #include "run/run.h"
+#include "score/sacrebleu.h"
 #include "train/dist.h"
 #include "train/parallel.h"
 #include "train/trainer.h"

@@ -13,7 +13,7 @@
 #include "cmd/commands.h"
 #include "cmd/decode_options.h"
 #include "cmd/options.h"
-#include "infer/translator.h"
+#include "decode/translator.h"
 #include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "attention/attnmap.h"
+#include "attention/watch.h"
 #include "config.h"
-#include "infer/attnmap.h"
-#include "infer/headreport.h"
-#include "infer/watch.h"
+#include "heads/headreport.h"
 #include "report/chart.h"
 #include "run/curves.h"
 #include "run/files.h"

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "infer/translator.h"
+#include "decode/translator.h"
 
 /* The bounds a request is held to (the README lists them). */
 #define API_MAX_BODY (256 * 1024)   /* bytes of a request body: past it, 413 */

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attention/attnmap.h"
 #include "config.h"
-#include "infer/attnmap.h"
 #include "run/files.h"
 #include "serve/api.h"
 #include "serve/gate.h"

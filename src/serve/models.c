@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "infer/attnmap.h"
-#include "infer/headreport.h"
+#include "attention/attnmap.h"
+#include "heads/headreport.h"
 #include "run/files.h"
 #include "util/err.h"
 #include "util/file.h"

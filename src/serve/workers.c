@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/attnmap.h"
 #include "data/corpus.h"
-#include "infer/attnmap.h"
-#include "infer/headmask.h"
+#include "decode/headmask.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"

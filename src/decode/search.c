@@ -1,5 +1,5 @@
 /* search: see search.h. */
-#include "infer/search.h"
+#include "decode/search.h"
 
 #include <math.h>
 

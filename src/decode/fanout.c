@@ -1,5 +1,5 @@
 /* fanout: see fanout.h. */
-#include "infer/fanout.h"
+#include "decode/fanout.h"
 
 #include <cblas.h>
 #include <pthread.h>

@@ -12,9 +12,9 @@
 
 #include <stdint.h>
 
+#include "attention/attnmap.h"
 #include "config.h"
 #include "data/vocab.h"
-#include "infer/attnmap.h"
 #include "nn/model.h"
 
 #define WATCH_MAX_SNAPSHOTS 10000

@@ -9,9 +9,9 @@
 #include <jansson.h>
 
 #include "data/vocab.h"
-#include "infer/headcurve.h"
-#include "infer/headscore.h"
-#include "infer/search.h"
+#include "decode/search.h"
+#include "heads/headcurve.h"
+#include "heads/headscore.h"
 #include "nn/model.h"
 
 /* Sentences whose maps the view carries. */

@@ -1,6 +1,6 @@
 /* watch: see watch.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "infer/watch.h"
+#include "attention/watch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention/alignment.h"
 #include "data/corpus.h"
-#include "infer/alignment.h"
-#include "infer/decode.h"
+#include "decode/decode.h"
 #include "run/files.h"
 #include "util/atomic_file.h"
 #include "util/err.h"

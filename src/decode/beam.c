@@ -9,14 +9,14 @@
  * A sentence is done when K hypotheses have finished, or at its length limit, where the
  * live ones finish as they are. Ties go to the earlier beam, then EOS, then the ordinary
  * tokens in id order, then UNK: the order greedy search uses, so beam 1 is greedy. */
-#include "infer/beam.h"
+#include "decode/beam.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/vocab.h"
-#include "infer/search.h"
+#include "decode/search.h"
 #include "util/mem.h"
 
 typedef struct {

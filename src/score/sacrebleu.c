@@ -4,7 +4,7 @@
  * the 13a rules is ASCII, and a non-ASCII code point never matches one), and on code points
  * where they do not: whitespace is what Python's str.split() splits on, and chrF's
  * characters are code points. N-grams are counted exactly, by sorting, never by hash. */
-#include "infer/sacrebleu.h"
+#include "score/sacrebleu.h"
 
 #include <math.h>
 #include <stdlib.h>

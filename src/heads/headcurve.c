@@ -1,5 +1,5 @@
 /* headcurve: see headcurve.h. */
-#include "infer/headcurve.h"
+#include "heads/headcurve.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/attnmap.h"
-#include "infer/fanout.h"
-#include "infer/headmask.h"
-#include "infer/sacrebleu.h"
+#include "attention/attnmap.h"
+#include "decode/fanout.h"
+#include "decode/headmask.h"
+#include "score/sacrebleu.h"
 #include "util/mem.h"
 #include "util/rng.h"
 

@@ -1,5 +1,5 @@
 /* attnmap: capture, JSON and the terminal view; see attnmap.h. */
-#include "infer/attnmap.h"
+#include "attention/attnmap.h"
 
 #include <float.h>
 #include <jansson.h>

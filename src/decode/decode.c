@@ -4,7 +4,7 @@
  * that training runs, one query row per hypothesis with cached keys and values. This file
  * holds greedy search and the grouping both searches run in; beam.c holds beam search,
  * search.c what the two share. */
-#include "infer/decode.h"
+#include "decode/decode.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "data/vocab.h"
-#include "infer/beam.h"
-#include "infer/fanout.h"
-#include "infer/search.h"
+#include "decode/beam.h"
+#include "decode/fanout.h"
+#include "decode/search.h"
 #include "util/mem.h"
 
 #define GROUP 64 /* sentences decoded together (after sorting by length) */

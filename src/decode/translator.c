@@ -1,5 +1,5 @@
 /* translator: see translator.h. */
-#include "infer/translator.h"
+#include "decode/translator.h"
 
 #include <math.h>
 #include <stdlib.h>

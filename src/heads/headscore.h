@@ -22,9 +22,9 @@
 #ifndef QKV_HEADSCORE_H
 #define QKV_HEADSCORE_H
 
+#include "attention/aligner.h"
 #include "data/corpus.h"
 #include "data/vocab.h"
-#include "infer/aligner.h"
 #include "nn/model.h"
 
 /* A positional head ("previous", "current", "next"): its largest weight falls on that

@@ -15,8 +15,8 @@
 
 #include "data/corpus.h"
 #include "data/vocab.h"
-#include "infer/headscore.h"
-#include "infer/translator.h"
+#include "decode/translator.h"
+#include "heads/headscore.h"
 #include "nn/model.h"
 #include "util/text.h"
 
@@ -67,7 +67,7 @@ void heads_curves(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
                   HeadCurves *out, void (*progress)(int done, int total, void *arg), void *arg);
 void heads_curves_free(HeadCurves *c);
 
-/* A mask as --mask-heads @FILE reads it (head_mask_format, infer/headmask.h): one line
+/* A mask as --mask-heads @FILE reads it (head_mask_format, decode/headmask.h): one line
  * "kind.layer.head" per removed head (kinds enc, dec, cross; 0-based), in
  * model_head_index order; nothing for no head. */
 void heads_mask_text(const Model *m, const unsigned char *removed, StrBuf *out);

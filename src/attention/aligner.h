@@ -8,8 +8,8 @@
 #ifndef QKV_ALIGNER_H
 #define QKV_ALIGNER_H
 
+#include "attention/alignment.h"
 #include "data/vocab.h"
-#include "infer/alignment.h"
 #include "nn/model.h"
 
 /* A cross-attention map to read links from: one (layer, head), a layer's heads averaged

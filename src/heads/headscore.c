@@ -1,5 +1,5 @@
 /* headscore: see headscore.h. */
-#include "infer/headscore.h"
+#include "heads/headscore.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "data/batch.h"
-#include "infer/fanout.h"
+#include "decode/fanout.h"
 #include "util/mem.h"
 
 /* ---- roles ----------------------------------------------------------------------------- */

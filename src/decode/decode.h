@@ -8,7 +8,7 @@
 #define QKV_DECODE_H
 
 #include "data/corpus.h"
-#include "infer/search.h"
+#include "decode/search.h"
 #include "nn/model.h"
 
 /* Translates n source sequences (ids without EOS, each at most cfg.max_positions - 1 long).

@@ -3,7 +3,7 @@
 #define QKV_BEAM_H
 
 #include "data/corpus.h"
-#include "infer/search.h"
+#include "decode/search.h"
 #include "nn/model.h"
 
 /* Beam search for one group of sentences (beam.c), on st (zeroed, or used by an earlier

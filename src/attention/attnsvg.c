@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/attnmap.h"
+#include "attention/attnmap.h"
 #include "util/atomic_file.h"
 #include "util/mem.h"
 #include "util/text.h"

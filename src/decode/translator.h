@@ -9,7 +9,7 @@
 #define QKV_TRANSLATOR_H
 
 #include "data/vocab.h"
-#include "infer/decode.h"
+#include "decode/decode.h"
 #include "nn/model.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
 /* alignment: see alignment.h. */
-#include "infer/alignment.h"
+#include "attention/alignment.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* headmask: see headmask.h. */
-#include "infer/headmask.h"
+#include "decode/headmask.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,11 +1,11 @@
 /* headreport: see headreport.h. */
-#include "infer/headreport.h"
+#include "heads/headreport.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/attnmap.h"
-#include "infer/sacrebleu.h"
+#include "attention/attnmap.h"
+#include "score/sacrebleu.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"

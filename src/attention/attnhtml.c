@@ -1,10 +1,10 @@
-/* attnhtml: the one-file HTML viewer. The page itself is src/infer/attnview.html (readable
+/* attnhtml: the one-file HTML viewer. The page itself is src/attention/attnview.html (readable
  * HTML and JavaScript, turned into the string attnview_html at build time); this file
  * puts the maps' JSON where the page's marker is. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/attnmap.h"
+#include "attention/attnmap.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/text.h"

@@ -1,11 +1,11 @@
 /* aligner: see aligner.h. */
-#include "infer/aligner.h"
+#include "attention/aligner.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/attnmap.h"
 #include "data/corpus.h"
-#include "infer/attnmap.h"
 #include "util/err.h"
 #include "util/mem.h"
 
