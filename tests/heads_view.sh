@@ -16,7 +16,7 @@ T=$(mktemp -d /tmp/qkv-heads-view.XXXXXX)
 source tests/lib.sh
 PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
 
-# embed JSON_FILE OUT: the viewer page with the JSON at its marker, '<' written \u003c (attnhtml.c)
+# embed JSON_FILE OUT: the viewer page with the JSON at its marker, '<' written \u003c (attnview.c)
 embed() {
     "$BOUNDED" "$PY" -c 'import sys
 page = open("src/attention/attnview.html", encoding="utf-8").read()

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attention/aligner.h"
-#include "attention/alignment.h"
+#include "attention/align_map.h"
+#include "attention/align_model.h"
 #include "attention/attnmap.h"
 #include "attention/watch.h"
 #include "check.h"

@@ -1,6 +1,6 @@
 /* attnmap: the anatomy of every attention of one sentence pair, and the ways out of qkv:
  * JSON (attnmap.c, read back by attnmap_from_json), SVG heatmaps (attnsvg.c), a one-file
- * HTML viewer (attnhtml.c) and terminal views (attnmap.c).
+ * HTML viewer (attnview.c) and terminal views (attnmap.c).
  *
  * For each kind, layer and head it holds
  *   weights   p_ij = softmax_j(s_ij), the probabilities the forward pass kept for its

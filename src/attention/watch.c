@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attention/alignment.h"
+#include "attention/align_map.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
 #include "run/files.h"

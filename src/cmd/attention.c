@@ -16,10 +16,10 @@
 
 #include "attention/attnmap.h"
 #include "attention/watch.h"
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "config.h"
 #include "data/corpus.h"
 #include "decode/decode.h"

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "data/tokenize.h"
 #include "run/average.h"
 #include "run/checkpoint.h"

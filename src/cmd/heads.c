@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "attention/attnmap.h"
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "data/corpus.h"
 #include "heads/analysis.h"
 #include "heads/headcurve.h"

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "config.h"
 #include "run/checkpoint.h"
 

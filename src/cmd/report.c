@@ -3,9 +3,9 @@
  * again, e.g. after qkv eval or qkv heads added to the run, or for a run copied here. */
 #include <stdio.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "report/runpage.h"
 #include "run/files.h"
 #include "util/clock.h"

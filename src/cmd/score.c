@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "score/sacrebleu.h"
 #include "util/file.h"
 #include "util/json.h"

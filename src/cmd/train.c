@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "attention/watch.h"
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "config.h"
 #include "decode/translator.h"
 #include "report/runpage.h"

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "decode/translator.h"
 #include "run/run.h"
 #include "util/err.h"

@@ -6,7 +6,7 @@
 #ifndef QKV_HEADS_ANALYSIS_H
 #define QKV_HEADS_ANALYSIS_H
 
-#include "attention/aligner.h"
+#include "attention/align_model.h"
 #include "heads/headcurve.h"
 #include "heads/headreport.h"
 #include "heads/headscore.h"

@@ -22,7 +22,7 @@
 #ifndef QKV_HEADSCORE_H
 #define QKV_HEADSCORE_H
 
-#include "attention/aligner.h"
+#include "attention/align_model.h"
 #include "data/corpus.h"
 #include "data/vocab.h"
 #include "nn/model.h"
@@ -106,7 +106,7 @@ void heads_score(Model *m, const HeadSet *set, const long long *freq, int thread
 
 /* The cross heads' AER against gold links, set into stats (heads_score's array) and
  * their labels refreshed: pairs[i] is the i-th pair's text with its gold line, as
- * aligner.h reads them. 0, or -1 with the error set (aligner_score's errors). */
+ * align_model.h reads them. 0, or -1 with the error set (aligner_score's errors). */
 int heads_aer(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *pairs, int n,
               HeadStats *stats);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/alignment.h"
+#include "attention/align_map.h"
 #include "attention/attnmap.h"
 #include "fuzz.h"
 

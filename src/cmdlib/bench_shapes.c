@@ -1,7 +1,7 @@
 /* bench_shapes: see bench_shapes.h. Like the ceiling in bench.c, these cblas_sgemm calls
  * measure the library itself, outside nn/, on the shapes nn/ runs. */
 #define _POSIX_C_SOURCE 200809L
-#include "cmd/bench_shapes.h"
+#include "cmdlib/bench_shapes.h"
 
 #include <cblas.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
 /* decode_options: see decode_options.h. */
-#include "cmd/decode_options.h"
+#include "cmdlib/decode_options.h"
 
 #include <stdlib.h>
 
-#include "cmd/cmdutil.h"
+#include "cmdlib/cmdutil.h"
 #include "decode/headmask.h"
 #include "util/mem.h"
 

@@ -1,4 +1,4 @@
-/* workers: the bounded queue of `qkv serve` and the threads that empty it.
+/* jobs: the bounded queue of `qkv serve` and the threads that empty it.
  *
  * A request becomes a job (serve/api.h's ApiRequest; its mask is read against the model
  * that answers it, by the worker, so the HTTP thread never waits on a model's load);
@@ -12,8 +12,8 @@
  * When a job is done (answered or refused), the worker fills its status and body and calls
  * its done callback, once. jobs_stop lets the workers finish every queued job, then joins
  * them. */
-#ifndef QKV_SERVE_WORKERS_H
-#define QKV_SERVE_WORKERS_H
+#ifndef QKV_SERVE_JOBS_H
+#define QKV_SERVE_JOBS_H
 
 #include "serve/api.h"
 #include "serve/models.h"

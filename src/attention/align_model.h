@@ -1,14 +1,14 @@
-/* aligner: word alignments of sentence pairs, read from a model's cross-attention.
+/* align_model: word alignments of sentence pairs, read from a model's cross-attention.
  *
  * For one pair of lines as read from line-aligned files: both sides encoded, the target
  * force-decoded to capture the maps (attnmap.h), one selection of the cross-attention
- * pooled to words and each target word linked to a source word (alignment.h); with gold
+ * pooled to words and each target word linked to a source word (align_map.h); with gold
  * links, every selection scored against them. Reading files and printing are the
  * command's (cmd/align.c). */
-#ifndef QKV_ALIGNER_H
-#define QKV_ALIGNER_H
+#ifndef QKV_ALIGN_MODEL_H
+#define QKV_ALIGN_MODEL_H
 
-#include "attention/alignment.h"
+#include "attention/align_map.h"
 #include "data/vocab.h"
 #include "nn/model.h"
 

@@ -1,5 +1,5 @@
-/* aligner: see aligner.h. */
-#include "attention/aligner.h"
+/* align_model: see align_model.h. */
+#include "attention/align_model.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* alignment: see alignment.h. */
-#include "attention/alignment.h"
+/* align_map: see align_map.h. */
+#include "attention/align_map.h"
 
 #include <limits.h>
 #include <stdlib.h>

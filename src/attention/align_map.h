@@ -1,4 +1,4 @@
-/* alignment: word alignments read off cross-attention, and their scores against gold.
+/* align_map: word alignments read off a cross-attention map, and their scores against gold.
  *
  * A cross-attention map (target pieces x source pieces) is first pooled to words: rows
  * of the pieces of one target word are averaged, columns of the pieces of one source
@@ -6,8 +6,8 @@
  * space marker and EOS belong to no word; subword pieces join the word their first,
  * marked piece starts). Each target word is then linked to the
  * source word it gives the most weight. Output is Pharaoh "i-j" (source i, target j). */
-#ifndef QKV_ALIGNMENT_H
-#define QKV_ALIGNMENT_H
+#ifndef QKV_ALIGN_MAP_H
+#define QKV_ALIGN_MAP_H
 
 typedef struct {
     long hits, predicted, gold; /* |A ∩ S|, |A|, |S| */

@@ -1,5 +1,5 @@
 /* cmdutil: see cmdutil.h. */
-#include "cmd/cmdutil.h"
+#include "cmdlib/cmdutil.h"
 
 #include <errno.h>
 #include <math.h>

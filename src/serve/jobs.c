@@ -1,5 +1,5 @@
-/* workers: see workers.h. */
-#include "serve/workers.h"
+/* jobs: see jobs.h. */
+#include "serve/jobs.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* options: see options.h. */
-#include "cmd/options.h"
+#include "cmdlib/options.h"
 
 #include <getopt.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * are those decode_counting reports: every matrix product at the shapes run (padded
  * sources, every row of each step, finished or not), so the fraction of the ceiling says
  * how well the products that are run go, and sentences/s how little is run. */
-#include "cmd/bench_translate.h"
+#include "cmdlib/bench_translate.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -14,8 +14,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
-#include "cmd/decode_options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
 #include "decode/translator.h"
 #include "run/run.h"
 #include "util/clock.h"

@@ -5,7 +5,7 @@
  * threads they agree, but at 16 one 1024 x 1024 product split 16 ways runs far below 16
  * products side by side, so the steps' products, which run side by side, beat it and the
  * MFU printed passed 100%. */
-#include "cmd/bench_ceiling.h"
+#include "cmdlib/bench_ceiling.h"
 
 #include <cblas.h>
 #include <pthread.h>

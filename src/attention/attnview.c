@@ -1,4 +1,4 @@
-/* attnhtml: the one-file HTML viewer. The page itself is src/attention/attnview.html (readable
+/* attnview: the one-file HTML viewer. The page itself is src/attention/attnview.html (readable
  * HTML and JavaScript, turned into the string attnview_html at build time); this file
  * puts the maps' JSON where the page's marker is. */
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /* decode_options: the decoding options translate, eval and heads share, as rows of their
- * option tables (cmd/options.h), and what each does to TranslateOptions; among them
+ * option tables (cmdlib/options.h), and what each does to TranslateOptions; among them
  * --mask-heads, the heads masked while the model runs (decode/headmask.h), which attention
  * takes too. */
 #ifndef QKV_DECODE_OPTIONS_H
 #define QKV_DECODE_OPTIONS_H
 
-#include "cmd/options.h"
+#include "cmdlib/options.h"
 #include "decode/translator.h"
 #include "nn/model.h"
 #include "util/text.h"

@@ -1,4 +1,4 @@
-/* step: the model's incremental decoding step (model.h, "incremental decoding"): the
+/* incremental: the model's incremental decoding step (model.h, "incremental decoding"): the
  * decoder one position at a time over B sequences with cached keys and values, through
  * the same layer code as training (model.h's QKV_NN_INTERNAL part: model.c's pieces). */
 #include <stdlib.h>
