@@ -26,6 +26,9 @@
 #include "util/mem.h"
 #include "util/text.h"
 
+/* the page's style sheet: src/report/report.css, built in as a string (Makefile) */
+extern const char report_css[];
+
 /* A JSON-lines file: its objects, how many lines were not one, whether it was there (or
  * readable: what is wrong with it, when something is there that is no file to read). */
 typedef struct {
@@ -578,18 +581,9 @@ static void page(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<!DOCTYPE html>\n<!-- qkv report: one page from a run directory; nothing here is loaded from "
                   "elsewhere -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qkv report: ");
     text(sb, st->have_cfg ? st->cfg.name : st->dir);
-    sb_printf(sb,
-              "</title>\n<style>\n"
-              "body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1220px; }\n"
-              "h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: "
-              "1px solid #ddd; }\n"
-              "h3 { font-size: 15px; } table { border-collapse: collapse; font-size: 13px; }\n"
-              "td, th { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }\n"
-              "pre.config { background: #f6f6f6; padding: 8px; font-size: 12px; max-height: 420px; overflow: auto; }\n"
-              "mark { background: #ffe08a; } .missing { color: #a33; } .note { color: #666; font-size: 13px; }\n"
-              ".row { display: flex; flex-wrap: wrap; gap: 12px; } .sample { margin: 10px 0 18px 0; }\n"
-              "td.hyp { font-family: serif; font-size: 14px; } nav a { margin-right: 12px; }\n"
-              "</style>\n</head>\n<body>\n");
+    sb_printf(sb, "</title>\n<style>\n");
+    sb_append(sb, report_css, strlen(report_css));
+    sb_printf(sb, "</style>\n</head>\n<body>\n");
     header(sb, st);
     sb_printf(sb, "<nav><a href=\"#setup\">setup</a><a href=\"#curves\">curves</a><a href=\"#evals\">evaluations</a>"
                   "<a href=\"#samples\">samples</a><a href=\"#attention\">attention</a><a href=\"#heads\">heads</a>"
