@@ -34,7 +34,10 @@ endif
 
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 LIB_CXX := $(wildcard src/*/*.cc)
-LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/attnview.o
+# The pages (the viewer, the report's style sheet and chart script) are files, each built
+# in as a C string named for it: src/report/chart.js is `const char chart_js[]`.
+PAGES   := $(wildcard src/*/*.html src/*/*.css src/*/*.js)
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(PAGES:src/%=$(BUILD)/obj/gen/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
@@ -65,11 +68,13 @@ $(BUILD)/obj/%.o: src/%.cc
 	@mkdir -p $(dir $@)
 	$(call show,CXX,$<)$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
-# The attention viewer page is kept as plain HTML and compiled in as a C string.
-$(BUILD)/gen/attnview.c: src/infer/attnview.html Makefile
+# A page is kept as a plain file and compiled in as a C string.
+$(BUILD)/gen/%.c: src/% Makefile
 	@mkdir -p $(dir $@)
-	$(call show,GEN,$@)awk 'BEGIN { print "/* generated from src/infer/attnview.html: do not edit */"; print "const char attnview_html[] =" } \
+	$(call show,GEN,$@)awk -v name=$(subst .,_,$(notdir $<)) 'BEGIN { print "/* generated from $<: do not edit */"; print "const char " name "[] =" } \
 	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
+
+.SECONDARY: $(PAGES:src/%=$(BUILD)/gen/%.c)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)

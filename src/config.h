@@ -43,7 +43,7 @@ typedef struct {
     char src[CONFIG_PATH_MAX], tgt[CONFIG_PATH_MAX];
 } PathPair;
 
-/* train.watch: sentences whose attention training records (infer/watch.h); tgt empty:
+/* train.watch: sentences whose attention training records (attention/watch.h); tgt empty:
  * force-decode the model's own greedy translation at the time. */
 #define CONFIG_WATCH_MAX 8
 #define CONFIG_WATCH_LEN 512

@@ -26,6 +26,8 @@ extern const TestCase kernel_tests[];
 extern const TestCase model_tests[];
 extern const TestCase data_tests[];
 extern const TestCase config_tests[];
+extern const TestCase optim_tests[];
+extern const TestCase mem_tests[];
 extern const TestCase train_tests[];
 extern const TestCase checkpoint_tests[];
 extern const TestCase attnmap_tests[];

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The house's rules, checked on the code itself (src/README.md states them):
-#  - an #include points down the layers: main → cmd → serve, report → infer, train → data → nn → config → util,
-#    or to a file of its own folder; infer and train never include each other;
+#  - an #include points down the layers: main → cmd → cmdlib → serve, report → the analysis rooms
+#    (heads → attention → decode, score) and train → run → data → nn → config → util, or to
+#    a file of its own folder; train and the analysis rooms never include each other;
 #  - no include circle between modules (a module is x.c with x.h);
 #  - no call circle between modules: from the built objects (nm), module A calls B when
 #    A's object needs a symbol B's object defines; the graph has no loop, so no two files
 #    call each other;
 #  - no file basename twice in src/: a command is cmd/NAME.c (as git's builtin/), and no
-#    library file takes a command's name.
+#    library file takes a command's name; a page (.html, .css, .js, built in as a C string)
+#    is named whole, so attention/attnview.c may sit beside its page attnview.html.
 # tsort (coreutils) finds the loops. Needs the objects of `make all` (BUILD, default build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +18,12 @@ obj=${BUILD:-build}/obj
 
 rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
     case $1 in
-    main | startup) echo 0 ;; cmd/*) echo 1 ;; serve/* | report/*) echo 2 ;; infer/* | train/*) echo 3 ;; data/*) echo 4 ;;
-    nn/*) echo 5 ;; config) echo 6 ;; util/*) echo 7 ;; *) echo 99 ;;
+    main | startup) echo 0 ;; cmd/*) echo 1 ;; cmdlib/*) echo 2 ;; serve/* | report/*) echo 3 ;;
+    heads/* | train/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/*) echo 6 ;; run/*) echo 7 ;;
+    data/*) echo 8 ;; nn/*) echo 9 ;; config) echo 10 ;; util/*) echo 11 ;; *) echo 99 ;;
     esac
 }
+analysis() { [[ $1 == heads/* || $1 == attention/* || $1 == decode/* || $1 == score/* ]]; }
 folder() { [[ $1 == */* ]] && echo "${1%%/*}" || echo "."; }
 
 # module edges "from to" of every quoted #include in src/
@@ -41,7 +45,8 @@ while read -r from to; do
     rf=$(rank "$from") rt=$(rank "$to")
     if [[ $rf == 99 || $rt == 99 ]]; then
         wrong+="$from -> $to (a module outside the layers); "
-    elif ((rt < rf)) || { ((rt == rf)) && [[ $(folder "$from") != "$(folder "$to")" ]]; }; then
+    elif ((rt < rf)) || { ((rt == rf)) && [[ $(folder "$from") != "$(folder "$to")" ]]; } ||
+        { [[ $from == train/* ]] && analysis "$to"; } || { analysis "$from" && [[ $to == train/* ]]; }; then
         wrong+="$from -> $to; "
     fi
 done <<<"$edges"
@@ -60,6 +65,7 @@ call_edges() {
     while IFS= read -r o; do
         m=${o#"$obj"/}
         m=${m%.o}
+        [[ -f src/$m.c || -f src/$m.cc ]] || continue # an object left from a renamed file
         while read -r s; do owner[$s]=$m; done < <(nm --defined-only -g "$o" | awk 'NF == 3 { print $3 }')
     done < <(find "$obj" -name '*.o' ! -path '*/tests/*' ! -path '*/fuzz/*' ! -path '*/gen/*' | sort)
     while IFS= read -r o; do
@@ -85,8 +91,9 @@ else
 fi
 
 # 4. basenames
-dups=$(find src -name '*.c' -o -name '*.cc' -o -name '*.html' | grep -v '^src/cmd/' | xargs -n1 basename |
+dups=$(find src -name '*.c' -o -name '*.cc' | grep -v '^src/cmd/' | xargs -n1 basename |
     sed 's/\.[a-z]*$//' | sort | uniq -d | tr '\n' ' ')
+dups+=$(find src -name '*.html' -o -name '*.css' -o -name '*.js' | xargs -n1 basename | sort | uniq -d | tr '\n' ' ')
 cmd_clash=$(for f in src/cmd/*.c; do
     b=$(basename "$f" .c)
     find src -name "$b.c" ! -path 'src/cmd/*' | head -1

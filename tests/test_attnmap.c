@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention/align_map.h"
+#include "attention/align_model.h"
+#include "attention/attnmap.h"
+#include "attention/watch.h"
 #include "check.h"
 #include "data/corpus.h"
 #include "data/tokenize.h"
-#include "infer/aligner.h"
-#include "infer/alignment.h"
-#include "infer/attnmap.h"
-#include "infer/watch.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -308,12 +308,12 @@ static void test_json_round_trip(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
-/* The page compiled into qkv is src/infer/attnview.html byte for byte: the build's
+/* The page compiled into qkv is src/attention/attnview.html byte for byte: the build's
  * quoting of backslashes and quotes loses nothing. */
 extern const char attnview_html[];
 static void test_viewer_page_compiled_verbatim(void) {
     size_t len;
-    char *page = read_file("src/infer/attnview.html", &len);
+    char *page = read_file("src/attention/attnview.html", &len);
     CHECK(page, "%s", err_msg());
     CHECK(strlen(attnview_html) == len && memcmp(attnview_html, page, len) == 0,
           "compiled page differs from the source");

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "util/checksum.h"
 #include "util/err.h"
 #include "util/file.h"

@@ -14,8 +14,8 @@
 
 #include "check.h"
 #include "config.h"
-#include "train/checkpoint.h"
-#include "train/run.h"
+#include "run/checkpoint.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/clock.h"
 #include "util/err.h"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "infer/headmask.h"
+#include "decode/headmask.h"
 #include "nn/model.h"
 #include "util/err.h"
 #include "util/rng.h"

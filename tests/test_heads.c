@@ -1,4 +1,4 @@
-/* heads tests: the analysis behind `qkv heads` (infer/headscore.h, headcurve.h): a head
+/* heads tests: the analysis behind `qkv heads` (heads/headscore.h, headcurve.h): a head
  * that adds nothing scores exactly nothing; the gradient score is the derivative it claims
  * to be; a head built to attend to the previous position is found and labelled so; the
  * Spearman correlation and the role counts on hand-made numbers; the removal orders and
@@ -9,10 +9,10 @@
 
 #include "check.h"
 #include "data/corpus.h"
-#include "infer/headcurve.h"
-#include "infer/headmask.h"
-#include "infer/headscore.h"
-#include "infer/translator.h"
+#include "decode/headmask.h"
+#include "decode/translator.h"
+#include "heads/headcurve.h"
+#include "heads/headscore.h"
 #include "nn/model.h"
 #include "util/mem.h"
 #include "util/rng.h"

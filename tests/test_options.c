@@ -5,8 +5,8 @@
 
 #include "check.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 
 /* The help as cmd_help_print writes it (through a tmpfile: a stream that grows a buffer
  * of ours makes gcc see a pointer to a local where there is none). */

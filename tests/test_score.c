@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "infer/sacrebleu.h"
+#include "score/sacrebleu.h"
 #include "util/file.h"
 #include "util/text.h"
 

@@ -1,18 +1,18 @@
 /* align: `qkv align RUN --src F --tgt F [--gold F]`, word alignments read from the
  * cross-attention, one Pharaoh line per pair, or precision/recall/AER per head against
  * gold links. The command reads the files and prints; reading a pair's links off the
- * model is infer/aligner.c's. */
+ * model is attention/align_model.c's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
+#include "attention/align_map.h"
+#include "attention/align_model.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
-#include "infer/aligner.h"
-#include "infer/alignment.h"
-#include "train/run.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
+#include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"

@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
+#include "attention/attnmap.h"
+#include "attention/watch.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "config.h"
 #include "data/corpus.h"
-#include "infer/attnmap.h"
-#include "infer/decode.h"
-#include "infer/watch.h"
-#include "train/run.h"
+#include "decode/decode.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"

@@ -16,16 +16,16 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "cmd/bench_ceiling.h"
-#include "cmd/bench_shapes.h"
-#include "cmd/bench_translate.h"
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/bench_ceiling.h"
+#include "cmdlib/bench_shapes.h"
+#include "cmdlib/bench_translate.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "config.h"
-#include "infer/decode.h"
+#include "decode/decode.h"
 #include "nn/profile.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/parallel.h" /* shard_first_row, pass_rows */
 #include "train/trainer.h"
 #include "util/clock.h"

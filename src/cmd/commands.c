@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
+#include "cmdlib/cmdutil.h"
 #include "util/err.h"
 
 const Command commands[] = {

@@ -1,5 +1,5 @@
 /* commands: the table of qkv's commands, one file each in src/cmd/ (git's builtin/):
- * cmd/NAME.c holds cmd_NAME and cmd_NAME_spec, its options table (cmd/options.h) from
+ * cmd/NAME.c holds cmd_NAME and cmd_NAME_spec, its options table (cmdlib/options.h) from
  * which both its parser and its --help come (toydata.c is `qkv toy-data`, and train.c
  * holds resume too). A command returns the exit status: 0
  * success, 1 runtime failure, 2 usage/config/input error.
@@ -11,7 +11,7 @@
 #ifndef QKV_COMMANDS_H
 #define QKV_COMMANDS_H
 
-#include "cmd/options.h"
+#include "cmdlib/options.h"
 
 typedef struct {
     int (*fn)(int argc, char **argv);

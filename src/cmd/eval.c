@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "data/corpus.h"
-#include "infer/sacrebleu.h"
-#include "infer/translator.h"
-#include "train/run.h"
+#include "decode/translator.h"
+#include "run/files.h"
+#include "run/run.h"
+#include "score/sacrebleu.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -86,7 +87,7 @@ typedef struct {
 static int append_json(const Run *r, const char *src, const char *ref, const TranslateOptions *o,
                        const MaskRecord *mask, const EvalResult *e) {
     char path[CONFIG_PATH_MAX + 32];
-    run_path(path, sizeof path, r->dir, "eval.jsonl");
+    run_path(path, sizeof path, r->dir, RUN_EVAL);
     json_t *j = json_object();
     json_put(j, "weights", json_string(r->weights));
     json_put(j, "step", json_integer(r->meta.step));

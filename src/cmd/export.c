@@ -10,13 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "data/tokenize.h"
-#include "train/average.h"
-#include "train/checkpoint.h"
-#include "train/run.h"
+#include "run/average.h"
+#include "run/checkpoint.h"
+#include "run/files.h"
+#include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -48,7 +49,7 @@ static int replaces_own_file(const Run *r, const char *out) {
     if (stat(out, &o) == 0 && stat(r->weights, &w) == 0 && o.st_dev == w.st_dev && o.st_ino == w.st_ino)
         return err_set("%s: --out is the weights file the export reads (%s): choose another file", out, r->weights), 1;
     /* an exported file read alone has no run: its directory is anyone's */
-    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, "config.yaml"), &st) == 0;
+    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
     if (is_run && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
         return err_set("%s: --out is a file of the run %s, which the export would replace: choose another file", out,
                        r->dir),

@@ -2,9 +2,9 @@
  * against another implementation (scripts/parity.py reads what it writes). */
 #include <stdio.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "train/grad_dump.h"
 #include "util/err.h"
 

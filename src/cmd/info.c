@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "config.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 /* The model line, from the config the checkpoint carries (left out if it does not parse). */
 static const char *const tokenizer_names[] = {"word", "char", "bpe", "unigram"}; /* TOKENIZER_* */

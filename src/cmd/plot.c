@@ -1,10 +1,10 @@
 /* plot: `qkv plot RUN`, redraws RUN/curves.svg from RUN/metrics.jsonl. */
 #include <stdio.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
-#include "train/curves.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
+#include "run/curves.h"
 #include "util/err.h"
 
 static const CmdOption options[] = {{0}};

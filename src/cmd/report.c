@@ -3,10 +3,11 @@
  * again, e.g. after qkv eval or qkv heads added to the run, or for a run copied here. */
 #include <stdio.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
 #include "report/runpage.h"
+#include "run/files.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -34,7 +35,7 @@ int cmd_report(int argc, char **argv) {
     if (optind != argc - 1) return cmd_usage_of(&cmd_report_spec);
     if (out && !out[0]) return err_set("--out: an empty file name"), cmd_fail(2);
     /* the page replaces what is at --out: never one of the files the page is made from */
-    if (out && path_inside(out, argv[optind], "report.html"))
+    if (out && path_inside(out, argv[optind], RUN_REPORT))
         return err_set("%s: --out is inside the run %s, whose files the report would replace: choose a file outside "
                        "it, or its report.html",
                        out, argv[optind]),
@@ -43,7 +44,7 @@ int cmd_report(int argc, char **argv) {
     long bytes = 0;
     RunPageOptions o = {0};
     if (runpage_write(argv[optind], out, &o, &bytes) != 0) return cmd_fail(err_status());
-    printf("wrote %s%s (%ld bytes) in %.2f s\n", out ? out : argv[optind], out ? "" : "/report.html", bytes,
+    printf("wrote %s%s (%ld bytes) in %.2f s\n", out ? out : argv[optind], out ? "" : "/" RUN_REPORT, bytes,
            now_seconds() - t0);
     return 0;
 }

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
-#include "infer/sacrebleu.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
+#include "score/sacrebleu.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"

@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/options.h"
-#include "infer/fanout.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/options.h"
+#include "decode/fanout.h"
 #include "serve/http.h"
+#include "serve/jobs.h"
 #include "serve/models.h"
-#include "serve/workers.h"
 #include "util/err.h"
 
 /* How long a stop waits for the requests in flight: a queued one is answered within the

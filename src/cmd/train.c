@@ -3,7 +3,8 @@
  * Drives the phases of a Trainer (train/trainer.h) and does all the printing: the data,
  * vocabulary and model summaries, the live progress line on a terminal, a line per log
  * step, warnings, and how the run ended. With train.valid_bleu it also decodes the
- * validation set for the loop (which may not call infer/) and shows sample translations. */
+ * validation set for the loop (which may not call the decoding and scoring rooms) and
+ * shows sample translations. */
 #include <cblas.h>
 #include <math.h>
 #include <signal.h>
@@ -12,19 +13,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
+#include "attention/watch.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
 #include "config.h"
-#include "infer/sacrebleu.h"
-#include "infer/translator.h"
-#include "infer/watch.h"
+#include "decode/translator.h"
 #include "report/runpage.h"
+#include "run/journal.h"
+#include "run/run.h"
+#include "score/sacrebleu.h"
 #include "train/dist.h"
-#include "train/journal.h"
 #include "train/parallel.h"
-#include "train/run.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -172,7 +173,7 @@ static void record_samples(const Screen *s, const TrainProgress *p) {
         json_array_append_new(list, one);
     }
     json_put(o, "samples", list);
-    if (journal_append(s->t->run.cfg.run_dir, SAMPLES_FILE, o) != 0) on_warn(NULL, err_msg());
+    if (journal_append(s->t->run.cfg.run_dir, RUN_SAMPLES, o) != 0) on_warn(NULL, err_msg());
 }
 
 /* On a terminal only validation steps and the last keep a line; elsewhere every log step.
@@ -193,7 +194,7 @@ static void on_log(void *ctx, const TrainProgress *p) {
                s->sample_hyp[k]);
     fflush(stdout);
     if (bleu) record_samples(s, p);
-    /* the last step's and a stop's page is drawn by journal_end, with the end in it */
+    /* the last step's and a stop's page is drawn by note_end, with the end in it */
     if (p->validated && p->step != p->steps && !s->t->stopping) redraw_report(s->t, 1);
 }
 
@@ -338,38 +339,21 @@ static void catch_launcher_signals(const Trainer *t) {
 }
 
 /* RUN/journal.jsonl: where this train or resume began, on what machine and data */
-static void journal_begin(const Trainer *t) {
-    const Config *cfg = &t->run.cfg;
-    json_t *o = json_object(), *data = json_object();
-    json_put(o, "event", json_string(t->step == 0 ? "start" : "resume"));
-    json_put(o, "step", json_integer(t->step));
-    json_put(o, "steps", json_integer(cfg->train.steps));
-    json_put(o, "machine", journal_machine(cfg->train.threads, dist_size()));
-    json_put(data, "tokenizer", json_string(tokenizer_name(cfg->data.tokenizer)));
-    json_put(data, "src_vocab", json_integer(t->run.src_vocab.size));
-    json_put(data, "tgt_vocab", json_integer(t->run.tgt_vocab.size));
-    json_put(data, "shared_vocab", json_boolean(cfg->data.shared_vocab));
-    json_put(data, "train", journal_split(&t->train, cfg->data.max_len, VOCAB_UNK));
-    if (t->has_valid) json_put(data, "valid", journal_split(&t->valid, cfg->data.max_len, VOCAB_UNK));
-    json_put(o, "data", data);
-    json_put(o, "parameters", json_integer(t->m.n_params));
-    if (journal_append(cfg->run_dir, JOURNAL_FILE, o) != 0) on_warn(NULL, err_msg());
+static void note_begin(const Trainer *t) {
+    if (journal_begin(&t->run, (long long)t->step, dist_size(), &t->train, t->has_valid ? &t->valid : NULL,
+                      t->m.n_params) != 0)
+        on_warn(NULL, err_msg());
 }
 
 /* ... and how it ended; then the report, drawn once more with the run's end in it */
-static void journal_end(const Trainer *t, TrainEnd end) {
-    json_t *o = json_object();
+static void note_end(const Trainer *t, TrainEnd end) {
     const char *how = end == TRAIN_DONE       ? "done"
                       : end == TRAIN_STOPPED  ? "stopped"
                       : end == TRAIN_DIVERGED ? "diverged"
                                               : "failed";
-    json_put(o, "event", json_string("end"));
-    json_put(o, "step", json_integer(t->step));
-    json_put(o, "how", json_string(how));
-    if (end == TRAIN_STOPPED) json_put(o, "signal", json_integer(t->stop_signal));
-    if (end != TRAIN_DONE && end != TRAIN_STOPPED) json_put(o, "error", json_string(err_msg()));
-    json_put(o, "seconds", json_fmt("%.3f", t->seconds));
-    if (journal_append(t->run.cfg.run_dir, JOURNAL_FILE, o) != 0) on_warn(NULL, err_msg());
+    const char *error = end != TRAIN_DONE && end != TRAIN_STOPPED ? err_msg() : NULL;
+    if (journal_end(t->run.cfg.run_dir, (long long)t->step, how, t->stop_signal, error, t->seconds) != 0)
+        on_warn(NULL, err_msg());
     redraw_report(t, 0);
 }
 
@@ -387,10 +371,10 @@ static int run_loop(Trainer *t, int *began) {
     int rc = agree(bad ? 2 : 0);
     if (began) *began = rc == 0;
     if (rc == 0) {
-        if (dist_rank() == 0) journal_begin(t);
+        if (dist_rank() == 0) note_begin(t);
         TrainEnd end = trainer_run(t, &rep);
         rc = report_end(t, &screen, end);
-        if (dist_rank() == 0) journal_end(t, end);
+        if (dist_rank() == 0) note_end(t, end);
     }
     screen_free(&screen);
     return rc;

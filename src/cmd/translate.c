@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmdutil.h"
 #include "cmd/commands.h"
-#include "cmd/decode_options.h"
-#include "cmd/options.h"
-#include "infer/translator.h"
-#include "train/run.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
+#include "decode/translator.h"
+#include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"

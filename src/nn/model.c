@@ -3,7 +3,7 @@
  * The parameter table and the activation arena are both described by one "bind"
  * function each, written once and used for every buffer (params, grads; counting and
  * carving), so the forward and the backward pass can never disagree about layout. */
-#define QKV_NN_INTERNAL /* the pieces step.c shares (model.h) */
+#define QKV_NN_INTERNAL /* the pieces incremental.c shares (model.h) */
 #include "nn/model.h"
 
 #include <cblas.h>

@@ -331,8 +331,8 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from);
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
 
-/* ---- inside nn/ only: the pieces of model.c that the decoding step (step.c) runs too,
- * so the step goes through the same layer code as training. model.c and step.c define
+/* ---- inside nn/ only: the pieces of model.c that the decoding step (incremental.c) runs too,
+ * so the step goes through the same layer code as training. model.c and incremental.c define
  * QKV_NN_INTERNAL before including this header; nothing else does. */
 #ifdef QKV_NN_INTERNAL
 /* The activation arena is carved by a Carver: with base NULL it only counts. */

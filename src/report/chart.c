@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the read-out's script: src/report/chart.js, built in as a string (Makefile) */
+extern const char chart_js[];
+
 enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36 };
 
 void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const ChartLine *lines, int n) {
@@ -123,36 +126,10 @@ void chart_bars(StrBuf *sb, const char *title, const long long *counts, int n, c
 
 void chart_script(StrBuf *sb) {
     /* nearest logged step to the pointer, for every line of the panel */
-    sb_printf(
-        sb,
-        "<div id=\"charttip\" style=\"position:fixed;display:none;pointer-events:none;background:#222;color:#fff;"
-        "padding:4px 8px;border-radius:4px;font-size:12px;white-space:pre\"></div>\n"
-        "<script>\n"
-        "\"use strict\";\n"
-        "for (const svg of document.querySelectorAll(\"svg.chart\")) {\n"
-        "  const x0 = +svg.dataset.x0, x1 = +svg.dataset.x1, left = +svg.dataset.left, width = +svg.dataset.width;\n"
-        "  const lines = [...svg.querySelectorAll(\"polyline\")].map(p => ({ label: p.dataset.label,\n"
-        "    steps: p.dataset.steps.split(\" \").map(Number), values: p.dataset.values.split(\" \").map(Number) }));\n"
-        "  const tip = document.getElementById(\"charttip\"), cursor = svg.querySelector(\".cursor\");\n"
-        "  svg.addEventListener(\"mousemove\", ev => {\n"
-        "    const box = svg.getBoundingClientRect(), px = ev.clientX - box.left;\n"
-        "    const step = x0 + (px - left) / width * (x1 - x0);\n"
-        "    const rows = [];\n"
-        "    for (const l of lines) {\n"
-        "      let best = 0;\n"
-        "      l.steps.forEach((s, i) => { if (Math.abs(s - step) < Math.abs(l.steps[best] - step)) best = i; });\n"
-        "      rows.push(`${l.label}: ${l.values[best]} (step ${l.steps[best]})`);\n"
-        "    }\n"
-        "    if (!rows.length || px < left || px > left + width) { tip.style.display = \"none\"; return; }\n"
-        "    cursor.setAttribute(\"x1\", px), cursor.setAttribute(\"x2\", px), cursor.setAttribute(\"visibility\", "
-        "\"visible\");\n"
-        "    tip.textContent = rows.join(\"\\n\");\n"
-        "    tip.style.left = ev.clientX + 14 + \"px\", tip.style.top = ev.clientY + 10 + \"px\", tip.style.display = "
-        "\"block\";\n"
-        "  });\n"
-        "  svg.addEventListener(\"mouseleave\", () => { tip.style.display = \"none\"; "
-        "cursor.setAttribute(\"visibility\", "
-        "\"hidden\"); });\n"
-        "}\n"
-        "</script>\n");
+    sb_printf(sb,
+              "<div id=\"charttip\" style=\"position:fixed;display:none;pointer-events:none;background:#222;color:#fff;"
+              "padding:4px 8px;border-radius:4px;font-size:12px;white-space:pre\"></div>\n"
+              "<script>\n");
+    sb_append(sb, chart_js, strlen(chart_js));
+    sb_printf(sb, "</script>\n");
 }

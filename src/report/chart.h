@@ -5,7 +5,7 @@
 #ifndef QKV_REPORT_CHART_H
 #define QKV_REPORT_CHART_H
 
-#include "train/curves.h"
+#include "run/curves.h"
 #include "util/text.h"
 
 typedef struct {

@@ -10,20 +10,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "attention/attnmap.h"
+#include "attention/watch.h"
 #include "config.h"
-#include "infer/attnmap.h"
-#include "infer/headreport.h"
-#include "infer/watch.h"
+#include "heads/headreport.h"
 #include "report/chart.h"
-#include "train/curves.h"
-#include "train/journal.h"
-#include "train/run.h"
+#include "run/curves.h"
+#include "run/files.h"
+#include "run/journal.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/text.h"
+
+/* the page's style sheet: src/report/report.css, built in as a string (Makefile) */
+extern const char report_css[];
 
 /* A JSON-lines file: its objects, how many lines were not one, whether it was there (or
  * readable: what is wrong with it, when something is there that is no file to read). */
@@ -186,7 +190,7 @@ static void header(StrBuf *sb, const Story *st) {
         text(sb, str(began, "time")), sb_printf(sb, ")");
     } else {
         sb_printf(sb, "The machine is unknown: ");
-        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal), sb_printf(sb, ".");
+        if (st->journal.why[0]) absence(sb, RUN_JOURNAL, &st->journal), sb_printf(sb, ".");
         else sb_printf(sb, "the run has no journal.jsonl (runs trained before it existed).");
     }
     sb_printf(sb, "</p>\n<p class=\"where\">Run directory <code>");
@@ -233,7 +237,7 @@ static void config_section(StrBuf *sb, const Story *st) {
         return;
     }
     ConfigMarks m = {0};
-    if (config_text_parts(&st->cfg, "config.yaml", mark_part, &m) != 0) {
+    if (config_text_parts(&st->cfg, RUN_CONFIG, mark_part, &m) != 0) {
         sb_printf(sb, "<p class=\"missing\">the config could not be printed: ");
         text(sb, err_msg());
         sb_printf(sb, "</p>\n");
@@ -271,7 +275,7 @@ static void data_section(StrBuf *sb, const Story *st) {
     const json_t *began = last_event(st, "start", "resume"), *d = began ? json_object_get(began, "data") : NULL;
     if (!d) {
         sb_printf(sb, "<p class=\"missing\">No data summary: ");
-        if (st->journal.why[0]) absence(sb, JOURNAL_FILE, &st->journal);
+        if (st->journal.why[0]) absence(sb, RUN_JOURNAL, &st->journal);
         else
             sb_printf(sb, "journal.jsonl %s (it is written when training starts)",
                       st->journal.absent ? "is missing" : "holds no start");
@@ -299,7 +303,7 @@ static void curves_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
     if (st->metrics.absent || st->metrics.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
-        if (st->metrics.absent) absence(sb, "metrics.jsonl", &st->metrics);
+        if (st->metrics.absent) absence(sb, RUN_METRICS, &st->metrics);
         else sb_printf(sb, "metrics.jsonl is %s", st->metrics.bad ? "cut short (no whole line)" : "empty");
         sb_printf(sb, ".</p>\n");
         return;
@@ -365,7 +369,7 @@ static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
     if (st->evals.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No evaluations: ");
-        if (st->evals.why[0]) absence(sb, "eval.jsonl", &st->evals);
+        if (st->evals.why[0]) absence(sb, RUN_EVAL, &st->evals);
         else
             sb_printf(sb, "eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> adds a line)",
                       st->evals.absent ? "missing" : "empty");
@@ -422,7 +426,7 @@ static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
     if (st->samples.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No samples: ");
-        if (st->samples.why[0]) absence(sb, SAMPLES_FILE, &st->samples);
+        if (st->samples.why[0]) absence(sb, RUN_SAMPLES, &st->samples);
         else
             sb_printf(sb, "%s",
                       st->have_cfg && !st->cfg.train.valid_bleu
@@ -474,7 +478,7 @@ static void attention_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"attention\">Attention over training</h2>\n");
     WatchLog w;
     char watch_dir[CONFIG_PATH_MAX + 16];
-    snprintf(watch_dir, sizeof watch_dir, "%s/watch", st->dir);
+    snprintf(watch_dir, sizeof watch_dir, "%s/" RUN_WATCH_DIR, st->dir);
     struct stat sst;
     if (lstat(watch_dir, &sst) != 0) {
         sb_printf(sb, "<p class=\"missing\">No watched sentences: train.watch lists sentences whose attention is "
@@ -511,7 +515,7 @@ static void attention_section(StrBuf *sb, const Story *st) {
 static void pruning_curve(StrBuf *sb, const Story *st) {
     char path[CONFIG_PATH_MAX + 32];
     struct stat sst;
-    snprintf(path, sizeof path, "%s/heads/heads.svg", st->dir);
+    snprintf(path, sizeof path, "%s/" RUN_HEADS_DIR "/heads.svg", st->dir);
     if (lstat(path, &sst) != 0) {
         sb_printf(sb, "<p class=\"note\">No pruning curve (qkv heads ran with --no-curve).</p>\n");
         return;
@@ -536,7 +540,7 @@ static void pruning_curve(StrBuf *sb, const Story *st) {
 static void heads_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"heads\">Heads</h2>\n");
     char path[CONFIG_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/heads/heads.json", st->dir);
+    snprintf(path, sizeof path, "%s/" RUN_HEADS_DIR "/heads.json", st->dir);
     struct stat sst;
     if (stat(path, &sst) != 0) {
         sb_printf(sb,
@@ -577,18 +581,9 @@ static void page(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<!DOCTYPE html>\n<!-- qkv report: one page from a run directory; nothing here is loaded from "
                   "elsewhere -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qkv report: ");
     text(sb, st->have_cfg ? st->cfg.name : st->dir);
-    sb_printf(sb,
-              "</title>\n<style>\n"
-              "body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1220px; }\n"
-              "h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: "
-              "1px solid #ddd; }\n"
-              "h3 { font-size: 15px; } table { border-collapse: collapse; font-size: 13px; }\n"
-              "td, th { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }\n"
-              "pre.config { background: #f6f6f6; padding: 8px; font-size: 12px; max-height: 420px; overflow: auto; }\n"
-              "mark { background: #ffe08a; } .missing { color: #a33; } .note { color: #666; font-size: 13px; }\n"
-              ".row { display: flex; flex-wrap: wrap; gap: 12px; } .sample { margin: 10px 0 18px 0; }\n"
-              "td.hyp { font-family: serif; font-size: 14px; } nav a { margin-right: 12px; }\n"
-              "</style>\n</head>\n<body>\n");
+    sb_printf(sb, "</title>\n<style>\n");
+    sb_append(sb, report_css, strlen(report_css));
+    sb_printf(sb, "</style>\n</head>\n<body>\n");
     header(sb, st);
     sb_printf(sb, "<nav><a href=\"#setup\">setup</a><a href=\"#curves\">curves</a><a href=\"#evals\">evaluations</a>"
                   "<a href=\"#samples\">samples</a><a href=\"#attention\">attention</a><a href=\"#heads\">heads</a>"
@@ -612,16 +607,16 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     if (stat(dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) return err_set("%s: not a run directory", dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", dir);
     if (stat(cfg_path, &sst) != 0) return err_set("%s: not a run directory (no config.yaml)", dir);
-    if (!out) out = run_path(out_path, sizeof out_path, dir, "report.html");
+    if (!out) out = run_path(out_path, sizeof out_path, dir, RUN_REPORT);
     /* the rename would put the page in place of a FIFO or a device node */
     if (regular_or_absent(out) != 0) return -1;
     config_defaults(&st.cfg);
     st.have_cfg = config_load(&st.cfg, cfg_path) == 0;
     if (!st.have_cfg) snprintf(st.cfg_error, sizeof st.cfg_error, "%s", err_msg());
-    read_jsonl(dir, "metrics.jsonl", &st.metrics);
-    read_jsonl(dir, JOURNAL_FILE, &st.journal);
-    read_jsonl(dir, "eval.jsonl", &st.evals);
-    read_jsonl(dir, SAMPLES_FILE, &st.samples);
+    read_jsonl(dir, RUN_METRICS, &st.metrics);
+    read_jsonl(dir, RUN_JOURNAL, &st.journal);
+    read_jsonl(dir, RUN_EVAL, &st.evals);
+    read_jsonl(dir, RUN_SAMPLES, &st.samples);
     st.holder = st.o->running ? 0 : run_lock_holder(dir);
     StrBuf sb = {0};
     page(&sb, &st);

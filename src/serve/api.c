@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer/attnmap.h"
-#include "infer/search.h"
+#include "attention/attnmap.h"
+#include "decode/search.h"
 #include "util/mem.h"
 #include "util/text.h"
 

@@ -10,13 +10,13 @@
  * Every key but "src" may be left out (translate's defaults). A key the API does not know
  * is refused, so a misspelt option never passes silently. "mask_heads" is a list of heads
  * only: no request names a file (--mask-heads @FILE is the command line's). It is read
- * against the model that answers (serve/workers.c), not here. */
+ * against the model that answers (serve/jobs.c), not here. */
 #ifndef QKV_SERVE_API_H
 #define QKV_SERVE_API_H
 
 #include <stddef.h>
 
-#include "infer/translator.h"
+#include "decode/translator.h"
 
 /* The bounds a request is held to (the README lists them). */
 #define API_MAX_BODY (256 * 1024)   /* bytes of a request body: past it, 413 */

@@ -17,8 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attention/attnmap.h"
 #include "config.h"
-#include "infer/attnmap.h"
+#include "run/files.h"
 #include "serve/api.h"
 #include "serve/gate.h"
 #include "util/clock.h"
@@ -213,7 +214,7 @@ static char *model_json(ServedModels *sm) {
     for (int i = 0; i < sm->n; i++) json_array_append_new(cks, json_string(sm->ck[i].name));
     static const char *tokenizers[] = {"word", "char", "bpe", "unigram"};
     int tok = r->cfg.data.tokenizer;
-    char *raw = config_text(&r->cfg, "config.yaml"), *yaml = attnmap_utf8(raw ? raw : ""); /* paths may be any bytes */
+    char *raw = config_text(&r->cfg, RUN_CONFIG), *yaml = attnmap_utf8(raw ? raw : ""); /* paths may be any bytes */
     free(raw);
     json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:i, s:s}", "format",
                           "qkv-model-1", "checkpoint", sm->ck[sm->fallback].name, "step", (json_int_t)r->meta.step,

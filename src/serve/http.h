@@ -1,6 +1,6 @@
 /* http: `qkv serve`'s HTTP side, on libmicrohttpd. One polling thread does all the
  * socket work and never waits on a model: a complete request is checked (serve/api.h),
- * queued (serve/workers.h) and its connection suspended until a worker has the answer.
+ * queued (serve/jobs.h) and its connection suspended until a worker has the answer.
  *
  *   GET  /                the viewer page, live (the attention viewer's one page)
  *   GET  /v1/health       {"status": "ok", "queued": N}
@@ -20,8 +20,8 @@
 #ifndef QKV_SERVE_HTTP_H
 #define QKV_SERVE_HTTP_H
 
+#include "serve/jobs.h"
 #include "serve/models.h"
-#include "serve/workers.h"
 
 #define HTTP_RECEIVE_SECONDS 10
 #define HTTP_MAX_CONNECTIONS 512

@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "infer/attnmap.h"
-#include "infer/headreport.h"
+#include "attention/attnmap.h"
+#include "heads/headreport.h"
+#include "run/files.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -139,7 +140,7 @@ void served_close(ServedModels *s) {
 
 int served_heads(const ServedModels *s, char *path, size_t n, json_t **heads) {
     *heads = NULL;
-    snprintf(path, n, "%s/heads/heads.json", s->ck[s->fallback].run.dir);
+    snprintf(path, n, "%s/" RUN_HEADS_DIR "/heads.json", s->ck[s->fallback].run.dir);
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     json_t *root = heads_read(path);

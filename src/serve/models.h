@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "train/run.h"
+#include "run/run.h"
 
 typedef struct {
     char name[96]; /* well-formed UTF-8, whatever the file's name holds */

@@ -14,8 +14,8 @@
 
 #include "data/batch.h"
 #include "data/corpus.h"
-#include "train/checkpoint.h"
-#include "train/run.h"
+#include "run/checkpoint.h"
+#include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"

@@ -3,6 +3,7 @@
 #include "train/trainer.h"
 
 #include "data/spm.h"
+#include "run/files.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -17,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/average.h"
-#include "train/checkpoint.h"
-#include "train/curves.h"
+#include "run/average.h"
+#include "run/checkpoint.h"
+#include "run/curves.h"
 #include "train/dist.h"
 #include "util/json.h"
 
@@ -349,8 +350,8 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
  * to draw it is reported and training goes on */
 static void redraw_curves(Trainer *t, const TrainReporter *r) {
     char m[CONFIG_PATH_MAX + 32], s[CONFIG_PATH_MAX + 32];
-    run_path(m, sizeof m, t->run.cfg.run_dir, "metrics.jsonl");
-    if (curves_plot(m, run_path(s, sizeof s, t->run.cfg.run_dir, "curves.svg")) != 0) r->warn(r->ctx, err_msg());
+    run_path(m, sizeof m, t->run.cfg.run_dir, RUN_METRICS);
+    if (curves_plot(m, run_path(s, sizeof s, t->run.cfg.run_dir, RUN_CURVES)) != 0) r->warn(r->ctx, err_msg());
 }
 
 /* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
@@ -472,7 +473,7 @@ int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
     if (dist_rank() != 0) return 0;
     /* never blocks on a FIFO put there, and refuses anything but a regular file */
-    t->metrics = fopen_regular(run_path(p, sizeof p, t->run.cfg.run_dir, "metrics.jsonl"), append ? "a" : "w",
+    t->metrics = fopen_regular(run_path(p, sizeof p, t->run.cfg.run_dir, RUN_METRICS), append ? "a" : "w",
                                "cannot open for writing");
     return t->metrics ? 0 : -1;
 }

@@ -22,8 +22,8 @@
 #include "data/corpus.h"
 #include "nn/model.h"
 #include "nn/optim.h"
+#include "run/run.h"
 #include "train/parallel.h"
-#include "train/run.h"
 
 /* What one optimisation step needs. */
 typedef struct {
@@ -113,18 +113,23 @@ typedef struct {
     double valid_bleu; /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
 } TrainProgress;
 
+/* What the loop hands back to the command that runs it. Besides printing, two of these
+ * are the loop's only ways into code above or beside it: valid_bleu (decoding the
+ * validation set and scoring it) and watch (recording attention maps). cmd/train.c
+ * supplies them all (on_progress, on_log, on_warn, on_valid_bleu, on_watch). */
 typedef struct {
     void *ctx;
     void (*progress)(void *ctx, const TrainProgress *p); /* after every step */
     void (*log)(void *ctx, const TrainProgress *p);      /* at log steps, after metrics.jsonl has them */
     void (*warn)(void *ctx, const char *msg);            /* a fault training goes on after */
     /* With train.valid_bleu: corpus BLEU (0..100) of m's greedy translations of the
-     * validation set, at each validation. It lives with the command because decoding is
-     * infer/'s, which this layer may not call. NAN when it cannot be computed (the
+     * validation set, at each validation. It lives with the command (cmd/train.c's
+     * on_valid_bleu: decode/translator.h, then score/sacrebleu.h), because decoding and
+     * scoring are rooms this layer may not call. NAN when it cannot be computed (the
      * callback has warned); NULL: BLEU is never computed. Must leave m's weights alone. */
     double (*valid_bleu)(void *ctx, Model *m);
     /* With train.watch: record the watched sentences' attention with m's weights at this
-     * step (infer/watch.h), at step 0 and at every validation step. NULL: nothing is
+     * step (cmd/train.c's on_watch: attention/watch.h), at step 0 and at every validation step. NULL: nothing is
      * recorded. Must leave m's weights alone; a failure is the callback's to report. */
     void (*watch)(void *ctx, Model *m, int64_t step);
 } TrainReporter;

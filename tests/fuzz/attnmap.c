@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/align_map.h"
+#include "attention/attnmap.h"
 #include "fuzz.h"
-#include "infer/alignment.h"
-#include "infer/attnmap.h"
 
 static void maps(const uint8_t *data, size_t size) {
     json_t *root = json_loadb((const char *)data, size, 0, NULL);

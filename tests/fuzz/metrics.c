@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "train/curves.h"
+#include "run/curves.h"
 #include "util/text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,0 +1,119 @@
+/* align_map: see align_map.h. */
+#include "attention/align_map.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenize.h"
+#include "util/mem.h"
+
+int align_words(char **tokens, int n, int tokenizer, int *word_of) {
+    int words = 0, in_word = 0;
+    size_t marker = strlen(TOKENIZE_SPACE);
+    for (int i = 0; i < n; i++) {
+        /* the EOS that ends the sequence; a "<eos>" the text itself holds is a word */
+        int eos = i == n - 1 && strcmp(tokens[i], "<eos>") == 0;
+        if (eos || (tokenizer != TOKENIZER_WORD && strcmp(tokens[i], TOKENIZE_SPACE) == 0)) {
+            word_of[i] = -1;
+            in_word = 0;
+            continue;
+        }
+        /* words: every token starts one; characters: a word runs to the next space;
+         * pieces: one that starts with the space marker starts a word */
+        int starts = tokenizer == TOKENIZER_WORD || !in_word ||
+                     (tokenizer_is_subword(tokenizer) && strncmp(tokens[i], TOKENIZE_SPACE, marker) == 0);
+        if (starts) words++;
+        in_word = 1;
+        word_of[i] = words - 1;
+    }
+    return words;
+}
+
+void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                    const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+    double *pooled = xcalloc((size_t)n_tgt_words * (n_src_words ? n_src_words : 1), sizeof(double));
+    int *pieces = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(int));
+    for (int t = 0; t < n_tgt_pieces; t++) {
+        int w = tgt_word[t];
+        if (w < 0) continue;
+        pieces[w]++;
+        for (int s = 0; s < n_src_pieces; s++)
+            if (src_word[s] >= 0) pooled[(size_t)w * n_src_words + src_word[s]] += map[(size_t)t * cols + s];
+    }
+    for (int w = 0; w < n_tgt_words; w++) {
+        int best = 0;
+        for (int s = 1; s < n_src_words; s++)
+            if (pooled[(size_t)w * n_src_words + s] > pooled[(size_t)w * n_src_words + best]) best = s;
+        links[w] = n_src_words ? best : -1;
+    }
+    free(pooled), free(pieces);
+}
+
+/* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */
+static const char *parse_index(const char *p, int *out) {
+    if (*p < '0' || *p > '9') return NULL;
+    long v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((v = v * 10 + (*p - '0')) > INT_MAX) return NULL;
+    *out = (int)v;
+    return p;
+}
+
+int align_parse(const char *line, AlignLink *pairs, int max) {
+    int n = 0;
+    const char *p = line;
+    while (*p) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        int i, j;
+        if (!(p = parse_index(p, &i)) || *p != '-' || !(p = parse_index(p + 1, &j)) || (*p && *p != ' ' && *p != '\t'))
+            return -1;
+        if (n < max) pairs[n][0] = i, pairs[n][1] = j;
+        n++;
+    }
+    return n > max ? max : n;
+}
+
+static int by_pair(const void *a, const void *b) {
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int align_unique(AlignLink *pairs, int n) {
+    if (n < 2) return n;
+    qsort(pairs, (size_t)n, sizeof *pairs, by_pair);
+    int m = 1;
+    for (int k = 1; k < n; k++) {
+        if (pairs[k][0] == pairs[m - 1][0] && pairs[k][1] == pairs[m - 1][1]) continue;
+        pairs[m][0] = pairs[k][0], pairs[m][1] = pairs[k][1];
+        m++;
+    }
+    return m;
+}
+
+int align_out_of_range(AlignLink *pairs, int n, int n_src_words, int n_tgt_words) {
+    for (int k = 0; k < n; k++)
+        if (pairs[k][0] >= n_src_words || pairs[k][1] >= n_tgt_words) return k;
+    return -1;
+}
+
+void align_score(const int *links, int n_tgt_words, AlignLink *gold, int n_gold, AlignCounts *c) {
+    for (int j = 0; j < n_tgt_words; j++) {
+        if (links[j] < 0) continue;
+        c->predicted++;
+        for (int k = 0; k < n_gold; k++)
+            if (gold[k][0] == links[j] && gold[k][1] == j) {
+                c->hits++;
+                break;
+            }
+    }
+    c->gold += n_gold;
+}
+
+double align_precision(const AlignCounts *c) { return c->predicted ? (double)c->hits / (double)c->predicted : 0.0; }
+double align_recall(const AlignCounts *c) { return c->gold ? (double)c->hits / (double)c->gold : 0.0; }
+double align_aer(const AlignCounts *c) {
+    long d = c->predicted + c->gold;
+    return d ? 1.0 - 2.0 * (double)c->hits / (double)d : 1.0;
+}

@@ -1,0 +1,70 @@
+/* cmdutil: see cmdutil.h. */
+#include "cmdlib/cmdutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenize.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/text.h"
+
+int cmd_fail(int code) {
+    fprintf(stderr, "qkv: %s\n", err_msg());
+    return code;
+}
+
+int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || v < lo || v > hi) return err_set("%s: '%s' is not %s", where, arg, what);
+    *out = v;
+    return 0;
+}
+
+int cmd_int(const char *where, const char *what, const char *arg, int lo, int hi, int *out) {
+    long v = 0;
+    if (cmd_long(where, what, arg, lo, hi, &v) != 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int cmd_double(const char *where, const char *what, const char *arg, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return err_set("%s: '%s' is not %s", where, arg, what);
+    *out = v;
+    return 0;
+}
+
+int cmd_read_aligned(const char *hyp_path, const char *ref_path, const char *what, char ***hyp, char ***ref, int *n) {
+    int nh = 0, nr = 0;
+    *hyp = read_file_lines(hyp_path, &nh);
+    *ref = *hyp ? read_file_lines(ref_path, &nr) : NULL;
+    if (!*ref) {
+        if (*hyp) free_lines(*hyp, nh);
+        return -1;
+    }
+    int bad = -1;
+    const char *which = NULL;
+    for (int i = 0; i < nh && i < nr && bad < 0; i++) {
+        if (!utf8_valid((*hyp)[i], strlen((*hyp)[i]))) bad = i, which = hyp_path;
+        else if (!utf8_valid((*ref)[i], strlen((*ref)[i]))) bad = i, which = ref_path;
+    }
+    if (nh != nr || bad >= 0) {
+        if (nh != nr)
+            err_set("%s has %d lines, %s %d: %s and its reference must be line-aligned", hyp_path, nh, ref_path, nr,
+                    what);
+        else err_set("%s:%d: not UTF-8 text", which, bad + 1);
+        free_lines(*hyp, nh), free_lines(*ref, nr);
+        return -1;
+    }
+    *n = nh;
+    return 0;
+}

@@ -1,0 +1,194 @@
+/* analysis: qkv heads' work between reading the set and printing (heads/analysis.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "heads/analysis.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attention/attnmap.h"
+#include "data/tokenize.h"
+#include "decode/fanout.h"
+#include "util/atomic_file.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/staged_dir.h"
+#include "util/text.h"
+
+/* ---- the set -------------------------------------------------------------------------------- */
+
+static int encode_side(const char *line, int tokenizer, const Vocab *v, int max, Seq *s) {
+    s->ids = xmalloc(sizeof(int) * (size_t)(max + 1));
+    s->len = encode_line(line, tokenizer, v, s->ids, max + 1);
+    return s->len >= 1 && s->len <= max;
+}
+
+void heads_input_build(const Run *r, char **src, char **ref, char **gold, int n, int max_sentences,
+                       const char *src_path, const char *ref_path, const char *gold_path, HeadsInput *st) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
+    size_t slots = (size_t)(n ? n : 1);
+    st->src = xmalloc(sizeof(Seq) * slots), st->ref = xmalloc(sizeof(Seq) * slots);
+    st->src_text = xmalloc(sizeof(char *) * slots), st->ref_text = xmalloc(sizeof(char *) * slots);
+    st->pairs = gold ? xmalloc(sizeof(AlignPair) * slots) : NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (max_sentences > 0 && k == max_sentences) break;
+        int ok = encode_side(src[i], tok, &r->src_vocab, max, &st->src[k]);
+        ok = encode_side(ref[i], tok, &r->tgt_vocab, max, &st->ref[k]) && ok;
+        if (!ok) {
+            free(st->src[k].ids), free(st->ref[k].ids);
+            st->skipped++;
+            continue;
+        }
+        st->src_text[k] = src[i], st->ref_text[k] = ref[i];
+        if (gold) st->pairs[k] = (AlignPair){src[i], ref[i], gold[i], src_path, ref_path, gold_path, i + 1};
+        k++;
+    }
+    st->set = (HeadSet){k, st->src, st->ref};
+}
+
+void heads_input_free(HeadsInput *st) {
+    for (int i = 0; i < st->set.n; i++) free(st->src[i].ids), free(st->ref[i].ids);
+    free(st->src), free(st->ref), free(st->src_text), free(st->ref_text), free(st->pairs);
+}
+
+/* ---- the measures ------------------------------------------------------------------------------ */
+
+int heads_analyse(Run *r, const HeadsInput *in, const long long *freq, const TranslateOptions *to, int curve,
+                  uint64_t seed, void (*progress)(int done, int total, void *arg), HeadsAnalysis *a) {
+    int nh = model_head_count(&r->model), tok = r->cfg.data.tokenizer;
+    *a = (HeadsAnalysis){.stats = xcalloc((size_t)nh, sizeof(HeadStats)), .n_heads = nh};
+    double t0 = now_seconds();
+    heads_score(&r->model, &in->set, freq, fanout_threads(), a->stats, &a->base_nll);
+    if (in->pairs && heads_aer(&r->model, tok, &r->src_vocab, &r->tgt_vocab, in->pairs, in->set.n, a->stats) != 0)
+        return -1;
+    double *imp = xmalloc(sizeof(double) * (size_t)nh), *raw = xmalloc(sizeof(double) * (size_t)nh),
+           *dnll = xmalloc(sizeof(double) * (size_t)nh);
+    for (int i = 0; i < nh; i++)
+        imp[i] = a->stats[i].importance, raw[i] = a->stats[i].importance_raw, dnll[i] = a->stats[i].delta_nll;
+    a->spearman = heads_spearman(imp, dnll, nh), a->spearman_raw = heads_spearman(raw, dnll, nh);
+    free(imp), free(raw), free(dnll);
+    a->score_seconds = now_seconds() - t0;
+
+    if (curve) {
+        t0 = now_seconds();
+        heads_curves(&r->model, tok, &r->src_vocab, &r->tgt_vocab, &in->set, in->src_text, in->ref_text, to, a->stats,
+                     seed, fanout_threads(), &a->curves, progress, NULL);
+        a->curve_seconds = now_seconds() - t0;
+    }
+    for (int i = 0; i < in->set.n; i++) a->ref_tokens += in->ref[i].len + 1;
+    return 0;
+}
+
+void heads_analysis_free(HeadsAnalysis *a) {
+    heads_curves_free(&a->curves);
+    free(a->stats);
+    a->stats = NULL;
+}
+
+/* ---- the files ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *out;
+    char *json, *view, *svg; /* svg NULL without a curve */
+    const HeadCurves *curves;
+    const Model *m;
+    int masks; /* files written */
+} Files;
+/* Files an export writes: what a new export replaces and clears out of an old one. */
+static int export_file(const char *name) {
+    return strcmp(name, "heads.json") == 0 || strcmp(name, "heads.svg") == 0 || strcmp(name, "index.html") == 0;
+}
+
+/* A mask file's name as the curve names them: importance-... or random-..., .txt */
+static int mask_file(const char *name) {
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".txt") == 0 &&
+           (strncmp(name, "importance-", 11) == 0 || strncmp(name, "random-", 7) == 0);
+}
+
+/* Removes dir/masks/ (check_only: only looks). A file there that is not a mask's (or a
+ * masks that is no directory) is an error, and nothing is removed; no masks/ is none. */
+static int clear_masks(const char *dir, int check_only) {
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/masks", dir);
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : err_set("%s: %s", path, strerror(errno));
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) && rc == 0) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char file[STAGED_DIR_MAX + 512];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (!mask_file(e->d_name))
+            rc = err_set("%s: not a mask file of qkv heads: left alone, so --out is not written", file);
+        else if (!check_only) unlink(file);
+    }
+    closedir(d);
+    if (rc == 0 && !check_only && rmdir(path) != 0 && errno != ENOENT)
+        rc = err_set("%s: cannot remove the old masks: %s", path, strerror(errno));
+    return rc;
+}
+
+static int write_files(const char *dir, void *arg) {
+    Files *f = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/heads.json", dir);
+    if (write_file_atomic(path, f->json, strlen(f->json)) != 0) return -1;
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    if (attnview_write(f->view, path) != 0) return -1;
+    if (f->svg) {
+        snprintf(path, sizeof path, "%s/heads.svg", dir);
+        if (write_file_atomic(path, f->svg, strlen(f->svg)) != 0) return -1;
+    }
+    if (clear_masks(f->out, 1) != 0) return -1;
+    int nh = f->curves ? f->curves->n_heads : 0, rc = 0;
+    if (f->curves) {
+        snprintf(path, sizeof path, "%s/masks", dir);
+        if (mkdir(path, 0777) != 0) {
+            int e = errno;
+            return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+        }
+        for (int i = 0; i < f->curves->n_curves && rc == 0; i++)
+            for (int k = 0; k < HEADS_CURVE_POINTS && rc == 0; k++) {
+                const HeadCurve *c = &f->curves->curves[i];
+                StrBuf sb = {0};
+                sb_append(&sb, "", 0);
+                heads_mask_text(f->m, c->removed + (size_t)k * nh, &sb);
+                snprintf(path, sizeof path, "%s/%s", dir, c->points[k].mask);
+                rc = write_file_atomic(path, sb.buf, sb.len);
+                sb_free(&sb);
+                f->masks += rc == 0;
+            }
+        if (rc != 0) { /* the staging directory is removed file by file: its masks/ first */
+            clear_masks(dir, 0);
+            return -1;
+        }
+    }
+    /* the old masks go as the new set moves in (a directory cannot be renamed over one
+     * that holds files), as staged_dir removes the old files the new set lacks */
+    if (clear_masks(f->out, 0) == 0) return 0;
+    clear_masks(dir, 0);
+    return -1;
+}
+
+int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInput *in, int *masks) {
+    json_t *root = heads_report_json(rep);
+    Files files = {out, xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), NULL, NULL, rep->curves, &r->model,
+                   0};
+    json_decref(root);
+    files.view = heads_view_json(rep, &r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, &in->set,
+                                 in->src_text, in->ref_text);
+    if (rep->curves) files.svg = heads_svg(rep->curves);
+    int rc = staged_dir_write(out, "--out", write_files, &files, export_file);
+    *masks = files.masks;
+    free(files.json), free(files.view), free(files.svg);
+    return rc;
+}

@@ -1,0 +1,471 @@
+/* run: see run.h. */
+#define _DEFAULT_SOURCE /* DT_REG, linkat friends */
+#include "run/run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/mem.h"
+#include "util/rng.h"
+#include "util/text.h"
+
+ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab) {
+    return (ModelConfig){
+        .src_vocab = src_vocab,
+        .pad_id = VOCAB_PAD,
+        .tgt_vocab = tgt_vocab,
+        .d_model = c->model.d_model,
+        .heads = c->model.heads,
+        .d_ff = c->model.d_ff,
+        .encoder_layers = c->model.encoder_layers,
+        .decoder_layers = c->model.decoder_layers,
+        .dropout = (float)c->model.dropout,
+        .pre_norm = c->model.norm == NORM_PRE,
+        .tie_embeddings = c->model.tie_embeddings,
+        .label_smoothing = (float)c->train.label_smoothing,
+        /* room for outputs up to twice the longest training sentence; the sinusoidal
+         * table has no weights, so its length costs nothing in a checkpoint */
+        .max_positions = 2 * c->data.max_len + 12,
+    };
+}
+
+const char *run_path(char *buf, size_t n, const char *dir, const char *file) {
+    snprintf(buf, n, "%s/%s", dir, file);
+    return buf;
+}
+
+const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step) {
+    snprintf(buf, n, "%s/" RUN_CKPT_DIR "/step-%06lld.safetensors", dir, step);
+    return buf;
+}
+
+uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt) { return hash64(vocab_hash(src), vocab_hash(tgt)); }
+
+/* 1 if name is a step checkpoint's file name, its step in *step. */
+static int step_name(const char *name, long long *step) {
+    char tail[32];
+    return sscanf(name, "step-%lld.safetensor%31s", step, tail) == 2 && strcmp(tail, "s") == 0 && *step >= 0;
+}
+
+/* Step numbers of the run's step checkpoints, ascending; returns the count. */
+static int list_steps(const char *dir, long long **steps_out) {
+    char ck[CONFIG_PATH_MAX + 16];
+    run_path(ck, sizeof ck, dir, RUN_CKPT_DIR);
+    DIR *d = opendir(ck);
+    int n = 0, cap = 16;
+    long long *steps = xmalloc(sizeof(long long) * (size_t)cap);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            long long s;
+            if (step_name(e->d_name, &s)) {
+                if (n == cap) steps = xrealloc(steps, sizeof(long long) * (size_t)(cap *= 2));
+                steps[n++] = s;
+            }
+        }
+        closedir(d);
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
+        for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
+            long long t = steps[j];
+            steps[j] = steps[j - 1], steps[j - 1] = t;
+        }
+    *steps_out = steps;
+    return n;
+}
+
+int run_step_checkpoints(const char *dir, char ***paths) {
+    long long *steps;
+    int n = list_steps(dir, &steps);
+    *paths = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        char p[CONFIG_PATH_MAX + 64];
+        (*paths)[i] = xstrdup(run_step_checkpoint(p, sizeof p, dir, steps[i]));
+    }
+    free(steps);
+    return n;
+}
+
+int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths) {
+    /* a train of the run may rotate the oldest away between the listing and the open:
+     * then the listing is read again; each file once open stays readable */
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        char **all;
+        int have = run_step_checkpoints(dir, &all), take = have < n ? have : n, opened = 0, vanished = 0;
+        if (have >= 0 && have < n && attempt < 20) {
+            /* a listing made while a checkpoint is renamed in and an old one removed can
+             * miss the new one (readdir over a changing directory): look again, briefly,
+             * before saying there are fewer than n */
+            free_lines(all, have);
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+            continue;
+        }
+        for (; opened < take; opened++) {
+            const char *p = all[have - take + opened];
+            struct stat st;
+            if ((fds[opened] = open_regular(p, READ_FILE_ANY, NULL)) >= 0) continue;
+            vanished = stat(p, &st) != 0 && errno == ENOENT;
+            break;
+        }
+        if (opened == take) {
+            *paths = xmalloc(sizeof(char *) * (size_t)(take ? take : 1));
+            for (int i = 0; i < take; i++) (*paths)[i] = xstrdup(all[have - take + i]);
+            free_lines(all, have);
+            return take;
+        }
+        for (int i = 0; i < opened; i++) close(fds[i]);
+        free_lines(all, have);
+        if (!vanished) return -1; /* a fault of the file's own, set by open_regular */
+    }
+    return err_set("%s: the run's checkpoints kept vanishing while being opened", dir);
+}
+
+int run_is_own_checkpoint(const char *dir, const char *path) {
+    char ck[CONFIG_PATH_MAX + 16], p[CONFIG_PATH_MAX + 64];
+    struct stat st, ck_st, other;
+    run_path(ck, sizeof ck, dir, RUN_CKPT_DIR);
+    if (stat(ck, &ck_st) != 0) return 0; /* no checkpoints: nothing to overwrite */
+    if (stat(path, &st) == 0) {          /* the same file under any name, a hard link or a symbolic one */
+        char **steps;
+        int n = run_step_checkpoints(dir, &steps), same = 0;
+        for (int i = 0; i < n && !same; i++)
+            same = stat(steps[i], &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
+        free_lines(steps, n);
+        if (same || (stat(run_path(p, sizeof p, dir, RUN_BEST), &other) == 0 && other.st_dev == st.st_dev &&
+                     other.st_ino == st.st_ino))
+            return 1;
+    }
+    /* a name the run's ckpt/ uses, whether or not it is there yet: the directory resolved */
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char parent[CONFIG_PATH_MAX + 64];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    long long step;
+    return (strcmp(base, RUN_BEST_NAME) == 0 || step_name(base, &step)) && stat(parent, &st) == 0 &&
+           st.st_dev == ck_st.st_dev && st.st_ino == ck_st.st_ino;
+}
+
+int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
+    long long *steps;
+    int count = list_steps(dir, &steps);
+    if (count == 0) {
+        free(steps);
+        return err_set("%s: no checkpoint in %s/ckpt (train first)", dir, dir);
+    }
+    run_step_checkpoint(buf, n, dir, steps[count - 1]);
+    free(steps);
+    return 0;
+}
+
+void run_rotate_checkpoints(const char *dir, int keep) {
+    long long *steps;
+    int count = list_steps(dir, &steps);
+    char p[CONFIG_PATH_MAX + 64];
+    for (int i = 0; i + keep < count; i++) unlink(run_step_checkpoint(p, sizeof p, dir, steps[i]));
+    free(steps);
+    char ck[CONFIG_PATH_MAX + 16];
+    DIR *d = opendir(run_path(ck, sizeof ck, dir, RUN_CKPT_DIR));
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char tmp[sizeof ck + sizeof e->d_name + 1];
+        if (tmp_is_stale(e->d_name)) {
+            snprintf(tmp, sizeof tmp, "%s/%s", ck, e->d_name);
+            unlink(tmp);
+        }
+    }
+    closedir(d);
+}
+
+void run_clear_checkpoints(const char *dir) {
+    run_rotate_checkpoints(dir, 0);
+    char p[CONFIG_PATH_MAX + 64];
+    unlink(run_path(p, sizeof p, dir, RUN_BEST));
+    unlink(run_path(p, sizeof p, dir, RUN_AVERAGE));
+}
+
+int run_mark_best(const char *dir, const char *ckpt_path) {
+    char best[CONFIG_PATH_MAX + 64], tmp[CONFIG_PATH_MAX + 80];
+    run_path(best, sizeof best, dir, RUN_BEST);
+    if (tmp_name(tmp, sizeof tmp, best) != 0) return -1;
+    unlink(tmp);
+    signals_hold(); /* no tmp link left by a stop between link and rename */
+    /* a hard link costs no space and survives the rotation deleting the step file */
+    int rc = 0;
+    if (link(ckpt_path, tmp) != 0) {
+        rc = err_set("%s: cannot link: %s", tmp, strerror(errno));
+    } else if (rename(tmp, best) != 0) {
+        int e = errno;
+        unlink(tmp);
+        rc = err_set("%s: cannot rename into place: %s", best, strerror(e));
+    }
+    signals_release();
+    return rc;
+}
+
+/* The run's lock: a write lock on <dir>/lock held by this process until it exits (the
+ * kernel drops it however the process ends), the file holding the holder's pid. Taken
+ * before the run's files are looked at, so two processes never share a run. */
+static int run_lock(const char *dir) {
+    char p[CONFIG_PATH_MAX + 32];
+    run_path(p, sizeof p, dir, RUN_LOCK);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return err_set("%s: %s", p, strerror(errno));
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+        int e = errno;
+        struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        long pid = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (long)who.l_pid : -1;
+        close(fd);
+        if (e != EACCES && e != EAGAIN) return err_set("%s: cannot lock: %s", p, strerror(e));
+        return err_set("%s: in use by process %ld (a train or resume of this run); wait for it or stop it", dir, pid);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    int written = ftruncate(fd, 0) == 0 && write(fd, pid, (size_t)n) == n;
+    (void)written; /* the pid is only informative: the lock is what counts */
+    return 0;      /* fd stays open: closing it would drop the lock */
+}
+
+long run_lock_holder(const char *dir) {
+    char p[CONFIG_PATH_MAX + 32];
+    int fd = open(run_path(p, sizeof p, dir, RUN_LOCK), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    struct flock who = {.l_type = F_RDLCK, .l_whence = SEEK_SET}; /* a read lock conflicts with the write lock */
+    long pid = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
+    close(fd);
+    return pid;
+}
+
+/* Whether a run has a checkpoint to lose: a step file or best.safetensors. */
+static int has_checkpoint(const char *dir) {
+    char p[CONFIG_PATH_MAX + 64];
+    struct stat st;
+    long long *steps;
+    int n = list_steps(dir, &steps);
+    free(steps);
+    return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0;
+}
+
+int run_create(const Config *cfg, int force, int *made) {
+    char p[CONFIG_PATH_MAX + 32];
+    struct stat st;
+    *made = stat(cfg->run_dir, &st) != 0;
+    if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
+    if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, RUN_METRICS)) != 0) return -1;
+    if (stat(run_path(p, sizeof p, cfg->run_dir, RUN_CONFIG), &st) != 0) return 0;
+    /* a run stopped before its first checkpoint has nothing to resume from or to lose */
+    if (!has_checkpoint(cfg->run_dir)) return 1;
+    if (!force)
+        return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
+                       cfg->run_dir, cfg->run_dir);
+    return 0;
+}
+
+void run_abandon(const char *dir, int made) {
+    if (has_checkpoint(dir)) return;
+    static const char *const files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM,
+                                        RUN_TGT_SPM, RUN_METRICS,   RUN_CURVES,    RUN_LOCK};
+    char p[CONFIG_PATH_MAX + 32];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(run_path(p, sizeof p, dir, files[i]));
+    run_rotate_checkpoints(dir, 0); /* this process' tmp files */
+    rmdir(run_path(p, sizeof p, dir, RUN_CKPT_DIR));
+    if (made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
+}
+
+int run_write_files(const Run *r) {
+    const char *dir = r->cfg.run_dir;
+    char p[CONFIG_PATH_MAX + 32];
+    run_clear_checkpoints(dir);
+    if (make_dirs(run_path(p, sizeof p, dir, RUN_CKPT_DIR)) != 0 ||
+        config_write(&r->cfg, run_path(p, sizeof p, dir, RUN_CONFIG)) != 0 ||
+        vocab_save(&r->src_vocab, run_path(p, sizeof p, dir, RUN_SRC_VOCAB)) != 0 ||
+        vocab_save(&r->tgt_vocab, run_path(p, sizeof p, dir, RUN_TGT_VOCAB)) != 0)
+        return -1;
+    /* a subword run's tokenizers are its SentencePiece models, kept beside the piece lists */
+    if (r->src_vocab.spm &&
+        (write_file_atomic(run_path(p, sizeof p, dir, RUN_SRC_SPM), r->src_vocab.spm_model, r->src_vocab.spm_len) !=
+             0 ||
+         write_file_atomic(run_path(p, sizeof p, dir, RUN_TGT_SPM), r->tgt_vocab.spm_model, r->tgt_vocab.spm_len) != 0))
+        return -1;
+    return 0;
+}
+
+/* One side's vocabulary: the SentencePiece model of a subword run, else the token list. */
+static int load_vocab(Run *r, Vocab *v, const char *side) {
+    char p[CONFIG_PATH_MAX + 32], name[16];
+    if (!tokenizer_is_subword(r->cfg.data.tokenizer)) {
+        snprintf(name, sizeof name, "%s.vocab", side);
+        return vocab_load(v, run_path(p, sizeof p, r->dir, name));
+    }
+    snprintf(name, sizeof name, "%s.model", side);
+    size_t len;
+    char *bytes = read_file_max(run_path(p, sizeof p, r->dir, name), READ_FILE_SMALL, &len);
+    if (!bytes) return -1;
+    int rc = vocab_from_spm(v, bytes, len, p);
+    free(bytes);
+    return rc;
+}
+
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_lock(dir) != 0) return -1;
+    char p[CONFIG_PATH_MAX + 32];
+    if (run_load_config_and_vocab(r, dir) != 0) return -1;
+    /* the file training appends to: a FIFO there would hold the run until a reader came */
+    if (regular_or_absent(run_path(p, sizeof p, dir, RUN_METRICS)) != 0) return -1;
+    snprintf(r->cfg.run_dir, sizeof r->cfg.run_dir, "%s", dir);
+    run_rotate_checkpoints(dir, 1 << 30); /* only sweeps stale .tmp files of a killed run */
+    if (!has_checkpoint(dir))
+        return err_set("%s: no checkpoint yet: the run stopped before its first one; start it over with "
+                       "'qkv train %s/config.yaml --set run_dir=%s'",
+                       dir, dir, dir);
+    return run_latest_checkpoint(dir, ckpt, n);
+}
+
+int run_set_steps(Run *r, int steps) {
+    char p[CONFIG_PATH_MAX + 32];
+    r->cfg.train.steps = steps;
+    return config_write(&r->cfg, run_path(p, sizeof p, r->cfg.run_dir, RUN_CONFIG));
+}
+
+int run_load_config_and_vocab(Run *r, const char *dir) {
+    struct stat st;
+    char p[CONFIG_PATH_MAX + 32];
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    config_defaults(&r->cfg);
+    run_path(p, sizeof p, r->dir, RUN_CONFIG);
+    if (stat(p, &st) != 0) return err_set("%s: not a run directory (no config.yaml)", r->dir);
+    if (config_load(&r->cfg, p) != 0 || config_validate(&r->cfg, 0) != 0) return -1;
+    if (load_vocab(r, &r->src_vocab, "src") != 0) return -1;
+    if (load_vocab(r, &r->tgt_vocab, "tgt") != 0) {
+        vocab_free(&r->src_vocab);
+        return -1;
+    }
+    return 0;
+}
+
+int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta) {
+    if (meta->vocab_hash != run_vocab_hash(&r->src_vocab, &r->tgt_vocab))
+        return err_set("%s: its vocabularies differ from those of %s: a checkpoint of another run", ckpt_path, r->dir);
+    Config theirs;
+    config_defaults(&theirs);
+    if (config_parse(&theirs, meta->config, strlen(meta->config), ckpt_path) != 0)
+        return err_set("%s: the config it holds does not parse", ckpt_path);
+    char what[64];
+    if (!config_same_model(&theirs, &r->cfg, what, sizeof what))
+        return err_set("%s: trained with a different %s than %s/config.yaml says: a checkpoint of another config",
+                       ckpt_path, what, r->dir);
+    return 0;
+}
+
+/* One side's vocabulary from exported weights: the vocabulary file's text, or the
+ * SentencePiece model in hex. */
+static int vocab_from_export(Vocab *v, const char *text, int tokenizer, const char *what) {
+    if (!tokenizer_is_subword(tokenizer)) {
+        char *copy = xstrdup(text);
+        int rc = vocab_parse(v, copy, strlen(copy), what);
+        free(copy);
+        return rc;
+    }
+    char *bytes;
+    size_t len;
+    if (hex_decode(text, &bytes, &len) != 0) return err_set("%s: not a hex-encoded model", what);
+    int rc = vocab_from_spm(v, bytes, len, what);
+    free(bytes);
+    return rc;
+}
+
+/* Exported weights carry their config and vocabularies: the Run comes from the file. */
+static int run_from_export(Run *r, const CkptFile *f, const char *path) {
+    char what[CONFIG_PATH_MAX + 32];
+    snprintf(r->dir, sizeof r->dir, "%s", path);
+    char *slash = strrchr(r->dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(r->dir, sizeof r->dir, ".");
+    config_defaults(&r->cfg);
+    if (config_parse(&r->cfg, f->meta.config, strlen(f->meta.config), path) != 0 || config_validate(&r->cfg, 0) != 0)
+        return -1;
+    snprintf(what, sizeof what, "%s: src_vocab", path);
+    if (vocab_from_export(&r->src_vocab, f->meta.src_vocab, r->cfg.data.tokenizer, what) != 0) return -1;
+    snprintf(what, sizeof what, "%s: tgt_vocab", path);
+    return vocab_from_export(&r->tgt_vocab, f->meta.tgt_vocab, r->cfg.data.tokenizer, what);
+}
+
+/* For a checkpoint file: the run it belongs to (<run>/ckpt/<file>), or the file itself
+ * when it was exported with its vocabularies. f is open afterwards (0) or closed (-1). */
+static int run_for_file(Run *r, const char *path, CkptFile *f) {
+    snprintf(r->weights, sizeof r->weights, "%s", path);
+    r->which = "given";
+    if (ckpt_open(f, path) != 0) return -1;
+    int rc;
+    if (f->meta.src_vocab) {
+        rc = run_from_export(r, f, path);
+    } else {
+        /* <run>/ckpt/<file>: the file's directory, then one up */
+        char dir[CONFIG_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else snprintf(dir, sizeof dir, ".");
+        size_t len = strlen(dir);
+        snprintf(dir + len, sizeof dir - len, "/..");
+        rc = run_load_config_and_vocab(r, dir);
+    }
+    if (rc != 0) ckpt_close(f);
+    return rc;
+}
+
+/* For a run directory: its average (train.average_last), else its best checkpoint, else its
+ * latest, opened into f. */
+static int run_for_dir(Run *r, const char *dir, CkptFile *f) {
+    struct stat st;
+    if (run_load_config_and_vocab(r, dir) != 0) return -1;
+    /* train.average_last's mean of the newest checkpoints, kept as the run trains, first */
+    run_path(r->weights, sizeof r->weights, dir, RUN_AVERAGE);
+    r->which = "average";
+    if (r->cfg.train.average_last > 0 && stat(r->weights, &st) == 0) return ckpt_open(f, r->weights);
+    run_path(r->weights, sizeof r->weights, dir, RUN_BEST);
+    r->which = "best";
+    if (stat(r->weights, &st) != 0) {
+        r->which = "latest";
+        if (run_latest_checkpoint(dir, r->weights, sizeof r->weights) != 0) return -1;
+    }
+    return ckpt_open(f, r->weights);
+}
+
+int run_open(Run *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    struct stat st;
+    if (stat(path, &st) != 0) return err_set("%s: %s", path, strerror(errno));
+    CkptFile f;
+    if ((S_ISDIR(st.st_mode) ? run_for_dir(r, path, &f) : run_for_file(r, path, &f)) != 0) {
+        run_close(r);
+        return -1;
+    }
+    ModelConfig mc = run_model_config(&r->cfg, r->src_vocab.size, r->tgt_vocab.size);
+    int rc = model_init(&r->model, &mc);
+    if (rc == 0) rc = run_check_checkpoint(r, r->weights, &f.meta);
+    if (rc == 0) rc = ckpt_read(&f, &r->model, NULL);
+    if (rc == 0) r->meta = ckpt_meta_take(&f);
+    ckpt_close(&f);
+    if (rc != 0) run_close(r);
+    return rc;
+}
+
+void run_close(Run *r) {
+    vocab_free(&r->src_vocab);
+    vocab_free(&r->tgt_vocab);
+    model_free(&r->model);
+    ckpt_meta_free(&r->meta);
+}

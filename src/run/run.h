@@ -1,0 +1,90 @@
+/* run: a run directory, the unit of work (its files are named in run/files.h).
+ *
+ * Creates a run directory for `qkv train`, opens one for `qkv resume`, opens a run (or
+ * one checkpoint inside one) for the commands that use a trained model, and keeps the
+ * checkpoint directory: naming, finding, rotating. */
+#ifndef QKV_RUN_H
+#define QKV_RUN_H
+
+#include "config.h"
+#include "data/vocab.h"
+#include "nn/model.h"
+#include "run/checkpoint.h"
+#include "run/files.h"
+
+typedef struct {
+    char dir[CONFIG_PATH_MAX];
+    char weights[CONFIG_PATH_MAX + 64]; /* the checkpoint the model was loaded from */
+    const char *which;                  /* "best", "latest" or "given" */
+    Config cfg;
+    Vocab src_vocab, tgt_vocab;
+    Model model;
+    CkptMeta meta;
+} Run;
+
+/* The model's shape from the config and the vocabulary sizes. */
+ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
+
+/* path: a run directory (its best checkpoint, else its latest) or a checkpoint file in
+ * a run's ckpt/ directory. Checks the checkpoint belongs to the run (vocabulary hash,
+ * model config). -1 with the error set. */
+int run_open(Run *r, const char *path);
+void run_close(Run *r);
+
+/* A new run in cfg->run_dir: makes the directory (*made: it was not there before) and
+ * locks it for this process (a second train or resume of a live run is refused, naming
+ * its pid); refuses a directory that holds a run with checkpoints unless force (they
+ * go when run_write_files runs). 0: a new run; 1: a run that stopped before its first
+ * checkpoint, to be started over; -1 with the error set (a user error). */
+int run_create(const Config *cfg, int force, int *made);
+/* After a train that failed before its first checkpoint: removes the files it wrote
+ * (and the directory if it made it and it is empty), so nothing blocks the next train.
+ * Leaves a run with checkpoints alone. */
+void run_abandon(const char *dir, int made);
+/* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
+ * resolved config.yaml and both vocabularies. -1 with the error set. */
+int run_write_files(const Run *r);
+/* The run in dir, for training on: config and vocabularies loaded, the directory given
+ * here recorded as the run's (it wins over the one in config.yaml), stale .tmp files
+ * of a killed run swept, and its latest checkpoint's path in ckpt. -1 with the error set. */
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n);
+/* Moves the run's goal to `steps` and records it in its config.yaml. */
+int run_set_steps(Run *r, int steps);
+
+/* Loads the run's config.yaml and vocabularies (no model). */
+int run_load_config_and_vocab(Run *r, const char *dir);
+
+/* Checks a checkpoint's metadata against the run's vocabularies and config. */
+int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta);
+
+/* The pid of the process training the run in dir (holding its lock), 0 when none is. */
+long run_lock_holder(const char *dir);
+/* "<dir>/<file>" into buf. */
+const char *run_path(char *buf, size_t n, const char *dir, const char *file);
+/* "<dir>/ckpt/step-%06lld.safetensors" into buf. */
+const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step);
+/* Paths of a run's step checkpoints, oldest first (free_lines(paths, n) frees them). */
+int run_step_checkpoints(const char *dir, char ***paths);
+/* The newest n step checkpoints of a run, opened for reading (fds[i], oldest first, the
+ * caller closes them) with their paths (free_lines(paths, count) frees them): one that a
+ * train of the run rotates away between the listing and its open makes a new listing,
+ * so every file returned exists and stays readable. Returns the count, fewer than n
+ * when the run keeps fewer; -1 with the error set. */
+int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths);
+/* 1 if writing path would replace a checkpoint of the run in dir: path is the same file
+ * as one of its step checkpoints or best.safetensors, or names one of those in its
+ * ckpt/ (however the directory is spelled), there yet or not. */
+int run_is_own_checkpoint(const char *dir, const char *path);
+/* The highest-step checkpoint of a run; -1 (error set) when there is none. */
+int run_latest_checkpoint(const char *dir, char *buf, size_t n);
+/* Deletes step checkpoints beyond the newest `keep`, and the .tmp files of ckpt/ that
+ * are this process' own or a dead process' (never a live writer's). */
+void run_rotate_checkpoints(const char *dir, int keep);
+/* Makes ckpt/best.safetensors the same file as `ckpt_path` (atomically). */
+int run_mark_best(const char *dir, const char *ckpt_path);
+/* Removes every checkpoint of a run (for train --force). */
+void run_clear_checkpoints(const char *dir);
+
+uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt);
+
+#endif

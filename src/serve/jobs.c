@@ -1,0 +1,357 @@
+/* jobs: see jobs.h. */
+#include "serve/jobs.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attnmap.h"
+#include "data/corpus.h"
+#include "decode/headmask.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/mem.h"
+
+#define MAX_WORKERS 64
+
+typedef struct {
+    struct Jobs *jobs;
+    Model *replica; /* (models->n) one per checkpoint, made on first use */
+    int *made;
+} Worker;
+
+struct Jobs {
+    ServedModels *models;
+    pthread_mutex_t lock;
+    pthread_cond_t more;
+    Job *head, *tail;
+    int waiting, working, stopping, n, queue_max;
+    pthread_t tid[MAX_WORKERS];
+    Worker w[MAX_WORKERS];
+};
+
+void job_free(Job *job) {
+    if (!job) return;
+    api_request_free(&job->req);
+    free(job->body), free(job);
+}
+
+static void answer(Job *job, int status, char *body) {
+    free(job->body);
+    job->status = status, job->body = body;
+    job->done(job);
+}
+
+static void refuse(Job *job, int status, const char *fmt, const char *what) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, what);
+    answer(job, status, api_error_json(msg));
+}
+
+static Model *replica_of(Worker *w, int k, const Run *r) {
+    if (!w->made[k]) model_init_replica(&w->replica[k], &r->model), w->made[k] = 1;
+    return &w->replica[k];
+}
+
+/* The tokens of text in v, or -1 past max (the model's positions). */
+static int token_count(const char *text, int tokenizer, const Vocab *v, int max) {
+    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
+    int n = encode_line(text, tokenizer, v, ids, cap);
+    free(ids);
+    return n > max ? -1 : n;
+}
+
+/* s as a JSON string: well-formed UTF-8 first (each bad byte a U+FFFD), so that no
+ * text of a model, a file name or a vocabulary can make jansson refuse it. */
+static json_t *json_text(const char *s) {
+    char *t = attnmap_utf8(s);
+    json_t *j = json_string(t);
+    free(t);
+    return j;
+}
+
+static json_t *hypothesis_json(const char *text, double score, const Seq *ids, const Vocab *tv) {
+    json_t *tokens = json_array();
+    for (int t = 0; t < ids->len; t++) json_array_append_new(tokens, json_text(vocab_token(tv, ids->ids[t])));
+    json_t *o = json_object();
+    json_object_set_new(o, "text", json_text(text));
+    json_object_set_new(o, "score", isfinite(score) ? json_real(score) : json_null());
+    json_object_set_new(o, "tokens", tokens);
+    return o;
+}
+
+/* The n-best list of sentence i: nbest entries from [i * nbest]. Beam search marks a
+ * place no hypothesis finished for with a score of -inf (as `qkv translate --nbest`
+ * reads it); an empty translation is a hypothesis like any other. */
+static json_t *nbest_json(char **text, const double *scores, const Seq *ids, int i, int nbest, const Vocab *tv) {
+    json_t *list = json_array();
+    for (int k = 0; k < nbest; k++) {
+        size_t at = (size_t)i * nbest + k;
+        if (k > 0 && !isfinite(scores[at])) break; /* fewer finished than asked for */
+        json_array_append_new(list, hypothesis_json(text[at], scores[at], &ids[at], tv));
+    }
+    return list;
+}
+
+/* The head gates a request's "mask_heads" asks for, read against r's model: the one
+ * that answers, whose heads may differ from the default checkpoint's. 0 with *gates
+ * malloc'd (NULL for no mask), or -1 with the one-line reason in err. */
+static int mask_gates(const ApiRequest *req, const Run *r, float **gates, char *err, size_t errn) {
+    *gates = NULL;
+    if (!req->mask_heads || !req->mask_heads[0]) return 0;
+    float *g = xmalloc(sizeof(float) * (size_t)model_head_count(&r->model));
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int rc = head_mask_parse_items(&r->model, req->mask_heads, g);
+    if (rc < 0) {
+        const char *why = err_msg(), *flag = "--mask-heads: ";
+        snprintf(err, errn, "\"mask_heads\": %s", strncmp(why, flag, strlen(flag)) ? why : why + strlen(flag));
+    }
+    served_error_unlock();
+    if (rc < 0) return free(g), -1;
+    *gates = g;
+    return 0;
+}
+
+static void add_model_keys(json_t *o, const ServedCheckpoint *c) {
+    json_object_set_new(o, "checkpoint", json_text(c->name));
+    json_object_set_new(o, "step", json_integer((json_int_t)c->run.meta.step));
+}
+
+static char *dump(json_t *o) {
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    return s;
+}
+
+/* Translate jobs of one checkpoint, options and mask, as one batch. */
+static void run_translate(Worker *w, Job **batch, int nb) {
+    ServedModels *sm = w->jobs->models;
+    char err[512];
+    const Run *r = served_get(sm, batch[0]->checkpoint, err, sizeof err);
+    if (!r) {
+        for (int j = 0; j < nb; j++) refuse(batch[j], 500, "%s", err);
+        return;
+    }
+    /* a batch shares its checkpoint and its mask: one reading serves every job (kept
+     * apart from the jobs, which are their connections' once answered) */
+    float *gates;
+    if (mask_gates(&batch[0]->req, r, &gates, err, sizeof err) != 0) {
+        for (int j = 0; j < nb; j++) refuse(batch[j], 400, "%s", err);
+        return;
+    }
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = 0;
+    Job **ok = xmalloc(sizeof(Job *) * (size_t)nb);
+    int kept = 0;
+    for (int j = 0; j < nb; j++) {
+        int bad = -1;
+        for (int i = 0; i < batch[j]->req.n && bad < 0; i++)
+            if (token_count(batch[j]->req.src[i], tok, &r->src_vocab, max) < 0) bad = i;
+        if (bad >= 0) {
+            char what[64];
+            snprintf(what, sizeof what, "\"src\"[%d]", bad);
+            char msg[160];
+            snprintf(msg, sizeof msg, "%%s has more tokens than the %d this model has positions for", max);
+            refuse(batch[j], 413, msg, what);
+            continue;
+        }
+        ok[kept++] = batch[j], n += batch[j]->req.n;
+    }
+    if (kept == 0) return free(ok), free(gates);
+    char **lines = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
+    for (int j = 0, at = 0; j < kept; j++)
+        for (int i = 0; i < ok[j]->req.n; i++) lines[at++] = ok[j]->req.src[i];
+    const TranslateOptions *o = &ok[0]->req.o;
+    int K = o->decode.nbest;
+    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * K);
+    Seq *ids = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1) * K);
+    Model *m = replica_of(w, ok[0]->checkpoint, r);
+    model_set_head_gates(m, gates);
+    TranslateStats st;
+    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st, scores, ids);
+    model_set_head_gates(m, NULL);
+    for (int j = 0, first = 0; j < kept; j++) {
+        json_t *out = json_object(), *list = json_array();
+        add_model_keys(out, &sm->ck[ok[j]->checkpoint]);
+        for (int i = 0; i < ok[j]->req.n; i++) {
+            size_t at = (size_t)(first + i) * K;
+            json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
+            if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, first + i, K, &r->tgt_vocab));
+            json_array_append_new(list, one);
+        }
+        json_object_set_new(out, "translations", list);
+        first += ok[j]->req.n;
+        answer(ok[j], 200, dump(out)); /* the job is the connection's from here on: never touched again */
+    }
+    for (int i = 0; i < n * K; i++) free(text[i]), free(ids[i].ids);
+    free(text), free(ids), free(scores), free(lines), free(ok), free(gates);
+}
+
+/* One sentence's anatomy: its n-best list, and the maps of the best (or of the forced
+ * target), as attnmap_to_json's qkv-attention-2 object with "translations" added. */
+static void run_attention(Worker *w, Job *job) {
+    ServedModels *sm = w->jobs->models;
+    char err[512];
+    const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
+    if (!r) return refuse(job, 500, "%s", err);
+    float *gates;
+    if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
+    const char *text = job->req.src[0], *forced = job->req.tgt;
+    int cap = (int)strlen(text) + 2, *src = xmalloc(sizeof(int) * (size_t)cap);
+    int n_src = encode_line(text, tok, &r->src_vocab, src, cap);
+    if (n_src == 0)
+        return free(src), free(gates), refuse(job, 400, "%s: nothing to attend to: the text is empty", "\"src\"");
+    if (n_src > max)
+        return free(src), free(gates),
+               refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
+    int tcap = forced ? (int)strlen(forced) + 2 : 1, *tgt = xmalloc(sizeof(int) * (size_t)tcap), n_tgt = 0;
+    if (forced && (n_tgt = encode_line(forced, tok, &r->tgt_vocab, tgt, tcap)) > max)
+        return free(src), free(tgt), free(gates),
+               refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
+    Model *m = replica_of(w, job->checkpoint, r);
+    model_set_head_gates(m, gates);
+    int K = job->req.o.decode.nbest;
+    double *scores = xmalloc(sizeof(double) * (size_t)K);
+    Seq *ids = xmalloc(sizeof(Seq) * (size_t)K);
+    TranslateStats st;
+    char *line = (char *)text;
+    char **hyp = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, &line, 1, &job->req.o, &st, scores, ids);
+    const int *shown = forced ? tgt : ids[0].ids;
+    int n_shown = forced ? n_tgt : ids[0].len;
+    AttnMaps maps = {0};
+    attnmap_capture(m, &r->src_vocab, &r->tgt_vocab, src, n_src, shown, n_shown, &maps);
+    attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, text, shown, forced);
+    model_set_head_gates(m, NULL);
+    json_t *out = attnmap_to_json(&maps);
+    add_model_keys(out, &sm->ck[job->checkpoint]);
+    json_object_set_new(out, "translations", nbest_json(hyp, scores, ids, 0, K, &r->tgt_vocab));
+    json_object_set_new(out, "forced", json_boolean(forced != NULL));
+    attnmap_free(&maps);
+    for (int k = 0; k < K; k++) free(hyp[k]), free(ids[k].ids);
+    free(hyp), free(ids), free(scores), free(src), free(tgt), free(gates);
+    answer(job, 200, dump(out));
+}
+
+static int same_batch(const Job *a, const Job *b) {
+    const DecodeOptions *x = &a->req.o.decode, *y = &b->req.o.decode;
+    return b->req.kind == API_TRANSLATE && a->checkpoint == b->checkpoint && x->beam == y->beam &&
+           x->nbest == y->nbest && x->length_penalty == y->length_penalty &&
+           ((!a->req.mask_heads && !b->req.mask_heads) ||
+            (a->req.mask_heads && b->req.mask_heads && strcmp(a->req.mask_heads, b->req.mask_heads) == 0));
+}
+
+/* Takes the first job, and for a translate job the queued ones that batch with it;
+ * under the lock. Returns how many went into batch. */
+static int take(struct Jobs *j, Job **batch) {
+    Job *first = j->head;
+    j->head = first->next;
+    first->next = NULL;
+    int nb = 1, sentences = first->req.n;
+    batch[0] = first;
+    if (first->req.kind == API_TRANSLATE)
+        for (Job **p = &j->head; *p && sentences < JOBS_BATCH_SENTENCES && nb < JOBS_BATCH_SENTENCES;) {
+            Job *c = *p;
+            if (same_batch(first, c) && sentences + c->req.n <= JOBS_BATCH_SENTENCES) {
+                *p = c->next, c->next = NULL;
+                batch[nb++] = c, sentences += c->req.n;
+            } else p = &c->next;
+        }
+    j->tail = NULL;
+    for (Job *c = j->head; c; c = c->next) j->tail = c;
+    j->waiting -= nb;
+    return nb;
+}
+
+static void *work(void *arg) {
+    Worker *w = arg;
+    struct Jobs *j = w->jobs;
+    Job *batch[JOBS_BATCH_SENTENCES];
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        while (!j->head && !j->stopping) pthread_cond_wait(&j->more, &j->lock);
+        if (!j->head) { /* stopping, and nothing left */
+            pthread_mutex_unlock(&j->lock);
+            break;
+        }
+        int nb = take(j, batch);
+        j->working += nb;
+        pthread_mutex_unlock(&j->lock);
+        double now = now_seconds();
+        int live = 0;
+        for (int i = 0; i < nb; i++)
+            if (now - batch[i]->queued_at > JOBS_DEADLINE_SECONDS)
+                refuse(batch[i], 503, "%s", "the request waited past its deadline in the queue: try again");
+            else batch[live++] = batch[i];
+        if (live > 0 && batch[0]->req.kind == API_TRANSLATE) run_translate(w, batch, live);
+        else if (live > 0) run_attention(w, batch[0]);
+        pthread_mutex_lock(&j->lock);
+        j->working -= nb;
+        pthread_mutex_unlock(&j->lock);
+    }
+    return NULL;
+}
+
+Jobs *jobs_start(ServedModels *models, int n, int queue_max) {
+    if (n < 1) n = 1;
+    if (n > MAX_WORKERS) n = MAX_WORKERS;
+    struct Jobs *j = xcalloc(1, sizeof *j);
+    j->models = models;
+    j->queue_max = queue_max > 0 ? queue_max : JOBS_QUEUE_MAX;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->more, NULL);
+    for (int i = 0; i < n; i++) {
+        j->w[i] = (Worker){j, xcalloc((size_t)models->n, sizeof(Model)), xcalloc((size_t)models->n, sizeof(int))};
+        if (pthread_create(&j->tid[i], NULL, work, &j->w[i]) != 0) {
+            free(j->w[i].replica), free(j->w[i].made);
+            break;
+        }
+        j->n++;
+    }
+    if (j->n == 0) {
+        pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more), free(j);
+        err_set("cannot start a worker thread");
+        return NULL;
+    }
+    return j;
+}
+
+int jobs_submit(Jobs *j, Job *job) {
+    pthread_mutex_lock(&j->lock);
+    if (j->stopping || j->waiting >= j->queue_max) {
+        pthread_mutex_unlock(&j->lock);
+        return -1;
+    }
+    job->next = NULL;
+    job->queued_at = now_seconds();
+    if (j->tail) j->tail->next = job;
+    else j->head = job;
+    j->tail = job;
+    j->waiting++;
+    pthread_cond_signal(&j->more);
+    pthread_mutex_unlock(&j->lock);
+    return 0;
+}
+
+void jobs_counts(Jobs *j, int *waiting, int *working) {
+    pthread_mutex_lock(&j->lock);
+    *waiting = j->waiting, *working = j->working;
+    pthread_mutex_unlock(&j->lock);
+}
+
+void jobs_stop(Jobs *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->lock);
+    j->stopping = 1;
+    pthread_cond_broadcast(&j->more);
+    pthread_mutex_unlock(&j->lock);
+    for (int i = 0; i < j->n; i++) {
+        pthread_join(j->tid[i], NULL);
+        for (int k = 0; k < j->models->n; k++)
+            if (j->w[i].made[k]) model_free(&j->w[i].replica[k]);
+        free(j->w[i].replica), free(j->w[i].made);
+    }
+    pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more);
+    free(j);
+}

@@ -1,0 +1,48 @@
+/* jobs: the bounded queue of `qkv serve` and the threads that empty it.
+ *
+ * A request becomes a job (serve/api.h's ApiRequest; its mask is read against the model
+ * that answers it, by the worker, so the HTTP thread never waits on a model's load);
+ * jobs_submit queues it without ever waiting: a full queue is the caller's 503. A fixed
+ * pool of workers takes jobs in order. A worker that takes a translate job also takes the
+ * queued translate jobs that ask for the same checkpoint, options and mask, up to
+ * JOBS_BATCH_SENTENCES sentences in all, and decodes them as one batch, as `qkv translate`
+ * batches lines: concurrent requests share the model's passes. Each worker decodes on
+ * replicas of its own (one per checkpoint it has used), so no two threads share an arena.
+ *
+ * When a job is done (answered or refused), the worker fills its status and body and calls
+ * its done callback, once. jobs_stop lets the workers finish every queued job, then joins
+ * them. */
+#ifndef QKV_SERVE_JOBS_H
+#define QKV_SERVE_JOBS_H
+
+#include "serve/api.h"
+#include "serve/models.h"
+
+#define JOBS_QUEUE_MAX 256       /* jobs waiting at once by default: past it, 503 with Retry-After */
+#define JOBS_BATCH_SENTENCES 64  /* sentences decoded in one batch */
+#define JOBS_DEADLINE_SECONDS 30 /* a job still queued this long after it came is answered 503 */
+
+typedef struct Job {
+    ApiRequest req;
+    int checkpoint; /* served index */
+    double queued_at;
+    int status; /* the answer: HTTP status and JSON body (malloc'd) */
+    char *body;
+    void (*done)(struct Job *job);
+    void *conn; /* the caller's */
+    struct Job *next;
+} Job;
+
+typedef struct Jobs Jobs;
+
+/* n workers (1..64) over the models, at most queue_max jobs waiting (0: JOBS_QUEUE_MAX);
+ * NULL with the error set when no thread starts. */
+Jobs *jobs_start(ServedModels *models, int n, int queue_max);
+/* 0: queued (done will be called); -1: the queue is full or stopping (done will not be). */
+int jobs_submit(Jobs *j, Job *job);
+/* Jobs waiting now, and jobs the workers are on. */
+void jobs_counts(Jobs *j, int *waiting, int *working);
+void jobs_stop(Jobs *j);
+void job_free(Job *job);
+
+#endif
