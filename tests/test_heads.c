@@ -14,6 +14,7 @@
 #include "heads/headcurve.h"
 #include "heads/headscore.h"
 #include "nn/model.h"
+#include "util/axis.h"
 #include "util/mem.h"
 #include "util/rng.h"
 #include "util/text.h"
@@ -370,7 +371,28 @@ static void test_heads_removal_order_and_mask_text(void) {
     CHECK(text_ok && parsed == 2 && back, "mask text does not read back (%d heads parsed)", parsed);
 }
 
+/* The one tick rule of every chart (util/axis.h), which the pruning curve now shares with
+ * the training curves and the report: round steps of 1, 2 or 5 times a power of ten, an
+ * axis from 0 whose top is the first whole step at or above the highest value. */
+static void test_axis_ticks(void) {
+    struct {
+        double top, step, axis_top;
+        int ticks;
+    } cases[] = {{37, 5, 40, 9},     {41.66, 10, 50, 6}, {1, 0.2, 1, 6},
+                 {0.7, 0.1, 0.7, 8}, {100, 20, 100, 6},  {3, 0.5, 3, 7}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double step = axis_tick_step(0, cases[i].top, 5), top = axis_top(cases[i].top, step);
+        int n = axis_tick_count(0, top, step);
+        CHECK(fabs(step - cases[i].step) < 1e-12 && fabs(top - cases[i].axis_top) < 1e-9 && n == cases[i].ticks &&
+                  top >= cases[i].top,
+              "top %g: step %g, axis to %g, %d ticks", cases[i].top, step, top, n);
+    }
+    CHECK(axis_tick_count(0, NAN, 1) == 0 && axis_tick_count(0, 1, 0) == 0 && axis_tick_count(0, 1e9, 1) == 50,
+          "a count the numbers cannot make is none, and at most 50");
+}
+
 const TestCase heads_tests[] = {
+    {"axis_ticks_round_and_cover", test_axis_ticks},
     {"heads_zero_w_o_head_scores_exactly_zero", test_heads_zero_w_o_head_scores_exactly_zero},
     {"heads_importance_is_the_summed_nll_gradient", test_heads_importance_is_the_summed_nll_gradient},
     {"heads_batched_scores_equal_one_sentence_at_a_time", test_heads_batched_scores_equal_one_sentence_at_a_time},

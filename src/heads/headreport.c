@@ -6,6 +6,7 @@
 
 #include "attention/attnmap.h"
 #include "score/sacrebleu.h"
+#include "util/axis.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -187,11 +188,9 @@ char *heads_svg(const HeadCurves *c) {
         for (int k = 0; k < HEADS_CURVE_POINTS; k++)
             if (c->curves[i].points[k].bleu > top) top = c->curves[i].points[k].bleu;
     }
-    /* one y scale for every panel: five ticks of the first round step that reaches the top */
-    static const double steps[] = {0.2, 0.5, 1, 2, 4, 5, 10, 20};
-    double ymax = 100.0;
-    for (int i = (int)(sizeof steps / sizeof *steps) - 1; i >= 0; i--)
-        if (5 * steps[i] >= top) ymax = 5 * steps[i];
+    /* one y scale for every panel, ticked as every chart of qkv is (util/axis.h) */
+    double ystep = axis_tick_step(0, top > 0 ? top : 1, 5), ymax = axis_top(top > 0 ? top : 1, ystep);
+    int yticks = axis_tick_count(0, ymax, ystep);
     int width = n_scopes * PANEL_W + 20, height = TOP + PANEL_H + 10;
     int pw = PANEL_W - PLOT_L - PLOT_R, ph = PANEL_H - PLOT_T - PLOT_B;
     StrBuf sb = {0};
@@ -219,16 +218,19 @@ char *heads_svg(const HeadCurves *c) {
         sb_append_xml(&sb, title);
         sb_printf(&sb, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n",
                   x0, y0, pw, ph);
-        for (int t = 0; t <= 5; t++) { /* x: 0..100 % by 20, y: 0..ymax in 5 steps */
-            int x = x0 + t * pw / 5, y = y0 + ph - t * ph / 5;
+        for (int t = 0, n = axis_tick_count(0, 100, 20); t < n; t++) { /* x: 0..100 % by 20 */
+            int x = x0 + t * pw / 5;
             sb_printf(&sb,
                       "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#eee\"/>"
                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d</text>\n",
                       x, y0, x, y0 + ph, x, y0 + ph + 14, t * 20);
+        }
+        for (int t = 0; t < yticks; t++) {
+            double v = t * ystep, y = y0 + ph - v / ymax * ph;
             sb_printf(&sb,
-                      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#eee\"/>"
-                      "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.4g</text>\n",
-                      x0, y, x0 + pw, y, x0 - 4, y + 4, ymax * t / 5);
+                      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+                      "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                      x0, y, x0 + pw, y, x0 - 4, y + 4, v);
         }
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x0 + pw / 2, y0 + ph + 32);
         sb_append_xml(&sb, "% of heads removed");

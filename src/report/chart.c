@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/axis.h"
+
 /* the read-out's script: src/report/chart.js, built in as a string (Makefile) */
 extern const char chart_js[];
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/atomic_file.h"
+#include "util/axis.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -30,18 +31,6 @@ void series_free(Series *s) {
     *s = (Series){0};
 }
 
-double axis_tick_step(double lo, double hi, int n) {
-    double raw = (hi - lo) / n, mag = pow(10, floor(log10(raw > 0 ? raw : 1)));
-    double f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
-int axis_tick_count(double lo, double hi, double step) {
-    if (!(step > 0) || !isfinite(lo) || !isfinite(hi) || !isfinite(step)) return 0;
-    double n = floor((hi - lo) / step * (1 + 1e-9)) + 1;
-    return n < 1 || !isfinite(n) ? 0 : n > 50 ? 50 : (int)n;
-}
-
 typedef struct {
     const Series *s;
     const char *colour, *label;
@@ -55,8 +44,8 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     double y0 = 0, y1 = 0;
     for (int k = 0; k < n; k++)
         for (int i = 0; i < c[k].s->n; i++) y1 = fmax(y1, c[k].s->y[i]);
-    double ys = axis_tick_step(y0, y1, 5), xs = axis_tick_step(x0, x1, 6), top_tick = ceil(y1 / ys) * ys;
-    if (isfinite(top_tick)) y1 = top_tick;
+    double ys = axis_tick_step(y0, y1, 5), xs = axis_tick_step(x0, x1, 6);
+    y1 = axis_top(y1, ys);
     if (!(y1 > 0) || !isfinite(y1)) y1 = 1;
 #define PX(v) (L + (v - x0) / (x1 - x0) * pw)
 #define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)

@@ -14,10 +14,6 @@ typedef struct {
 } Series;
 void series_push(Series *s, double x, double y);
 void series_free(Series *s);
-/* A round step for about n ticks over [lo, hi]; the ticks from lo to hi at that step (at
- * most 50, none when the numbers cannot make any). */
-double axis_tick_step(double lo, double hi, int n);
-int axis_tick_count(double lo, double hi, double step);
 
 /* -1 with the error set when the metrics cannot be read or hold nothing yet. */
 int curves_plot(const char *metrics_path, const char *svg_path);
