@@ -37,8 +37,8 @@ typedef struct Conn {
 
 /* One request: its body so far, then its job. */
 typedef struct {
-    StrBuf body;
-    int too_big, post;
+    StrBuf body; /* at most the Content-Length the gate let pass (API_MAX_BODY): no chunked body comes */
+    int post;
     int refused; /* decided when the headers came in, answered once the body is read */
     char refusal[256];
     Job *job;
@@ -351,11 +351,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         q->refused = refusal(s, mc, q->post, q->refusal, sizeof q->refusal);
         return MHD_YES;
     }
-    if (*upload_size) { /* a piece of the body: kept, or (refused; longer than declared) read and dropped */
-        if (!q->refused && !q->too_big) {
-            if (q->body.len + *upload_size > API_MAX_BODY) q->too_big = 1, sb_free(&q->body);
-            else sb_append(&q->body, upload, *upload_size);
-        }
+    if (*upload_size) { /* a piece of the body: kept, or (refused) read and dropped */
+        if (!q->refused) sb_append(&q->body, upload, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
@@ -367,11 +364,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     set_receiving(s, conn_of(mc), 0);
     if (q->refused) return reply_error(mc, (unsigned)q->refused, q->refusal);
     if (atomic_load(&s->stopping)) return reply_error(mc, 503, "the server is stopping");
-    if (q->too_big) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "the body is larger than the %d bytes allowed", API_MAX_BODY);
-        return reply_error(mc, 413, msg);
-    }
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
               : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
