@@ -31,11 +31,19 @@ static int tchar(unsigned char c) {
            (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
+#define METHOD_MAX 32 /* bytes of a method: past it, not one */
+
+/* How many bytes of s[0..n) a method's characters run to. */
+static size_t method_end(const char *s, size_t n) {
+    size_t m = 0;
+    while (m < n && tchar((unsigned char)s[m])) m++;
+    return m;
+}
+
 /* The request line line[0..n) (no line end): 0, or 1 with the refusal in v. */
 static int check_request_line(const char *line, size_t n, int *http11, GateVerdict *v) {
-    size_t m = 0;
-    while (m < n && tchar((unsigned char)line[m])) m++;
-    if (m == 0 || m > 32 || m == n || line[m] != ' ')
+    size_t m = method_end(line, n);
+    if (m == 0 || m > METHOD_MAX || m == n || line[m] != ' ')
         return refuse(v, 400, "the request line is not METHOD TARGET HTTP/1.1");
     size_t t = m + 1, target = t;
     while (t < n && (unsigned char)line[t] > 0x20 && (unsigned char)line[t] < 0x7f) t++;
@@ -56,16 +64,11 @@ static int check_request_line(const char *line, size_t n, int *http11, GateVerdi
 /* Whether what has arrived of the request line so far can still become one: a first
  * line that is plainly not HTTP (a TLS hello, binary) is refused at once, not waited on. */
 static int could_be_request_line(const char *s, size_t n) {
-    size_t m = 0;
-    while (m < n && tchar((unsigned char)s[m])) m++;
-    return m == n || (m > 0 && m <= 32 && s[m] == ' ');
+    size_t m = method_end(s, n);
+    return m == n || (m > 0 && m <= METHOD_MAX && s[m] == ' ');
 }
 
-/* value[0..n) without the spaces and tabs around it */
-static void trim(const char **value, size_t *n) {
-    while (*n && (**value == ' ' || **value == '\t')) (*value)++, (*n)--;
-    while (*n && ((*value)[*n - 1] == ' ' || (*value)[*n - 1] == '\t')) (*n)--;
-}
+static int blank(char c) { return c == ' ' || c == '\t'; }
 
 static int is_name(const char *name, size_t n, const char *want) {
     return strlen(want) == n && strncasecmp(name, want, n) == 0;
@@ -83,10 +86,10 @@ static int check_header(const char *line, size_t n, int *host, int *content_leng
     size_t vn = n - m - 1;
     for (size_t i = 0; i < vn; i++) /* field-vchar, SP, HTAB, obs-text */
         if ((unsigned char)value[i] < 0x20 && value[i] != '\t') return refuse(v, 400, "a header holds a control byte");
-    const char *raw = value;
+    while (vn && blank(*value)) value++, vn--;
+    const char *raw = value; /* as libmicrohttpd reads a value: the spaces after it kept */
     size_t raw_n = vn;
-    while (raw_n && (*raw == ' ' || *raw == '\t')) raw++, raw_n--;
-    trim(&value, &vn);
+    while (vn && blank(value[vn - 1])) vn--;
     if (is_name(line, m, "Host")) {
         if (*host) return refuse(v, 400, "the request names its Host twice");
         *host = 1;
