@@ -163,6 +163,7 @@ void model_init_replica(Model *r, const Model *m) {
     /* a replica starts ungated; gates set on it later are its own */
     r->head_gate = r->head_gate_grad = r->head_gate_rows = NULL;
     r->head_gate_nrows = 0;
+    model_set_embedding_hooks(r, NULL, NULL, NULL, NULL);
     for (int l = 0; l < QKV_MAX_LAYERS; l++) {
         r->a.enc[l].attn.gate = r->a.dec[l].self_attn.gate = r->a.dec[l].cross_attn.gate = NULL;
         r->a.enc[l].attn.dgate = r->a.dec[l].self_attn.dgate = r->a.dec[l].cross_attn.dgate = NULL;
@@ -420,6 +421,14 @@ void stack_embed(const Model *m, StackActs *s, const float *table, const int *to
             embedding_forward(s->emb + (size_t)pk->row[b] * d, tokens + (size_t)b * T, table, pos, sqrtf((float)d), 1,
                               pk->len[b], d);
     else embedding_forward(s->emb, tokens, table, pos, sqrtf((float)d), B, T, d);
+    /* the full passes' streams only: incremental decoding embeds into a state of its own */
+    const float *alpha = s == &m->a.src ? m->embed_alpha[0] : s == &m->a.tgt ? m->embed_alpha[1] : NULL;
+    if (alpha && !pk) /* the attribution hook: scaled token embeddings, positions unchanged */
+        for (int r = 0; r < B * T; r++) {
+            const float *e = table + (size_t)tokens[r] * d, *pe = pos + (size_t)(r % T) * d;
+            float *o = s->emb + (size_t)r * d, k = alpha[r] * sqrtf((float)d);
+            for (int c = 0; c < d; c++) o[c] = k * e[c] + pe[c];
+        }
     stream_dropout(s->x, s->emb_mask, s->emb, NULL, pk, B * T, T, d, p, site);
 }
 
@@ -592,6 +601,17 @@ const float *model_logits_at(Model *m, int i, int t) {
     return m->decode_logits + ((size_t)i * m->T + t) * m->cfg.tgt_vocab;
 }
 
+void model_row_log_probs(const Model *m, int row, float *out) {
+    int d = m->cfg.d_model, V = m->cfg.tgt_vocab;
+    logits_forward(out, m->a.tgt.out + (size_t)row * d, m->p.generator, 1, d, V);
+    float top = out[0];
+    for (int v = 1; v < V; v++) top = out[v] > top ? out[v] : top;
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += exp((double)out[v] - top);
+    float lse = top + (float)log(sum);
+    for (int v = 0; v < V; v++) out[v] -= lse;
+}
+
 /* ---- one attention sub-layer ------------------------------------------------------------ */
 
 static int attn_layer_exists(const Model *m, AttnKind kind, int layer) {
@@ -619,6 +639,33 @@ const AttnParams *model_attention_params(const Model *m, AttnKind kind, int laye
     return kind == ATTN_ENC_SELF   ? &m->p.enc[layer].self_attn
            : kind == ATTN_DEC_SELF ? &m->p.dec[layer].self_attn
                                    : &m->p.dec[layer].cross_attn;
+}
+
+int model_attention_block(const Model *m, AttnKind kind, int layer, AttnBlockView *v) {
+    if (!attn_layer_exists(m, kind, layer)) return -1;
+    const Acts *a = &m->a;
+    const Residual *r;
+    const NormParams *n;
+    if (kind == ATTN_ENC_SELF) {
+        r = &a->enc[layer].r1, n = &m->p.enc[layer].norm1;
+        v->x = layer ? a->enc[layer - 1].r2.out : a->src.x;
+    } else {
+        const DecoderLayerActs *e = &a->dec[layer];
+        r = kind == ATTN_DEC_SELF ? &e->r1 : &e->r2;
+        n = kind == ATTN_DEC_SELF ? &m->p.dec[layer].norm1 : &m->p.dec[layer].norm2;
+        v->x = kind == ATTN_CROSS ? e->r1.out : layer ? a->dec[layer - 1].r3.out : a->tgt.x;
+    }
+    v->pre_norm = m->cfg.pre_norm;
+    v->sum = r->sum, v->out = r->out, v->mean = r->mean, v->rstd = r->rstd;
+    v->norm_w = n->w, v->norm_b = n->b;
+    v->kv = kind == ATTN_CROSS ? a->src.out : v->pre_norm ? r->ln : v->x;
+    return 0;
+}
+
+void model_set_embedding_hooks(Model *m, const float *src_alpha, const float *tgt_alpha, float *src_grad,
+                               float *tgt_grad) {
+    m->embed_alpha[0] = src_alpha, m->embed_alpha[1] = tgt_alpha;
+    m->embed_grad[0] = src_grad, m->embed_grad[1] = tgt_grad;
 }
 
 /* carve() never touches AttnActs.scores, so the pointer outlives re-carving for new shapes. */
@@ -689,6 +736,8 @@ void model_zero_grad(Model *m) {
 static void stack_embed_backward(Model *m, StackActs *s, float *dtable, float *dx, const int *tokens, StreamRows rows) {
     int d = m->cfg.d_model;
     dropout_backward(dx, dx, s->emb_mask, (size_t)rows.N * d, m->dropout_p);
+    float *hook = m->embed_grad[s == &m->a.tgt]; /* the backward runs over the full passes' streams only */
+    if (hook && !rows.pk) memcpy(hook, dx, sizeof(float) * (size_t)rows.N * d);
     if (!rows.pk) embedding_backward(dtable, dx, tokens, sqrtf((float)d), rows.N, d);
     else
         for (int b = 0; b < rows.pk->B; b++)

@@ -173,6 +173,9 @@ typedef struct {
     int head_gate_nrows;
     int keep_padding; /* 1: training passes run over the padded rows too, as evaluation does
                          (a reference for the packed passes' tests) */
+    /* Attribution hooks (model_set_embedding_hooks), [0] the source stream, [1] the target's */
+    const float *embed_alpha[2]; /* NULL, or (B*S) / (B*T): each row's token embedding factor */
+    float *embed_grad[2];        /* NULL, or (B*S, d) / (B*T, d): dL/d(embedded row) */
 } Model;
 
 /* One kind of matrix product a pass runs over a stream's positions, `count` times: a
@@ -236,6 +239,10 @@ void model_decode(Model *m, const ModelBatch *b);
  * The same code as a full forward's second half, bit for bit. */
 double model_decode_loss(Model *m, const ModelBatch *b);
 const float *model_logits_at(Model *m, int i, int t);
+/* out (tgt_vocab): the log-probabilities the last full pass over padded rows (model_forward
+ * with train = 0, model_decode) gives at decoder row `row` (sequence i's position t is row
+ * i * T + t). */
+void model_row_log_probs(const Model *m, int row, float *out);
 
 const TensorInfo *model_find_tensor(const Model *m, const char *name);
 
@@ -260,6 +267,32 @@ const AttnParams *model_attention_params(const Model *m, AttnKind kind, int laye
  * buffer, which it keeps owning and must size for each shape it runs. -1 for a kind or
  * layer the model lacks. */
 int model_attention_keep_scores(Model *m, AttnKind kind, int layer, float *scores);
+
+/* One attention sub-layer's residual block, as the last full pass over padded rows left it:
+ * what the contributions through a whole layer (explain/) decompose. Pre-LN: out = sum =
+ * x + attn.out, the sub-layer read LN(x) (mean, rstd, norm). Post-LN: sum = x + attn.out,
+ * out = LN(sum) (mean, rstd and norm are that LN's). kv is the stream the keys and values
+ * were projected from: the sub-layer's own input (LN(x) for pre-LN, x for post-LN) for
+ * self-attention, the encoder output for cross-attention. Views into m, valid until the
+ * next pass; rows (B*Tq, d) and (B*Tk, d). */
+typedef struct {
+    const float *x, *sum, *out, *kv;
+    const float *mean, *rstd;
+    const float *norm_w, *norm_b;
+    int pre_norm;
+} AttnBlockView;
+/* 0, or -1 for a kind or layer the model lacks. */
+int model_attention_block(const Model *m, AttnKind kind, int layer, AttnBlockView *v);
+
+/* ---- attribution hooks ------------------------------------------------------------------------
+ * For full passes over padded rows (model_forward with train = 0, model_backward after it):
+ * with alpha set, row r of a stream is embedded as alpha[r] * sqrt(d) * table[token] +
+ * position (integrated gradients walks alpha from 0 to 1); with grad set, each backward pass
+ * writes dL/d(embedded row r) (the token's scaled embedding plus its position, the stream's
+ * input) into grad. Buffers are the caller's, sized for each shape it runs; NULLs turn a
+ * hook off. [0] is the source stream, [1] the target's. */
+void model_set_embedding_hooks(Model *m, const float *src_alpha, const float *tgt_alpha, float *src_grad,
+                               float *tgt_grad);
 
 /* ---- head gates -------------------------------------------------------------------------------
  * A multiplier on each head's output, before W_O, in every attention kind (Michel et al.

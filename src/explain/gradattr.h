@@ -1,0 +1,40 @@
+/* gradattr: exact gradient attributions of each target token over the source and the
+ * target prefix, from the model's own backward pass (no second implementation of any
+ * layer; the gradients are the ones training uses, checked against finite differences).
+ *
+ * For decoder position t (which predicts y_t = tgt_out[t]) the explained quantity is
+ * f_t = log p(y_t | source, prefix), or with a foil word f_t = log p(y_t) - log p(foil)
+ * (contrastive: "why y_t and not the foil"). The inputs are each stream's embedded rows
+ * x_j = e_j + pos_j, where e_j = sqrt(d) * table[token_j] is the token's part; positions
+ * are not the token's and stay out of every attribution:
+ *
+ *   saliency          |df_t/dx_j|_2
+ *   input x gradient  e_j . df_t/dx_j
+ *   integrated grads  e_j . (1/m) sum_k df_t/dx_j at x = (k + 1/2)/m * e + pos, k < m
+ *                     (the midpoint rule from the baseline of every token embedding 0,
+ *                     positions kept; Sundararajan et al. 2017)
+ *
+ * Completeness: the integrated gradients of a row sum to f_t(x) - f_t(baseline) up to the
+ * rule's error, which is reported (ig_error). Columns are the S source positions, then
+ * the T decoder inputs (BOS, y_1, ...); row t's columns past S + t are 0 (the causal mask
+ * hides those inputs). */
+#ifndef QKV_EXPLAIN_GRADATTR_H
+#define QKV_EXPLAIN_GRADATTR_H
+
+#include "nn/model.h"
+
+typedef struct {
+    int S, T, ig_steps, foil;
+    float *saliency, *input_x_grad, *ig; /* (T, S + T) each */
+    double *f, *f_base, *ig_error;       /* (T): f_t, f_t at the baseline, sum(ig row) - (f - f_base) */
+} GradAttr;
+
+/* One sentence pair framed for the model (batch_frame_source/target): src (S), tin and
+ * tout (T). foil: -1, or a target-vocabulary id. ig_steps >= 1. The model's label
+ * smoothing is set aside while this runs (f is the plain log-probability) and put back;
+ * its parameter gradients are left zeroed. Fills g (gradattr_free frees it). */
+void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int *tout, int T, int foil, int ig_steps,
+                      GradAttr *g);
+void gradattr_free(GradAttr *g);
+
+#endif

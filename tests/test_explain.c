@@ -1,0 +1,333 @@
+/* explain/: contributions through whole layers and their rollout, and the gradient
+ * attributions, against the model's own pass, hand-computed cases and finite differences. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "data/vocab.h"
+#include "explain/contrib.h"
+#include "explain/gradattr.h"
+#include "nn/model.h"
+#include "util/mem.h"
+#include "util/rng.h"
+
+enum { S = 5, T = 4 };
+/* every token once on each side, so a table row is one position's embedding */
+static const int src[S] = {4, 5, 6, 7, VOCAB_EOS};
+static const int tin[T] = {VOCAB_BOS, 4, 7, 8};
+static const int tout[T] = {4, 7, 8, VOCAB_EOS};
+
+static void setup(Model *m, int pre, int tie, int layers) {
+    ModelConfig cfg = {.src_vocab = 9,
+                       .tgt_vocab = 10,
+                       .d_model = 8,
+                       .heads = 2,
+                       .d_ff = 12,
+                       .encoder_layers = layers,
+                       .decoder_layers = layers,
+                       .pre_norm = pre,
+                       .tie_embeddings = tie,
+                       .label_smoothing = 0.1f,
+                       .max_positions = 16};
+    memset(m, 0, sizeof *m);
+    model_init(m, &cfg);
+    model_init_weights(m, 7);
+    Rng r = {42}; /* off the special point of unit norms and zero biases */
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] += 0.2f * rng_normal(&r);
+    model_reserve(m, model_arena_floats(m, 1, S, T));
+}
+
+static double forward_one(Model *m) {
+    int sl = S, tl = T;
+    ModelBatch b = {1, S, T, src, &sl, tin, tout, &tl, 0};
+    return model_forward(m, &b, 0, 0, 0);
+}
+
+/* The per-input vectors of every row of every block sum to the block's output. */
+static void test_vectors_sum_to_the_block_output(void) {
+    for (int pre = 0; pre < 2; pre++) {
+        Model m;
+        setup(&m, pre, 0, 2);
+        forward_one(&m);
+        int d = m.cfg.d_model;
+        float *vec = xmalloc(sizeof(float) * (S + 2) * d), bias[8], scratch[2 * 8];
+        double worst = 0;
+        for (int k = 0; k < ATTN_KINDS; k++)
+            for (int l = 0; l < 2; l++) {
+                AttnBlockView blk;
+                CHECK(model_attention_block(&m, (AttnKind)k, l, &blk) == 0, "no block %d/%d", k, l);
+                int rows = k == ATTN_ENC_SELF ? S : T, keys = k == ATTN_DEC_SELF ? T : S;
+                for (int i = 0; i < rows; i++) {
+                    int nk = k == ATTN_DEC_SELF ? i + 1 : keys;
+                    contrib_vectors(&m, (AttnKind)k, l, 0, i, nk, vec, bias, scratch);
+                    for (int c = 0; c < d; c++) {
+                        double sum = bias[c];
+                        for (int j = 0; j <= nk; j++) sum += vec[j * d + c];
+                        double err = fabs(sum - blk.out[i * d + c]);
+                        worst = err > worst ? err : worst;
+                    }
+                }
+            }
+        free(vec);
+        model_free(&m);
+        CHECK(worst < 1e-5, "%s: the vectors miss the block output by %.3g", pre ? "pre-LN" : "post-LN", worst);
+    }
+}
+
+/* c = (0.5, 0.25, 0.25) by hand: |out|_1 = 3, distances 1, 2, 2, proximities 2, 1, 1 */
+static void test_l1_proximity_by_hand(void) {
+    const float out[2] = {1, -2}, vec[6] = {0, -2, 1, 0, 0.5f, -0.5f};
+    float c[3];
+    contrib_from_vectors(vec, out, 2, 2, 2, c);
+    CHECK(fabsf(c[0] - 0.5f) < 1e-6f && fabsf(c[1] - 0.25f) < 1e-6f && fabsf(c[2] - 0.25f) < 1e-6f,
+          "c = %g %g %g, not 0.5 0.25 0.25", c[0], c[1], c[2]);
+    /* a vector farther than the output's own length contributes nothing */
+    const float far[6] = {9, 9, 1, 0, 0, 0};
+    contrib_from_vectors(far, out, 2, 2, 2, c);
+    CHECK(c[0] == 0.0f && fabsf(c[1] - 1.0f) < 1e-6f && c[2] == 0.0f, "c = %g %g %g, not 0 1 0", c[0], c[1], c[2]);
+    const float none[6] = {9, 9, 9, 9, 9, 9};
+    contrib_from_vectors(none, out, 2, 2, 1, c);
+    CHECK(c[0] == 0.0f && c[1] == 1.0f && c[2] == 0.0f, "nothing near: c = %g %g %g, not all its own", c[0], c[1],
+          c[2]);
+}
+
+/* A rollout worked out by hand: one encoder layer, one decoder layer, S = 2, T = 2. */
+static void test_rollout_by_hand(void) {
+    Contributions c;
+    contrib_alloc(&c, 2, 2, 1, 1);
+    const float enc[4] = {0.5f, 0.5f, 0.25f, 0.75f};
+    const float self[4] = {1, 0, 0.4f, 0.6f};
+    const float cross[6] = {0.2f, 0.3f, 0.5f, 0, 0.6f, 0.4f};
+    memcpy(c.enc, enc, sizeof enc), memcpy(c.dec_self, self, sizeof self), memcpy(c.cross, cross, sizeof cross);
+    contrib_rollout(&c);
+    /* decoder row 1 after self: (0, 0 | 0.4, 0.6); after cross: 0.4 * that + 0.6 * enc row 1
+     * = (0.15, 0.45 | 0.16, 0.24); row 0: 0.5 * (0,0|1,0) + 0.2 * (0.5,0.5) + 0.3 * (0.25,0.75)
+     * = (0.175, 0.325 | 0.5, 0) */
+    const float want[8] = {0.175f, 0.325f, 0.5f, 0, 0.15f, 0.45f, 0.16f, 0.24f};
+    for (int k = 0; k < 8; k++)
+        CHECK(fabsf(c.dec_roll[k] - want[k]) < 1e-6f, "dec_roll[%d] = %g, not %g", k, c.dec_roll[k], want[k]);
+    CHECK(fabsf(c.share[0] - 0.5f) < 1e-6f && fabsf(c.share[1] - 0.6f) < 1e-6f, "shares %g %g, not 0.5 0.6", c.share[0],
+          c.share[1]);
+    contrib_free(&c);
+}
+
+/* Rows of every layer and of the rollout are distributions; shares lie in [0, 1]. */
+static void test_rows_sum_to_one(void) {
+    for (int pre = 0; pre < 2; pre++) {
+        Model m;
+        setup(&m, pre, 1, 2);
+        forward_one(&m);
+        Contributions c;
+        contrib_compute(&m, S, T, &c);
+        double worst = 0;
+        int negative = 0;
+#define ROWS(arr, n, w)                                                                                            \
+    for (int r = 0; r < (n); r++) {                                                                                \
+        double s = 0;                                                                                              \
+        for (int k = 0; k < (w); k++) s += (arr)[(size_t)r * (w) + k], negative |= (arr)[(size_t)r * (w) + k] < 0; \
+        worst = fabs(s - 1) > worst ? fabs(s - 1) : worst;                                                         \
+    }
+        ROWS(c.enc, 2 * S, S);
+        ROWS(c.dec_self, 2 * T, T);
+        ROWS(c.cross, 2 * T, S + 1);
+        ROWS(c.enc_roll, S, S);
+        ROWS(c.dec_roll, T, S + T);
+#undef ROWS
+        int causal = 1;
+        for (int l = 0; l < 2; l++)
+            for (int i = 0; i < T; i++)
+                for (int j = i + 1; j < T; j++) causal &= c.dec_self[(l * T + i) * T + j] == 0.0f;
+        for (int t = 0; t < T; t++)
+            for (int j = S + t + 1; j < S + T; j++) causal &= c.dec_roll[t * (S + T) + j] == 0.0f;
+        int in_range = 1, some_source = 0;
+        for (int t = 0; t < 2 * T; t++) in_range &= c.share[t] >= 0 && c.share[t] <= 1 + 1e-5f;
+        for (int t = 0; t < T; t++) some_source |= c.share[T + t] > 0.01f;
+        contrib_free(&c);
+        model_free(&m);
+        CHECK(worst < 1e-5, "a row sums to 1 %+.3g", worst);
+        CHECK(!negative, "a negative contribution");
+        CHECK(causal, "a decoder row took from a later target input");
+        CHECK(in_range && some_source, "source shares out of [0, 1], or none at all");
+    }
+}
+
+/* With W_O of every cross-attention zero, nothing of the source reaches the decoder. */
+static void test_no_cross_output_no_source_share(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    for (int l = 0; l < 2; l++) {
+        const AttnParams *w = model_attention_params(&m, ATTN_CROSS, l);
+        memset(w->w_o, 0, sizeof(float) * 64);
+    }
+    forward_one(&m);
+    Contributions c;
+    contrib_compute(&m, S, T, &c);
+    float most = 0;
+    for (int t = 0; t < 2 * T; t++) most = c.share[t] > most ? c.share[t] : most;
+    contrib_free(&c);
+    model_free(&m);
+    CHECK(most == 0.0f, "source share %g with no cross-attention output", most);
+}
+
+/* f_t for the pair with one table row scaled by (1 + eps): the source row of position j
+ * (j < S) or the target row of decoder input j - S. */
+static double f_scaled(Model *m, int j, int t, int foil, double eps) {
+    int d = m->cfg.d_model;
+    float *row = j < S ? m->p.src_embed + (size_t)src[j] * d : m->p.tgt_embed + (size_t)tin[j - S] * d;
+    float keep[8];
+    memcpy(keep, row, sizeof keep);
+    for (int c = 0; c < d; c++) row[c] = (float)(keep[c] * (1 + eps));
+    float smoothing = m->cfg.label_smoothing;
+    m->cfg.label_smoothing = 0;
+    forward_one(m);
+    float lp[16];
+    model_row_log_probs(m, t, lp);
+    m->cfg.label_smoothing = smoothing;
+    memcpy(row, keep, sizeof keep);
+    return lp[tout[t]] - (foil >= 0 ? lp[foil] : 0);
+}
+
+/* input x gradient is the derivative of f along each token's own embedding: finite
+ * differences of scaling that embedding, for every (t, j), plain and contrastive */
+static void test_input_x_gradient_against_finite_differences(void) {
+    for (int foil = -1; foil <= 5; foil += 6) {
+        Model m;
+        setup(&m, 1, 0, 2); /* untied: a target row is the input's alone */
+        GradAttr g;
+        gradattr_compute(&m, src, S, tin, tout, T, foil, 4, &g);
+        double worst = 0, biggest = 0;
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < S + T; j++) {
+                double h = 1e-3, fd = (f_scaled(&m, j, t, foil, h) - f_scaled(&m, j, t, foil, -h)) / (2 * h);
+                double err = fabs(fd - g.input_x_grad[t * (S + T) + j]);
+                worst = err > worst ? err : worst;
+                biggest = fabs(fd) > biggest ? fabs(fd) : biggest;
+                if (j >= S + t + 1)
+                    CHECK(g.input_x_grad[t * (S + T) + j] == 0 && g.saliency[t * (S + T) + j] == 0,
+                          "t %d reads later input %d", t, j - S);
+            }
+        double f0 = f_scaled(&m, 0, 1, foil, 0);
+        CHECK(fabs(f0 - g.f[1]) < 1e-5, "f_1 %.7g, the plain pass says %.7g", g.f[1], f0);
+        gradattr_free(&g);
+        CHECK(m.cfg.label_smoothing == 0.1f, "label smoothing not put back");
+        model_free(&m);
+        CHECK(biggest > 1e-2, "every derivative is ~0: the test is blind");
+        CHECK(worst < 2e-3 * (1 + biggest), "%s: x-gradient off finite differences by %.3g (largest %.3g)",
+              foil < 0 ? "plain" : "contrastive", worst, biggest);
+    }
+}
+
+/* saliency is the gradient's length: finite differences of every coordinate of one
+ * source position's embedding (through the table row, scaled by sqrt(d)) */
+static void test_saliency_against_finite_differences(void) {
+    Model m;
+    setup(&m, 0, 1, 1);
+    GradAttr g;
+    gradattr_compute(&m, src, S, tin, tout, T, -1, 2, &g);
+    int d = m.cfg.d_model, t = 2;
+    for (int j = 0; j < S; j++) {
+        float *row = m.p.src_embed + (size_t)src[j] * d;
+        double sq = 0;
+        for (int c = 0; c < d; c++) {
+            float keep = row[c];
+            double h = 1e-3, f[2];
+            for (int s = 0; s < 2; s++) {
+                row[c] = keep + (float)(s ? -h : h);
+                m.cfg.label_smoothing = 0;
+                forward_one(&m);
+                float lp[16];
+                model_row_log_probs(&m, t, lp);
+                f[s] = lp[tout[t]];
+            }
+            row[c] = keep, m.cfg.label_smoothing = 0.1f;
+            double dx = (f[0] - f[1]) / (2 * h) / sqrt((double)d); /* x = sqrt(d) * row + pos */
+            sq += dx * dx;
+        }
+        double want = sqrt(sq), got = g.saliency[t * (S + T) + j];
+        CHECK(fabs(want - got) < 2e-3 * (1 + want), "saliency of source %d: %.6g, finite differences %.6g", j, got,
+              want);
+    }
+    gradattr_free(&g);
+    model_free(&m);
+}
+
+/* integrated gradients add up to f(x) - f(baseline), better with more steps */
+static void test_integrated_gradients_complete(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    GradAttr few, many;
+    gradattr_compute(&m, src, S, tin, tout, T, -1, 2, &few);
+    gradattr_compute(&m, src, S, tin, tout, T, -1, 512, &many);
+    double worst_many = 0, worst_few = 0, gap = 0;
+    for (int t = 0; t < T; t++) {
+        worst_many = fmax(worst_many, fabs(many.ig_error[t]));
+        worst_few = fmax(worst_few, fabs(few.ig_error[t]));
+        gap = fmax(gap, fabs(many.f[t] - many.f_base[t]));
+    }
+    gradattr_free(&few), gradattr_free(&many);
+    model_free(&m);
+    CHECK(gap > 0.05, "f(x) - f(baseline) is ~0 (%.3g): the test is blind", gap);
+    /* this small random model bends sharply along the path (ReLU kinks, near-saturated
+     * softmaxes): the midpoint rule needs many steps here */
+    CHECK(worst_many < 0.005 * gap, "512 steps: completeness off by %.3g of a %.3g gap", worst_many, gap);
+    CHECK(worst_many < 0.1 * worst_few, "512 steps (%.3g) not much closer than 2 (%.3g)", worst_many, worst_few);
+}
+
+/* One step of the midpoint rule is the x-gradient at half the token embeddings: with
+ * every table row of the pair halved, finite differences along row j give 1/2 of it. */
+static void test_integrated_gradients_one_step_is_the_midpoint(void) {
+    Model m;
+    setup(&m, 1, 0, 2);
+    GradAttr g;
+    gradattr_compute(&m, src, S, tin, tout, T, -1, 1, &g);
+    int d = m.cfg.d_model;
+    for (int j = 0; j < S + T; j++) {
+        float *row = j < S ? m.p.src_embed + (size_t)src[j] * d : m.p.tgt_embed + (size_t)tin[j - S] * d;
+        for (int c = 0; c < d; c++) row[c] *= 0.5f;
+    }
+    double worst = 0, biggest = 0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < S + T; j++) {
+            double h = 1e-3, fd = 2 * (f_scaled(&m, j, t, -1, h) - f_scaled(&m, j, t, -1, -h)) / (2 * h);
+            worst = fmax(worst, fabs(fd - g.ig[t * (S + T) + j]));
+            biggest = fmax(biggest, fabs(fd));
+        }
+    gradattr_free(&g);
+    model_free(&m);
+    CHECK(biggest > 1e-2, "every derivative is ~0: the test is blind");
+    CHECK(worst < 2e-3 * (1 + biggest), "one-step IG off the midpoint's x-gradient by %.3g (largest %.3g)", worst,
+          biggest);
+}
+
+/* The hooks at alpha 1 change nothing: the same loss, bit for bit. */
+static void test_embedding_hook_at_one_is_the_plain_pass(void) {
+    Model m;
+    setup(&m, 0, 1, 1);
+    double plain = forward_one(&m);
+    float a_src[S], a_tgt[T];
+    for (int i = 0; i < S; i++) a_src[i] = 1;
+    for (int i = 0; i < T; i++) a_tgt[i] = 1;
+    model_set_embedding_hooks(&m, a_src, a_tgt, NULL, NULL);
+    double hooked = forward_one(&m);
+    a_src[1] = 0;
+    double moved = forward_one(&m);
+    model_set_embedding_hooks(&m, NULL, NULL, NULL, NULL);
+    model_free(&m);
+    CHECK(plain == hooked, "loss %.17g hooked at 1, %.17g plain", hooked, plain);
+    CHECK(moved != plain, "alpha 0 on a source token changed nothing");
+}
+
+const TestCase explain_tests[] = {
+    {"explain_contrib_vectors_sum_to_the_block_output", test_vectors_sum_to_the_block_output},
+    {"explain_contrib_l1_proximity_by_hand", test_l1_proximity_by_hand},
+    {"explain_contrib_rollout_by_hand", test_rollout_by_hand},
+    {"explain_contrib_rows_sum_to_one", test_rows_sum_to_one},
+    {"explain_contrib_no_cross_output_no_source_share", test_no_cross_output_no_source_share},
+    {"explain_grad_input_x_gradient_finite_differences", test_input_x_gradient_against_finite_differences},
+    {"explain_grad_saliency_finite_differences", test_saliency_against_finite_differences},
+    {"explain_grad_integrated_gradients_complete", test_integrated_gradients_complete},
+    {"explain_grad_integrated_gradients_one_step_is_the_midpoint", test_integrated_gradients_one_step_is_the_midpoint},
+    {"explain_embedding_hook_at_one_is_the_plain_pass", test_embedding_hook_at_one_is_the_plain_pass},
+    {NULL, NULL},
+};
