@@ -20,6 +20,7 @@
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/decode_options.h"
 #include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
 #include "config.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
@@ -78,71 +79,6 @@ static int write_watch_files(const char *dir, void *arg) {
 
 /* ---- one sentence ------------------------------------------------------------------------ */
 
-/* A word of the user's text quoted for a one-line message: control bytes and bytes that
- * are not UTF-8 spelled \n, \t, \xNN, as every message spells them. */
-static void quote_word(StrBuf *sb, const char *w) {
-    sb_append(sb, "'", 1);
-    while (*w) {
-        size_t n = attnmap_utf8_char(w);
-        unsigned char c = (unsigned char)*w;
-        if (n && c >= 0x20 && c != 0x7f) sb_append(sb, w, n), w += n;
-        else if (c == '\n' || c == '\t') sb_append(sb, c == '\n' ? "\\n" : "\\t", 2), w++;
-        else sb_printf(sb, "\\x%02x", c), w++;
-    }
-    sb_append(sb, "'", 1);
-}
-
-/* Encodes text; lists unknown words into `unknown` (may be NULL), each once. Returns the
- * count. */
-static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown) {
-    int n = encode_line(text, tokenizer, v, ids, max);
-    if (unknown) {
-        /* which words mapped to <unk>: re-encode word by word, split where the tokenizer
-         * splits; with characters, the space token between words is no word's */
-        char *copy = xstrdup(text);
-        int *sub = xmalloc(sizeof(int) * (size_t)(max + 1)), k = 0, first = 1;
-        for (char *tok = strtok(copy, " \t\r\v\f"); tok && k < n; tok = strtok(NULL, " \t\r\v\f"), first = 0) {
-            if (tokenizer == TOKENIZER_CHAR && !first) k++;
-            int m = encode_line(tok, tokenizer, v, sub, max + 1), unk = 0;
-            for (int i = 0; i < m && k < n; i++, k++) unk |= ids[k] == VOCAB_UNK;
-            if (unk) {
-                if (unknown->len) sb_append(unknown, ", ", 2);
-                quote_word(unknown, tok);
-            }
-        }
-        free(copy), free(sub);
-    }
-    return n;
-}
-
-/* The source and target ids of --text and --target (or the greedy translation); -1 with
- * the error set. */
-static int sentence_ids(Run *r, const Options *o, int *src, int *n_src, int *tgt, int *n_tgt) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
-    StrBuf unknown = {0};
-    *n_src = encode_checked(o->text, tok, &r->src_vocab, src, max + 1, &unknown);
-    if (*n_src == 0) return sb_free(&unknown), err_set("--text: nothing to attend to: the text is empty");
-    if (*n_src > max)
-        return sb_free(&unknown),
-               err_set("--text: %d tokens, more than the %d this model has positions for", *n_src, max);
-    if (unknown.len) fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", unknown.buf);
-    sb_free(&unknown);
-    if (o->target) {
-        StrBuf bad = {0};
-        *n_tgt = encode_checked(o->target, tok, &r->tgt_vocab, tgt, max + 1, &bad);
-        if (bad.len) {
-            err_set("--target: not in the target vocabulary: %s", bad.buf);
-            sb_free(&bad);
-            return -1;
-        }
-        if (*n_tgt > max)
-            return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
-        return 0;
-    }
-    *n_tgt = greedy_ids(&r->model, src, *n_src, tgt, max);
-    return 0;
-}
-
 /* --kind/--layer/--head/--query against the maps' counts; -1 with the error set. */
 static int check_query(const AttnMaps *a, Options *o) {
     if (o->layer < 0) o->layer = a->layers[o->kind] - 1;
@@ -161,7 +97,7 @@ static int one_sentence(Run *r, Options *o, int masked) {
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     AttnMaps maps = {0};
     SentenceFiles files = {&maps, 0};
-    if (sentence_ids(r, o, src, &n_src, tgt, &n_tgt) != 0) goto done;
+    if (cmd_sentence_ids(r, o->text, o->target, src, &n_src, tgt, &n_tgt) != 0) goto done;
     attnmap_capture(&r->model, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &maps);
     attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
     if (o->query >= 0 && check_query(&maps, o) != 0) goto done;

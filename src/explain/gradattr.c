@@ -114,13 +114,13 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
                 ixg += (double)e[c] * gi[c];
                 ig += (double)e[c] * gp[c];
             }
-            ig /= ig_steps;
+            ig = ig_steps ? ig / ig_steps : 0;
             g->saliency[(size_t)t * W + j] = (float)sqrt(sal);
             g->input_x_grad[(size_t)t * W + j] = (float)ixg;
             g->ig[(size_t)t * W + j] = (float)ig;
             total += ig;
         }
-        g->ig_error[t] = total - (g->f[t] - g->f_base[t]);
+        g->ig_error[t] = ig_steps ? total - (g->f[t] - g->f_base[t]) : NAN;
     }
     free(jobs), free(emb), free(bsrc), free(btin), free(btout), free(slen), free(tlen), free(asrc), free(atgt);
     free(gsrc), free(gtgt), free(lp), free(path), free(at_input);

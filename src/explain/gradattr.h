@@ -30,7 +30,7 @@ typedef struct {
 } GradAttr;
 
 /* One sentence pair framed for the model (batch_frame_source/target): src (S), tin and
- * tout (T). foil: -1, or a target-vocabulary id. ig_steps >= 1. The model's label
+ * tout (T). foil: -1, or a target-vocabulary id. ig_steps: 0 leaves ig 0 and ig_error NAN. The model's label
  * smoothing is set aside while this runs (f is the plain log-probability) and put back;
  * its parameter gradients are left zeroed. Fills g (gradattr_free frees it). */
 void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int *tout, int T, int foil, int ig_steps,

@@ -1,0 +1,443 @@
+/* explain: `qkv explain RUN --text "..."`, where each target word came from: its source
+ * share (contributions rolled out through the whole model), and the source tokens each
+ * method ranks first: attention, contributions, gradients, leave-one-out; explain.json
+ * and the viewer's explain mode. `qkv explain RUN --src F [--ref F] [--gold F]`, the
+ * corpus tables: AOPC per method against random orders, Kendall tau per head, the source
+ * share by decoder layer and target position, AER per method. The library work is
+ * explain/'s; this file reads the user's files, prints and writes. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attnmap.h"
+#include "cmd/commands.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
+#include "data/corpus.h"
+#include "decode/decode.h"
+#include "explain/aligners.h"
+#include "explain/explain_json.h"
+#include "explain/faith.h"
+#include "explain/pair.h"
+#include "run/run.h"
+#include "util/atomic_file.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/file.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/staged_dir.h"
+#include "util/text.h"
+
+typedef struct {
+    const char *text, *target, *contrast, *out, *src, *ref, *gold, *mask_heads;
+    int ig_steps, max_sentences, random_orders;
+} Options;
+
+/* Files an export writes: what a new one replaces in an old one. */
+static int export_file(const char *name) {
+    return strcmp(name, "explain.json") == 0 || strcmp(name, "index.html") == 0 ||
+           strcmp(name, "explain-corpus.json") == 0 || strcmp(name, "aopc.svg") == 0;
+}
+
+/* ---- one sentence ------------------------------------------------------------------------- */
+
+static int write_sentence_files(const char *dir, void *arg) {
+    const char *json = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/explain.json", dir);
+    if (write_file_atomic(path, json, strlen(json)) != 0) return -1;
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    return attnview_write(json, path);
+}
+
+/* The source position a method's row t ranks first (EOS left out), or -1. */
+static int top_source(const float *row, int S) {
+    int best = -1;
+    for (int j = 0; j + 1 < S; j++)
+        if (best < 0 || row[j] > row[best]) best = j;
+    return best;
+}
+
+static const ExplainMethod *method_named(const ExplainMethod *ms, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(ms[i].name, name) == 0) return &ms[i];
+    return NULL;
+}
+
+/* The foil of --contrast: one token of the target vocabulary; -1 with the error set. */
+static int foil_id(Run *r, const char *word) {
+    int ids[4], n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, 3);
+    if (n != 1) return err_set("--contrast: '%s' is %d tokens of the target vocabulary, not one", word, n), -1;
+    if (ids[0] == VOCAB_UNK) return err_set("--contrast: '%s' is not in the target vocabulary", word), -1;
+    return ids[0];
+}
+
+static int one_sentence(Run *r, const Options *o, int masked) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns = 0, nt = 0, rc = 2;
+    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    PairExplanation e = {0};
+    ExplainMethod *ms = NULL;
+    int n_ms = 0;
+    char *json = NULL;
+    ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
+    if (o->contrast && (eo.foil = foil_id(r, o->contrast)) < 0) goto done;
+    if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
+    double t0 = now_seconds();
+    explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, src, ns, tgt, nt, &eo, &e);
+    double secs = now_seconds() - t0;
+    attnmap_surface_labels(&e.maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
+    n_ms = explain_methods(&e, &ms);
+    json = explain_json(&e, ms, n_ms, o->contrast);
+    rc = 1;
+    if (staged_dir_write(o->out, "--out", write_sentence_files, json, export_file) != 0) goto done;
+
+    printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
+    if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
+    putchar('\n');
+    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, nt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
+    printf("source: %s\n%s: %s\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    free(text), free(words), free(shown);
+    int L = e.contrib.dec_layers, S = e.S, T = e.T;
+    char last_avg[EXPLAIN_NAME_MAX];
+    snprintf(last_avg, sizeof last_avg, "L%d.avg", L - 1);
+    const char *cols[] = {last_avg, "contrib.rollout", "integrated-gradients", "leave-one-out"};
+    if (o->contrast) printf("the gradients explain log p(word) - log p(%s)\n", o->contrast);
+    printf("\nsource share: how much of the prediction came from the source (contributions rolled out)\n");
+    printf("%-14s %8s %7s", "target", "log p", "share");
+    for (int c = 0; c < 4; c++) printf("  %-17s", cols[c]);
+    putchar('\n');
+    for (int t = 0; t < T; t++) {
+        printf("%-14.14s %8.3f %7.2f", e.maps.tgt_out[t], e.logp[t], e.contrib.share[(size_t)(L - 1) * T + t]);
+        for (int c = 0; c < 4; c++) {
+            const ExplainMethod *m = method_named(ms, n_ms, cols[c]);
+            int j = m ? top_source(m->scores + (size_t)t * S, S) : -1;
+            if (j < 0) printf("  %-17s", "-");
+            else printf("  %-11.11s %5.2f", e.maps.src[j], m->scores[(size_t)t * S + j]);
+        }
+        putchar('\n');
+    }
+    double worst = 0, gap = 0;
+    for (int t = 0; t < T; t++)
+        worst = fmax(worst, fabs(e.grad.ig_error[t])), gap = fmax(gap, fabs(e.grad.f[t] - e.grad.f_base[t]));
+    if (o->ig_steps)
+        printf("\nintegrated gradients: %d steps; completeness error at most %.4f (|f(x) - f(baseline)| up to %.3f)\n",
+               o->ig_steps, worst, gap);
+    printf("explained in %.2f s\nwrote %s/explain.json and %s/index.html (open it in a browser)\n", secs, o->out,
+           o->out);
+    rc = 0;
+done:
+    if (rc == 1) rc = err_status();
+    if (ms) explain_methods_free(ms, n_ms);
+    if (e.src) explain_pair_free(&e);
+    free(json), free(src), free(tgt);
+    return rc;
+}
+
+/* ---- a corpus ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const Options *o;
+    FaithTotals *f;
+    AlignCounts *aer; /* NULL without --gold */
+    double seconds;
+    int skipped;
+} CorpusRun;
+
+static json_t *corpus_json(const CorpusRun *c) {
+    const FaithTotals *f = c->f;
+    json_t *root = json_object();
+    json_put(root, "format", json_string("qkv-explain-corpus-1"));
+    json_put(root, "sentences", json_integer(f->sentences));
+    json_put(root, "target_tokens", json_integer(f->tokens));
+    json_put(root, "seconds", json_fmt("%.1f", c->seconds));
+    json_put(root, "removal", json_string("unk"));
+    json_t *ms = json_array();
+    for (int i = 0; i < f->n_methods; i++) {
+        json_t *m = json_object();
+        json_put(m, "name", json_string(f->methods[i].name));
+        json_put(m, "aopc", json_fmt("%.4f", faith_aopc(f, i)));
+        json_t *ks = json_array();
+        for (int k = 0; k < FAITH_KS; k++) json_array_append_new(ks, json_fmt("%.4f", faith_drop_at(f, i, k)));
+        json_put(m, "drop_at_k", ks);
+        if (c->aer) json_put(m, "aer", json_fmt("%.4f", align_aer(&c->aer[i])));
+        json_array_append_new(ms, m);
+    }
+    json_put(root, "methods", ms);
+    double mean, sd;
+    faith_random(f, &mean, &sd);
+    json_t *rnd = json_object();
+    json_put(rnd, "orders", json_integer(f->n_random));
+    json_put(rnd, "aopc_mean", json_fmt("%.4f", mean));
+    json_put(rnd, "aopc_sd", json_fmt("%.4f", sd));
+    json_put(root, "random", rnd);
+    const char *tau_names[3] = {"cross_vs_loo", "cross_vs_saliency", "self_vs_saliency"};
+    const double *sums[3] = {f->tau_loo, f->tau_grad, f->tau_self};
+    const long *counts[3] = {f->n_loo, f->n_grad, f->n_self};
+    json_t *tau = json_object();
+    for (int k = 0; k < 3; k++) {
+        json_t *g = json_array();
+        for (int l = 0; l < f->layers; l++) {
+            json_t *row = json_array();
+            for (int h = 0; h < f->heads; h++) {
+                size_t at = (size_t)l * f->heads + h;
+                json_array_append_new(row, json_fmt("%.4f", counts[k][at] ? sums[k][at] / counts[k][at] : NAN));
+            }
+            json_array_append_new(g, row);
+        }
+        json_put(tau, tau_names[k], g);
+    }
+    json_put(root, "tau", tau);
+    json_t *by_layer = json_array(), *by_pos = json_array();
+    for (int l = 0; l < f->layers; l++)
+        json_array_append_new(by_layer, json_fmt("%.4f", f->tokens ? f->share_layer[l] / (double)f->tokens : NAN));
+    for (int p = 0; p < FAITH_POSITIONS && f->n_pos[p]; p++)
+        json_array_append_new(by_pos, json_fmt("%.4f", f->share_pos[p] / (double)f->n_pos[p]));
+    json_t *share = json_object();
+    json_put(share, "by_layer", by_layer);
+    json_put(share, "by_position", by_pos);
+    json_put(root, "source_share", share);
+    return root;
+}
+
+/* aopc.svg: each method's AOPC as a bar, the random orders' mean and spread behind them */
+static char *aopc_svg(const FaithTotals *f) {
+    StrBuf sb = {0};
+    int n = f->n_methods, row = 18, left = 170, width = 420, H = 40 + n * row;
+    double top = 0, mean, sd;
+    faith_random(f, &mean, &sd);
+    for (int i = 0; i < n; i++) top = fmax(top, faith_aopc(f, i));
+    top = fmax(top, mean + sd);
+    if (!(top > 0)) top = 1;
+    sb_printf(&sb,
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+              "font-size=\"11\">\n<text x=\"4\" y=\"14\" font-size=\"13\">AOPC: drop in log p(y) with the top-k source "
+              "tokens removed (higher: more faithful)</text>\n",
+              left + width + 70, H);
+    double x0 = left + (mean - sd) / top * width, x1 = left + (mean + sd) / top * width;
+    sb_printf(&sb, "<rect x=\"%.1f\" y=\"24\" width=\"%.1f\" height=\"%d\" fill=\"#eee\"/>\n", fmax(left, x0),
+              fmax(1, x1 - fmax(left, x0)), n * row);
+    sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\" stroke=\"#888\" stroke-dasharray=\"3 2\"/>\n",
+              left + mean / top * width, left + mean / top * width, 24 + n * row);
+    for (int i = 0; i < n; i++) {
+        double a = faith_aopc(f, i), w = fmax(0, a) / top * width;
+        const char *fill = f->methods[i].family == EXPLAIN_ATTENTION  ? "#4c78a8"
+                           : f->methods[i].family == EXPLAIN_CONTRIB  ? "#f58518"
+                           : f->methods[i].family == EXPLAIN_GRADIENT ? "#54a24b"
+                                                                      : "#b279a2";
+        int y = 26 + i * row;
+        sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", left - 6, y + 11, f->methods[i].name);
+        sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left, y, w, row - 5,
+                  fill);
+        sb_printf(&sb, "<text x=\"%.1f\" y=\"%d\">%.3f</text>\n", left + w + 4, y + 11, a);
+    }
+    sb_printf(&sb,
+              "<text x=\"%d\" y=\"%d\" fill=\"#666\">dashed: random orders (%d), shaded: one standard "
+              "deviation</text>\n",
+              left, H - 2, f->n_random);
+    sb_printf(&sb, "</svg>\n");
+    return sb.buf;
+}
+
+typedef struct {
+    char *json, *svg;
+} CorpusFiles;
+
+static int write_corpus_files(const char *dir, void *arg) {
+    CorpusFiles *c = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/explain-corpus.json", dir);
+    if (write_file_atomic(path, c->json, strlen(c->json)) != 0) return -1;
+    snprintf(path, sizeof path, "%s/aopc.svg", dir);
+    return write_file_atomic(path, c->svg, strlen(c->svg));
+}
+
+static void print_corpus(const CorpusRun *c) {
+    const FaithTotals *f = c->f;
+    double mean, sd;
+    faith_random(f, &mean, &sd);
+    printf("%ld sentence pairs, %ld target tokens, %.1f s (%ld removal passes); a token is removed as <unk>\n",
+           f->sentences, f->tokens, c->seconds, f->removal_rows);
+    if (c->skipped) printf("%d pairs left out: a side empty or longer than the model's positions\n", c->skipped);
+    printf(
+        "\nfaithfulness: drop in log p(y_t) with the method's top-k source tokens removed (higher: more faithful)\n");
+    printf("%-22s %7s %7s %7s %7s %7s%s\n", "method", "k=1", "k=2", "k=3", "k=20%", "AOPC", c->aer ? "     AER" : "");
+    for (int i = 0; i < f->n_methods; i++) {
+        printf("%-22s", f->methods[i].name);
+        for (int k = 0; k < FAITH_KS; k++) printf(" %7.3f", faith_drop_at(f, i, k));
+        printf(" %7.3f", faith_aopc(f, i));
+        if (c->aer) printf("  %6.3f", align_aer(&c->aer[i]));
+        putchar('\n');
+    }
+    printf("%-22s %39.3f  (sd %.3f over %d orders)\n", "random", mean, sd, f->n_random);
+    const char *titles[3] = {"cross-attention vs leave-one-out", "cross-attention vs saliency",
+                             "decoder self-attention vs saliency (prefix)"};
+    const double *sums[3] = {f->tau_loo, f->tau_grad, f->tau_self};
+    const long *counts[3] = {f->n_loo, f->n_grad, f->n_self};
+    for (int k = 0; k < 3; k++) {
+        printf("\nKendall tau, %s, per head (rows: layers)\n", titles[k]);
+        double all = 0;
+        long nall = 0;
+        for (int l = 0; l < f->layers; l++) {
+            printf("  layer %d", l);
+            for (int h = 0; h < f->heads; h++) {
+                size_t at = (size_t)l * f->heads + h;
+                printf(" %6.3f", counts[k][at] ? sums[k][at] / counts[k][at] : NAN);
+                all += sums[k][at], nall += counts[k][at];
+            }
+            putchar('\n');
+        }
+        printf("  mean %.3f\n", nall ? all / nall : NAN);
+    }
+    printf("\nsource share (contributions rolled out), mean over target tokens, after each decoder layer:");
+    for (int l = 0; l < f->layers; l++) printf(" %.3f", f->tokens ? f->share_layer[l] / (double)f->tokens : NAN);
+    printf("\nby target position (after the last layer):");
+    for (int p = 0; p < FAITH_POSITIONS && f->n_pos[p]; p++)
+        printf("%s%d:%.2f", p % 10 ? " " : "\n  ", p, f->share_pos[p] / (double)f->n_pos[p]);
+    printf("\n");
+}
+
+static int corpus(Run *r, const Options *o) {
+    int n_src = 0, n_ref = 0, n_gold = 0, rc = 2, tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
+    char **src = read_file_lines(o->src, &n_src), **ref = NULL, **gold = NULL;
+    int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)), *tid = xmalloc(sizeof(int) * (size_t)(max + 2));
+    FaithTotals f = {0};
+    AlignCounts *aer = NULL;
+    ExplainMethod *ms = NULL;
+    int n_ms = 0;
+    CorpusRun c = {o, &f, NULL, 0, 0};
+    if (!src) goto done;
+    if (o->ref && !(ref = read_file_lines(o->ref, &n_ref))) goto done;
+    if (o->gold && !(gold = read_file_lines(o->gold, &n_gold))) goto done;
+    if ((ref && n_ref != n_src) || (gold && n_gold != n_src)) {
+        err_set("%s has %d lines, %s %d: they must be line-aligned", o->src, n_src,
+                ref && n_ref != n_src ? o->ref : o->gold, ref && n_ref != n_src ? n_ref : n_gold);
+        goto done;
+    }
+    int n = o->max_sentences && o->max_sentences < n_src ? o->max_sentences : n_src;
+    ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
+    double t0 = now_seconds();
+    for (int i = 0; i < n; i++) {
+        int ns = encode_line(src[i], tok, &r->src_vocab, sid, max + 1), nt;
+        if (ns < 1 || ns > max) {
+            c.skipped++;
+            continue;
+        }
+        if (ref) nt = encode_line(ref[i], tok, &r->tgt_vocab, tid, max + 1);
+        else nt = greedy_ids(&r->model, sid, ns, tid, max);
+        if (nt < 1 || nt > max) {
+            c.skipped++;
+            continue;
+        }
+        PairExplanation e;
+        explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, sid, ns, tid, nt, &eo, &e);
+        if (ms) explain_methods_free(ms, n_ms);
+        n_ms = explain_methods(&e, &ms);
+        if (!f.methods) {
+            faith_init(&f, ms, n_ms, e.contrib.dec_layers, e.maps.heads, o->random_orders);
+            if (gold) aer = xcalloc((size_t)n_ms, sizeof(AlignCounts)), c.aer = aer;
+        }
+        faith_add(&f, &r->model, &e, ms, 0x5eed + (uint64_t)i);
+        int bad = gold && explain_align_score(&e, ms, n_ms, tok, gold[i], o->gold, i + 1, aer) != 0;
+        explain_pair_free(&e);
+        if (bad) goto done;
+        if ((i + 1) % 50 == 0 || i + 1 == n) {
+            double el = now_seconds() - t0;
+            fprintf(stderr, "\rexplained %d/%d pairs, %.0f s, ETA %.0f s   ", i + 1, n, el, el / (i + 1) * (n - i - 1));
+            if (i + 1 == n) fputc('\n', stderr);
+        }
+    }
+    c.seconds = now_seconds() - t0;
+    if (!f.methods) {
+        err_set("%s: no pair the model can read (each side 1..%d tokens)", o->src, max);
+        goto done;
+    }
+    rc = 1;
+    json_t *root = corpus_json(&c);
+    CorpusFiles files = {xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), aopc_svg(&f)};
+    json_decref(root);
+    int ok = staged_dir_write(o->out, "--out", write_corpus_files, &files, export_file) == 0;
+    free(files.json), free(files.svg);
+    if (!ok) goto done;
+    print_corpus(&c);
+    printf("\nwrote %s/explain-corpus.json and %s/aopc.svg\n", o->out, o->out);
+    rc = 0;
+done:
+    if (rc == 1) rc = err_status();
+    if (ms) explain_methods_free(ms, n_ms);
+    if (f.methods) faith_free(&f);
+    free(aer), free(sid), free(tid);
+    if (src) free_lines(src, n_src);
+    if (ref) free_lines(ref, n_ref);
+    if (gold) free_lines(gold, n_gold);
+    return rc;
+}
+
+static const CmdOption options[] = {
+    {'t', "text", "SOURCE", "the sentence to explain", NULL},
+    {'g', "target", "TRANSLATION", "force this translation instead of the model's greedy one", NULL},
+    {'c', "contrast", "WORD", "explain log p(word) - log p(WORD): why the word and not WORD", NULL},
+    {'s', "src", "FILE", "a corpus: source sentences (instead of --text)", NULL},
+    {'r', "ref", "FILE", "with --src: their translations, forced (default: the model's greedy ones)", NULL},
+    {'a', "gold", "FILE", "with --src and --ref: gold Pharaoh alignments, for AER per method", NULL},
+    {'n', "max-sentences", "N", "with --src: the first N pairs (0: all)", "500"},
+    {'i', "ig-steps", "N", "integrated gradients' steps (0: none)", "32"},
+    {'R', "random-orders", "N", "with --src: random orders AOPC is compared with", "10"},
+    {'o', "out", "DIR", "where explain.json and index.html (or the corpus tables) go", "explain"},
+    {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
+    {0},
+};
+const CmdSpec cmd_explain_spec = {
+    .name = "explain",
+    .operands = "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--contrast WORD] | --src FILE [--ref FILE] "
+                "[--gold FILE]) [--out DIR]",
+    .summary = "where each target word came from: source share, attributions, and how faithful each is",
+    .about = "For each target word: its source share (contributions through every layer, rolled out),\n"
+             "and the source tokens attention, contributions, gradients (saliency, x-gradient,\n"
+             "integrated gradients) and leave-one-out rank first; DIR/index.html shows them side by\n"
+             "side. With --src, over a corpus: each method's AOPC (drop in log p when its top tokens\n"
+             "are removed) against random orders, Kendall tau per head, source share per layer and\n"
+             "position, and with --gold AER per method.",
+    .options = options,
+    .example = "qkv explain runs/toy --text \"the old farmer sees a red bird\" --out explain/",
+};
+
+int cmd_explain(int argc, char **argv) {
+    Options o = {.out = "explain", .ig_steps = 32, .max_sentences = 500, .random_orders = 10};
+    int c, bad = 0;
+    while (!bad && (c = cmd_option_next(&cmd_explain_spec, argc, argv)) >= 0) {
+        switch (c) {
+        case 't': o.text = optarg; break;
+        case 'g': o.target = optarg; break;
+        case 'c': o.contrast = optarg; break;
+        case 's': o.src = optarg; break;
+        case 'r': o.ref = optarg; break;
+        case 'a': o.gold = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'm': o.mask_heads = optarg; break;
+        case 'n': bad = cmd_int("--max-sentences", "a sentence count", optarg, 0, 100000000, &o.max_sentences); break;
+        case 'i': bad = cmd_int("--ig-steps", "a step count (0..1024)", optarg, 0, 1024, &o.ig_steps); break;
+        case 'R': bad = cmd_int("--random-orders", "a count (1..1000)", optarg, 1, 1000, &o.random_orders); break;
+        }
+    }
+    if (bad) return cmd_fail(2);
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || (!o.text) == !o.src) return cmd_usage_of(&cmd_explain_spec);
+    if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    if (o.text && (o.ref || o.gold)) return err_set("--%s goes with --src", o.ref ? "ref" : "gold"), cmd_fail(2);
+    if (o.src && (o.target || o.contrast))
+        return err_set("--%s goes with --text", o.target ? "target" : "contrast"), cmd_fail(2);
+    if (o.gold && !o.ref) return err_set("--gold aligns the source with --ref: give both"), cmd_fail(2);
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
+    if (masked < 0) return run_close(&r), cmd_fail(err_status());
+    int rc = o.text ? one_sentence(&r, &o, masked) : corpus(&r, &o);
+    if (rc) cmd_fail(rc);
+    run_close(&r);
+    return rc;
+}

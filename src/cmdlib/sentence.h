@@ -1,0 +1,16 @@
+/* sentence: the one sentence a command is asked about (--text, and --target or the model's
+ * greedy translation) as ids, with the messages every such command gives. Only the
+ * command layer includes this. */
+#ifndef QKV_CMDLIB_SENTENCE_H
+#define QKV_CMDLIB_SENTENCE_H
+
+#include "run/run.h"
+
+/* The source ids of text and the target ids of target, or of the greedy translation when
+ * target is NULL; src and tgt have room for max_positions - 1 ids. Warns on stderr of
+ * source words read as <unk>; -1 with the error set (named --text/--target) for an
+ * empty text, a side longer than the model's positions, or a target word the vocabulary
+ * lacks. */
+int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int *n_src, int *tgt, int *n_tgt);
+
+#endif

@@ -1,0 +1,47 @@
+/* aligners: links from any method's scores, and their AER (aligners.h). */
+#include "explain/aligners.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/err.h"
+#include "util/mem.h"
+
+void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *tgt_word, int *n_src, int *n_tgt) {
+    *n_src = align_words(e->maps.src, e->S, tokenizer, src_word);
+    *n_tgt = align_words(e->maps.tgt_out, e->T, tokenizer, tgt_word);
+}
+
+void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
+                   int n_tgt, int *links) {
+    align_from_map(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
+}
+
+int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, const char *gold,
+                        const char *gold_file, int line, AlignCounts *counts) {
+    int cap = (int)(strlen(gold) / 3 + 1), rc = -1, n_src, n_tgt;
+    AlignLink *pairs = xmalloc(sizeof(AlignLink) * (size_t)cap);
+    int *src_word = xmalloc(sizeof(int) * (size_t)e->S), *tgt_word = xmalloc(sizeof(int) * (size_t)e->T);
+    int *links = xmalloc(sizeof(int) * (size_t)e->T);
+    int ng = align_parse(gold, pairs, cap);
+    if (ng < 0) {
+        err_set("%s:%d: not Pharaoh alignments (i-j pairs)", gold_file, line);
+        goto done;
+    }
+    explain_words(e, tokenizer, src_word, tgt_word, &n_src, &n_tgt);
+    int bad = align_out_of_range(pairs, ng, n_src, n_tgt);
+    if (bad >= 0) {
+        err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", gold_file, line,
+                pairs[bad][0], pairs[bad][1], n_src, n_tgt);
+        goto done;
+    }
+    ng = align_unique(pairs, ng);
+    for (int k = 0; k < n; k++) {
+        explain_links(e, methods[k].scores, src_word, n_src, tgt_word, n_tgt, links);
+        align_score(links, n_tgt, pairs, ng, &counts[k]);
+    }
+    rc = 0;
+done:
+    free(pairs), free(src_word), free(tgt_word), free(links);
+    return rc;
+}

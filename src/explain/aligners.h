@@ -1,0 +1,25 @@
+/* aligners: word alignments from any method's scores (pair.h's list), not only from the
+ * cross-attention at the output step: shift-att, contributions, gradients, leave-one-out.
+ * Each target word is linked to the source word of highest score, pieces pooled to words
+ * as attention/align_map.h pools a map (rows of a word's pieces averaged, columns summed). */
+#ifndef QKV_EXPLAIN_ALIGNERS_H
+#define QKV_EXPLAIN_ALIGNERS_H
+
+#include "attention/align_map.h"
+#include "explain/pair.h"
+
+/* The word of each piece of e (its vocabulary labels: e->maps as captured, not relabelled
+ * for people): src_word (S), tgt_word (T); counts into *n_src, *n_tgt. */
+void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *tgt_word, int *n_src, int *n_tgt);
+
+/* links (n_tgt words) from one method's (T, S) scores. */
+void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
+                   int n_tgt, int *links);
+
+/* Scores each method's links against the pair's gold Pharaoh line (named file:line in
+ * messages), adding into counts[k] for method k. 0, or -1 with the error set (a line that
+ * is not links, a link past the pair's words) and nothing added. */
+int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, const char *gold,
+                        const char *gold_file, int line, AlignCounts *counts);
+
+#endif

@@ -1,0 +1,75 @@
+/* explain_json: explain.json (explain_json.h says what each key holds). */
+#include "explain/explain_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+static json_t *grid(const float *x, int rows, int cols, int stride) {
+    json_t *g = json_array();
+    for (int r = 0; r < rows; r++) {
+        json_t *row = json_array();
+        for (int c = 0; c < cols; c++) json_array_append_new(row, json_fmt("%.7g", x[(size_t)r * stride + c]));
+        json_array_append_new(g, row);
+    }
+    return g;
+}
+
+static json_t *doubles(const double *x, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_fmt("%.7g", x[i]));
+    return a;
+}
+
+static const char *family_name(int f) {
+    return f == EXPLAIN_ATTENTION  ? "attention"
+           : f == EXPLAIN_CONTRIB  ? "contrib"
+           : f == EXPLAIN_GRADIENT ? "gradient"
+                                   : "loo";
+}
+
+char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n_methods, const char *foil) {
+    int S = e->S, T = e->T, W = S + T;
+    json_t *root = json_object();
+    json_put(root, "format", json_string("qkv-explain-1"));
+    json_put(root, "maps", attnmap_to_json(&e->maps));
+    json_t *lp = json_array();
+    for (int t = 0; t < T; t++) json_array_append_new(lp, json_fmt("%.7g", e->logp[t]));
+    json_put(root, "logp", lp);
+    json_put(root, "foil", foil ? json_string(foil) : json_null());
+    json_put(root, "ig_steps", json_integer(e->grad.ig_steps));
+    json_put(root, "f", doubles(e->grad.f, T));
+    json_put(root, "f_base", doubles(e->grad.f_base, T));
+    json_put(root, "ig_error", doubles(e->grad.ig_error, T));
+    json_put(root, "share", grid(e->contrib.share, e->contrib.dec_layers, T, T));
+    json_put(root, "rollout", grid(e->contrib.dec_roll, T, W, W));
+    json_t *ms = json_array();
+    for (int i = 0; i < n_methods; i++) {
+        json_t *m = json_object();
+        json_put(m, "name", json_string(methods[i].name));
+        json_put(m, "family", json_string(family_name(methods[i].family)));
+        json_put(m, "scores", grid(methods[i].scores, T, S, S));
+        json_array_append_new(ms, m);
+    }
+    json_put(root, "methods", ms);
+    const float *pre[3] = {e->grad.saliency, e->grad.input_x_grad, e->grad.ig};
+    const char *names[3] = {"saliency", "x-gradient", "integrated-gradients"};
+    json_t *px = json_array();
+    for (int k = 0; k < 3; k++) {
+        json_t *m = json_object();
+        json_put(m, "name", json_string(names[k]));
+        json_put(m, "scores", grid(pre[k] + S, T, T, W));
+        json_array_append_new(px, m);
+    }
+    json_put(root, "prefix", px);
+    char *text = xcheck(json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7)));
+    json_decref(root);
+    StrBuf sb = {0};
+    sb_append(&sb, text, strlen(text));
+    sb_append(&sb, "\n", 1);
+    free(text);
+    return sb.buf;
+}
