@@ -1,13 +1,16 @@
 /* explain/: contributions through whole layers and their rollout, and the gradient
  * attributions, against the model's own pass, hand-computed cases and finite differences. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "data/vocab.h"
 #include "explain/contrib.h"
+#include "explain/faith.h"
 #include "explain/gradattr.h"
+#include "explain/pair.h"
 #include "nn/model.h"
 #include "util/mem.h"
 #include "util/rng.h"
@@ -318,7 +321,91 @@ static void test_embedding_hook_at_one_is_the_plain_pass(void) {
     CHECK(moved != plain, "alpha 0 on a source token changed nothing");
 }
 
+/* tau_b by hand: (1,2,3) vs (1,3,2) has 2 concordant pairs and 1 discordant: 1/3; with a
+ * tie in b, (1,2,3) vs (1,1,2): 2 concordant of 3 pairs, 1 tied in b: 2 / sqrt(3 * 2) */
+static void test_kendall_tau_by_hand(void) {
+    const float a[3] = {1, 2, 3}, b[3] = {1, 3, 2}, c[3] = {1, 1, 2}, flat[3] = {5, 5, 5}, rev[3] = {3, 2, 1};
+    double t1 = kendall_tau_b(a, b, 3), t2 = kendall_tau_b(a, c, 3), t3 = kendall_tau_b(a, rev, 3);
+    CHECK(fabs(t1 - 1.0 / 3) < 1e-12, "tau %g, not 1/3", t1);
+    CHECK(fabs(t2 - 2 / sqrt(6.0)) < 1e-12, "tau with a tie %g, not 2/sqrt(6)", t2);
+    CHECK(t3 == -1.0, "reversed order: tau %g, not -1", t3);
+    CHECK(isnan(kendall_tau_b(a, flat, 3)), "a constant ranking has no tau");
+    int ks[FAITH_KS];
+    faith_ks(12, ks);
+    CHECK(ks[0] == 1 && ks[1] == 2 && ks[2] == 3 && ks[3] == 3, "k for 12 tokens: %d %d %d %d", ks[0], ks[1], ks[2],
+          ks[3]);
+    faith_ks(2, ks);
+    CHECK(ks[2] == 2 && ks[3] == 1, "k for 2 tokens: %d %d %d %d", ks[0], ks[1], ks[2], ks[3]);
+}
+
+/* Leave-one-out's own top-1 removal is the largest leave-one-out drop: the AOPC machinery
+ * (rankings, distinct sets, batched removals) must give exactly that at k = 1, and the
+ * removal of nothing must give log p itself. */
+static void test_faithfulness_k1_of_leave_one_out(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    Vocab sv, tv;
+    vocab_init(&sv), vocab_init(&tv);
+    char w[8];
+    for (int i = 0; i < 8; i++)
+        snprintf(w, sizeof w, "w%d", i), vocab_count(&sv, w, strlen(w), 100 - i),
+            vocab_count(&tv, w, strlen(w), 100 - i);
+    vocab_prune(&sv, 1000, 1), vocab_prune(&tv, 1000, 1);
+    ExplainOptions eo = {.foil = -1, .ig_steps = 2, .loo = 1};
+    PairExplanation e;
+    int ns = S - 1, nt = T - 1;
+    explain_pair(&m, &sv, &tv, src, ns, tout, nt, &eo, &e);
+    ExplainMethod *ms;
+    int n = explain_methods(&e, &ms), loo = -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(ms[i].name, "leave-one-out") == 0) loo = i;
+    FaithTotals f;
+    faith_init(&f, ms, n, 2, 2, 3);
+    faith_add(&f, &m, &e, ms, 7);
+    double want = 0;
+    for (int t = 0; t < T; t++) {
+        float best = -INFINITY;
+        for (int j = 0; j + 1 < S; j++) best = fmaxf(best, e.loo[t * S + j]);
+        want += best;
+    }
+    want /= T;
+    float lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < T * S; k++)
+        if ((k % S) + 1 < S) lo = fminf(lo, e.loo[k]), hi = fmaxf(hi, e.loo[k]);
+    CHECK(hi - lo > 1e-3f, "leave-one-out is flat (%g..%g): the test is blind", lo, hi);
+    double got = faith_drop_at(&f, loo, 0);
+    unsigned char none[S] = {0}, all_t[T];
+    memset(all_t, 1, sizeof all_t);
+    float lp[T];
+    explain_removal_logp(&m, &e, none, all_t, 1, lp);
+    int same = 1;
+    for (int t = 0; t < T; t++) same &= fabsf(lp[t] - e.logp[t]) < 1e-6f;
+    /* leave-one-out means <unk> in the token's place: a plain pass so, for source token 1 */
+    int unk_src[S], sl = S, tl = T;
+    memcpy(unk_src, src, sizeof unk_src);
+    unk_src[1] = VOCAB_UNK;
+    ModelBatch ub = {1, S, T, unk_src, &sl, tin, tout, &tl, 0};
+    model_forward(&m, &ub, 0, 0, 0);
+    float ulp[16];
+    model_row_log_probs(&m, 2, ulp);
+    double loo_direct = e.logp[2] - ulp[tout[2]], loo_kept = e.loo[2 * S + 1];
+    double rnd, sd;
+    faith_random(&f, &rnd, &sd);
+    faith_free(&f);
+    explain_methods_free(ms, n);
+    explain_pair_free(&e);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+    CHECK(loo >= 0, "no leave-one-out method");
+    CHECK(fabs(got - want) < 1e-5, "leave-one-out's k=1 drop %.6g, its largest drop %.6g", got, want);
+    CHECK(same, "removing nothing changed log p");
+    CHECK(fabs(loo_direct - loo_kept) < 1e-5, "leave-one-out %.6g, a pass with <unk> there %.6g", loo_kept, loo_direct);
+    CHECK(rnd < got, "random orders (%.4g) as faithful as leave-one-out at k=1 (%.4g)", rnd, got);
+}
+
 const TestCase explain_tests[] = {
+    {"explain_kendall_tau_by_hand", test_kendall_tau_by_hand},
+    {"explain_faithfulness_k1_of_leave_one_out", test_faithfulness_k1_of_leave_one_out},
     {"explain_contrib_vectors_sum_to_the_block_output", test_vectors_sum_to_the_block_output},
     {"explain_contrib_l1_proximity_by_hand", test_l1_proximity_by_hand},
     {"explain_contrib_rollout_by_hand", test_rollout_by_hand},

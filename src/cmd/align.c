@@ -3,6 +3,7 @@
  * gold links. The command reads the files and prints; reading a pair's links off the
  * model is attention/align_model.c's. */
 #define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "cmd/commands.h"
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/options.h"
+#include "data/corpus.h"
+#include "explain/aligners.h"
+#include "explain/pair.h"
 #include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -37,21 +41,107 @@ static const CmdOption options[] = {
     {'g', "gold", "FILE", "gold Pharaoh alignments: score every head instead of printing links", NULL},
     {'l', "layer", "L|all", "the decoder layer whose cross-attention aligns; all: every layer averaged", "the last"},
     {'h', "head", "H|avg", "one head of that layer; avg: its heads averaged", "avg"},
+    {'m', "method", "M",
+     "what links are read from: output (cross-attention where the word is predicted), shift (where it is read, "
+     "one step later), contrib (contributions through the whole layer), grad (gradients)",
+     "output"},
     {0},
 };
 const CmdSpec cmd_align_spec = {
     .name = "align",
-    .operands = "RUN --src FILE --tgt FILE [--gold FILE] [--layer L|all] [--head H|avg]",
+    .operands =
+        "RUN --src FILE --tgt FILE [--gold FILE] [--method output|shift|contrib|grad] [--layer L|all] [--head H|avg]",
     .summary = "word alignments from cross-attention, or their AER against gold links",
     .about = "Each target word is linked to the source word its cross-attention weighs most (pieces\n"
              "pooled to words); one Pharaoh line \"i-j ...\" per pair. With --gold, precision, recall\n"
-             "and AER for every head, each layer's average and all layers'.",
+             "and AER for every head, each layer's average and all layers'. --method reads the links\n"
+             "from elsewhere: shift (each layer's heads averaged, one step later: shift-att), contrib\n"
+             "(the last layer's cross-attention contributions, and their rollout) or grad (saliency,\n"
+             "x-gradient, integrated gradients); with --gold, every reading of the method is scored.",
     .options = options,
     .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
 };
 
+/* The readings of an --method other than output: explain/pair.h's methods of that name */
+static int method_reads(const char *method, const char *name) {
+    if (strcmp(method, "shift") == 0) return strncmp(name, "shift.", 6) == 0;
+    if (strcmp(method, "contrib") == 0) return strncmp(name, "contrib.", 8) == 0;
+    return strcmp(name, "saliency") == 0 || strcmp(name, "x-gradient") == 0 ||
+           strcmp(name, "integrated-gradients") == 0;
+}
+
+/* The default reading of each method: measured on the toy pair's test set (README,
+ * "Alignments"): the last layer's contributions, shift-att's last layer, saliency */
+static const char *method_default(const char *method, int layers, char *buf, size_t n) {
+    if (strcmp(method, "shift") == 0) return snprintf(buf, n, "shift.L%d", layers - 1), buf;
+    return strcmp(method, "contrib") == 0 ? "contrib.layer" : "saliency";
+}
+
+/* --method shift|contrib|grad: links, or their AER against gold, from explain's readings */
+static int explained(Run *r, const char *method, char **src, char **tgt, char **gold, int n, const char *src_path,
+                     const char *tgt_path, const char *gold_path) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, rc = 2, n_ms = 0, n_reads = 0;
+    int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)), *tid = xmalloc(sizeof(int) * (size_t)(max + 2));
+    ExplainOptions eo = {.foil = -1, .ig_steps = strcmp(method, "grad") == 0 ? 16 : 0, .loo = 0};
+    ExplainMethod *ms = NULL, *reads = NULL;
+    AlignCounts *counts = NULL;
+    char dbuf[EXPLAIN_NAME_MAX];
+    const char *def = method_default(method, r->model.cfg.decoder_layers, dbuf, sizeof dbuf);
+    for (int i = 0; i < n; i++) {
+        int ns = encode_line(src[i], tok, &r->src_vocab, sid, max + 1);
+        int nt = encode_line(tgt[i], tok, &r->tgt_vocab, tid, max + 1);
+        if (ns > max || nt > max) {
+            err_set("%s:%d: more than the %d tokens this model has positions for", ns > max ? src_path : tgt_path,
+                    i + 1, max);
+            goto done;
+        }
+        if (ns == 0 || nt == 0) {
+            if (gold && gold[i][strspn(gold[i], " \t\r")]) {
+                err_set("%s:%d: links for a pair with an empty side", gold_path, i + 1);
+                goto done;
+            }
+            if (!gold) printf("\n");
+            continue;
+        }
+        PairExplanation e;
+        explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, sid, ns, tid, nt, &eo, &e);
+        if (ms) explain_methods_free(ms, n_ms), free(reads);
+        n_ms = explain_methods(&e, &ms);
+        reads = xmalloc(sizeof(ExplainMethod) * (size_t)n_ms), n_reads = 0;
+        for (int k = 0; k < n_ms; k++)
+            if (method_reads(method, ms[k].name)) reads[n_reads++] = ms[k];
+        if (!counts) counts = xcalloc((size_t)n_reads, sizeof(AlignCounts));
+        int bad = 0;
+        if (gold) bad = explain_align_score(&e, reads, n_reads, tok, gold[i], gold_path, i + 1, counts) != 0;
+        else {
+            int *sw = xmalloc(sizeof(int) * (size_t)e.S), *tw = xmalloc(sizeof(int) * (size_t)e.T), nsw, ntw;
+            int *links = xmalloc(sizeof(int) * (size_t)e.T);
+            explain_words(&e, tok, sw, tw, &nsw, &ntw);
+            for (int k = 0; k < n_reads; k++)
+                if (strcmp(reads[k].name, def) == 0) explain_links(&e, reads[k].scores, sw, nsw, tw, ntw, links);
+            for (int j = 0; j < ntw; j++) printf("%s%d-%d", j ? " " : "", links[j], j);
+            printf("\n");
+            free(sw), free(tw), free(links);
+        }
+        explain_pair_free(&e);
+        if (bad) goto done;
+    }
+    if (gold && counts) {
+        printf("%-24s %9s %9s %9s\n", method, "precision", "recall", "AER");
+        for (int k = 0; k < n_reads; k++)
+            printf("%-24s %9.3f %9.3f %9.3f%s\n", reads[k].name, align_precision(&counts[k]), align_recall(&counts[k]),
+                   align_aer(&counts[k]), strcmp(reads[k].name, def) == 0 ? "  (default)" : "");
+    }
+    rc = 0;
+done:
+    if (ms) explain_methods_free(ms, n_ms);
+    free(reads), free(counts), free(sid), free(tid);
+    return rc;
+}
+
 int cmd_align(int argc, char **argv) {
     const char *src_path = NULL, *tgt_path = NULL, *gold_path = NULL, *layer_s = NULL, *head_s = NULL;
+    const char *method = "output";
     int c;
     while ((c = cmd_option_next(&cmd_align_spec, argc, argv)) >= 0) {
         switch (c) {
@@ -60,10 +150,16 @@ int cmd_align(int argc, char **argv) {
         case 'g': gold_path = optarg; break;
         case 'l': layer_s = optarg; break;
         case 'h': head_s = optarg; break;
+        case 'm': method = optarg; break;
         }
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !src_path || !tgt_path) return cmd_usage_of(&cmd_align_spec);
+    if (strcmp(method, "output") != 0 && strcmp(method, "shift") != 0 && strcmp(method, "contrib") != 0 &&
+        strcmp(method, "grad") != 0)
+        return err_set("--method: '%s' is not one of output, shift, contrib, grad", method), cmd_fail(2);
+    if (strcmp(method, "output") != 0 && (layer_s || head_s))
+        return err_set("--layer/--head pick a head for --method output"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int L = r.model.cfg.decoder_layers, H = r.model.cfg.heads;
@@ -102,6 +198,11 @@ int cmd_align(int argc, char **argv) {
         goto done;
     }
     int tok = r.cfg.data.tokenizer;
+    if (strcmp(method, "output") != 0) {
+        openblas_set_num_threads(1); /* small products: OpenBLAS's threads would wait on each other */
+        rc = explained(&r, method, src, tgt, gold, n_src, src_path, tgt_path, gold_path);
+        goto done;
+    }
     for (int i = 0; i < n_src; i++) {
         AlignPair pair = {src[i], tgt[i], gold ? gold[i] : NULL, src_path, tgt_path, gold_path, i + 1};
         if (gold) {
