@@ -72,7 +72,7 @@ if want kernelsets; then
         suite "kernels $set" env OPENBLAS_CORETYPE="$set" "$QKV_TEST" _grad
     done
 fi
-for s in house format fuzz cli resume progress attention heads translate serve report bundle threads signals mpi; do
+for s in house format fuzz cli resume progress attention heads explain translate serve report bundle threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"
 done
 

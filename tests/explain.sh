@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# qkv explain on one sentence end to end: explain.json's keys and shapes (documented in
+# src/explain/explain_json.h), the source shares in [0, 1], the refusals of bad options, and
+# the viewer page's explain mode in headless Chromium (skipped, loudly, only when Chromium
+# is not installed), with a screenshot in build/explain-page.png.
+# Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-explain.XXXXXX)
+[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+source tests/lib.sh
+PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
+
+"$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 50 >/dev/null
+"$QKV" train configs/toy.yaml --set run_dir="$T/run" --set train.steps=150 --set model.d_model=32 --set train.watch= \
+    --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
+    --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" >"$T/train.log" 2>&1 ||
+    { echo "set-up failed: $(tail -3 "$T/train.log")"; exit 1; }
+
+# ---- the files ------------------------------------------------------------------------------
+# the toy pair's own translation, forced: a short run's greedy one may ramble
+text="the old farmer sees a red bird" target="lo grano veto una avela ruba vida"
+out="$T/ex"
+"$QKV" explain "$T/run" --text "$text" --target "$target" --out "$out" >"$T/explain.log" 2>&1
+rc=$?
+[[ $rc -eq 0 && -s $out/explain.json && -s $out/index.html ]] && grep -q "^source share: " "$T/explain.log" &&
+    grep -q "^source: $text\$" "$T/explain.log" && grep -q "^target (forced): $target\$" "$T/explain.log" &&
+    ok "explain_writes_json_and_page" ||
+    bad "explain_writes_json_and_page" "exit $rc; $(tail -2 "$T/explain.log")"
+
+# check_json FILE [FOIL]: every documented key with its shape (S source, T target positions,
+# L decoder layers, H heads); prints "ok ..." or what is wrong
+check_json() {
+    "$BOUNDED" "$PY" -c 'import json, math, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+foil = sys.argv[2] if len(sys.argv) > 2 else None
+keys = {"format", "maps", "logp", "foil", "ig_steps", "f", "f_base", "ig_error", "share", "rollout", "methods", "prefix"}
+assert set(d) == keys, "keys %s" % sorted(set(d) ^ keys)
+assert d["format"] == "qkv-explain-1", d["format"]
+m = d["maps"]
+assert m["format"] == "qkv-attention-2", m["format"]
+S, T, L, H = len(m["source"]), len(m["target_out"]), len(m["cross"]), m["heads"]
+assert S >= 2 and T >= 2 and len(m["target_in"]) == T and m["source"][-1] == "<eos>" and m["target_out"][-1] == "<eos>"
+assert all(len(m["cross"][l]) == H and all(len(r) == S for r in m["cross"][l][h]) and len(m["cross"][l][h]) == T
+           for l in range(L) for h in range(H)), "cross maps not (L, H, T, S)"
+num = lambda v: isinstance(v, (int, float)) and math.isfinite(v)
+vec = lambda k: isinstance(d[k], list) and len(d[k]) == T
+grid = lambda g, r, c: isinstance(g, list) and len(g) == r and all(isinstance(x, list) and len(x) == c and all(map(num, x)) for x in g)
+assert vec("logp") and all(num(v) and v <= 1e-6 for v in d["logp"]), "logp: %s" % d["logp"]
+assert d["foil"] == foil, "foil %r" % d["foil"]
+steps = d["ig_steps"]
+assert vec("f") and vec("f_base") and vec("ig_error") and all(num(v) for v in d["f"] + d["f_base"])
+if steps: assert all(num(v) for v in d["ig_error"]), "ig_error %s" % d["ig_error"]
+else: assert all(v is None for v in d["ig_error"]), "ig_error without steps %s" % d["ig_error"]
+assert grid(d["share"], L, T), "share is not (%d, %d)" % (L, T)
+assert grid(d["rollout"], T, S + T), "rollout is not (%d, %d)" % (T, S + T)
+for t, row in enumerate(d["rollout"]):
+    assert abs(sum(row) - 1) < 1e-3 and abs(sum(row[:S]) - d["share"][-1][t]) < 1e-3, "rollout row %d: %s" % (t, row)
+    assert all(v == 0 for v in row[S + t + 1:]), "rollout row %d reads later target inputs" % t
+want = ["L%d.H%d" % (l, h) for l in range(L) for h in range(H)]
+want = [n for l in range(L) for n in want[l * H:(l + 1) * H] + ["L%d.avg" % l]] + ["shift.L%d" % l for l in range(L)]
+want += ["contrib.layer", "contrib.rollout", "saliency", "x-gradient", "integrated-gradients", "leave-one-out"]
+names = [x["name"] for x in d["methods"]]
+assert names == want, "methods %s" % names
+family = lambda n: "attention" if n.startswith(("L", "shift.")) else "contrib" if n.startswith("contrib.") else \
+    "loo" if n == "leave-one-out" else "gradient"
+for x in d["methods"]:
+    assert x["family"] == family(x["name"]), "%s: family %s" % (x["name"], x["family"])
+    assert grid(x["scores"], T, S), "%s: scores not (%d, %d)" % (x["name"], T, S)
+assert [x["name"] for x in d["prefix"]] == ["saliency", "x-gradient", "integrated-gradients"], d["prefix"]
+for x in d["prefix"]:
+    assert grid(x["scores"], T, T) and all(v == 0 for t in range(T) for v in x["scores"][t][t + 1:]), "prefix %s" % x["name"]
+print("ok S=%d T=%d L=%d H=%d, %d methods" % (S, T, L, H, len(names)))' "$@" 2>&1 | tail -1
+}
+shape=$(check_json "$out/explain.json")
+[[ $shape == ok* ]] && ok "explain_json_keys_and_shapes (${shape#ok })" || bad "explain_json_keys_and_shapes" "$shape"
+shares=$("$BOUNDED" "$PY" -c 'import json, sys
+s = json.load(open(sys.argv[1]))["share"]
+v = [x for row in s for x in row]
+print(len(v), sum(1 for x in v if not (isinstance(x, (int, float)) and 0 <= x <= 1)), min(v), max(v))' "$out/explain.json" 2>&1)
+read -r n off lo hi <<<"$shares"
+[[ ${n:-0} -gt 0 && $off == 0 ]] && ok "explain_source_share_in_0_1 ($n values, $lo..$hi)" ||
+    bad "explain_source_share_in_0_1" "$shares"
+# the terminal table's share column is the last row of share
+first=$(awk '/^target +log p +share/{getline; print $3; exit}' "$T/explain.log")
+json_first=$("$BOUNDED" "$PY" -c 'import json, sys; print("%.2f" % json.load(open(sys.argv[1]))["share"][-1][0])' "$out/explain.json")
+[[ -n $first && $first == "$json_first" ]] && ok "explain_table_share_is_the_json_last_row" ||
+    bad "explain_table_share_is_the_json_last_row" "table '$first', json '$json_first'"
+"$QKV" explain "$T/run" --text "the cat sleeps" --contrast lo --ig-steps 0 --out "$T/foil" >"$T/foil.log" 2>&1
+shape=$(check_json "$T/foil/explain.json" lo)
+[[ $shape == ok* ]] && grep -q "log p(word) - log p(lo)" "$T/foil.log" && ok "explain_contrast_without_ig_json (${shape#ok })" ||
+    bad "explain_contrast_without_ig_json" "$shape; $(tail -2 "$T/foil.log")"
+grep -q '"format":"qkv-explain-1"' "$out/index.html" && ! grep -q '__QKV_DATA__' "$out/index.html" &&
+    ok "explain_page_holds_the_json" || bad "explain_page_holds_the_json" "no qkv-explain-1 data at the marker"
+if grep -qiE '(src|href)=["'"'"']?(https?:)?//' "$out/index.html" || grep -q '<link' "$out/index.html"; then
+    bad "explain_page_needs_no_network" "index.html refers to something outside itself"
+else
+    ok "explain_page_needs_no_network"
+fi
+
+# ---- refusals ---------------------------------------------------------------------------------
+expect_error "explain_ref_with_text" 2 "^qkv: --ref goes with --src$" \
+    "$QKV" explain "$T/run" --text "the cat" --ref "$T/data/test.tgt" --out "$T/x"
+expect_error "explain_contrast_not_in_vocabulary" 2 "^qkv: --contrast: 'zebrao' is not in the target vocabulary$" \
+    "$QKV" explain "$T/run" --text "the cat" --contrast zebrao --out "$T/x"
+expect_error "explain_target_not_in_vocabulary" 2 "^qkv: --target: not in the target vocabulary: 'zebrao'$" \
+    "$QKV" explain "$T/run" --text "the cat sleeps" --target "lo zebrao dorma" --out "$T/x"
+expect_error "explain_without_text_or_src" 2 "^usage: qkv explain RUN " "$QKV" explain "$T/run" --out "$T/x"
+[[ ! -e $T/x ]] && ok "explain_refusals_write_nothing" || bad "explain_refusals_write_nothing" "$(ls -a "$T/x")"
+printf 'not a directory\n' >"$T/file"
+cp "$T/file" "$T/file.before"
+err=$("$QKV" explain "$T/run" --text "the cat" --out "$T/file" 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -ne 0 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: "*"$T/file"* ]] && cmp -s "$T/file" "$T/file.before" &&
+    [[ -z $(ls -d "$T/file".partial-* 2>/dev/null) ]]; then
+    ok "explain_out_is_a_file_left_untouched ($err)"
+else
+    bad "explain_out_is_a_file_left_untouched" "exit $rc: $err; $(head -c 80 "$T/file")"
+fi
+
+# ---- the page in a real browser ----------------------------------------------------------------
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+    skip_missing browser "Chromium is not installed: the explain page was NOT tested in a browser"
+    finish
+    exit
+fi
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+    --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
+# selftest PAGE: the page's own report (#selftest), in $result; console errors in $console
+selftest() {
+    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$1#selftest" >"$T/dom.html" 2>"$T/browser.err"
+    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
+    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
+}
+has() { [[ $result == *"$1"* ]]; }
+
+# opened as a user opens it: one word box per target word, the chosen one, the source table
+words=$("$BOUNDED" "$PY" -c 'import json, sys; m = json.load(open(sys.argv[1]))["maps"]; print(len(m["target_out"]), len(m["source"]))' \
+    "$out/explain.json")
+read -r nt ns <<<"$words"
+timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$out/index.html" >"$T/plain.html" 2>"$T/plain.err"
+boxes=$(grep -o 'class="xword[ "]' "$T/plain.html" | wc -l)
+chosen=$(grep -o 'class="xword chosen"' "$T/plain.html" | wc -l)
+rows=$(grep -o '<table class="xt xsrc">.*</table>' "$T/plain.html" | sed 's#</table>.*##' | grep -o '<tr' | wc -l)
+console=$(grep -E 'CONSOLE|Uncaught' "$T/plain.err" | head -3)
+[[ $boxes -eq $nt && $chosen -eq 1 && $rows -eq $((ns + 1)) && -z $console ]] &&
+    ok "browser_explain_one_box_per_target_word ($boxes words, $((rows - 1)) source rows)" ||
+    bad "browser_explain_one_box_per_target_word" "$boxes boxes for $nt words, $chosen chosen, $rows rows for $ns tokens; console: $console"
+
+# the page drives itself: a word's click, every method, a head's column into its map and back,
+# then every control of the maps pane as for any sentence's maps
+selftest "$out/index.html"
+if has '"ok":true' && has '"errors":[]' && has '"explain":{' && [[ -z $console ]]; then
+    ok "browser_explain_every_control_changes_the_picture_no_errors"
+else
+    bad "browser_explain_every_control_changes_the_picture_no_errors" "result: ${result:-none}; console: $console"
+fi
+has '"oneBoxPerWord":true' && has '"sharesInRange":true' && has '"rolloutIsShare":true' && has '"defaultColumns":true' &&
+    ok "browser_explain_words_rings_and_scaled_bars" || bad "browser_explain_words_rings_and_scaled_bars" "${result:-none}"
+has '"clickSelectsWord":true' && has '"completeness":true' && has '"everyMethod":true' &&
+    ok "browser_explain_click_selects_a_word_and_says_its_share" || bad "browser_explain_click_selects_a_word_and_says_its_share" "${result:-none}"
+has '"attentionLinks":true' && has '"headOpensMap":true' && has '"backToExplain":true' &&
+    ok "browser_explain_head_column_opens_its_map_and_anatomy" || bad "browser_explain_head_column_opens_its_map_and_anatomy" "${result:-none}"
+
+# the check can fail: the same page with a source share past 1 must not pass
+"$BOUNDED" "$PY" -c 'import sys, json
+page = open(sys.argv[1], encoding="utf-8").read()
+start = page.index(">", page.index("<script id=\"attn-data\"")) + 1
+end = page.index("</script>", start)
+data = json.loads(page[start:end])
+data["share"][-1][0] = 1.5
+data = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+open(sys.argv[2], "w", encoding="utf-8").write(page[:start] + data + page[end:])' "$out/index.html" "$T/bad.html" 2>"$T/bad.err"
+selftest "$T/bad.html"
+has '"ok":false' && has '"sharesInRange":false' && ok "browser_explain_selftest_fails_on_a_share_past_1" ||
+    bad "browser_explain_selftest_fails_on_a_share_past_1" "result: ${result:-none}; $(head -2 "$T/bad.err")"
+
+# a picture of the page, on the third word
+mkdir -p build
+shot=build/explain-page.png
+rm -f "$shot"
+timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" \
+    "file://$out/index.html#pane=explain&word=2" >/dev/null 2>&1
+[[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_explain_screenshot ($shot)" || bad "browser_explain_screenshot" "$shot"
+
+finish
