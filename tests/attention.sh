@@ -110,7 +110,7 @@ echo "seed: 3" >>"$T/watch.yaml"
     "$QKV" attention "$T/watched" --watch --gold "$T/watch.gold" --out "$T/wview" >"$T/watch.log" 2>&1
 rc=$?
 snaps=$(ls "$T/watched/watch"/step-*.json 2>/dev/null | wc -l)
-drop=$(awk '/^ *step  sentence 1/{on=1; next} on && $1 ~ /^[0-9]+$/ && NF >= 3 {n++; if (n == 1) {a = $2; b = $3} x = $2; y = $3}
+drop=$(awk '/^ *step  sentence 1/{if (seen++) exit; on=1; next} on && $1 ~ /^[0-9]+$/ && NF >= 3 {n++; if (n == 1) {a = $2; b = $3} x = $2; y = $3}
     END { if (n) printf "%.3f %.3f", 1 - x / a, 1 - y / b }' "$T/watch.log")
 if [[ $rc -eq 0 && $snaps -ge 4 && -f $T/watched/watch/step-00000000.json && -s $T/wview/index.html ]] &&
     awk -v d="$drop" 'BEGIN { split(d, x, " "); exit !(x[1] >= 0.30 && x[2] >= 0.30) }'; then
@@ -120,6 +120,16 @@ else
 fi
 grep -q "AER" "$T/watch.log" && grep -q "watching 2 sentences" "$T/watch-train.log" && ok "watch_reports_aer_and_says_it_watches" ||
     bad "watch_reports_aer_and_says_it_watches" "$(head -3 "$T/watch.log")"
+# each snapshot records the watched sentences' source share: a second table, every mean in
+# [0, 1], and the view's data holds it for its chart
+shares=$(awk '/^source share:/{on=1; next} on && $1 ~ /^[0-9]+$/ {for (i = 2; i <= NF; i++) print $i}' "$T/watch.log")
+if [[ -n $shares ]] && [[ $(wc -l <<<"$shares") -eq $((2 * snaps)) ]] &&
+    awk '{ if (!($1 >= 0 && $1 <= 1)) bad = 1 } END { exit bad }' <<<"$shares" &&
+    [[ $(grep -o '"source_share"' "$T/wview/watch.json" | wc -l) -eq $((2 * snaps)) ]]; then
+    ok "watch_records_the_source_share ($(tail -n 2 <<<"$shares" | tr '\n' ' '))"
+else
+    bad "watch_records_the_source_share" "shares '$(head -c 200 <<<"$shares")'"
+fi
 # recording costs a forward pass, never the training arithmetic: the same weights without it
 sed 's/^train: .*/train: {steps: 480, valid_every: 60, checkpoint_every: 240}/' "$T/watch.yaml" |
     grep -v '^  watch' >"$T/nowatch.yaml"
@@ -140,6 +150,27 @@ good=$(paste -d'\t' "$T/data/test.tgt" "$T/test.align" | awk -F'\t' '{n = split(
 grep -q "layer 1, average .*(default)" "$T/aer.txt" && grep -q "^best head: layer [01], head [0-3], AER 0\.[0-9]*" "$T/aer.txt" &&
     [[ $(grep -c "head [0-3] " "$T/aer.txt") -eq 8 ]] && ok "align_scores_every_layer_and_head" ||
     bad "align_scores_every_layer_and_head" "$(cat "$T/aer.txt")"
+# --method: the other readings, each scored; links from the default reading, one line a pair
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" --method contrib \
+    >"$T/aer-contrib.txt" 2>&1
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" --method shift \
+    >"$T/aer-shift.txt" 2>&1
+if grep -q "^contrib.layer .*(default)" "$T/aer-contrib.txt" && grep -q "^contrib.rollout " "$T/aer-contrib.txt" &&
+    [[ $(grep -c "^shift.L[01] " "$T/aer-shift.txt") -eq 2 ]] &&
+    awk '$1 ~ /^(contrib|shift)\./ { n++; for (i = 2; i <= 4; i++) if (!($i >= 0 && $i <= 1)) bad = 1 } END { exit bad || n != 4 }' \
+        "$T/aer-contrib.txt" "$T/aer-shift.txt"; then
+    ok "align_method_contrib_and_shift_scored ($(awk '/\(default\)/{print $1, $4}' "$T/aer-contrib.txt"))"
+else
+    bad "align_method_contrib_and_shift_scored" "$(cat "$T/aer-contrib.txt" "$T/aer-shift.txt" | head -8)"
+fi
+head -n 5 "$T/data/test.src" >"$T/five.src" && head -n 5 "$T/data/test.tgt" >"$T/five.tgt"
+"$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --method grad >"$T/five.links" 2>"$T/five.err"
+[[ $? -eq 0 && $(wc -l <"$T/five.links") -eq 5 ]] && ! grep -qv '^[0-9]\+-[0-9]\+\( [0-9]\+-[0-9]\+\)*$' "$T/five.links" &&
+    ok "align_method_grad_writes_links" || bad "align_method_grad_writes_links" "$(head -3 "$T/five.links" "$T/five.err")"
+expect_error "align_method_unknown" 2 "^qkv: --method: 'bogus' is not one of output, shift, contrib, grad" "$QKV" align \
+    "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --method bogus
+expect_error "align_method_with_head" 2 "^qkv: --layer/--head pick a head for --method output" "$QKV" align "$T/run" \
+    --src "$T/five.src" --tgt "$T/five.tgt" --method contrib --head 1
 expect_error "align_ragged_input" 2 "must be line-aligned" "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/train.tgt"
 expect_error "align_bad_head" 2 "^qkv: --layer/--head: this model has layers 0..1 and heads 0..3" "$QKV" align "$T/run" \
     --src "$T/data/test.src" --tgt "$T/data/test.tgt" --head 9

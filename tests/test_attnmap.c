@@ -554,8 +554,16 @@ static void test_aligner_pair_links_and_scores(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
-/* watch_check's bound on a snapshot's size holds for what watch_record writes, and is not
- * loose by more than twice (it takes every number at its longest). */
+/* A measure as the trainer's: a source share for every (layer, position), at its longest */
+static void long_shares(Model *m, AttnMaps *a) {
+    (void)m;
+    a->share = xmalloc(sizeof(float) * (size_t)a->layers[ATTN_CROSS] * a->T);
+    for (int i = 0; i < a->layers[ATTN_CROSS] * a->T; i++) a->share[i] = 0.1234567f + 0.0000001f * (float)i;
+}
+
+/* watch_check's bound on a snapshot's size holds for what watch_record writes (the
+ * source share included), and is not loose by more than twice (it takes every number at
+ * its longest); the shares read back. */
 static void test_watch_snapshot_bound(void) {
     Model m;
     Vocab sv, tv;
@@ -563,10 +571,14 @@ static void test_watch_snapshot_bound(void) {
     WatchSentence w[2] = {{"w4 w5 w6 w7 w8 w9 w4", "w8 w9 w4 w5"}, {"w5 w6 \x01", "w7"}};
     char dir[80], path[120];
     snprintf(dir, sizeof dir, "/tmp/qkv-watch-bound-%d", (int)getpid());
-    CHECK(watch_record(&m, TOKENIZER_WORD, &sv, &tv, w, 2, 7, dir) == 0, "%s", err_msg());
+    CHECK(watch_record(&m, TOKENIZER_WORD, &sv, &tv, w, 2, 7, dir, long_shares) == 0, "%s", err_msg());
     snprintf(path, sizeof path, "%s/watch/step-00000007.json", dir);
     size_t len;
     char *text = read_file(path, &len);
+    WatchLog log;
+    int loaded = watch_load(dir, &log) == 0;
+    float back = loaded && log.snap[0].sentences[1].share ? log.snap[0].sentences[1].share[1] : -1;
+    if (loaded) watch_free(&log);
     unlink(path);
     snprintf(path, sizeof path, "%s/watch", dir);
     rmdir(path), rmdir(dir);
@@ -574,6 +586,7 @@ static void test_watch_snapshot_bound(void) {
     free(text);
     double bound = watch_snapshot_bound(&m, TOKENIZER_WORD, &sv, &tv, w, 2);
     CHECK(bound >= (double)len && bound <= 2.0 * (double)len, "%zu bytes written, bound %.0f", len, bound);
+    CHECK(fabsf(back - 0.1234568f) < 1e-6f, "source share read back as %.7g, not 0.1234568", back);
     model_free(&m);
     vocab_free(&sv), vocab_free(&tv);
 }

@@ -261,6 +261,7 @@ void attnmap_free(AttnMaps *a) {
     free(a->src), free(a->tgt_in), free(a->tgt_out);
     for (int k = 0; k < ATTN_KINDS; k++)
         free(a->maps[k]), free(a->scores[k]), free(a->contrib[k]), free(a->queries[k]), free(a->keys[k]);
+    free(a->share);
     memset(a, 0, sizeof *a);
 }
 
@@ -348,6 +349,15 @@ json_t *attnmap_to_json(const AttnMaps *a) {
             json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
         }
     }
+    if (a->share) {
+        json_t *g = json_array();
+        for (int l = 0; l < a->layers[ATTN_CROSS]; l++) {
+            json_t *row = json_array();
+            for (int t = 0; t < a->T; t++) json_array_append_new(row, json_real(a->share[(size_t)l * a->T + t]));
+            json_array_append_new(g, row);
+        }
+        json_object_set_new(root, "source_share", g);
+    }
     return root;
 }
 
@@ -424,6 +434,30 @@ static int read_grid(json_t *root, const char *key, float *x, int layers, int he
     return 0;
 }
 
+/* "source_share", when present: (decoder layers, T) numbers in [0, 1] */
+static int read_share(json_t *root, AttnMaps *a, const char *what) {
+    json_t *g = json_object_get(root, "source_share");
+    if (!g) return 0;
+    int L = a->layers[ATTN_CROSS];
+    if (!json_is_array(g) || (int)json_array_size(g) != L)
+        return err_set("%s: 'source_share' does not hold %d layers", what, L);
+    for (int l = 0; l < L; l++) {
+        json_t *row = json_array_get(g, (size_t)l);
+        if (!json_is_array(row) || (int)json_array_size(row) != a->T)
+            return err_set("%s: 'source_share' layer %d does not hold %d numbers", what, l, a->T);
+    }
+    a->share = xmalloc(sizeof(float) * (size_t)L * a->T);
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < a->T; t++) {
+            json_t *v = json_array_get(json_array_get(g, (size_t)l), (size_t)t);
+            double x = json_number_value(v);
+            if (!json_is_number(v) || !(x >= 0 && x <= 1.0001))
+                return err_set("%s: 'source_share' holds something that is not a share in [0, 1]", what);
+            a->share[(size_t)l * a->T + t] = (float)x;
+        }
+    return 0;
+}
+
 int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
     memset(out, 0, sizeof *out);
     const char *format = json_string_value(json_object_get(root, "format"));
@@ -477,6 +511,7 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
             }
         }
     }
+    if (read_share(root, out, what) != 0) goto fail;
     return 0;
 fail:
     attnmap_free(out);

@@ -38,6 +38,9 @@ typedef struct {
     float *contrib[ATTN_KINDS]; /* the same shapes */
     float *queries[ATTN_KINDS]; /* (L, H, rows, d_head) */
     float *keys[ATTN_KINDS];    /* (L, H, cols, d_head) */
+    float *share;               /* NULL, or (decoder layers, T): each decoder position's source share
+                                   after each layer, when its maker measured it (explain/contrib.h);
+                                   maps.json's "source_share" */
 } AttnMaps;
 
 /* Runs the model on src (n_src ids) force-decoding tgt (n_tgt ids) and copies every

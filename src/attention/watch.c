@@ -60,6 +60,7 @@ static double sentence_bytes(const Model *m, int S, int T, size_t label) {
     b += 3 * grid_bytes(Le, H, S, S) + 2 * grid_bytes(Le, H, S, dh);
     b += 3 * grid_bytes(Ld, H, T, T) + 2 * grid_bytes(Ld, H, T, dh);
     b += 3 * grid_bytes(Ld, H, T, S) + grid_bytes(Ld, H, T, dh) + grid_bytes(Ld, H, S, dh);
+    b += grid_bytes(Ld, 1, 1, T); /* the source share */
     return b;
 }
 
@@ -145,7 +146,7 @@ static int clear_snapshots(const char *dir) {
 }
 
 int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w, int n, int64_t step,
-                 const char *run_dir) {
+                 const char *run_dir, WatchMeasure measure) {
     int max = m->cfg.max_positions - 2;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     json_t *root = json_object(), *list = json_array();
@@ -159,6 +160,7 @@ int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, cons
         if (!w[i].tgt[0]) n_tgt = greedy_ids(m, src, n_src, tgt, max);
         AttnMaps a;
         attnmap_capture(m, sv, tv, src, n_src, tgt, n_tgt, &a);
+        if (measure) measure(m, &a);
         attnmap_surface_labels(&a, tokenizer, sv, tv, src, w[i].src, tgt, w[i].tgt[0] ? w[i].tgt : NULL);
         json_array_append_new(list, attnmap_to_json(&a));
         attnmap_free(&a);

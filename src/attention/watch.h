@@ -33,11 +33,16 @@ int watch_check(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv,
 double watch_snapshot_bound(const Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w,
                             int n);
 
-/* Captures every watched sentence with m's weights now and writes the snapshot of
- * `step` atomically; step 0 first removes every snapshot already there (an earlier run's,
- * train --force). -1 with the error set, and no file larger than the reader takes. */
+/* Measures more of a sentence right after its capture, while the capture's pass is the
+ * model's last (the caller's: the source share comes from explain/, above this room). */
+typedef void (*WatchMeasure)(Model *m, AttnMaps *a);
+
+/* Captures every watched sentence with m's weights now (and measure, when not NULL) and
+ * writes the snapshot of `step` atomically; step 0 first removes every snapshot already
+ * there (an earlier run's, train --force). -1 with the error set, and no file larger than
+ * the reader takes. */
 int watch_record(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const WatchSentence *w, int n, int64_t step,
-                 const char *run_dir);
+                 const char *run_dir, WatchMeasure measure);
 
 typedef struct {
     int64_t step;

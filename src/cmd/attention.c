@@ -182,6 +182,26 @@ static int watched(Run *r, const Options *o) {
         printf("sentence %d: %d source tokens; uniform attention over them has entropy %.4f\n", i + 1, a->S,
                log((double)a->S));
     }
+    int shares = 1;
+    for (int k = 0; k < w.n_snapshots; k++)
+        for (int i = 0; i < w.n_sentences; i++) shares &= w.snap[k].sentences[i].share != NULL;
+    if (shares) {
+        printf("\nsource share: how much of each target word came from the source (contributions rolled out\n"
+               "through every layer), after the last decoder layer, mean over target words\n%10s",
+               "step");
+        for (int i = 0; i < w.n_sentences; i++) printf("  sentence %d", i + 1);
+        printf("\n");
+        for (int k = 0; k < w.n_snapshots; k++) {
+            printf("%10lld", (long long)w.snap[k].step);
+            for (int i = 0; i < w.n_sentences; i++) {
+                const AttnMaps *a = &w.snap[k].sentences[i];
+                double sum = 0;
+                for (int t = 0; t < a->T; t++) sum += a->share[(size_t)(L - 1) * a->T + t];
+                printf("  %10.4f", sum / a->T);
+            }
+            printf("\n");
+        }
+    }
     printf("\nwrote %s/watch.json and %s/index.html (open it in a browser: the step slider replays training)\n", o->out,
            o->out);
     rc = 0;

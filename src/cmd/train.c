@@ -20,6 +20,7 @@
 #include "cmdlib/options.h"
 #include "config.h"
 #include "decode/translator.h"
+#include "explain/contrib.h"
 #include "report/runpage.h"
 #include "run/journal.h"
 #include "run/run.h"
@@ -247,12 +248,20 @@ static double on_valid_bleu(void *ctx, Model *m) {
 
 /* ---- train.watch ------------------------------------------------------------------------ */
 
+/* Each watched sentence's source share (contributions rolled out), from its capture's pass */
+static void measure_share(Model *m, AttnMaps *a) {
+    Contributions c;
+    contrib_compute(m, a->S, a->T, &c);
+    a->share = c.share, c.share = NULL;
+    contrib_free(&c);
+}
+
 static void on_watch(void *ctx, Model *m, int64_t step) {
     Screen *s = ctx;
     const Run *run = &s->t->run;
     const Config *cfg = &run->cfg;
     if (watch_record(m, cfg->data.tokenizer, &run->src_vocab, &run->tgt_vocab, cfg->train.watch, cfg->train.n_watch,
-                     step, cfg->run_dir) != 0)
+                     step, cfg->run_dir, measure_share) != 0)
         on_warn(ctx, err_msg());
 }
 
