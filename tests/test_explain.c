@@ -11,6 +11,7 @@
 #include "explain/faith.h"
 #include "explain/gradattr.h"
 #include "explain/pair.h"
+#include "explain/patch.h"
 #include "nn/model.h"
 #include "util/mem.h"
 #include "util/rng.h"
@@ -403,7 +404,110 @@ static void test_faithfulness_k1_of_leave_one_out(void) {
     CHECK(rnd < got, "random orders (%.4g) as faithful as leave-one-out at k=1 (%.4g)", rnd, got);
 }
 
+/* A one-hot pin on key j makes the head's output at that query exactly v_j's columns. */
+static void test_pinned_one_hot_is_the_keys_value(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    float w[S] = {0};
+    w[3] = 1;
+    AttnIntervene iv = {.pin_head = 1, .pin_query = 2, .pin_weights = w};
+    model_attention_intervene(&m, ATTN_CROSS, 1, &iv);
+    forward_one(&m);
+    const AttnActs *a = model_attention_acts(&m, ATTN_CROSS, 1);
+    int d = m.cfg.d_model, dh = d / m.cfg.heads, same = 1, other = 0;
+    for (int e = 0; e < dh; e++) {
+        same &= a->ctx[2 * d + dh + e] == a->v[3 * d + dh + e];
+        other |= a->ctx[1 * d + dh + e] != a->v[3 * d + dh + e];
+    }
+    int pinned = a->p[((size_t)1 * T + 2) * S + 3] == 1.0f;
+    model_attention_intervene(&m, ATTN_CROSS, 1, NULL);
+    model_free(&m);
+    CHECK(pinned, "the pinned row is not one-hot");
+    CHECK(same, "the pinned head's output is not the key's value");
+    CHECK(other, "an unpinned query got the key's value too: the test is blind");
+}
+
+/* Switching off every cross head through the gates is the plain pass with those heads'
+ * rows of W_O at zero (what --mask-heads cross.*.* does). */
+static void test_all_heads_of_a_kind_off(void) {
+    Model a, b;
+    setup(&a, 0, 1, 2), setup(&b, 0, 1, 2);
+    int n = model_head_count(&a);
+    float *gates = xmalloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) gates[i] = 1;
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) gates[model_head_index(&a, ATTN_CROSS, l, h)] = 0;
+    model_set_head_gates(&a, gates);
+    for (int l = 0; l < 2; l++) memset(model_attention_params(&b, ATTN_CROSS, l)->w_o, 0, sizeof(float) * 64);
+    double la = forward_one(&a), lb = forward_one(&b);
+    free(gates);
+    model_free(&a), model_free(&b);
+    CHECK(la == lb, "gates off %.17g, zero W_O %.17g", la, lb);
+}
+
+/* Patching a run into itself changes nothing; patching the encoder's output everywhere
+ * gives the corrupted run; attribution patching is the gradient: one head's and one
+ * position's estimate against the metric moved a small step toward the corrupted run. */
+static void test_patching(void) {
+    Model m;
+    setup(&m, 1, 1, 2);
+    const int clean[S - 1] = {4, 5, 6, 7}, corrupt[S - 1] = {4, 8, 6, 7}, tgt[T - 1] = {4, 7, 8};
+    PatchMetric whole = {.at = -1};
+    PatchTable self, t;
+    CHECK(patch_run(&m, clean, clean, S - 1, tgt, T - 1, &whole, &self) == 0, "%s", "refused");
+    double worst = 0;
+    for (int i = 0; i < self.n; i++) worst = fmax(worst, fabs(self.c[i].effect) + fabs(self.c[i].atp));
+    CHECK(worst == 0, "patching a run into itself moved the metric by %g", worst);
+    patch_free(&self);
+    PatchMetric contrast = {.at = 1, .a = 7, .b = 5};
+    CHECK(patch_run(&m, clean, corrupt, S - 1, tgt, T - 1, &contrast, &t) == 0, "%s", "refused");
+    CHECK(t.everything == t.corrupt, "everything patched: %.9g, the corrupted run %.9g", t.everything, t.corrupt);
+    CHECK(t.clean != t.corrupt, "the two runs agree: the test is blind");
+    int moved = 0;
+    for (int i = 0; i < t.n; i++) moved += t.c[i].effect != 0;
+    CHECK(moved > 4, "only %d components matter", moved);
+    /* a small step toward the corrupted run: the effect over the step is the estimate's */
+    PatchMetric step = contrast;
+    step.fraction = 1e-3;
+    PatchTable small;
+    CHECK(patch_run(&m, clean, corrupt, S - 1, tgt, T - 1, &step, &small) == 0, "%s", "refused");
+    double worst_rel = 0, biggest = 0;
+    for (int i = 0; i < small.n; i++) biggest = fmax(biggest, fabs(small.c[i].atp));
+    for (int i = 0; i < small.n; i++)
+        worst_rel = fmax(worst_rel, fabs(small.c[i].effect - small.c[i].atp) / (biggest + 1e-12));
+    patch_free(&small);
+    patch_free(&t);
+    CHECK(biggest > 1e-6, "every estimate is 0: the test is blind");
+    CHECK(worst_rel < 0.02, "attribution patching off a 1e-3 step's effect by %.3g of the largest", worst_rel);
+    model_free(&m);
+}
+
+/* The logit lens of the last decoder layer is the model's own distribution. */
+static void test_logit_lens_last_layer(void) {
+    for (int pre = 0; pre < 2; pre++) {
+        Model m;
+        setup(&m, pre, 1, 2);
+        forward_one(&m);
+        float lens[16], own[16];
+        double worst = 0, spread = 0;
+        for (int t = 0; t < T; t++) {
+            model_lens_log_probs(&m, model_stream_output(&m, 1, 1) + (size_t)t * m.cfg.d_model, lens);
+            model_row_log_probs(&m, t, own);
+            for (int v = 0; v < m.cfg.tgt_vocab; v++) worst = fmax(worst, fabs(lens[v] - own[v]));
+            model_lens_log_probs(&m, model_stream_output(&m, 1, 0) + (size_t)t * m.cfg.d_model, lens);
+            for (int v = 0; v < m.cfg.tgt_vocab; v++) spread = fmax(spread, fabs(lens[v] - own[v]));
+        }
+        model_free(&m);
+        CHECK(worst < 1e-5, "%s: the last layer's lens is %.3g off the output", pre ? "pre-LN" : "post-LN", worst);
+        CHECK(spread > 1e-3, "the first layer's lens is the output too: the test is blind");
+    }
+}
+
 const TestCase explain_tests[] = {
+    {"whatif_pinned_one_hot_is_the_keys_value", test_pinned_one_hot_is_the_keys_value},
+    {"whatif_all_heads_of_a_kind_off_is_zero_w_o", test_all_heads_of_a_kind_off},
+    {"whatif_patching_self_nothing_everything_corrupt", test_patching},
+    {"whatif_logit_lens_last_layer_is_the_output", test_logit_lens_last_layer},
     {"explain_kendall_tau_by_hand", test_kendall_tau_by_hand},
     {"explain_faithfulness_k1_of_leave_one_out", test_faithfulness_k1_of_leave_one_out},
     {"explain_contrib_vectors_sum_to_the_block_output", test_vectors_sum_to_the_block_output},

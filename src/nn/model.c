@@ -164,10 +164,14 @@ void model_init_replica(Model *r, const Model *m) {
     r->head_gate = r->head_gate_grad = r->head_gate_rows = NULL;
     r->head_gate_nrows = 0;
     model_set_embedding_hooks(r, NULL, NULL, NULL, NULL);
+    r->patch_rows = NULL, r->patch_which = NULL;
+    memset(r->grad_keep, 0, sizeof r->grad_keep);
     for (int l = 0; l < QKV_MAX_LAYERS; l++) {
         r->a.enc[l].attn.gate = r->a.dec[l].self_attn.gate = r->a.dec[l].cross_attn.gate = NULL;
         r->a.enc[l].attn.dgate = r->a.dec[l].self_attn.dgate = r->a.dec[l].cross_attn.dgate = NULL;
         r->a.enc[l].attn.dgate_rows = r->a.dec[l].self_attn.dgate_rows = r->a.dec[l].cross_attn.dgate_rows = NULL;
+        r->a.enc[l].attn.iv = r->a.dec[l].self_attn.iv = r->a.dec[l].cross_attn.iv = NULL;
+        r->a.enc[l].attn.scores = r->a.dec[l].self_attn.scores = r->a.dec[l].cross_attn.scores = NULL;
     }
 }
 
@@ -411,6 +415,13 @@ static DropKeys drop_keys(const Model *m, uint64_t seed, uint64_t step, int row0
     return (DropKeys){hash64(seed, step), (size_t)row0 * (size_t)T * (size_t)m->cfg.d_model};
 }
 
+/* The what-if patch of the residual stream: flagged rows replaced (model_stream_patch). */
+static void patch_stream_rows(const Model *m, float *out, int N) {
+    int d = m->cfg.d_model;
+    for (int r = 0; r < N; r++)
+        if (m->patch_which[r]) memcpy(out + (size_t)r * d, m->patch_rows + (size_t)r * d, sizeof(float) * (size_t)d);
+}
+
 /* Rows are positions first..first+T-1 of B sequences. */
 void stack_embed(const Model *m, StackActs *s, const float *table, const int *tokens, int B, int T, int first, float p,
                  DropSite site, const PackedRows *pk) {
@@ -457,6 +468,7 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
         ffn_forward(&e->ffn, &w->ffn, in, N, d, c->d_ff);
         residual_out(&e->r2, &w->norm2, x, e->ffn.out, rows, d, pre, p, drop_site(&keys, 101 + 4 * l));
         x = e->r2.out;
+        if (m->patch_rows && m->patch_stream == 0 && m->patch_layer == l && !pk) patch_stream_rows(m, e->r2.out, N);
     }
     if (pre)
         layernorm_forward(a->src.out, a->src.norm_mean, a->src.norm_rstd, x, m->p.enc_norm.w, m->p.enc_norm.b, N, d);
@@ -521,8 +533,11 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt};
     AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps};
     const float *x = a->tgt.x;
-    for (int l = 0; l < c->decoder_layers; l++)
+    for (int l = 0; l < c->decoder_layers; l++) {
         x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, &keys);
+        if (m->patch_rows && m->patch_stream == 1 && m->patch_layer == l && !pt)
+            patch_stream_rows(m, a->dec[l].r3.out, B * T);
+    }
     decoder_out(m, &a->tgt, x, stream_rows(pt, B, T).N);
 }
 
@@ -639,6 +654,41 @@ const AttnParams *model_attention_params(const Model *m, AttnKind kind, int laye
     return kind == ATTN_ENC_SELF   ? &m->p.enc[layer].self_attn
            : kind == ATTN_DEC_SELF ? &m->p.dec[layer].self_attn
                                    : &m->p.dec[layer].cross_attn;
+}
+
+int model_attention_intervene(Model *m, AttnKind kind, int layer, const AttnIntervene *iv) {
+    AttnActs *a = attn_acts(m, kind, layer);
+    if (!a) return -1;
+    a->iv = iv;
+    return 0;
+}
+
+const float *model_stream_output(const Model *m, int stream, int layer) {
+    if (stream == 0) return layer >= 0 && layer < m->cfg.encoder_layers ? m->a.enc[layer].r2.out : NULL;
+    return layer >= 0 && layer < m->cfg.decoder_layers ? m->a.dec[layer].r3.out : NULL;
+}
+
+void model_stream_patch(Model *m, int stream, int layer, const float *rows, const unsigned char *which) {
+    m->patch_stream = stream, m->patch_layer = layer, m->patch_rows = rows, m->patch_which = which;
+}
+
+void model_stream_keep_grad(Model *m, int layer, float *grad) {
+    if (layer >= 0 && layer < QKV_MAX_LAYERS) m->grad_keep[layer] = grad;
+}
+
+void model_lens_log_probs(const Model *m, const float *h, float *out) {
+    int d = m->cfg.d_model, V = m->cfg.tgt_vocab;
+    float *x = xmalloc(sizeof(float) * (size_t)d), mean, rstd;
+    if (m->cfg.pre_norm) layernorm_forward(x, &mean, &rstd, h, m->p.dec_norm.w, m->p.dec_norm.b, 1, d);
+    else memcpy(x, h, sizeof(float) * (size_t)d);
+    logits_forward(out, x, m->p.generator, 1, d, V);
+    free(x);
+    float top = out[0];
+    for (int v = 1; v < V; v++) top = out[v] > top ? out[v] : top;
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += exp((double)out[v] - top);
+    float lse = top + (float)log(sum);
+    for (int v = 0; v < V; v++) out[v] -= lse;
 }
 
 int model_attention_block(const Model *m, AttnKind kind, int layer, AttnBlockView *v) {
@@ -810,6 +860,7 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         EncoderLayerActs *e = &a->enc[l];
         const EncoderLayerParams *w = &m->p.enc[l];
         EncoderLayerParams *g = &m->g.enc[l];
+        if (m->grad_keep[l] && !pk) memcpy(m->grad_keep[l], dx, sizeof(float) * (size_t)N * d);
         const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
         float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre,
                                            m->dropout_p);

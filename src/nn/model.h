@@ -176,6 +176,11 @@ typedef struct {
     /* Attribution hooks (model_set_embedding_hooks), [0] the source stream, [1] the target's */
     const float *embed_alpha[2]; /* NULL, or (B*S) / (B*T): each row's token embedding factor */
     float *embed_grad[2];        /* NULL, or (B*S, d) / (B*T, d): dL/d(embedded row) */
+    /* what-if hooks (model_stream_patch, model_stream_keep_grad) */
+    int patch_stream, patch_layer;
+    const float *patch_rows;
+    const unsigned char *patch_which;
+    float *grad_keep[QKV_MAX_LAYERS];
 } Model;
 
 /* One kind of matrix product a pass runs over a stream's positions, `count` times: a
@@ -283,6 +288,29 @@ typedef struct {
 } AttnBlockView;
 /* 0, or -1 for a kind or layer the model lacks. */
 int model_attention_block(const Model *m, AttnKind kind, int layer, AttnBlockView *v);
+
+/* Points one sub-layer at its interventions (multihead.h; NULL: none) for every later full
+ * pass; iv is the caller's and must outlive them. -1 for a kind or layer the model lacks. */
+int model_attention_intervene(Model *m, AttnKind kind, int layer, const AttnIntervene *iv);
+
+/* ---- the residual stream, read, replaced and differentiated (explain/'s what-if) -------------
+ * A stream is the encoder's (0) or the decoder's (1); its layer l's output is the stream
+ * after that layer's blocks (rows (B*S, d) or (B*T, d) of the last full pass over padded
+ * rows). */
+const float *model_stream_output(const Model *m, int stream, int layer);
+/* From the next full pass on (until called with rows NULL): after layer `layer` of the
+ * stream, each row r with which[r] set is replaced by rows[r] (both the caller's, sized
+ * for the shapes it runs): the residual stream patched in from another run. One patch at a
+ * time. */
+void model_stream_patch(Model *m, int stream, int layer, const float *rows, const unsigned char *which);
+/* From the next backward pass on (until called with NULL): the gradient of the loss with
+ * respect to the encoder's stream after layer `layer` is copied into grad (the caller's,
+ * (B*S, d)); each layer's its own buffer. */
+void model_stream_keep_grad(Model *m, int layer, float *grad);
+/* out (tgt_vocab): the log-probabilities the output projection gives a decoder stream row
+ * h (d), through the final norm for pre-LN (the logit lens: what a layer's output would
+ * predict); for the last layer's output row, the model's own distribution. */
+void model_lens_log_probs(const Model *m, const float *h, float *out);
 
 /* ---- attribution hooks ------------------------------------------------------------------------
  * For full passes over padded rows (model_forward with train = 0, model_backward after it):

@@ -122,6 +122,26 @@ static void gate_ctx(float *ctx, const float *gate, size_t rows, int d, int H) {
             for (int e = 0; e < dh; e++) ctx[r * d + (size_t)h * dh + e] *= gate[h];
 }
 
+/* The pin and the patch of a->iv, after the softmax and after the weighted values. */
+static void intervene_weights(AttnActs *a, const AttnShape *s) {
+    const AttnIntervene *iv = a->iv;
+    if (!iv || !iv->pin_weights || iv->pin_query >= s->Tq) return;
+    for (int b = 0; b < s->B; b++)
+        memcpy(a->p + (((size_t)b * s->heads + iv->pin_head) * s->Tq + iv->pin_query) * s->Tk, iv->pin_weights,
+               sizeof(float) * (size_t)s->Tk);
+}
+
+static void intervene_ctx(AttnActs *a, size_t rows, int d, int H) {
+    const AttnIntervene *iv = a->iv;
+    if (!iv) return;
+    int dh = d / H;
+    for (int h = 0; iv->ctx_from && h < H; h++)
+        if (iv->ctx_heads[h])
+            for (size_t r = 0; r < rows; r++)
+                memcpy(a->ctx + r * d + (size_t)h * dh, iv->ctx_from + r * d + (size_t)h * dh, sizeof(float) * dh);
+    if (iv->ctx_keep) memcpy(iv->ctx_keep, a->ctx, sizeof(float) * rows * d);
+}
+
 /* Rows of queries and of keys a pass projects: the packed streams' or B padded blocks. */
 static int query_rows(const AttnShape *s) { return s->q ? s->q->N : s->B * s->Tq; }
 static int key_rows(const AttnShape *s) { return s->kv ? s->kv->N : s->B * s->Tk; }
@@ -166,6 +186,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
         }
     }
     prof_stop(PROF_SOFTMAX, t0);
+    intervene_weights(a, s);
     t0 = prof_start();
     int by_hand = !blas_has_small_kernels();
     for (int b = 0; b < B; b++) {
@@ -176,6 +197,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     }
     prof_stop(PROF_ATTENTION, t0);
     if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)nq_all, d, H);
+    intervene_ctx(a, (size_t)nq_all, d, H);
     matmul_forward(a->out, a->ctx, w->w_o, w->b_o, nq_all, d, d);
 }
 
@@ -225,6 +247,7 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
         memset(sc->dv, 0, sizeof(float) * (size_t)nk_all * d);
     }
     matmul_backward_set(sc->dctx, g->w_o, g->b_o, dout, a->ctx, w->w_o, nq_all, d, d);
+    if (a->iv && a->iv->dctx_keep) memcpy(a->iv->dctx_keep, sc->dctx, sizeof(float) * (size_t)nq_all * d);
     double t0 = prof_start();
     /* dP = dO V^T and dV = P^T dO. dctx is G, the gradient at the gated O: with a gate g,
      * dO = g G, so dP = g (G V^T), dV = g P^T G, and dL/dg = sum P . (G V^T) */

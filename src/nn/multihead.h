@@ -56,6 +56,26 @@ static inline AttnSeq attention_seq(const AttnShape *s, int b) {
     return (AttnSeq){(size_t)b * s->Tq, (size_t)b * (s->kv_stride ? s->kv_stride : s->Tk), s->Tq, s->Tk};
 }
 
+/* What-if interventions on one attention sub-layer (explain/), for full passes over padded
+ * rows; off unless the AttnActs points at one, and then only what is set acts:
+ *   pin        query row pin_query of head pin_head (every sequence's) takes the weights
+ *              pin_weights (Tk) instead of its softmax: attention pinned;
+ *   ctx_from   the heads flagged in ctx_heads (H) take their output before W_O (their
+ *              columns of ctx, gated as they were) from ctx_from (B*Tq, d): a head's output
+ *              patched in from another run;
+ *   ctx_keep   gets ctx as the pass used it (B*Tq, d): what patching copies;
+ *   dctx_keep  gets the gradient at ctx in each backward pass (B*Tq, d): with ctx, what
+ *              attribution patching multiplies.
+ * A pin or a patch changes the forward pass only: a backward pass through a pinned or
+ * patched head is not the gradient of the pass it followed. */
+typedef struct {
+    int pin_head, pin_query;
+    const float *pin_weights;
+    const float *ctx_from;
+    const unsigned char *ctx_heads;
+    float *ctx_keep, *dctx_keep;
+} AttnIntervene;
+
 typedef struct {
     float *q;          /* (B*Tq, d) */
     float *k;          /* (B*Tk, d) */
@@ -71,6 +91,7 @@ typedef struct {
     float *dgate_rows; /* NULL, or with gate: batch row b's own dL/dgate[h] is added to
                           dgate_rows[b * dgate_stride + h], for b < dgate_nrows */
     int dgate_stride, dgate_nrows;
+    const AttnIntervene *iv; /* NULL, or the interventions of this sub-layer (above) */
 } AttnActs;
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
