@@ -119,6 +119,41 @@ else
     bad "explain_out_is_a_file_left_untouched" "exit $rc: $err; $(head -c 80 "$T/file")"
 fi
 
+# ---- qkv patch: activation patching between two sentences ------------------------------------
+# a sentence patched into itself changes nothing; the encoder's output patched everywhere is
+# the corrupted run; every head and every encoder position is a component
+"$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --target "$target" --out "$T/self" >"$T/self.log" 2>&1
+rc=$?
+"$BOUNDED" "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "qkv-patch-1"
+assert all(c["effect"] == 0 and c["atp"] == 0 for c in d["components"]), "a self-patch moved the metric"
+assert d["clean"] == d["corrupt"] == d["everything"]' "$T/self/patch.json" 2>"$T/self.err"
+[[ $rc -eq 0 && $? -eq 0 ]] && ok "patch_a_sentence_into_itself_changes_nothing" ||
+    bad "patch_a_sentence_into_itself_changes_nothing" "exit $rc; $(tail -2 "$T/self.log" "$T/self.err")"
+"$QKV" patch "$T/run" --clean "$text" --corrupt "the old farmers see a red bird" --target "$target" \
+    --compare vida,vidan --at 6 --out "$T/pair" >"$T/pair.log" 2>&1
+rc=$?
+"$BOUNDED" "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+heads = [c for c in d["components"] if c["kind"] != "stream"]
+stream = [c for c in d["components"] if c["kind"] == "stream"]
+assert len(heads) == 3 * 2 * 4 and len(stream) == 2 * 8, (len(heads), len(stream))
+assert abs(d["everything"] - d["corrupt"]) < 1e-4, (d["everything"], d["corrupt"])
+assert d["clean"] != d["corrupt"] and any(c["effect"] != 0 for c in d["components"])
+assert -1 <= d["rho"] <= 1' "$T/pair/patch.json" 2>"$T/pair.err"
+[[ $rc -eq 0 && $? -eq 0 && -s $T/pair/patch.svg ]] && grep -q "^attribution patching against patching: Spearman rho" "$T/pair.log" &&
+    ok "patch_every_head_and_position_everything_is_the_corrupted_run" ||
+    bad "patch_every_head_and_position_everything_is_the_corrupted_run" "exit $rc; $(tail -2 "$T/pair.log" "$T/pair.err")"
+expect_error "patch_sentences_of_different_lengths" 2 "^qkv: --corrupt: 3 tokens, --clean 7: patching copies position for position" \
+    "$QKV" patch "$T/run" --clean "$text" --corrupt "a red bird" --out "$T/x"
+expect_error "patch_compare_word_not_in_the_vocabulary" 2 "^qkv: --compare: 'zzqx' is not in the target vocabulary" \
+    "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --compare zzqx,vida --out "$T/x"
+expect_error "patch_compare_without_two_words" 2 "^qkv: --compare: 'A,B'" \
+    "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --compare vida --out "$T/x"
+expect_error "patch_at_past_the_target" 2 "^qkv: --at 40: the target has positions 0..7" \
+    "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --target "$target" --compare vida,vidan --at 40 --out "$T/x"
+
 # ---- the page in a real browser ----------------------------------------------------------------
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then

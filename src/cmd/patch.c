@@ -1,0 +1,197 @@
+/* patch: `qkv patch RUN --clean "..." --corrupt "..."`, activation patching between two
+ * sentences (explain/patch.h): each head's output and each encoder position copied from
+ * the corrupted run into the clean one, the change of the metric measured, attribution
+ * patching's estimate beside it; a table, patch.json and patch.svg. */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attnmap.h"
+#include "cmd/commands.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "explain/patch.h"
+#include "explain/patch_view.h"
+#include "run/run.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/mem.h"
+#include "util/staged_dir.h"
+#include "util/text.h"
+
+typedef struct {
+    const char *clean, *corrupt, *target, *compare, *out, *mask_heads;
+    int at, top;
+} Options;
+
+static int export_file(const char *name) { return strcmp(name, "patch.json") == 0 || strcmp(name, "patch.svg") == 0; }
+
+typedef struct {
+    char *json, *svg;
+} Files;
+
+static int write_files(const char *dir, void *arg) {
+    Files *f = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/patch.json", dir);
+    if (write_file_atomic(path, f->json, strlen(f->json)) != 0) return -1;
+    snprintf(path, sizeof path, "%s/patch.svg", dir);
+    return write_file_atomic(path, f->svg, strlen(f->svg));
+}
+
+/* One target-vocabulary token for a --compare word; -1 with the error set. */
+static int one_token(Run *r, const char *word) {
+    int ids[4], n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, 3);
+    if (n != 1) return err_set("--compare: '%s' is %d tokens of the target vocabulary, not one", word, n), -1;
+    if (ids[0] == VOCAB_UNK) return err_set("--compare: '%s' is not in the target vocabulary", word), -1;
+    return ids[0];
+}
+
+static int by_size(const void *a, const void *b) {
+    double x = fabs(((const PatchComponent *)a)->effect), y = fabs(((const PatchComponent *)b)->effect);
+    return (x < y) - (x > y);
+}
+
+static int run_patch(Run *r, const Options *o) {
+    int max = r->model.cfg.max_positions - 2, tok = r->cfg.data.tokenizer, ns, nc, nt, rc = 2;
+    int *clean = xmalloc(sizeof(int) * (size_t)(max + 1)), *corrupt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    int *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    PatchTable t = {0};
+    Files files = {0};
+    char metric_name[192] = "log p(target)";
+    PatchMetric metric = {.at = -1};
+    if (o->compare) {
+        char a[64], b[64];
+        const char *comma = strchr(o->compare, ',');
+        if (!comma || comma == o->compare || !comma[1] || (size_t)(comma - o->compare) >= sizeof a ||
+            strlen(comma + 1) >= sizeof b) {
+            err_set("--compare: 'A,B', two target words (log p(A) - log p(B) at --at)");
+            goto done;
+        }
+        memcpy(a, o->compare, (size_t)(comma - o->compare)), a[comma - o->compare] = '\0';
+        strcpy(b, comma + 1);
+        if ((metric.a = one_token(r, a)) < 0 || (metric.b = one_token(r, b)) < 0) goto done;
+        metric.at = o->at;
+        snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, o->at);
+    }
+    if (cmd_sentence_ids(r, o->clean, o->target, clean, &ns, tgt, &nt) != 0) goto done;
+    nc = encode_line(o->corrupt, tok, &r->src_vocab, corrupt, max + 1);
+    if (nc != ns) {
+        err_set("--corrupt: %d tokens, --clean %d: patching copies position for position, so they must match", nc, ns);
+        goto done;
+    }
+    if (metric.at >= nt + 1) {
+        err_set("--at %d: the target has positions 0..%d", metric.at, nt);
+        goto done;
+    }
+    if (patch_run(&r->model, clean, corrupt, ns, tgt, nt, &metric, &t) != 0) goto done;
+    int S = ns + 1;
+    int *framed = xmalloc(sizeof(int) * (size_t)S);
+    batch_frame_source(clean, ns, framed, S);
+    char **labels = xmalloc(sizeof(char *) * (size_t)S);
+    for (int j = 0; j < S; j++) labels[j] = attnmap_utf8(vocab_token(&r->src_vocab, framed[j]));
+    char *c_text = attnmap_utf8(o->clean), *x_text = attnmap_utf8(o->corrupt),
+         *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
+    char *t_text = attnmap_utf8(words), title[1024];
+    snprintf(title, sizeof title, "patching \"%.300s\" with \"%.300s\" (metric: %s)", c_text, x_text, metric_name);
+    files.json = patch_json(&t, metric_name, labels, S);
+    files.svg = patch_svg(&t, title, labels, S, r->model.cfg.heads);
+    rc = 1;
+    int ok = staged_dir_write(o->out, "--out", write_files, &files, export_file) == 0;
+    if (ok) {
+        printf("clean:   %s\ncorrupt: %s\ntarget%s: %s\nmetric:  %s\n", c_text, x_text,
+               o->target ? " (forced)" : " (greedy)", t_text, metric_name);
+        printf("         clean %.4f, corrupt %.4f, the encoder's output patched everywhere %.4f\n\n", t.clean,
+               t.corrupt, t.everything);
+        PatchComponent *sorted = xmalloc(sizeof(PatchComponent) * (size_t)t.n);
+        memcpy(sorted, t.c, sizeof(PatchComponent) * (size_t)t.n);
+        qsort(sorted, (size_t)t.n, sizeof *sorted, by_size);
+        printf("%-16s %10s %10s   (effect: metric patched - clean; estimate: attribution patching)\n", "component",
+               "effect", "estimate");
+        for (int i = 0; i < t.n && i < o->top; i++) {
+            const PatchComponent *c = &sorted[i];
+            printf("%-16s %+10.4f %+10.4f", c->name, c->effect, c->atp);
+            if (c->kind < 0) printf("   (%s)", labels[c->pos]);
+            putchar('\n');
+        }
+        /* where the estimate misses most */
+        int worst = 0;
+        for (int i = 1; i < t.n; i++)
+            if (fabs(t.c[i].effect - t.c[i].atp) > fabs(t.c[worst].effect - t.c[worst].atp)) worst = i;
+        printf("\nattribution patching against patching: Spearman rho %.3f over %d components; the largest miss %s "
+               "(effect %+.4f, estimate %+.4f)\n",
+               t.rho, t.n, t.c[worst].name, t.c[worst].effect, t.c[worst].atp);
+        printf("wrote %s/patch.json and %s/patch.svg\n", o->out, o->out);
+        free(sorted);
+        rc = 0;
+    }
+    for (int j = 0; j < S; j++) free(labels[j]);
+    free(labels), free(framed), free(c_text), free(x_text), free(words), free(t_text);
+done:
+    if (rc == 1) rc = err_status();
+    patch_free(&t);
+    free(files.json), free(files.svg), free(clean), free(corrupt), free(tgt);
+    return rc;
+}
+
+static const CmdOption options[] = {
+    {'c', "clean", "SOURCE", "the sentence patched into (required)", NULL},
+    {'x', "corrupt", "SOURCE", "the sentence patched from: as many tokens (required)", NULL},
+    {'g', "target", "TRANSLATION", "forced on both runs (default: the clean sentence's greedy translation)", NULL},
+    {'k', "compare", "A,B", "metric log p(A) - log p(B) at --at, instead of log p(target)", NULL},
+    {'a', "at", "N", "with --compare: the target position (0: the first word)", "0"},
+    {'n', "top", "N", "components listed, largest effect first", "15"},
+    {'o', "out", "DIR", "where patch.json and patch.svg go", "patch"},
+    {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
+    {0},
+};
+const CmdSpec cmd_patch_spec = {
+    .name = "patch",
+    .operands =
+        "RUN --clean \"SOURCE\" --corrupt \"SOURCE\" [--target \"TRANSLATION\"] [--compare A,B --at N] [--out DIR]",
+    .summary = "which heads and positions carry the difference between two sentences (activation patching)",
+    .about = "Runs both sentences over the same target, then the clean one again with one component\n"
+             "copied in from the corrupted run: each head's output, and the encoder's stream at each\n"
+             "layer and source position; prints how far each moves the metric, beside attribution\n"
+             "patching's one-pass estimate, and writes DIR/patch.json and DIR/patch.svg (heatmaps).",
+    .options = options,
+    .example =
+        "qkv patch runs/toy --clean \"the old farmer sees a red bird\" --corrupt \"the old farmers see a red bird\"",
+};
+
+int cmd_patch(int argc, char **argv) {
+    Options o = {.out = "patch", .top = 15};
+    int c, bad = 0;
+    while (!bad && (c = cmd_option_next(&cmd_patch_spec, argc, argv)) >= 0) {
+        switch (c) {
+        case 'c': o.clean = optarg; break;
+        case 'x': o.corrupt = optarg; break;
+        case 'g': o.target = optarg; break;
+        case 'k': o.compare = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'm': o.mask_heads = optarg; break;
+        case 'a': bad = cmd_int("--at", "a target position", optarg, 0, 100000, &o.at) != 0; break;
+        case 'n': bad = cmd_int("--top", "a count", optarg, 0, 100000, &o.top) != 0; break;
+        }
+    }
+    if (bad) return cmd_fail(2);
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || !o.clean || !o.corrupt) return cmd_usage_of(&cmd_patch_spec);
+    if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
+    if (masked < 0) return run_close(&r), cmd_fail(err_status());
+    openblas_set_num_threads(1); /* one sentence's products: threads would only wait */
+    int rc = run_patch(&r, &o);
+    if (rc) cmd_fail(rc);
+    run_close(&r);
+    return rc;
+}

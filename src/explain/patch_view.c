@@ -1,0 +1,140 @@
+/* patch_view: patch.json and patch.svg (patch_view.h). */
+#include "explain/patch_view.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+static const char *const kinds[ATTN_KINDS] = {"enc", "dec", "cross"};
+
+char *patch_json(const PatchTable *t, const char *metric, char **src_labels, int S) {
+    json_t *root = json_object(), *cs = json_array(), *src = json_array();
+    json_put(root, "format", json_string("qkv-patch-1"));
+    json_put(root, "metric", json_string(metric));
+    json_put(root, "clean", json_fmt("%.6g", t->clean));
+    json_put(root, "corrupt", json_fmt("%.6g", t->corrupt));
+    json_put(root, "everything", json_fmt("%.6g", t->everything));
+    json_put(root, "rho", json_fmt("%.4f", t->rho));
+    for (int j = 0; j < S; j++) json_array_append_new(src, json_string(src_labels[j]));
+    json_put(root, "source", src);
+    for (int i = 0; i < t->n; i++) {
+        const PatchComponent *c = &t->c[i];
+        json_t *o = json_object();
+        json_put(o, "name", json_string(c->name));
+        json_put(o, "kind", json_string(c->kind < 0 ? "stream" : kinds[c->kind]));
+        json_put(o, "layer", json_integer(c->layer));
+        json_put(o, "head", json_integer(c->head));
+        json_put(o, "pos", json_integer(c->pos));
+        json_put(o, "effect", json_fmt("%.6g", c->effect));
+        json_put(o, "atp", json_fmt("%.6g", c->atp));
+        json_array_append_new(cs, o);
+    }
+    json_put(root, "components", cs);
+    char *text = xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1)));
+    json_decref(root);
+    return text;
+}
+
+/* red for a positive effect (the patch raises the metric), blue for a negative one */
+static void colour(StrBuf *sb, double v, double top) {
+    double x = top > 0 ? fmin(1, fabs(v) / top) : 0;
+    int fade = (int)(255 - 200 * x);
+    if (v >= 0) sb_printf(sb, "rgb(255,%d,%d)", fade, fade);
+    else sb_printf(sb, "rgb(%d,%d,255)", fade, fade);
+}
+
+static void text_escaped(StrBuf *sb, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') sb_printf(sb, "&lt;");
+        else if (*s == '>') sb_printf(sb, "&gt;");
+        else if (*s == '&') sb_printf(sb, "&amp;");
+        else if (*s == '"') sb_printf(sb, "&quot;");
+        else if ((unsigned char)*s >= 0x20) sb_append(sb, s, 1);
+    }
+}
+
+char *patch_svg(const PatchTable *t, const char *title, char **src_labels, int S, int heads) {
+    StrBuf sb = {0};
+    double top = 0, atop = 0;
+    int head_rows = 0, stream_rows = 0;
+    for (int i = 0; i < t->n; i++) {
+        top = fmax(top, fabs(t->c[i].effect)), atop = fmax(atop, fabs(t->c[i].atp));
+        if (t->c[i].kind >= 0 && t->c[i].head == 0) head_rows++;
+        if (t->c[i].kind < 0 && t->c[i].pos == 0) stream_rows++;
+    }
+    int cell = 26, left = 90, y0 = 50, hw = left + heads * cell, sx = hw + 40, sw = left + S * (cell + 14);
+    int height = y0 + 30 + (head_rows > stream_rows ? head_rows : stream_rows) * cell + 260;
+    sb_printf(&sb,
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+              "font-size=\"11\">\n<text x=\"4\" y=\"16\" font-size=\"13\">",
+              sx + sw + 20 > 980 ? sx + sw + 20 : 980, height);
+    text_escaped(&sb, title);
+    sb_printf(&sb,
+              "</text>\n<text x=\"4\" y=\"32\" fill=\"#555\">change of the metric when one component is copied in "
+              "from the corrupted run (red: up, blue: down; largest %.3g)</text>\n",
+              top);
+    /* heads: a row per kind and layer */
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\">each head's output</text>\n", left, y0);
+    int row = -1;
+    for (int i = 0; i < t->n; i++) {
+        const PatchComponent *c = &t->c[i];
+        if (c->kind < 0) continue;
+        if (c->head == 0) {
+            row++;
+            sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s L%d</text>\n", left - 4,
+                      y0 + 8 + row * cell + cell / 2 + 4, kinds[c->kind], c->layer);
+        }
+        sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" stroke=\"#fff\" fill=\"",
+                  left + c->head * cell, y0 + 8 + row * cell, cell, cell);
+        colour(&sb, c->effect, top);
+        sb_printf(&sb, "\"><title>%s: effect %.4g, estimate %.4g</title></rect>\n", c->name, c->effect, c->atp);
+    }
+    for (int h = 0; h < heads; h++)
+        sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">H%d</text>\n", left + h * cell + cell / 2,
+                  y0 + 8 + (row + 1) * cell + 12, h);
+    /* the encoder's stream: a row per layer, a column per source token */
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\">the encoder's stream, by layer and source token</text>\n", sx + left, y0);
+    int cw = cell + 14;
+    for (int i = 0; i < t->n; i++) {
+        const PatchComponent *c = &t->c[i];
+        if (c->kind >= 0) continue;
+        if (c->pos == 0)
+            sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">enc L%d</text>\n", sx + left - 4,
+                      y0 + 8 + c->layer * cell + cell / 2 + 4, c->layer);
+        sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" stroke=\"#fff\" fill=\"",
+                  sx + left + c->pos * cw, y0 + 8 + c->layer * cell, cw, cell);
+        colour(&sb, c->effect, top);
+        sb_printf(&sb, "\"><title>%s: effect %.4g, estimate %.4g</title></rect>\n", c->name, c->effect, c->atp);
+    }
+    for (int j = 0; j < S; j++) {
+        sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-40 %d %d)\">",
+                  sx + left + j * cw + cw / 2, y0 + 8 + stream_rows * cell + 14, sx + left + j * cw + cw / 2,
+                  y0 + 8 + stream_rows * cell + 14);
+        text_escaped(&sb, src_labels[j]);
+        sb_printf(&sb, "</text>\n");
+    }
+    /* the estimate against the measured effect */
+    int py = height - 220, ps = 180, px = left;
+    double span = fmax(top, atop);
+    if (!(span > 0)) span = 1;
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\">attribution patching (y) against patching (x): Spearman rho %.3f</text>\n",
+              px, py - 6, t->rho);
+    sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n", px, py, ps,
+              ps);
+    sb_printf(&sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ccc\" stroke-dasharray=\"3 3\"/>\n", px,
+              py + ps, px + ps, py);
+    for (int i = 0; i < t->n; i++) {
+        double x = px + (t->c[i].effect / span + 1) / 2 * ps, y = py + ps - (t->c[i].atp / span + 1) / 2 * ps;
+        sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s</title></circle>\n", x, y,
+                  t->c[i].kind < 0 ? "#f58518" : "#4c78a8", t->c[i].name);
+    }
+    sb_printf(&sb,
+              "<text x=\"%d\" y=\"%d\" fill=\"#555\">blue: heads, orange: stream positions; the diagonal is "
+              "agreement</text>\n</svg>\n",
+              px + ps + 10, py + ps / 2);
+    return sb.buf;
+}
