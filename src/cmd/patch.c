@@ -1,5 +1,5 @@
 /* patch: `qkv patch RUN --clean "..." --corrupt "..."`, activation patching between two
- * sentences (explain/patch.h): each head's output and each encoder position copied from
+ * sentences (explain/patching.h): each head's output and each encoder position copied from
  * the corrupted run into the clean one, the change of the metric measured, attribution
  * patching's estimate beside it; a table, patch.json and patch.svg. */
 #define _POSIX_C_SOURCE 200809L
@@ -17,7 +17,7 @@
 #include "cmdlib/sentence.h"
 #include "data/batch.h"
 #include "data/corpus.h"
-#include "explain/patch.h"
+#include "explain/patching.h"
 #include "explain/patch_view.h"
 #include "run/run.h"
 #include "util/atomic_file.h"

@@ -9,7 +9,7 @@
 #ifndef QKV_EXPLAIN_PATCH_VIEW_H
 #define QKV_EXPLAIN_PATCH_VIEW_H
 
-#include "explain/patch.h"
+#include "explain/patching.h"
 
 /* The file's text (malloc'd); metric: how the metric reads ("log p(target)", ...). */
 char *patch_json(const PatchTable *t, const char *metric, char **src_labels, int S);

@@ -1,4 +1,4 @@
-/* patch: activation patching between two sentences (causal tracing, Meng et al. 2022),
+/* patching: activation patching between two sentences (causal tracing, Meng et al. 2022),
  * and attribution patching, its one-backward-pass estimate.
  *
  * Two runs of the model over the same forced target: the clean source and the corrupted
@@ -19,8 +19,8 @@
  * gradient of the clean run from the model's own backward pass. It is exact for a metric
  * linear in the activation and misses where the softmax saturates; the agreement is
  * reported (Spearman's rho over the components, and the largest misses). */
-#ifndef QKV_EXPLAIN_PATCH_H
-#define QKV_EXPLAIN_PATCH_H
+#ifndef QKV_EXPLAIN_PATCHING_H
+#define QKV_EXPLAIN_PATCHING_H
 
 #include "nn/model.h"
 

@@ -1,6 +1,6 @@
-/* patch: activation patching and attribution patching (patch.h). Every activation is the
+/* patching: activation patching and attribution patching (patching.h). Every activation is the
  * model's own, kept or replaced through nn's intervention hooks; no layer is computed here. */
-#include "explain/patch.h"
+#include "explain/patching.h"
 
 #include <math.h>
 #include <stdio.h>
