@@ -13,10 +13,10 @@ const Command commands[] = {
     {cmd_train, &cmd_train_spec},         {cmd_resume, &cmd_resume_spec},       {cmd_info, &cmd_info_spec},
     {cmd_translate, &cmd_translate_spec}, {cmd_eval, &cmd_eval_spec},           {cmd_export, &cmd_export_spec},
     {cmd_score, &cmd_score_spec},         {cmd_attention, &cmd_attention_spec}, {cmd_align, &cmd_align_spec},
-    {cmd_explain, &cmd_explain_spec},     {cmd_patch, &cmd_patch_spec},         {cmd_heads, &cmd_heads_spec},
-    {cmd_serve, &cmd_serve_spec},         {cmd_report, &cmd_report_spec},       {cmd_plot, &cmd_plot_spec},
-    {cmd_bench, &cmd_bench_spec},         {cmd_grads, &cmd_grads_spec},         {cmd_toy_data, &cmd_toy_data_spec},
-    {cmd_help, &cmd_help_spec},
+    {cmd_explain, &cmd_explain_spec},     {cmd_patch, &cmd_patch_spec},         {cmd_whatif, &cmd_whatif_spec},
+    {cmd_heads, &cmd_heads_spec},         {cmd_serve, &cmd_serve_spec},         {cmd_report, &cmd_report_spec},
+    {cmd_plot, &cmd_plot_spec},           {cmd_bench, &cmd_bench_spec},         {cmd_grads, &cmd_grads_spec},
+    {cmd_toy_data, &cmd_toy_data_spec},   {cmd_help, &cmd_help_spec},
 };
 const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 

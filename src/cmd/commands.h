@@ -34,6 +34,7 @@ int cmd_attention(int argc, char **argv);
 int cmd_align(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_patch(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -44,7 +45,8 @@ int cmd_toy_data(int argc, char **argv); /* toydata.c */
 int cmd_help(int argc, char **argv);     /* commands.c */
 
 extern const CmdSpec cmd_train_spec, cmd_resume_spec, cmd_info_spec, cmd_translate_spec, cmd_eval_spec, cmd_export_spec,
-    cmd_score_spec, cmd_attention_spec, cmd_align_spec, cmd_explain_spec, cmd_patch_spec, cmd_heads_spec,
-    cmd_serve_spec, cmd_report_spec, cmd_plot_spec, cmd_bench_spec, cmd_grads_spec, cmd_toy_data_spec, cmd_help_spec;
+    cmd_score_spec, cmd_attention_spec, cmd_align_spec, cmd_explain_spec, cmd_patch_spec, cmd_whatif_spec,
+    cmd_heads_spec, cmd_serve_spec, cmd_report_spec, cmd_plot_spec, cmd_bench_spec, cmd_grads_spec, cmd_toy_data_spec,
+    cmd_help_spec;
 
 #endif

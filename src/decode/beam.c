@@ -91,21 +91,40 @@ static int best_extensions(const float *logits, const double *score, const int *
     return n;
 }
 
+/* Adds a node to the trace; returns its number. */
+static int trace_add(BeamTrace *tr, int step, int parent, int token, int fate, double logp) {
+    if (tr->n == tr->cap)
+        tr->cap = tr->cap ? 2 * tr->cap : 64, tr->nodes = xrealloc(tr->nodes, sizeof(BeamNode) * tr->cap);
+    tr->nodes[tr->n] = (BeamNode){step, parent, token, fate, logp};
+    return tr->n++;
+}
+
+void beam_trace_free(BeamTrace *t) {
+    free(t->nodes);
+    memset(t, 0, sizeof *t);
+}
+
 /* One step's choice for sentence s, in block j: finishes hypotheses, picks the next live
- * rows (from[], tok[], new_score[]), and says whether the sentence is done. */
+ * rows (from[], tok[], new_score[]), and says whether the sentence is done. With a trace,
+ * every candidate becomes a node (node[row]: the node of each live row, old and new). */
 static void choose(Sentence *s, const Cand *top, int n, const int *hist, int t, int j, int K, const DecodeOptions *o,
-                   int *from, int *tok, double *new_score) {
-    int live = 0;
-    for (int i = 0; i < n && live < K && s->n_fin < K; i++) {
+                   int *from, int *tok, double *new_score, const int *node, int *new_node) {
+    int live = 0, i = 0;
+    for (; i < n && live < K && s->n_fin < K; i++) {
         const Cand *c = &top[i];
         const int *h = hist + (size_t)(j * K + c->beam) * (t + 1);
+        int parent = node ? node[j * K + c->beam] : -1;
         if (c->token == VOCAB_EOS) {
             if (i < K) finish(s, h, t, c->score, 1, o->length_penalty);
+            if (node) trace_add(o->trace, t, parent, c->token, i < K ? BEAM_FINISHED : BEAM_DROPPED, c->score);
             continue;
         }
         int row = j * K + live++;
         from[row] = j * K + c->beam, tok[row] = c->token, new_score[row] = c->score;
+        if (node) new_node[row] = trace_add(o->trace, t, parent, c->token, BEAM_KEPT, c->score);
     }
+    for (; node && i < n; i++)
+        trace_add(o->trace, t, node[j * K + top[i].beam], top[i].token, BEAM_DROPPED, top[i].score);
     for (int k = live; k < K; k++)
         from[j * K + k] = j * K, tok[j * K + k] = VOCAB_PAD, new_score[j * K + k] = -INFINITY;
     if (s->n_fin >= K || live == 0) s->done = 1;
@@ -143,6 +162,11 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
     int *tok = xmalloc(sizeof(int) * (size_t)B), *from = xmalloc(sizeof(int) * (size_t)B);
     double *score = xmalloc(sizeof(double) * (size_t)B), *new_score = xmalloc(sizeof(double) * (size_t)B);
     Cand *top = xmalloc(sizeof(Cand) * (size_t)(2 * K));
+    /* the tree of a single sentence: each live row's node, before and after a step */
+    int traced = o->trace && G == 1;
+    int *node = traced ? xmalloc(sizeof(int) * (size_t)B) : NULL,
+        *new_node = traced ? xmalloc(sizeof(int) * (size_t)B) : NULL;
+    for (int r = 0; traced && r < B; r++) node[r] = -1;
     for (int r = 0; r < B; r++) tok[r] = VOCAB_BOS, score[r] = r % K ? -INFINITY : 0.0; /* one live row to start */
     /* block j of K rows is sentence blk[j]; finished sentences' blocks leave the step once an
      * eighth of the blocks are done (as in greedy search) */
@@ -161,7 +185,7 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
                 continue;
             }
             int n = best_extensions(logits, score, hist, t, j, K, V, o->no_repeat_ngram, top);
-            choose(s, top, n, hist, t, j, K, o, from, tok, new_score);
+            choose(s, top, n, hist, t, j, K, o, from, tok, new_score, node, new_node);
             if (!s->done && t + 1 >= s->max_len) {
                 /* the length limit: the live hypotheses finish as they are */
                 for (int k = 0; k < K && s->n_fin < 2 * K; k++) {
@@ -184,6 +208,7 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
         }
         int *swap = hist;
         hist = next_hist, next_hist = swap;
+        if (traced) swap = node, node = new_node, new_node = swap;
         model_step_reorder(st, m, from);
         for (int r = 0; r < rows; r++)
             if (tok[r] == VOCAB_PAD) tok[r] = VOCAB_EOS; /* a dead row still feeds some token */
@@ -217,5 +242,5 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
     }
     sentences_free(sent, G);
     free(src_ids), free(src_len), free(hist), free(next_hist), free(tok), free(from), free(score), free(new_score),
-        free(top), free(blk), free(keep);
+        free(top), free(blk), free(keep), free(node), free(new_node);
 }

@@ -7,6 +7,20 @@
 #include "data/corpus.h"
 #include "nn/model.h"
 
+/* The beam tree of one sentence: every extension beam search considered at each step (the
+ * best 2K of its live hypotheses'), with the hypothesis it extends and what became of it. */
+enum { BEAM_KEPT, BEAM_FINISHED, BEAM_DROPPED };
+typedef struct {
+    int step, parent; /* parent: the node this extends, -1 for the start */
+    int token, fate;  /* BEAM_* */
+    double logp;      /* log P of the hypothesis with this token */
+} BeamNode;
+typedef struct {
+    BeamNode *nodes; /* malloc'd (beam_trace_free) */
+    int n, cap;
+} BeamTrace;
+void beam_trace_free(BeamTrace *t);
+
 typedef struct {
     int beam;              /* hypotheses kept per sentence; 1 is greedy search */
     int nbest;             /* hypotheses returned per sentence, 1..beam */
@@ -15,6 +29,7 @@ typedef struct {
     double max_len_a;      /* at most a * |source| + b target tokens (and the position table) */
     int max_len_b;
     int no_repeat_ngram; /* > 0: no n-gram of this many tokens twice in one hypothesis */
+    BeamTrace *trace;    /* NULL, or (beam > 1, one sentence) where beam search records its tree */
 } DecodeOptions;
 
 /* beam 5, nbest 1, length penalty 1.0, max length 2|src| + 10, repeats allowed. */

@@ -1,0 +1,278 @@
+/* whatif: `qkv whatif RUN --text "..."`, change the model and see what changes: heads
+ * switched off (--mask-heads), one cross-attention query pinned onto a source token
+ * (--pin), the target forced (--target); per target position the change in log p, the
+ * top-k next tokens and their entropy, the logit lens of every decoder layer (--lens) and
+ * the beam tree (--tree). The library work is explain/whatif.h's and decode's; this file
+ * parses, prints and writes whatif.json. */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attnmap.h"
+#include "cmd/commands.h"
+#include "cmdlib/cmdutil.h"
+#include "cmdlib/decode_options.h"
+#include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "decode/decode.h"
+#include "explain/whatif.h"
+#include "run/run.h"
+#include "util/atomic_file.h"
+#include "util/err.h"
+#include "util/json.h"
+#include "util/mem.h"
+#include "util/text.h"
+
+typedef struct {
+    const char *text, *target, *mask_heads, *pin, *out;
+    int top, lens, tree, beam;
+} Options;
+
+/* a target token for people: valid UTF-8 (caller frees) */
+static char *label(const Run *r, int id) { return attnmap_utf8(id < 0 ? "" : vocab_token(&r->tgt_vocab, id)); }
+
+static json_t *steps_json(const Run *r, const WhatifSteps *w) {
+    json_t *o = json_object(), *lp = json_array(), *ent = json_array(), *top = json_array();
+    for (int t = 0; t < w->T; t++) {
+        json_array_append_new(lp, json_fmt("%.5g", w->logp[t]));
+        json_array_append_new(ent, json_fmt("%.5g", w->entropy[t]));
+        json_t *row = json_array();
+        for (int i = 0; i < w->k && w->top[t * w->k + i] >= 0; i++) {
+            json_t *c = json_object();
+            char *s = label(r, w->top[t * w->k + i]);
+            json_put(c, "token", json_string(s));
+            json_put(c, "logp", json_fmt("%.5g", w->top_lp[t * w->k + i]));
+            json_array_append_new(row, c), free(s);
+        }
+        json_array_append_new(top, row);
+    }
+    json_put(o, "logp", lp), json_put(o, "entropy", ent), json_put(o, "top", top);
+    json_t *lens = json_array();
+    for (int l = 0; l < w->L; l++) {
+        json_t *layer = json_array();
+        for (int t = 0; t < w->T; t++) {
+            json_t *c = json_object();
+            char *s = label(r, w->lens_top[((size_t)l * w->T + t) * w->k]);
+            json_put(c, "top", json_string(s));
+            json_put(c, "top_logp", json_fmt("%.5g", w->lens_lp[((size_t)l * w->T + t) * w->k]));
+            json_put(c, "word_logp", json_fmt("%.5g", w->lens_word[(size_t)l * w->T + t]));
+            json_array_append_new(layer, c), free(s);
+        }
+        json_array_append_new(lens, layer);
+    }
+    json_put(o, "lens", lens);
+    return o;
+}
+
+/* The tree from node `at`'s children down, indented by depth. */
+static void print_tree(const Run *r, const BeamTrace *tr, int parent, int depth) {
+    static const char *const fate[] = {"kept", "finished", "dropped"};
+    for (int i = 0; i < tr->n; i++) {
+        const BeamNode *n = &tr->nodes[i];
+        if (n->parent != parent) continue;
+        char *s = label(r, n->token);
+        printf("%*s%s %-12s %8.3f  step %d%s\n", 2 * depth, "",
+               n->fate == BEAM_DROPPED    ? "x"
+               : n->fate == BEAM_FINISHED ? "#"
+                                          : "+",
+               s, n->logp, n->step,
+               n->fate == BEAM_DROPPED    ? "  (dropped)"
+               : n->fate == BEAM_FINISHED ? "  (finished)"
+                                          : "");
+        (void)fate;
+        free(s);
+        if (n->fate == BEAM_KEPT) print_tree(r, tr, i, depth + 1);
+    }
+}
+
+/* --pin L.H.T=J: cross-attention layer L, head H, target position T onto source position J */
+static int parse_pin(const char *s, int *l, int *h, int *t, int *j) {
+    int end = 0;
+    if (sscanf(s, "%d.%d.%d=%d%n", l, h, t, j, &end) != 4 || s[end] != '\0')
+        return err_set("--pin: '%s' is not LAYER.HEAD.TARGET=SOURCE (cross-attention; positions from 0)", s);
+    return 0;
+}
+
+static int run_whatif(Run *r, const Options *o) {
+    int max = r->model.cfg.max_positions - 2, tok = r->cfg.data.tokenizer, ns, nt, rc = 2;
+    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    int pl = -1, ph = 0, pt = 0, pj = 0;
+    WhatifSteps base = {0}, after = {0};
+    BeamTrace trace = {0};
+    float *pin_w = NULL;
+    AttnIntervene iv;
+    json_t *root = json_object();
+    if (o->pin && parse_pin(o->pin, &pl, &ph, &pt, &pj) != 0) goto done;
+    if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
+    if (o->pin && pt > nt) {
+        err_set("--pin: target position %d: the target has positions 0..%d", pt, nt);
+        goto done;
+    }
+    /* the model as trained, then as changed */
+    whatif_steps(&r->model, src, ns, tgt, nt, o->top, &base);
+    int masked = decode_options_mask_heads(&r->model, o->mask_heads, NULL);
+    if (masked < 0) goto done;
+    if (o->pin) {
+        pin_w = xmalloc(sizeof(float) * (size_t)(ns + 1));
+        if (whatif_pin(&r->model, pl, ph, pt, pj, ns + 1, pin_w, &iv) != 0) goto done;
+    }
+    int changed = masked > 0 || o->pin;
+    if (changed) whatif_steps(&r->model, src, ns, tgt, nt, o->top, &after);
+    const WhatifSteps *now = changed ? &after : &base;
+    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, nt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
+    printf("source: %s\n%s: %s\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    json_put(root, "format", json_string("qkv-whatif-1"));
+    json_put(root, "source", json_string(text));
+    json_put(root, "target", json_string(shown));
+    free(text), free(words), free(shown);
+    if (masked > 0) {
+        /* heads off: the translation again, as the changed model writes it */
+        int *alt = xmalloc(sizeof(int) * (size_t)(max + 1)), na = greedy_ids(&r->model, src, ns, alt, max);
+        char *aw = decode_ids(alt, na, tok, &r->tgt_vocab), *as = attnmap_utf8(aw);
+        printf("with %d head%s off:   %s%s\n", masked, masked == 1 ? "" : "s", as,
+               na == nt && memcmp(alt, tgt, sizeof(int) * (size_t)nt) == 0 ? "  (unchanged)" : "");
+        json_put(root, "translation_changed", json_string(as));
+        free(alt), free(aw), free(as);
+    }
+    if (o->pin)
+        printf("pinned: cross-attention layer %d, head %d, at target position %d, onto source position %d\n", pl, ph,
+               pt, pj);
+    printf("\n%-4s %-14s %9s%s %8s   top %d next tokens%s\n", "pos", "word", "log p", changed ? "   change" : "",
+           "entropy", o->top, changed ? " (changed model)" : "");
+    for (int t = 0; t < base.T; t++) {
+        int id = t < nt ? tgt[t] : VOCAB_EOS;
+        char *w = label(r, id);
+        printf("%-4d %-14.14s %9.3f", t, w, now->logp[t]);
+        if (changed) printf(" %+8.3f", after.logp[t] - base.logp[t]);
+        printf(" %8.3f  ", now->entropy[t]);
+        for (int i = 0; i < o->top && now->top[t * o->top + i] >= 0; i++) {
+            char *c = label(r, now->top[t * o->top + i]);
+            printf(" %s %.2f", c, exp(now->top_lp[t * o->top + i]));
+            free(c);
+        }
+        putchar('\n');
+        free(w);
+    }
+    json_put(root, "model", steps_json(r, &base));
+    if (changed) json_put(root, "changed", steps_json(r, &after));
+    if (o->lens) {
+        printf("\nlogit lens: what each decoder layer's stream would predict (its top token, p; the word's p)\n%-4s "
+               "%-14s",
+               "pos", "word");
+        for (int l = 0; l < now->L; l++) printf("  layer %-18d", l);
+        putchar('\n');
+        for (int t = 0; t < now->T; t++) {
+            char *w = label(r, t < nt ? tgt[t] : VOCAB_EOS);
+            printf("%-4d %-14.14s", t, w);
+            for (int l = 0; l < now->L; l++) {
+                char *c = label(r, now->lens_top[((size_t)l * now->T + t) * now->k]);
+                printf("  %-10.10s %4.2f %5.2f", c, exp(now->lens_lp[((size_t)l * now->T + t) * now->k]),
+                       exp(now->lens_word[(size_t)l * now->T + t]));
+                free(c);
+            }
+            putchar('\n');
+            free(w);
+        }
+    }
+    if (o->tree) {
+        DecodeOptions d = decode_defaults();
+        d.beam = o->beam, d.trace = &trace;
+        Seq s = {src, ns}, out = {0};
+        double score;
+        decode(&r->model, &s, 1, &d, &out, &score);
+        char *bw = decode_ids(out.ids, out.len, tok, &r->tgt_vocab), *bs = attnmap_utf8(bw);
+        printf("\nbeam tree (beam %d): + kept, # finished, x dropped; log P of the hypothesis\n", o->beam);
+        print_tree(r, &trace, -1, 0);
+        printf("best: %s (score %.3f)\n", bs, score);
+        json_t *nodes = json_array();
+        for (int i = 0; i < trace.n; i++) {
+            const BeamNode *n = &trace.nodes[i];
+            json_t *x = json_object();
+            char *c = label(r, n->token);
+            json_put(x, "step", json_integer(n->step));
+            json_put(x, "parent", json_integer(n->parent));
+            json_put(x, "token", json_string(c));
+            json_put(x, "fate",
+                     json_string(n->fate == BEAM_KEPT       ? "kept"
+                                 : n->fate == BEAM_FINISHED ? "finished"
+                                                            : "dropped"));
+            json_put(x, "logp", json_fmt("%.5g", n->logp));
+            json_array_append_new(nodes, x), free(c);
+        }
+        json_put(root, "beam_tree", nodes);
+        json_put(root, "beam_best", json_string(bs));
+        free(bw), free(bs), free(out.ids);
+    }
+    if (o->out) {
+        char *js = xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1)));
+        rc = write_file_atomic(o->out, js, strlen(js)) == 0 ? 0 : err_status();
+        free(js);
+        if (rc) goto done;
+        printf("\nwrote %s\n", o->out);
+    }
+    rc = 0;
+done:
+    whatif_clear(&r->model);
+    whatif_steps_free(&base), whatif_steps_free(&after);
+    beam_trace_free(&trace);
+    json_decref(root);
+    free(pin_w), free(src), free(tgt);
+    return rc;
+}
+
+static const CmdOption options[] = {
+    {'t', "text", "SOURCE", "the sentence (required)", NULL},
+    {'g', "target", "TRANSLATION", "force this target or prefix (default: the model's greedy translation)", NULL},
+    {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
+    {'p', "pin", "L.H.T=J", "pin cross-attention layer L, head H, at target position T onto source position J", NULL},
+    {'k', "top", "K", "next tokens listed per position", "5"},
+    {'l', "lens", NULL, "the logit lens: what each decoder layer's stream would predict", NULL},
+    {'b', "tree", NULL, "the beam tree: every hypothesis beam search kept, finished and dropped", NULL},
+    {'B', "beam", "K", "with --tree: the beam", "5"},
+    {'o', "out", "FILE", "also write everything as JSON (qkv-whatif-1)", NULL},
+    {0},
+};
+const CmdSpec cmd_whatif_spec = {
+    .name = "whatif",
+    .operands = "RUN --text \"SOURCE\" [--target \"...\"] [--mask-heads SPEC] [--pin L.H.T=J] [--lens] [--tree]",
+    .summary = "change the model and see what changes: heads off, attention pinned, the layers read out",
+    .about = "Per target position: the word's log p (and its change under --mask-heads or --pin), the\n"
+             "entropy and the top-k next tokens; with heads off, the translation they give; --lens, what\n"
+             "each decoder layer would predict; --tree, the beam search tree.",
+    .options = options,
+    .example = "qkv whatif runs/toy --text \"a red bird sleeps\" --mask-heads cross.1.1 --lens --tree",
+};
+
+int cmd_whatif(int argc, char **argv) {
+    Options o = {.top = 5, .beam = 5};
+    int c, bad = 0;
+    while (!bad && (c = cmd_option_next(&cmd_whatif_spec, argc, argv)) >= 0) {
+        switch (c) {
+        case 't': o.text = optarg; break;
+        case 'g': o.target = optarg; break;
+        case 'm': o.mask_heads = optarg; break;
+        case 'p': o.pin = optarg; break;
+        case 'l': o.lens = 1; break;
+        case 'b': o.tree = 1; break;
+        case 'o': o.out = optarg; break;
+        case 'k': bad = cmd_int("--top", "a count (1..50)", optarg, 1, 50, &o.top) != 0; break;
+        case 'B': bad = cmd_int("--beam", "a beam (2..64)", optarg, 2, 64, &o.beam) != 0; break;
+        }
+    }
+    if (bad) return cmd_fail(2);
+    if (c != CMD_OPTIONS_END) return cmd_option_status(c);
+    if (optind != argc - 1 || !o.text) return cmd_usage_of(&cmd_whatif_spec);
+    if (o.out && o.out[0] == '\0') return err_set("--out: an empty file name"), cmd_fail(2);
+    Run r;
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    openblas_set_num_threads(1); /* one sentence's products: threads would only wait */
+    int rc = run_whatif(&r, &o);
+    if (rc) cmd_fail(rc);
+    run_close(&r);
+    return rc;
+}
