@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `qkv serve` on an ephemeral loopback port, with a toy run: the API equals `qkv translate`
-# byte for byte, concurrent requests are answered right, every bad request gets its status
+# byte for byte (and /v1/explain `qkv explain`'s explain.json), concurrent requests are answered right, every bad request gets its status
 # and one-line error (and the server serves on), a full queue answers 503 with Retry-After,
 # a client too slow to send its request is cut off, and SIGTERM answers the request in
 # flight and exits 0. Ends with "N passed, N failed, N skipped".
@@ -122,6 +122,50 @@ else
     bad serve_attention_maps_follow_the_checkpoint "see above"
 fi
 
+# ---- explain: explain.json's object for one sentence, as `qkv explain` writes it -----------------
+# the workers multiply on one OpenBLAS thread each: the command does too, for the same bits
+printf '{"src": "%s"}' "$src1" >"$T/ex.json"
+call POST /v1/explain "$T/ex.json" >"$T/ex.out"
+OPENBLAS_NUM_THREADS=1 "$QKV" explain "$T/w" --text "$src1" --ig-steps 16 --out "$T/ex" >"$T/ex.log" 2>&1
+if "$BOUNDED" "$PY" - "$T/ex.out" "$T/ex/explain.json" <<'PYEOF'; then
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+body, status = text.rsplit("\n", 1)
+assert status == "200", status
+a = json.loads(body)
+assert a["format"] == "qkv-explain-1" and a["checkpoint"] == "best" and a["step"] == 150, (a["format"], a.get("checkpoint"))
+assert a["ig_steps"] == 16 and a["foil"] is None, (a["ig_steps"], a["foil"])
+last = a["share"][-1]
+assert len(last) == len(a["maps"]["target_out"]) and all(0 <= x <= 1 for x in last), last
+names = [m["name"] for m in a["methods"]]
+assert "contrib.rollout" in names and "integrated-gradients" in names, names
+for m in a["methods"]:
+    assert len(m["scores"]) == len(last) and all(len(r) == len(a["maps"]["source"]) for r in m["scores"]), m["name"]
+# the answer is the command's explain.json with the model's keys last
+cut = body.rindex(',"checkpoint":')
+assert body[:cut] + "}\n" == open(sys.argv[2], encoding="utf-8").read(), "not the command's explain.json"
+PYEOF
+    ok serve_explain_equals_explain_json
+else
+    bad serve_explain_equals_explain_json "$(head -c 300 "$T/ex.out"; tail -2 "$T/ex.log")"
+fi
+tgt1=$(head -1 "$T/data/test.tgt")
+foil=$(head -1 "$T/data/test.tgt" | cut -d' ' -f1)
+printf '{"src": "%s", "tgt": "%s", "contrast": "%s", "ig_steps": 4, "checkpoint": "step-000100"}' "$src1" "$tgt1" "$foil" >"$T/exf.json"
+call POST /v1/explain "$T/exf.json" >"$T/exf.out"
+if "$BOUNDED" "$PY" - "$T/exf.out" "$tgt1" "$foil" <<'PYEOF'; then
+import json, sys
+body, status = open(sys.argv[1], encoding="utf-8").read().rsplit("\n", 1)
+a = json.loads(body)
+assert status == "200" and a["checkpoint"] == "step-000100", status
+assert a["maps"]["target_out"] == sys.argv[2].split() + ["<eos>"], a["maps"]["target_out"]
+assert a["foil"] == sys.argv[3] and a["ig_steps"] == 4, (a["foil"], a["ig_steps"])
+PYEOF
+    ok serve_explain_forced_target_and_contrast
+else
+    bad serve_explain_forced_target_and_contrast "$(head -c 300 "$T/exf.out")"
+fi
+
 # ---- bad requests: status, one line of JSON, and the server goes on -----------------------------
 # expect_status NAME STATUS PATTERN METHOD PATH [BODY-FILE]
 expect_status() {
@@ -157,6 +201,20 @@ expect_status serve_10mb_body_is_413 413 'the body is larger' POST /v1/translate
 expect_status serve_10000_sentences_is_413 413 '10000 sentences, more than' POST /v1/translate "$T/b10"
 expect_status serve_too_many_tokens_is_413 413 '\\"src\\"\[0\] has more tokens' POST /v1/translate "$T/b12"
 expect_status serve_long_sentence_is_413 413 '\\"src\\"\[0\] is 3999 bytes|\\"src\\"\[0\] has more tokens' POST /v1/translate "$T/b11"
+for b in 'e1|"ig_steps": -1|\\"ig_steps\\" must be 0 to 64, not -1' 'e2|"ig_steps": 65|\\"ig_steps\\" must be 0 to 64, not 65' \
+    'e3|"ig_steps": "x"|\\"ig_steps\\" must be an integer' 'e4|"beam": 2|unknown key \\"beam\\"' 'e5|"colour": 1|unknown key \\"colour\\"' \
+    'e6|"contrast": "zzzz"|\\"contrast\\": .zzzz. is not in the target vocabulary' \
+    'e7|"contrast": "a b"|\\"contrast\\": .a b. is 2 tokens of the target vocabulary, not one' \
+    'e8|"tgt": "qqqq un qqqq"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'e9|"mask_heads": "cross.9.0"|\\"mask_heads\\": '; do
+    IFS='|' read -r name key want <<<"$b"
+    printf '{"src": "%s", %s}' "$src1" "$key" >"$T/$name"
+    expect_status "serve_explain_bad_${name}_is_400" 400 "$want" POST /v1/explain "$T/$name"
+done
+printf '{"src": ""}' >"$T/e10"
+expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain' POST /v1/explain "$T/e10"
+"$PY" -c 'import json; print(json.dumps({"src": "a " * 200, "tgt": "un " * 200, "ig_steps": 64}))' >"$T/e11"
+expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 target tokens with 64 \\"ig_steps\\" is about [0-9]+ GFLOP, more than the [0-9]+ one request may ask: at most [0-9]+ steps fit' POST /v1/explain "$T/e11"
+expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
 expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
 # a truncated body: the client says 100 bytes and sends 10, then goes

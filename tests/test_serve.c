@@ -38,6 +38,26 @@ static void test_api_parse_good(void) {
     st = parse(API_ATTENTION, "{\"src\": \"a\", \"tgt\": null}", &r, err, sizeof err);
     CHECK(st == 0 && !r.tgt, "attention, tgt null: %d %s", st, err);
     api_request_free(&r);
+    st = parse(API_EXPLAIN, "{\"src\": \"a b\"}", &r, err, sizeof err);
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.contrast && r.ig_steps == API_IG_STEPS &&
+              !r.mask_heads && !r.checkpoint,
+          "explain, defaults: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_EXPLAIN,
+               "{\"src\": \"a\", \"tgt\": \"b c\", \"contrast\": \"d\", \"ig_steps\": 64, \"mask_heads\": "
+               "\"cross.1.0\", \"checkpoint\": \"best\"}",
+               &r, err, sizeof err);
+    CHECK(st == 0 && strcmp(r.tgt, "b c") == 0 && strcmp(r.contrast, "d") == 0 && r.ig_steps == 64 &&
+              strcmp(r.mask_heads, "cross.1.0") == 0 && strcmp(r.checkpoint, "best") == 0,
+          "explain, every key: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_EXPLAIN, "{\"src\": \"a\", \"tgt\": null, \"contrast\": null, \"ig_steps\": 0}", &r, err,
+               sizeof err);
+    CHECK(st == 0 && !r.tgt && !r.contrast && r.ig_steps == 0, "explain, nulls and no steps: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_TRANSLATE, "{\"src\": [\"a\"]}", &r, err, sizeof err);
+    CHECK(st == 0 && r.ig_steps == 0 && !r.contrast, "translate takes no explain option: %d %s", st, err);
+    api_request_free(&r);
 }
 
 /* Every refusal: its status and the start of its one line. */
@@ -50,6 +70,14 @@ static void test_api_parse_refusals(void) {
     sb_printf(&longs, "{\"src\": [\"");
     for (int i = 0; i <= API_MAX_SENTENCE_BYTES; i++) sb_append(&longs, "a", 1);
     sb_printf(&longs, "\"]}");
+    StrBuf longword = {0};
+    sb_printf(&longword, "{\"src\": \"a\", \"contrast\": \"");
+    for (int i = 0; i <= API_MAX_NAME; i++) sb_append(&longword, "a", 1);
+    sb_printf(&longword, "\"}");
+    StrBuf longsrc = {0};
+    sb_printf(&longsrc, "{\"src\": \"");
+    for (int i = 0; i <= API_MAX_SENTENCE_BYTES; i++) sb_append(&longsrc, "a", 1);
+    sb_printf(&longsrc, "\"}");
     StrBuf longname = {0};
     sb_printf(&longname, "{\"src\": [\"a\"], \"checkpoint\": \"");
     for (int i = 0; i <= API_MAX_NAME; i++) sb_append(&longname, "a", 1);
@@ -90,6 +118,32 @@ static void test_api_parse_refusals(void) {
         {API_TRANSLATE, longs.buf, 413, "\"src\"[0] is 4097 bytes"},
         {API_ATTENTION, "{\"src\": [\"a\"]}", 400, "\"src\" must be a string"},
         {API_ATTENTION, "{\"src\": \"a\", \"tgt\": 1}", 400, "\"tgt\" must be a string"},
+        {API_ATTENTION, "{\"src\": \"a\", \"ig_steps\": 4}", 400, "unknown key \"ig_steps\""},
+        {API_ATTENTION, "{\"src\": \"a\", \"contrast\": \"b\"}", 400, "unknown key \"contrast\""},
+        {API_TRANSLATE, "{\"src\": [\"a\"], \"contrast\": \"b\"}", 400, "unknown key \"contrast\""},
+        {API_EXPLAIN, "", 400, "malformed JSON"},
+        {API_EXPLAIN, "[\"a\"]", 400, "the body must be a JSON object"},
+        {API_EXPLAIN, "{}", 400, "\"src\" is missing"},
+        {API_EXPLAIN, "{\"src\": [\"a\"]}", 400, "\"src\" must be a string"},
+        {API_EXPLAIN, "{\"src\": null}", 400, "\"src\" must be a string"},
+        {API_EXPLAIN, "{\"src\": \"a\\nb\"}", 400, "\"src\" holds a line break"},
+        {API_EXPLAIN, longsrc.buf, 413, "\"src\" is 4097 bytes"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"tgt\": 1}", 400, "\"tgt\" must be a string"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"tgt\": \"b\\rc\"}", 400, "\"tgt\" holds a line break"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"colour\": 1}", 400, "unknown key \"colour\""},
+        {API_EXPLAIN, "{\"src\": \"a\", \"beam\": 2}", 400, "unknown key \"beam\""},
+        {API_EXPLAIN, "{\"src\": \"a\", \"nbest\": 1}", 400, "unknown key \"nbest\""},
+        {API_EXPLAIN, "{\"src\": \"a\", \"length_penalty\": 1}", 400, "unknown key \"length_penalty\""},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": -1}", 400, "\"ig_steps\" must be 0 to 64, not -1"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 65}", 400, "\"ig_steps\" must be 0 to 64, not 65"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": \"x\"}", 400, "\"ig_steps\" must be an integer"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 1.5}", 400, "\"ig_steps\" must be an integer"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": null}", 400, "\"ig_steps\" must be an integer"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 99999999999999999999}", 400, "malformed JSON"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"contrast\": 3}", 400, "\"contrast\" must be a string"},
+        {API_EXPLAIN, longword.buf, 400, "\"contrast\" is longer than 128 bytes"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"mask_heads\": \"@/etc/passwd\"}", 400, "the API reads no file"},
+        {API_EXPLAIN, "{\"src\": \"a\", \"checkpoint\": 1}", 400, "\"checkpoint\" must be a string"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ApiRequest r;
@@ -97,7 +151,8 @@ static void test_api_parse_refusals(void) {
         int st = parse(cases[i].kind, cases[i].body, &r, err, sizeof err);
         CHECK(st == cases[i].status && strstr(err, cases[i].want) && !strchr(err, '\n'),
               "case %zu: %d '%s' (want %d '%s')", i, st, err, cases[i].status, cases[i].want);
-        CHECK(r.src == NULL && r.n == 0 && r.mask_heads == NULL, "case %zu: a refused request holds nothing", i);
+        CHECK(r.src == NULL && r.n == 0 && r.mask_heads == NULL && r.tgt == NULL && r.contrast == NULL,
+              "case %zu: a refused request holds nothing", i);
     }
     /* the body's own bound, before any parsing */
     ApiRequest r;
@@ -106,7 +161,7 @@ static void test_api_parse_refusals(void) {
     memset(big, ' ', API_MAX_BODY + 1);
     int st = api_parse(API_TRANSLATE, big, API_MAX_BODY + 1, &r, err, sizeof err);
     CHECK(st == 413 && strstr(err, "more than the"), "a body over the bound: %d '%s'", st, err);
-    free(big), sb_free(&longs), sb_free(&longname);
+    free(big), sb_free(&longs), sb_free(&longname), sb_free(&longword), sb_free(&longsrc);
 }
 
 /* The error shape every refusal has: {"error": one line}, whatever the line holds: a

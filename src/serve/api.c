@@ -20,12 +20,27 @@ static int fail(int status, char *err, size_t errn, const char *fmt, ...) {
     return status;
 }
 
-static const char *const known[] = {"src", "tgt", "beam", "nbest", "length_penalty", "mask_heads", "checkpoint", NULL};
+/* Each key and the kinds of request that take it (a bit per kind): explain's translation
+ * is the greedy one, so it takes no decoding option. */
+#define KIND(k) (1u << (k))
+static const struct {
+    const char *name;
+    unsigned kinds;
+} known[] = {
+    {"src", KIND(API_TRANSLATE) | KIND(API_ATTENTION) | KIND(API_EXPLAIN)},
+    {"tgt", KIND(API_ATTENTION) | KIND(API_EXPLAIN)},
+    {"beam", KIND(API_TRANSLATE) | KIND(API_ATTENTION)},
+    {"nbest", KIND(API_TRANSLATE) | KIND(API_ATTENTION)},
+    {"length_penalty", KIND(API_TRANSLATE) | KIND(API_ATTENTION)},
+    {"mask_heads", KIND(API_TRANSLATE) | KIND(API_ATTENTION) | KIND(API_EXPLAIN)},
+    {"checkpoint", KIND(API_TRANSLATE) | KIND(API_ATTENTION) | KIND(API_EXPLAIN)},
+    {"contrast", KIND(API_EXPLAIN)},
+    {"ig_steps", KIND(API_EXPLAIN)},
+};
 
 static int known_key(const char *k, int kind) {
-    if (kind == API_TRANSLATE && strcmp(k, "tgt") == 0) return 0;
-    for (int i = 0; known[i]; i++)
-        if (strcmp(k, known[i]) == 0) return 1;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (strcmp(k, known[i].name) == 0) return (known[i].kinds & KIND(kind)) != 0;
     return 0;
 }
 
@@ -69,6 +84,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     out->kind = kind;
     out->o.decode = decode_defaults();
     out->o.replace_unk = 1;
+    out->ig_steps = kind == API_EXPLAIN ? API_IG_STEPS : 0;
     if (len > API_MAX_BODY)
         return fail(413, err, errn, "the body is %zu bytes, more than the %d allowed", len, API_MAX_BODY);
     if (!utf8_valid(body, len)) return fail(400, err, errn, "the body is not well-formed UTF-8");
@@ -123,6 +139,13 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
         json_t *tgt = json_object_get(root, "tgt");
         if (tgt && !json_is_null(tgt) && (rc = sentence(tgt, "\"tgt\"", &out->tgt, err, errn)) != 0) goto done;
     }
+    if (kind == API_EXPLAIN) {
+        json_t *c = json_object_get(root, "contrast");
+        if (c && !json_is_null(c) && (rc = short_string(c, "contrast", &out->contrast, err, errn)) != 0) goto done;
+        if ((rc = integer(json_object_get(root, "ig_steps"), "ig_steps", 0, API_MAX_IG_STEPS, &out->ig_steps, err,
+                          errn)) != 0)
+            goto done;
+    }
     DecodeOptions *d = &out->o.decode;
     if ((rc = integer(json_object_get(root, "beam"), "beam", 1, 64, &d->beam, err, errn)) != 0) goto done;
     if (json_object_get(root, "nbest") == NULL) d->nbest = 1;
@@ -153,7 +176,7 @@ done:
 
 void api_request_free(ApiRequest *r) {
     for (int i = 0; r->src && i < r->n; i++) free(r->src[i]);
-    free(r->src), free(r->tgt), free(r->mask_heads), free(r->checkpoint);
+    free(r->src), free(r->tgt), free(r->contrast), free(r->mask_heads), free(r->checkpoint);
     memset(r, 0, sizeof *r);
 }
 

@@ -6,9 +6,13 @@
  *                        "mask_heads": "cross.*.0", "checkpoint": "best"}
  *   POST /v1/attention  {"src": "...", "tgt": "..." (optional: a forced target), and the
  *                        same options}
+ *   POST /v1/explain    {"src": "...", "tgt": "..." (optional), "contrast": "word",
+ *                        "ig_steps": 16, "mask_heads", "checkpoint"}: no decoding options
+ *                        (an explained translation is the greedy one, as `qkv explain`'s)
  *
- * Every key but "src" may be left out (translate's defaults). A key the API does not know
- * is refused, so a misspelt option never passes silently. "mask_heads" is a list of heads
+ * Every key but "src" may be left out (translate's defaults). A key the API does not know,
+ * or one another kind of request takes, is refused, so a misspelt option never passes
+ * silently. "mask_heads" is a list of heads
  * only: no request names a file (--mask-heads @FILE is the command line's). It is read
  * against the model that answers (serve/jobs.c), not here. */
 #ifndef QKV_SERVE_API_H
@@ -22,15 +26,19 @@
 #define API_MAX_BODY (256 * 1024)   /* bytes of a request body: past it, 413 */
 #define API_MAX_SENTENCES 64        /* sentences in one translate request: past it, 413 */
 #define API_MAX_SENTENCE_BYTES 4096 /* bytes of one sentence: past it, 413 (tokens: the model's positions) */
-#define API_MAX_NAME 128            /* bytes of a checkpoint name or a mask spec */
+#define API_MAX_NAME 128            /* bytes of a checkpoint name, a mask spec or a contrast word */
+#define API_IG_STEPS 16             /* explain: integrated gradients' steps when "ig_steps" is left out */
+#define API_MAX_IG_STEPS 64         /* explain: most "ig_steps" (each step a backward pass per target token) */
 
-enum { API_TRANSLATE, API_ATTENTION };
+enum { API_TRANSLATE, API_ATTENTION, API_EXPLAIN };
 
 typedef struct {
-    int kind;   /* API_TRANSLATE, API_ATTENTION */
-    char **src; /* (n) the sentences, owned; attention: n == 1 */
+    int kind;   /* API_TRANSLATE, API_ATTENTION, API_EXPLAIN */
+    char **src; /* (n) the sentences, owned; attention, explain: n == 1 */
     int n;
-    char *tgt; /* attention: the forced target, or NULL (the best translation) */
+    char *tgt;      /* attention, explain: the forced target, or NULL (the best, the greedy translation) */
+    char *contrast; /* explain: the foil word, or NULL (read against the model's target vocabulary by the worker) */
+    int ig_steps;   /* explain: 0..API_MAX_IG_STEPS */
     TranslateOptions o;
     char *mask_heads; /* NULL, or the --mask-heads spec */
     char *checkpoint; /* NULL (the served default), or a name GET /v1/model lists */

@@ -367,6 +367,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
               : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
+              : strcmp(url, "/v1/explain") == 0   ? API_EXPLAIN
                                                   : -1;
     if (api >= 0)
         return q->post ? submit(s, mc, q, api) : reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
@@ -381,7 +382,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         return reply_json(mc, 200, health);
     }
     return reply_error(mc, 404,
-                       "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention");
+                       "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention, "
+                       "/v1/explain");
 }
 
 /* ---- the server ---------------------------------------------------------------------------- */

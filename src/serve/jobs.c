@@ -9,10 +9,14 @@
 
 #include "attention/attnmap.h"
 #include "data/corpus.h"
+#include "decode/decode.h"
 #include "decode/headmask.h"
+#include "explain/explain_json.h"
+#include "explain/pair.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"
+#include "util/text.h"
 
 #define MAX_WORKERS 64
 
@@ -234,6 +238,137 @@ static void run_attention(Worker *w, Job *job) {
     answer(job, 200, dump(out));
 }
 
+/* The words of text (split at white space) whose tokens include <unk> in v, each once,
+ * quoted and joined into out[n]; returns how many. */
+static int unknown_words(const char *text, int tokenizer, const Vocab *v, char *out, size_t n) {
+    char *copy = xstrdup(text), *save = NULL;
+    int *ids = xmalloc(sizeof(int) * (strlen(text) + 2)), count = 0;
+    size_t at = 0;
+    out[0] = '\0';
+    for (char *w = strtok_r(copy, " \t\v\f", &save); w; w = strtok_r(NULL, " \t\v\f", &save)) {
+        int k = encode_line(w, tokenizer, v, ids, (int)strlen(w) + 2), unk = 0;
+        for (int i = 0; i < k; i++) unk |= ids[i] == VOCAB_UNK;
+        if (!unk) continue;
+        char shown[84];
+        shown[0] = '\'';
+        api_quote(shown + 1, sizeof shown - 2, w, 48);
+        strcat(shown, "'");
+        if (strstr(out, shown)) continue; /* each word once */
+        if (at < n) at += (size_t)snprintf(out + at, n - at, "%s%s", count ? ", " : "", shown);
+        count++;
+    }
+    free(copy), free(ids);
+    return count;
+}
+
+/* explain.json's text (ending in "}\n") with "checkpoint" and "step" added as its last
+ * keys, as every answer names the model that gave it. Takes json. */
+static char *with_model_keys(char *json, const ServedCheckpoint *c) {
+    json_t *name = json_text(c->name);
+    char *quoted = json_dumps(name, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+    json_decref(name);
+    size_t len = strlen(json);
+    while (len > 0 && json[len - 1] != '}') len--;
+    StrBuf sb = {0};
+    sb_append(&sb, json, len ? len - 1 : 0);
+    sb_printf(&sb, ",\"checkpoint\":%s,\"step\":%lld}", quoted ? quoted : "null", (long long)c->run.meta.step);
+    free(quoted), free(json);
+    return sb.buf;
+}
+
+/* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
+ * forward and a backward (twice the forward) for each gradient row, T per integration
+ * point, the input and the baseline, for y_t and the foil; one forward per leave-one-out
+ * row and for the maps. Attention's own products (QK^T and PV, length squared) included. */
+static double explain_gflop(const ModelConfig *c, int S, int T, int ig_steps, int foil) {
+    double fs, ft;
+    model_position_flops(c, &fs, &ft);
+    double attn = 4.0 * c->d_model *
+                  ((double)c->encoder_layers * S * S + (double)c->decoder_layers * ((double)T * T + (double)T * S));
+    double pass = S * fs + T * ft + attn, rows = (double)T * (ig_steps + 2) * (foil ? 2 : 1);
+    return (3.0 * rows * pass + (S + 1.0) * pass) / 1e9;
+}
+
+/* One sentence explained as `qkv explain --text` explains it: the forced target or the
+ * greedy translation, every method's scores, explain.json's object as the answer. */
+static void run_explain(Worker *w, Job *job) {
+    ServedModels *sm = w->jobs->models;
+    char err[512];
+    const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
+    if (!r) return refuse(job, 500, "%s", err);
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
+    const char *text = job->req.src[0], *forced = job->req.tgt, *contrast = job->req.contrast;
+    ExplainOptions eo = {.foil = -1, .ig_steps = job->req.ig_steps, .loo = 1};
+    if (contrast) { /* one token of the target vocabulary */
+        char shown[160];
+        api_quote(shown, sizeof shown, contrast, 64);
+        int *ids = xmalloc(sizeof(int) * (strlen(contrast) + 2));
+        int k = encode_line(contrast, tok, &r->tgt_vocab, ids, (int)strlen(contrast) + 2);
+        eo.foil = k == 1 && ids[0] != VOCAB_UNK ? ids[0] : -1;
+        free(ids);
+        if (k != 1) {
+            snprintf(err, sizeof err, "\"contrast\": '%s' is %d tokens of the target vocabulary, not one", shown, k);
+            return refuse(job, 400, "%s", err);
+        }
+        if (eo.foil < 0) return refuse(job, 400, "\"contrast\": '%s' is not in the target vocabulary", shown);
+    }
+    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    int n_src = token_count(text, tok, &r->src_vocab, max), n_tgt = 0;
+    if (n_src == 0)
+        return free(src), free(tgt), refuse(job, 400, "%s: nothing to explain: the text is empty", "\"src\"");
+    if (n_src < 0)
+        return free(src), free(tgt),
+               refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
+    encode_line(text, tok, &r->src_vocab, src, max);
+    if (forced) {
+        if ((n_tgt = token_count(forced, tok, &r->tgt_vocab, max)) < 0)
+            return free(src), free(tgt),
+                   refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
+        if (unknown_words(forced, tok, &r->tgt_vocab, err, 300) > 0) {
+            free(src), free(tgt);
+            return refuse(job, 400, "\"tgt\": not in the target vocabulary: %s", err);
+        }
+        encode_line(forced, tok, &r->tgt_vocab, tgt, max);
+    }
+    float *gates;
+    if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0)
+        return free(src), free(tgt), refuse(job, 400, "%s", err);
+    Model *m = replica_of(w, job->checkpoint, r);
+    model_set_head_gates(m, gates);
+    if (!forced) n_tgt = greedy_ids(m, src, n_src, tgt, max);
+    const ModelConfig *mc = &r->model.cfg;
+    int S = n_src + 1, T = n_tgt + 1, ig = job->req.ig_steps, foil = eo.foil >= 0;
+    double work = explain_gflop(mc, S, T, ig, foil);
+    if (work > JOBS_EXPLAIN_GFLOP) {
+        int fit = -1; /* the most steps that fit */
+        while (fit < ig && explain_gflop(mc, S, T, fit + 1, foil) <= JOBS_EXPLAIN_GFLOP) fit++;
+        model_set_head_gates(m, NULL);
+        free(src), free(tgt), free(gates);
+        if (fit >= 0)
+            snprintf(err, sizeof err,
+                     "explaining %d target tokens with %d \"ig_steps\" is about %.0f GFLOP, more than the %d one "
+                     "request may ask: at most %d steps fit (or send a shorter sentence)",
+                     T, ig, work, JOBS_EXPLAIN_GFLOP, fit);
+        else
+            snprintf(err, sizeof err,
+                     "explaining %d target tokens from %d source tokens is about %.0f GFLOP even without "
+                     "integrated gradients, more than the %d one request may ask: send a shorter sentence",
+                     T, S, explain_gflop(mc, S, T, 0, foil), JOBS_EXPLAIN_GFLOP);
+        return refuse(job, 413, "%s", err);
+    }
+    PairExplanation e;
+    explain_pair(m, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &eo, &e);
+    model_set_head_gates(m, NULL);
+    attnmap_surface_labels(&e.maps, tok, &r->src_vocab, &r->tgt_vocab, src, text, tgt, forced);
+    ExplainMethod *ms;
+    int n_ms = explain_methods(&e, &ms);
+    char *json = explain_json(&e, ms, n_ms, contrast);
+    explain_methods_free(ms, n_ms);
+    explain_pair_free(&e);
+    free(src), free(tgt), free(gates);
+    answer(job, 200, with_model_keys(json, &sm->ck[job->checkpoint]));
+}
+
 static int same_batch(const Job *a, const Job *b) {
     const DecodeOptions *x = &a->req.o.decode, *y = &b->req.o.decode;
     return b->req.kind == API_TRANSLATE && a->checkpoint == b->checkpoint && x->beam == y->beam &&
@@ -285,6 +420,7 @@ static void *work(void *arg) {
                 refuse(batch[i], 503, "%s", "the request waited past its deadline in the queue: try again");
             else batch[live++] = batch[i];
         if (live > 0 && batch[0]->req.kind == API_TRANSLATE) run_translate(w, batch, live);
+        else if (live > 0 && batch[0]->req.kind == API_EXPLAIN) run_explain(w, batch[0]);
         else if (live > 0) run_attention(w, batch[0]);
         pthread_mutex_lock(&j->lock);
         j->working -= nb;

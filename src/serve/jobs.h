@@ -6,8 +6,12 @@
  * pool of workers takes jobs in order. A worker that takes a translate job also takes the
  * queued translate jobs that ask for the same checkpoint, options and mask, up to
  * JOBS_BATCH_SENTENCES sentences in all, and decodes them as one batch, as `qkv translate`
- * batches lines: concurrent requests share the model's passes. Each worker decodes on
- * replicas of its own (one per checkpoint it has used), so no two threads share an arena.
+ * batches lines: concurrent requests share the model's passes. An attention or explain job
+ * is one sentence, run alone; an explanation's work (a backward pass per target token and
+ * integration step) is estimated from the model's shape before it starts, and one past
+ * JOBS_EXPLAIN_GFLOP is refused, so that no request holds a worker (or a stop) for
+ * minutes. Each worker decodes on replicas of its own (one per checkpoint it has used), so
+ * no two threads share an arena; they multiply on one OpenBLAS thread each.
  *
  * When a job is done (answered or refused), the worker fills its status and body and calls
  * its done callback, once. jobs_stop lets the workers finish every queued job, then joins
@@ -21,6 +25,7 @@
 #define JOBS_QUEUE_MAX 256       /* jobs waiting at once by default: past it, 503 with Retry-After */
 #define JOBS_BATCH_SENTENCES 64  /* sentences decoded in one batch */
 #define JOBS_DEADLINE_SECONDS 30 /* a job still queued this long after it came is answered 503 */
+#define JOBS_EXPLAIN_GFLOP 300   /* an explanation's estimated work: past it, 413 (seconds of one core, not minutes) */
 
 typedef struct Job {
     ApiRequest req;

@@ -1,8 +1,8 @@
 /* Fuzz target: a request body of qkv serve's API (serve/api.c), as a translate request
- * and as an attention request. Whatever the bytes: a refusal is a 400 or a 413 with one
+ * as an attention request and as an explain request. Whatever the bytes: a refusal is a 400 or a 413 with one
  * line; a request that passes holds what the API promises (at most API_MAX_SENTENCES
  * sentences of well-formed UTF-8 within API_MAX_SENTENCE_BYTES, no line break, options
- * in their ranges, a mask that names no file). */
+ * in their ranges, a mask that names no file, a contrast word within API_MAX_NAME). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +11,11 @@
 #include "util/text.h"
 
 static void check(const ApiRequest *r, int kind) {
-    if (r->n < 0 || r->n > API_MAX_SENTENCES || (kind == API_ATTENTION && r->n != 1)) abort();
+    if (r->n < 0 || r->n > API_MAX_SENTENCES || (kind != API_TRANSLATE && r->n != 1)) abort();
     if (kind == API_TRANSLATE && r->tgt) abort();
+    if (kind != API_EXPLAIN && (r->contrast || r->ig_steps != 0)) abort();
+    if (r->ig_steps < 0 || r->ig_steps > API_MAX_IG_STEPS) abort();
+    if (r->contrast && strlen(r->contrast) > API_MAX_NAME) abort();
     for (int i = 0; i < r->n; i++) {
         size_t len = strlen(r->src[i]);
         if (len > API_MAX_SENTENCE_BYTES || !utf8_valid(r->src[i], len) || strpbrk(r->src[i], "\r\n")) abort();
@@ -25,7 +28,7 @@ static void check(const ApiRequest *r, int kind) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    for (int kind = API_TRANSLATE; kind <= API_ATTENTION; kind++) {
+    for (int kind = API_TRANSLATE; kind <= API_EXPLAIN; kind++) {
         ApiRequest r;
         char err[512];
         err[0] = '\0';
@@ -33,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (status == 0) {
             check(&r, kind);
             api_request_free(&r);
-        } else if ((status != 400 && status != 413) || !err[0] || strchr(err, '\n') || r.src || r.n) {
+        } else if ((status != 400 && status != 413) || !err[0] || strchr(err, '\n') || r.src || r.n || r.contrast) {
             abort();
         }
         char *json = api_error_json(err);
