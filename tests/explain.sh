@@ -154,6 +154,43 @@ expect_error "patch_compare_without_two_words" 2 "^qkv: --compare: 'A,B'" \
 expect_error "patch_at_past_the_target" 2 "^qkv: --at 40: the target has positions 0..7" \
     "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --target "$target" --compare vida,vidan --at 40 --out "$T/x"
 
+# ---- qkv whatif: the model changed and read out ------------------------------------------------
+"$QKV" whatif "$T/run" --text "$text" --lens --tree --out "$T/whatif.json" >"$T/whatif.log" 2>&1
+rc=$?
+printf '%s\n' "$text" | "$QKV" translate "$T/run" --beam 5 >"$T/beam.txt" 2>/dev/null
+"$BOUNDED" "$PY" -c 'import json, math, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+beam = open(sys.argv[2], encoding="utf-8").read().strip()
+assert d["format"] == "qkv-whatif-1" and "changed" not in d
+m = d["model"]
+words = d["target"].split() + ["<eos>"]
+# greedy: the forced word is each position'"'"'s top token (the last may be the length limit'"'"'s EOS)
+assert [row[0]["token"] for row in m["top"]][:-1] == words[:-1], ([row[0]["token"] for row in m["top"]], words)
+# the last layer'"'"'s lens is the model'"'"'s own distribution
+assert all(abs(c["word_logp"] - lp) < 1e-3 for c, lp in zip(m["lens"][-1], m["logp"])), "lens"
+assert all(h >= 0 for h in m["entropy"])
+assert d["beam_best"] == beam, (d["beam_best"], beam)
+fates = {n["fate"] for n in d["beam_tree"]}
+assert fates & {"finished", "limit"} and "kept" in fates, fates' "$T/whatif.json" "$T/beam.txt" 2>"$T/whatif.err"
+[[ $rc -eq 0 && $? -eq 0 ]] && grep -q "^logit lens" "$T/whatif.log" && grep -q "^beam tree (beam 5)" "$T/whatif.log" &&
+    ok "whatif_steps_lens_and_beam_tree" || bad "whatif_steps_lens_and_beam_tree" "exit $rc; $(tail -3 "$T/whatif.err" "$T/whatif.log")"
+"$QKV" whatif "$T/run" --text "$text" --target "$target" --mask-heads "cross.*.*" --pin 1.0.2=3 --out "$T/whatif2.json" \
+    >"$T/whatif2.log" 2>&1
+rc=$?
+"$BOUNDED" "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+a, b = d["model"]["logp"], d["changed"]["logp"]
+assert len(a) == len(b) and any(abs(x - y) > 1e-3 for x, y in zip(a, b)), "nothing changed"
+assert "translation_changed" in d' "$T/whatif2.json" 2>"$T/whatif2.err"
+[[ $rc -eq 0 && $? -eq 0 ]] && grep -q "^pinned: cross-attention layer 1, head 0, at target position 2, onto source position 3" "$T/whatif2.log" &&
+    ok "whatif_heads_off_and_a_pin_change_log_p" || bad "whatif_heads_off_and_a_pin_change_log_p" "exit $rc; $(tail -3 "$T/whatif2.err" "$T/whatif2.log")"
+expect_error "whatif_pin_malformed" 2 "^qkv: --pin: '1.0.2' is not LAYER.HEAD.TARGET=SOURCE" \
+    "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2
+expect_error "whatif_pin_out_of_range" 2 "^qkv: pin: this model's cross-attention has layers 0..1 and heads 0..3" \
+    "$QKV" whatif "$T/run" --text "$text" --pin 5.0.1=1
+expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \
+    "$QKV" whatif "$T/run" --text "$text" --pin 1.0.1=30
+
 # ---- the page in a real browser ----------------------------------------------------------------
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then

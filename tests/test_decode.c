@@ -370,7 +370,65 @@ static void test_beam_scores_and_order(void) {
     CHECK(repeats == 0, "%d repeated bigrams with --no-repeat-ngram 2", repeats);
 }
 
+/* The beam tree: each finished node's path from the root is a finished hypothesis whose
+ * log P the full forward gives; the best one by score is the search's answer; no step keeps
+ * more than K; every node's parent was kept; the trace changes nothing. */
+static void test_beam_tree(void) {
+    enum { N = 12, K = 5 };
+    Model m;
+    fixture_model(&m, 0);
+    Seq src[N], plain, traced;
+    fixture_sources(src, N);
+    int trees = 0;
+    for (int i = 0; i < N; i++) {
+        DecodeOptions o = decode_defaults();
+        o.beam = K;
+        double s0, s1;
+        decode(&m, &src[i], 1, &o, &plain, &s0);
+        BeamTrace tr = {0};
+        o.trace = &tr;
+        decode(&m, &src[i], 1, &o, &traced, &s1);
+        int same = plain.len == traced.len && memcmp(plain.ids, traced.ids, sizeof(int) * (size_t)plain.len) == 0 &&
+                   s0 == s1;
+        int kept_per_step[64] = {0}, parents_kept = 1, found = 0, worst_step = 0;
+        double worst = 0;
+        for (int n = 0; n < tr.n; n++) {
+            const BeamNode *x = &tr.nodes[n];
+            if ((x->fate == BEAM_KEPT || x->fate == BEAM_AT_LIMIT) && x->step < 64) kept_per_step[x->step]++;
+            if (x->parent >= 0)
+                parents_kept &= tr.nodes[x->parent].fate == BEAM_KEPT && tr.nodes[x->parent].step == x->step - 1;
+            /* the path: tokens from the root to this node (a finished node's own is its EOS) */
+            int fin = x->fate == BEAM_FINISHED, path[64], len = 0;
+            for (int p = fin ? x->parent : n; p >= 0 && len < 64; p = tr.nodes[p].parent)
+                path[len++] = tr.nodes[p].token;
+            for (int a = 0; a < len / 2; a++) {
+                int t = path[a];
+                path[a] = path[len - 1 - a], path[len - 1 - a] = t;
+            }
+            worst = fmax(worst, fabs(full_logp(&m, &src[i], path, len, fin) - x->logp));
+            found |= (fin || x->fate == BEAM_AT_LIMIT) && len == plain.len &&
+                     memcmp(path, plain.ids, sizeof(int) * (size_t)len) == 0 &&
+                     fabs(x->logp / pow(len + fin, o.length_penalty) - s0) < 1e-9;
+        }
+        for (int t = 0; t < 64; t++) worst_step = kept_per_step[t] > worst_step ? kept_per_step[t] : worst_step;
+        trees += tr.n > 0;
+        int ended = plain.len < decode_max_len(&m, &o, src[i].len);
+        beam_trace_free(&tr);
+        free(plain.ids), free(traced.ids);
+        CHECK(same, "sentence %d: tracing changed the search", i);
+        CHECK(parents_kept, "sentence %d: a node extends one that was not kept the step before", i);
+        CHECK(worst_step <= K, "sentence %d: a step kept %d > %d", i, worst_step, K);
+        CHECK(worst < 1e-4, "sentence %d: a finished node's log P is %.3g off the full forward's", i, worst);
+        CHECK(found, "sentence %d (%s): the answer is no finished path of the tree", i,
+              ended ? "ended" : "at the limit");
+    }
+    for (int i = 0; i < N; i++) free(src[i].ids);
+    model_free(&m);
+    CHECK(trees == N, "only %d of %d searches left a tree", trees, N);
+}
+
 const TestCase decode_tests[] = {
+    {"decode_beam_tree_paths_scores_and_answer", test_beam_tree},
     {"decode_beam_one_is_greedy", test_beam_one_is_greedy},
     {"decode_greedy_batch_is_each_alone", test_greedy_batch_is_each_alone},
     {"decode_beam_batch_is_each_alone", test_beam_batch_is_each_alone},

@@ -71,20 +71,16 @@ static json_t *steps_json(const Run *r, const WhatifSteps *w) {
 
 /* The tree from node `at`'s children down, indented by depth. */
 static void print_tree(const Run *r, const BeamTrace *tr, int parent, int depth) {
-    static const char *const fate[] = {"kept", "finished", "dropped"};
     for (int i = 0; i < tr->n; i++) {
         const BeamNode *n = &tr->nodes[i];
         if (n->parent != parent) continue;
         char *s = label(r, n->token);
-        printf("%*s%s %-12s %8.3f  step %d%s\n", 2 * depth, "",
-               n->fate == BEAM_DROPPED    ? "x"
-               : n->fate == BEAM_FINISHED ? "#"
-                                          : "+",
-               s, n->logp, n->step,
-               n->fate == BEAM_DROPPED    ? "  (dropped)"
-               : n->fate == BEAM_FINISHED ? "  (finished)"
-                                          : "");
-        (void)fate;
+        const char *mark = n->fate == BEAM_DROPPED ? "x" : n->fate == BEAM_KEPT ? "+" : "#";
+        const char *why = n->fate == BEAM_DROPPED    ? "  (dropped)"
+                          : n->fate == BEAM_FINISHED ? "  (finished)"
+                          : n->fate == BEAM_AT_LIMIT ? "  (finished at the length limit)"
+                                                     : "";
+        printf("%*s%s %-12s %8.3f  step %d%s\n", 2 * depth, "", mark, s, n->logp, n->step, why);
         free(s);
         if (n->fate == BEAM_KEPT) print_tree(r, tr, i, depth + 1);
     }
@@ -200,6 +196,7 @@ static int run_whatif(Run *r, const Options *o) {
             json_put(x, "fate",
                      json_string(n->fate == BEAM_KEPT       ? "kept"
                                  : n->fate == BEAM_FINISHED ? "finished"
+                                 : n->fate == BEAM_AT_LIMIT ? "limit"
                                                             : "dropped"));
             json_put(x, "logp", json_fmt("%.5g", n->logp));
             json_array_append_new(nodes, x), free(c);

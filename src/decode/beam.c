@@ -195,6 +195,7 @@ void beam_search_group(Model *m, DecodeState *st, const Seq *const *src, int G, 
                     memcpy(h, hist + (size_t)from[r] * (t + 1), sizeof(int) * (size_t)t);
                     h[t] = tok[r];
                     finish(s, h, t + 1, new_score[r], 0, o->length_penalty);
+                    if (traced) o->trace->nodes[new_node[r]].fate = BEAM_AT_LIMIT;
                 }
                 s->done = 1;
             }

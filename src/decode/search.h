@@ -9,7 +9,8 @@
 
 /* The beam tree of one sentence: every extension beam search considered at each step (the
  * best 2K of its live hypotheses'), with the hypothesis it extends and what became of it. */
-enum { BEAM_KEPT, BEAM_FINISHED, BEAM_DROPPED };
+/* kept live, finished by its EOS, dropped, or finished as it was at the length limit */
+enum { BEAM_KEPT, BEAM_FINISHED, BEAM_DROPPED, BEAM_AT_LIMIT };
 typedef struct {
     int step, parent; /* parent: the node this extends, -1 for the start */
     int token, fate;  /* BEAM_* */
