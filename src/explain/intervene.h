@@ -1,4 +1,4 @@
-/* whatif: the model read out and changed while the user watches, one sentence pair at a
+/* intervene: the model read out and changed while the user watches, one sentence pair at a
  * time, with the target forced (the user's prefix or translation, or the model's own):
  *
  *   steps   at every target position, the top-k next tokens with their log-probabilities,
@@ -10,8 +10,8 @@
  *   masks   heads switched off (the gates of --mask-heads) apply to all of it.
  *
  * Every number is the model's own pass under the interventions set when it runs. */
-#ifndef QKV_EXPLAIN_WHATIF_H
-#define QKV_EXPLAIN_WHATIF_H
+#ifndef QKV_EXPLAIN_INTERVENE_H
+#define QKV_EXPLAIN_INTERVENE_H
 
 #include "nn/model.h"
 

@@ -1,5 +1,5 @@
-/* whatif: steps, the logit lens and pins (whatif.h). */
-#include "explain/whatif.h"
+/* intervene: steps, the logit lens and pins (intervene.h). */
+#include "explain/intervene.h"
 
 #include <math.h>
 #include <stdlib.h>
