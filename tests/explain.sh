@@ -119,6 +119,32 @@ else
     bad "explain_out_is_a_file_left_untouched" "exit $rc: $err; $(head -c 80 "$T/file")"
 fi
 
+# ---- a corpus: faithfulness, tau, shares, AER ----------------------------------------------------
+# the same tables on one thread and on two (each pair's sums added in the pairs' order)
+for th in 1 2; do
+    OPENBLAS_NUM_THREADS=$th "$QKV" explain "$T/run" --src "$T/data/test.src" --ref "$T/data/test.tgt" \
+        --gold "$T/data/test.align" --max-sentences 12 --ig-steps 4 --random-orders 3 --out "$T/corpus$th" \
+        >"$T/corpus$th.log" 2>&1 || bad "explain_corpus_runs" "$(tail -2 "$T/corpus$th.log")"
+done
+"$BOUNDED" "$PY" -c 'import json, math, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+for d in (a, b): d.pop("seconds")
+assert a == b, "one thread and two differ"
+assert a["format"] == "qkv-explain-corpus-1" and a["sentences"] == 12 and a["random"]["orders"] == 3
+names = [m["name"] for m in a["methods"]]
+for n in ("L1.avg", "shift.L1", "contrib.layer", "contrib.rollout", "saliency", "x-gradient", "integrated-gradients", "leave-one-out"):
+    assert n in names, n
+assert all(0 <= m["aer"] <= 1 and len(m["drop_at_k"]) == 4 for m in a["methods"])
+loo = next(m for m in a["methods"] if m["name"] == "leave-one-out")
+assert loo["drop_at_k"][0] >= max(m["drop_at_k"][0] for m in a["methods"]) - 1e-3, "a method beats leave-one-out at k=1"
+t = a["tau"]
+assert len(t["cross_vs_loo"]) == 2 and all(len(r) == 4 and all(-1 <= v <= 1 for v in r) for r in t["cross_vs_loo"])
+assert all(0 <= v <= 1 for v in a["source_share"]["by_layer"] + a["source_share"]["by_position"])' \
+    "$T/corpus1/explain-corpus.json" "$T/corpus2/explain-corpus.json" 2>"$T/corpus.err"
+[[ $? -eq 0 && -s $T/corpus1/aopc.svg ]] && grep -q "^random " "$T/corpus1.log" &&
+    ok "explain_corpus_tables_the_same_on_one_thread_and_two" ||
+    bad "explain_corpus_tables_the_same_on_one_thread_and_two" "$(tail -3 "$T/corpus.err")"
+
 # ---- qkv patch: activation patching between two sentences ------------------------------------
 # a sentence patched into itself changes nothing; the encoder's output patched everywhere is
 # the corrupted run; every head and every encoder position is a component

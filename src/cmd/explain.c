@@ -20,7 +20,9 @@
 #include "cmdlib/sentence.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
+#include "decode/fanout.h"
 #include "explain/aligners.h"
+#include "explain/corpus.h"
 #include "explain/explain_json.h"
 #include "explain/faith.h"
 #include "explain/pair.h"
@@ -36,7 +38,7 @@
 
 typedef struct {
     const char *text, *target, *contrast, *out, *src, *ref, *gold, *mask_heads;
-    int ig_steps, max_sentences, random_orders;
+    int ig_steps, max_sentences, random_orders, threads;
 } Options;
 
 /* Files an export writes: what a new one replaces in an old one. */
@@ -261,8 +263,9 @@ static void print_corpus(const CorpusRun *c) {
     const FaithTotals *f = c->f;
     double mean, sd;
     faith_random(f, &mean, &sd);
-    printf("%ld sentence pairs, %ld target tokens, %.1f s (%ld removal passes); a token is removed as <unk>\n",
-           f->sentences, f->tokens, c->seconds, f->removal_rows);
+    printf("%ld sentence pairs, %ld target tokens, %.1f s on %d thread%s (%ld removal passes); a token is removed as "
+           "<unk>\n",
+           f->sentences, f->tokens, c->seconds, c->o->threads, c->o->threads == 1 ? "" : "s", f->removal_rows);
     if (c->skipped) printf("%d pairs left out: a side empty or longer than the model's positions\n", c->skipped);
     printf(
         "\nfaithfulness: drop in log p(y_t) with the method's top-k source tokens removed (higher: more faithful)\n");
@@ -302,15 +305,21 @@ static void print_corpus(const CorpusRun *c) {
     printf("\n");
 }
 
+static void on_progress(int done, int total, void *arg) {
+    double t0 = *(const double *)arg, el = now_seconds() - t0;
+    if (done % 25 && done != total) return;
+    fprintf(stderr, "\rexplained %d/%d pairs, %.0f s, ETA %.0f s   ", done, total, el, el / done * (total - done));
+    if (done == total) fputc('\n', stderr);
+}
+
 static int corpus(Run *r, const Options *o) {
     int n_src = 0, n_ref = 0, n_gold = 0, rc = 2, tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
     char **src = read_file_lines(o->src, &n_src), **ref = NULL, **gold = NULL;
-    int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)), *tid = xmalloc(sizeof(int) * (size_t)(max + 2));
-    FaithTotals f = {0};
-    AlignCounts *aer = NULL;
-    ExplainMethod *ms = NULL;
-    int n_ms = 0;
-    CorpusRun c = {o, &f, NULL, 0, 0};
+    ExplainCorpusResult res = {0};
+    CorpusRun c = {o, &res.f, NULL, 0, 0};
+    Seq *ss = NULL, *ts = NULL;
+    char **golds = NULL;
+    int *lines = NULL, n = 0;
     if (!src) goto done;
     if (o->ref && !(ref = read_file_lines(o->ref, &n_ref))) goto done;
     if (o->gold && !(gold = read_file_lines(o->gold, &n_gold))) goto done;
@@ -319,47 +328,46 @@ static int corpus(Run *r, const Options *o) {
                 ref && n_ref != n_src ? o->ref : o->gold, ref && n_ref != n_src ? n_ref : n_gold);
         goto done;
     }
-    int n = o->max_sentences && o->max_sentences < n_src ? o->max_sentences : n_src;
-    ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
-    double t0 = now_seconds();
-    for (int i = 0; i < n; i++) {
-        int ns = encode_line(src[i], tok, &r->src_vocab, sid, max + 1), nt;
-        if (ns < 1 || ns > max) {
+    /* the pairs the model can read whole, up to --max-sentences */
+    int want = o->max_sentences && o->max_sentences < n_src ? o->max_sentences : n_src;
+    ss = xcalloc((size_t)want, sizeof(Seq)), ts = ref ? xcalloc((size_t)want, sizeof(Seq)) : NULL;
+    golds = gold ? xcalloc((size_t)want, sizeof(char *)) : NULL, lines = xcalloc((size_t)want, sizeof(int));
+    for (int i = 0; i < want; i++) {
+        int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)),
+            *tid = ref ? xmalloc(sizeof(int) * (size_t)(max + 2)) : NULL;
+        int ns = encode_line(src[i], tok, &r->src_vocab, sid, max + 1);
+        int nt = ref ? encode_line(ref[i], tok, &r->tgt_vocab, tid, max + 1) : 1;
+        if (ns < 1 || ns > max || nt < 1 || nt > max) {
             c.skipped++;
+            free(sid), free(tid);
             continue;
         }
-        if (ref) nt = encode_line(ref[i], tok, &r->tgt_vocab, tid, max + 1);
-        else nt = greedy_ids(&r->model, sid, ns, tid, max);
-        if (nt < 1 || nt > max) {
-            c.skipped++;
-            continue;
-        }
-        PairExplanation e;
-        explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, sid, ns, tid, nt, &eo, &e);
-        if (ms) explain_methods_free(ms, n_ms);
-        n_ms = explain_methods(&e, &ms);
-        if (!f.methods) {
-            faith_init(&f, ms, n_ms, e.contrib.dec_layers, e.maps.heads, o->random_orders);
-            if (gold) aer = xcalloc((size_t)n_ms, sizeof(AlignCounts)), c.aer = aer;
-        }
-        faith_add(&f, &r->model, &e, ms, 0x5eed + (uint64_t)i);
-        int bad = gold && explain_align_score(&e, ms, n_ms, tok, gold[i], o->gold, i + 1, aer) != 0;
-        explain_pair_free(&e);
-        if (bad) goto done;
-        if ((i + 1) % 50 == 0 || i + 1 == n) {
-            double el = now_seconds() - t0;
-            fprintf(stderr, "\rexplained %d/%d pairs, %.0f s, ETA %.0f s   ", i + 1, n, el, el / (i + 1) * (n - i - 1));
-            if (i + 1 == n) fputc('\n', stderr);
-        }
+        ss[n] = (Seq){sid, ns};
+        if (ts) ts[n] = (Seq){tid, nt};
+        if (golds) golds[n] = gold[i];
+        lines[n++] = i + 1;
     }
-    c.seconds = now_seconds() - t0;
-    if (!f.methods) {
+    if (n == 0) {
         err_set("%s: no pair the model can read (each side 1..%d tokens)", o->src, max);
         goto done;
     }
+    ExplainCorpus in = {.n = n,
+                        .src = ss,
+                        .tgt = ts,
+                        .gold = golds,
+                        .gold_file = o->gold,
+                        .line = lines,
+                        .tokenizer = tok,
+                        .sv = &r->src_vocab,
+                        .tv = &r->tgt_vocab,
+                        .eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1},
+                        .random_orders = o->random_orders};
+    double t0 = now_seconds();
+    if (explain_corpus(&r->model, &in, o->threads, on_progress, &t0, &res) != 0) goto done;
+    c.seconds = res.seconds, c.aer = res.aer;
     rc = 1;
     json_t *root = corpus_json(&c);
-    CorpusFiles files = {xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), aopc_svg(&f)};
+    CorpusFiles files = {xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), aopc_svg(&res.f)};
     json_decref(root);
     int ok = staged_dir_write(o->out, "--out", write_corpus_files, &files, export_file) == 0;
     free(files.json), free(files.svg);
@@ -369,9 +377,9 @@ static int corpus(Run *r, const Options *o) {
     rc = 0;
 done:
     if (rc == 1) rc = err_status();
-    if (ms) explain_methods_free(ms, n_ms);
-    if (f.methods) faith_free(&f);
-    free(aer), free(sid), free(tid);
+    explain_corpus_free(&res);
+    for (int i = 0; i < n; i++) free(ss[i].ids), free(ts ? ts[i].ids : NULL);
+    free(ss), free(ts), free(golds), free(lines);
     if (src) free_lines(src, n_src);
     if (ref) free_lines(ref, n_ref);
     if (gold) free_lines(gold, n_gold);
@@ -440,6 +448,7 @@ int cmd_explain(int argc, char **argv) {
     /* a sentence's products are small: OpenBLAS's threads would only wait on each other
      * (measured on 2 cores: one sentence of the toy model 0.19 s on one thread, 2.2 s on two
      * beside a training run) */
+    o.threads = fanout_threads(); /* the corpus's workers: every core, each on its own replica */
     openblas_set_num_threads(1);
     int rc = o.text ? one_sentence(&r, &o, masked) : corpus(&r, &o);
     if (rc) cmd_fail(rc);

@@ -54,6 +54,20 @@ void faith_free(FaithTotals *f) {
     memset(f, 0, sizeof *f);
 }
 
+void faith_merge(FaithTotals *into, const FaithTotals *from) {
+    for (int i = 0; i < into->n_methods * FAITH_KS; i++) into->drop[i] += from->drop[i];
+    for (int i = 0; i < into->n_random * FAITH_KS; i++) into->random_drop[i] += from->random_drop[i];
+    for (int i = 0; i < into->layers * into->heads; i++) {
+        into->tau_loo[i] += from->tau_loo[i], into->tau_grad[i] += from->tau_grad[i];
+        into->tau_self[i] += from->tau_self[i];
+        into->n_loo[i] += from->n_loo[i], into->n_grad[i] += from->n_grad[i], into->n_self[i] += from->n_self[i];
+    }
+    for (int l = 0; l < into->layers; l++) into->share_layer[l] += from->share_layer[l];
+    for (int p = 0; p < FAITH_POSITIONS; p++)
+        into->share_pos[p] += from->share_pos[p], into->n_pos[p] += from->n_pos[p];
+    into->tokens += from->tokens, into->sentences += from->sentences, into->removal_rows += from->removal_rows;
+}
+
 /* One removal a ranking asks for: the set (S bytes at `set`) and where its drop goes */
 typedef struct {
     int set;    /* index into the sets */

@@ -48,6 +48,8 @@ void faith_init(FaithTotals *f, const ExplainMethod *methods, int n, int layers,
  * the random orders from seed, tau and the shares. */
 void faith_add(FaithTotals *f, Model *m, const PairExplanation *e, const ExplainMethod *methods, uint64_t seed);
 void faith_free(FaithTotals *f);
+/* Adds from's sums into into (the same methods, layers, heads and random orders). */
+void faith_merge(FaithTotals *into, const FaithTotals *from);
 
 /* A method's AOPC, and at one k (0..FAITH_KS-1); the random orders' mean and standard
  * deviation of AOPC. */

@@ -1,9 +1,9 @@
 /* gradattr: saliency, input x gradient, integrated gradients and their contrastive forms
  * (gradattr.h states them). One batched pass gives many rows' gradients: sentences in a
  * batch never meet, so row r's embedding gradient is exactly the gradient of row r's loss.
- * Each row is the same pair with one target position t scored (every other target is
- * padding, which carries no loss), at one point alpha of the integration path, for y_t
- * or for the foil. */
+ * Each row is the same pair at one point alpha of the integration path, for y_t or for
+ * the foil; one forward pass serves every target position, each backward pass scores one
+ * position t (every other target is padding, which carries no loss). */
 #include "explain/gradattr.h"
 
 #include <math.h>
@@ -36,14 +36,14 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
     g->f_base = xcalloc((size_t)T, sizeof(double));
     g->ig_error = xcalloc((size_t)T, sizeof(double));
 
-    /* every row to run: for each t, the input, the baseline and the m path points, each
-     * for y_t and (contrastive) the foil */
-    int per_t = (ig_steps + 2) * sides, n_jobs = T * per_t;
+    /* every row to run: the input, the baseline and the m path points, each for y_t and
+     * (contrastive) the foil; a pass runs some of them forward once, then backward once
+     * per target position t (the activations stay; only the scored position changes) */
+    int per_t = (ig_steps + 2) * sides, n_jobs = per_t;
     RowJob *jobs = xmalloc(sizeof(RowJob) * (size_t)n_jobs);
     int n = 0;
-    for (int t = 0; t < T; t++)
-        for (int step = -2; step < ig_steps; step++)
-            for (int s = 0; s < sides; s++) jobs[n++] = (RowJob){t, step, s};
+    for (int step = -2; step < ig_steps; step++)
+        for (int s = 0; s < sides; s++) jobs[n++] = (RowJob){0, step, s};
 
     /* the tokens' scaled embeddings: what input x gradient and IG multiply by */
     float scale = sqrtf((float)d);
@@ -74,7 +74,6 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
             memcpy(bsrc + (size_t)r * S, src, sizeof(int) * (size_t)S);
             memcpy(btin + (size_t)r * T, tin, sizeof(int) * (size_t)T);
             for (int k = 0; k < T; k++) btout[(size_t)r * T + k] = VOCAB_PAD;
-            btout[(size_t)r * T + j->t] = j->foil ? foil : tout[j->t];
             slen[r] = S, tlen[r] = T;
             float a = job_alpha(j, ig_steps);
             for (int k = 0; k < S; k++) asrc[(size_t)r * S + k] = a;
@@ -82,21 +81,35 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
         }
         ModelBatch b = {B, S, T, bsrc, slen, btin, btout, tlen, 0};
         model_forward(m, &b, 0, 0, 0);
-        m->loss_tokens = 1; /* each row's own -log p, unscaled */
-        model_backward(m, &b);
         for (int r = 0; r < B; r++) {
             const RowJob *j = &jobs[first + r];
-            /* the loss is -log p(word): df/dx is minus its gradient for y_t, plus it for the foil */
-            float sign = j->foil ? 1.0f : -1.0f;
-            model_row_log_probs(m, r * T + j->t, lp);
-            double f = -sign * lp[btout[(size_t)r * T + j->t]];
-            if (j->step == -1) g->f[j->t] += f;
-            if (j->step == -2) g->f_base[j->t] += f;
-            if (j->step == -2) continue;
-            float *into = (j->step == -1 ? at_input : path) + (size_t)j->t * W * d;
-            const float *gs = gsrc + (size_t)r * S * d, *gt = gtgt + (size_t)r * T * d;
-            for (size_t k = 0; k < (size_t)S * d; k++) into[k] += sign * gs[k];
-            for (size_t k = 0; k < (size_t)T * d; k++) into[(size_t)S * d + k] += sign * gt[k];
+            if (j->step >= 0) continue;
+            for (int t = 0; t < T; t++) {
+                model_row_log_probs(m, r * T + t, lp);
+                double f = j->foil ? -lp[foil] : lp[tout[t]];
+                if (j->step == -1) g->f[t] += f;
+                else g->f_base[t] += f;
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            /* score position t alone in every row: y_t, or the foil */
+            for (int r = 0; r < B; r++) {
+                const RowJob *j = &jobs[first + r];
+                btout[(size_t)r * T + (t ? t - 1 : 0)] = VOCAB_PAD;
+                btout[(size_t)r * T + t] = j->foil ? foil : tout[t];
+            }
+            m->loss_tokens = 1; /* each row's own -log p, unscaled */
+            model_backward(m, &b);
+            for (int r = 0; r < B; r++) {
+                const RowJob *j = &jobs[first + r];
+                if (j->step == -2) continue;
+                /* the loss is -log p(word): df/dx is minus its gradient for y_t, plus it for the foil */
+                float sign = j->foil ? 1.0f : -1.0f;
+                float *into = (j->step == -1 ? at_input : path) + (size_t)t * W * d;
+                const float *gs = gsrc + (size_t)r * S * d, *gt = gtgt + (size_t)r * T * d;
+                for (size_t k = 0; k < (size_t)S * d; k++) into[k] += sign * gs[k];
+                for (size_t k = 0; k < (size_t)T * d; k++) into[(size_t)S * d + k] += sign * gt[k];
+            }
         }
     }
     model_set_embedding_hooks(m, NULL, NULL, NULL, NULL);

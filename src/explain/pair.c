@@ -28,7 +28,9 @@ void explain_removal_logp(Model *m, const PairExplanation *e, const unsigned cha
             const unsigned char *set = sets + (size_t)(first + r) * S;
             for (int j = 0; j < S; j++) bsrc[(size_t)r * S + j] = set[j] ? VOCAB_UNK : e->src[j];
             memcpy(btin + (size_t)r * T, e->tin, sizeof(int) * (size_t)T);
-            memcpy(btout + (size_t)r * T, e->tout, sizeof(int) * (size_t)T);
+            /* only the wanted positions are scored: the rest cost no output projection */
+            for (int t = 0; t < T; t++)
+                btout[(size_t)r * T + t] = want[(size_t)(first + r) * T + t] ? e->tout[t] : VOCAB_PAD;
             sl[r] = S, tl[r] = T;
         }
         ModelBatch b = {B, S, T, bsrc, sl, btin, btout, tl, 0};
