@@ -22,7 +22,7 @@
 #include "decode/decode.h"
 #include "decode/fanout.h"
 #include "explain/aligners.h"
-#include "explain/corpus.h"
+#include "explain/corpus_run.h"
 #include "explain/explain_json.h"
 #include "explain/faith.h"
 #include "explain/pair.h"

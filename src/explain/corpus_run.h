@@ -1,9 +1,9 @@
-/* corpus: qkv explain over a set of sentence pairs, on every core. Each pair is explained
+/* corpus_run: qkv explain over a set of sentence pairs, on every core. Each pair is explained
  * (pair.h) and measured (faith.h, and against gold links aligners.h) by one of fanout's
  * workers on its own replica of the model; the per-pair sums are added up in the pairs'
  * order afterwards, so the tables are the same bits whatever the thread count. */
-#ifndef QKV_EXPLAIN_CORPUS_H
-#define QKV_EXPLAIN_CORPUS_H
+#ifndef QKV_EXPLAIN_CORPUS_RUN_H
+#define QKV_EXPLAIN_CORPUS_RUN_H
 
 #include "attention/align_map.h"
 #include "data/corpus.h"

@@ -1,5 +1,5 @@
-/* corpus: explain_corpus (corpus.h). */
-#include "explain/corpus.h"
+/* corpus_run: explain_corpus (corpus_run.h). */
+#include "explain/corpus_run.h"
 
 #include <pthread.h>
 #include <stdlib.h>
