@@ -11,7 +11,7 @@
 #include "explain/faith.h"
 #include "explain/gradattr.h"
 #include "explain/pair.h"
-#include "explain/patch.h"
+#include "explain/patching.h"
 #include "nn/model.h"
 #include "util/mem.h"
 #include "util/rng.h"

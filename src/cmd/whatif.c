@@ -2,7 +2,7 @@
  * switched off (--mask-heads), one cross-attention query pinned onto a source token
  * (--pin), the target forced (--target); per target position the change in log p, the
  * top-k next tokens and their entropy, the logit lens of every decoder layer (--lens) and
- * the beam tree (--tree). The library work is explain/whatif.h's and decode's; this file
+ * the beam tree (--tree). The library work is explain/readout.h's and decode's; this file
  * parses, prints and writes whatif.json. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -20,7 +20,7 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
-#include "explain/whatif.h"
+#include "explain/readout.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"

@@ -1,5 +1,7 @@
-/* whatif: the model read out and changed while the user watches, one sentence pair at a
- * time, with the target forced (the user's prefix or translation, or the model's own):
+/* readout: `qkv whatif`'s library (named apart from cmd/whatif.c, as the house keeps every
+ * basename once): the model read out and changed while the user watches, one sentence
+ * pair at a time, with the target forced (the user's prefix or translation, or the
+ * model's own):
  *
  *   steps   at every target position, the top-k next tokens with their log-probabilities,
  *           the entropy of the distribution, and the log-probability of the forced word;
@@ -10,8 +12,8 @@
  *   masks   heads switched off (the gates of --mask-heads) apply to all of it.
  *
  * Every number is the model's own pass under the interventions set when it runs. */
-#ifndef QKV_EXPLAIN_WHATIF_H
-#define QKV_EXPLAIN_WHATIF_H
+#ifndef QKV_EXPLAIN_READOUT_H
+#define QKV_EXPLAIN_READOUT_H
 
 #include "nn/model.h"
 

@@ -1,5 +1,5 @@
-/* whatif: steps, the logit lens and pins (whatif.h). */
-#include "explain/whatif.h"
+/* readout: steps, the logit lens and pins (readout.h). */
+#include "explain/readout.h"
 
 #include <math.h>
 #include <stdlib.h>
