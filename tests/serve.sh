@@ -400,6 +400,28 @@ else
     [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
 fi
 
+# ---- the live page's what-if controls, each worked in headless Chromium; a screenshot of each ----
+if [[ -n $browser ]]; then
+    live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
+    for control in mask pin prefix lens tree patch; do
+        url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
+            >"$T/dom-$control.html" 2>"$T/browser-$control.err"
+        result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom-$control.html" | sed 's/.*>//')
+        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser-$control.err" | head -3)
+        shot=${BUILD:-build}/live-$control.png
+        rm -f "$shot"
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/shot-$control}" --hide-scrollbars \
+            --window-size=1300,1100 --screenshot="$shot" "$url" >/dev/null 2>&1
+        if [[ $result == *'"ok":true'* && -z $console && -s $shot ]]; then
+            ok "serve_browser_whatif_$control"
+            cp "$shot" /tmp/ 2>/dev/null || true
+        else
+            bad "serve_browser_whatif_$control" "result: ${result:-none}; console: $console; screenshot: $(ls "$shot" 2>&1)"
+        fi
+    done
+fi
+
 kill -TERM $server_pid
 wait $server_pid
 rc=$?

@@ -453,7 +453,8 @@ static void run_whatif(Worker *w, Job *job) {
     DecodeOptions d = decode_defaults();
     /* a mask sent, even one naming no head, asks for the changed model's read-out: nothing
      * switched off then changes nothing, which a client can see */
-    int longest = decode_max_len(&r->model, &d, ns), masked = gates != NULL, changed = masked || q->pin || q->mask_heads;
+    int longest = decode_max_len(&r->model, &d, ns), masked = gates != NULL,
+        changed = masked || q->pin || q->mask_heads;
     double work = whatif_gflop(mc, S, (q->tgt ? nt : longest) + 1, q->tgt != NULL, changed, masked,
                                q->tree ? q->o.decode.beam : 0, longest);
     if (work > w->jobs->max_gflop) {
