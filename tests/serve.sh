@@ -166,6 +166,107 @@ else
     bad serve_explain_forced_target_and_contrast "$(head -c 300 "$T/exf.out")"
 fi
 
+# ---- whatif: the model changed and read out, as `qkv whatif` writes whatif.json ----------------
+# heads off, a lens and a tree: the answer holds what the command's whatif.json holds
+printf '{"src": "%s", "mask_heads": "cross.1.0, enc.0.1", "lens": true, "tree": true}' "$src1" >"$T/wi.json"
+call POST /v1/whatif "$T/wi.json" >"$T/wi.out"
+OPENBLAS_NUM_THREADS=1 "$QKV" whatif "$T/w" --text "$src1" --mask-heads "cross.1.0, enc.0.1" --lens --tree --out "$T/wi.cmd.json" >"$T/wi.log" 2>&1
+printf '{"src": ["%s"], "beam": 5}' "$src1" >"$T/wi.tr.json"
+call POST /v1/translate "$T/wi.tr.json" >"$T/wi.tr.out"
+printf '{"src": "%s", "mask_heads": "", "lens": true, "tree": true, "top": 3}' "$src1" >"$T/wi0.json"
+call POST /v1/whatif "$T/wi0.json" >"$T/wi0.out"
+if "$BOUNDED" "$PY" - "$T/wi.out" "$T/wi.cmd.json" "$T/wi0.out" "$T/wi.tr.out" <<'PYEOF'; then
+import json, sys
+raw = open(sys.argv[1], encoding="utf-8").read().rsplit("\n", 1)
+assert raw[1] == "200", raw[1]
+a = json.loads(raw[0])
+want = json.load(open(sys.argv[2], encoding="utf-8"))
+assert a["format"] == "qkv-whatif-1" and a["checkpoint"] == "best" and a["step"] == 150 and a["forced"] is False
+for k in ("checkpoint", "step", "forced"): del a[k]
+assert a == want, "not the command's whatif.json: " + str(sorted(set(a) ^ set(want)))
+T = len(a["tokens"])
+assert a["tokens"][-1] == "<eos>" and len(a["change"]) == T and "translation_changed" in a
+assert all(len(row) == 5 for row in a["model"]["top"]), "top 5 by default"
+# masking nothing changes nothing: the change is 0 at every position, the distributions equal
+raw0 = open(sys.argv[3], encoding="utf-8").read().rsplit("\n", 1)
+b = json.loads(raw0[0])
+assert raw0[1] == "200" and len(b["change"]) == T and all(c == 0 for c in b["change"]), b.get("change")
+assert b["changed"] == b["model"] and "translation_changed" not in b and all(len(r) == 3 for r in b["model"]["top"])
+# the last decoder layer's lens is the model's own output
+L = len(b["model"]["lens"])
+for t in range(T):
+    assert abs(b["model"]["lens"][L - 1][t]["word_logp"] - b["model"]["logp"][t]) < 1e-3, (t, b["model"]["lens"][L - 1][t])
+    assert b["model"]["lens"][L - 1][t]["top"] == b["model"]["top"][t][0]["token"]
+# the entropy is one of a distribution over the vocabulary; the forced word's log p at most 0
+assert all(e >= 0 for e in b["model"]["entropy"]) and all(lp <= 0 for lp in b["model"]["logp"])
+# the tree's best finished path (log P / length, EOS counted, as the beam ranks it) is beam search's translation
+nodes = b["beam_tree"]
+assert {n["fate"] for n in nodes} <= {"kept", "finished", "dropped"} and any(n["fate"] == "finished" for n in nodes)
+def path(i):
+    out = []
+    while i >= 0:
+        out.append(nodes[i]["token"]); i = nodes[i]["parent"]
+    return out[::-1]
+best = max((i for i, n in enumerate(nodes) if n["fate"] == "finished"), key=lambda i: nodes[i]["logp"] / len(path(i)))
+tr = json.loads(open(sys.argv[4], encoding="utf-8").read().rsplit("\n", 1)[0])["translations"][0]
+assert path(best)[:-1] == tr["tokens"], (path(best), tr["tokens"])
+assert b["beam_best"] == tr["text"], (b["beam_best"], tr["text"])
+PYEOF
+    ok serve_whatif_equals_whatif_json_and_masking_nothing_changes_nothing
+else
+    bad serve_whatif_equals_whatif_json_and_masking_nothing_changes_nothing "$(head -c 300 "$T/wi.out"; tail -2 "$T/wi.log")"
+fi
+# a forced prefix and a pin: the forced words are the rows; a pin moves its own row only (the
+# rows before it cannot see it); a pin onto the weights a one-hot key gives is the same pin
+printf '{"src": "%s", "tgt": "un", "pin": {"layer": 1, "head": 0, "query": 1, "key": 0}}' "$src1" >"$T/wp.json"
+printf '{"src": "%s", "tgt": "un", "pin": {"layer": 1, "head": 0, "query": 1, "weights": [1%s]}}' "$src1" \
+    "$(for _ in $(seq "$(wc -w <<<"$src1")"); do printf ', 0'; done)" >"$T/wp2.json"
+call POST /v1/whatif "$T/wp.json" >"$T/wp.out"
+call POST /v1/whatif "$T/wp2.json" >"$T/wp2.out"
+if "$BOUNDED" "$PY" - "$T/wp.out" "$T/wp2.out" <<'PYEOF'; then
+import json, sys
+a, b = [json.loads(open(f, encoding="utf-8").read().rsplit("\n", 1)[0]) for f in sys.argv[1:3]]
+assert a["forced"] is True and a["tokens"] == ["un", "<eos>"] and a["target"] == "un", a["tokens"]
+assert a["change"][0] == 0 and a["changed"]["top"][0] == a["model"]["top"][0]
+assert a["changed"]["top"][1] != a["model"]["top"][1] or a["change"][1] != 0, "the pin changed nothing"
+assert a["change"] == b["change"] and a["changed"] == b["changed"]
+PYEOF
+    ok serve_whatif_forced_prefix_and_pin
+else
+    bad serve_whatif_forced_prefix_and_pin "$(head -c 300 "$T/wp.out"; head -c 300 "$T/wp2.out")"
+fi
+
+# ---- patch: patch.json's object, as `qkv patch` writes it ---------------------------------------
+clean="the old farmer sees a red bird" corrupt="the old farmers see a red bird"
+printf '{"clean": "%s", "corrupt": "%s"}' "$clean" "$corrupt" >"$T/pa.json"
+call POST /v1/patch "$T/pa.json" >"$T/pa.out"
+OPENBLAS_NUM_THREADS=1 "$QKV" patch "$T/w" --clean "$clean" --corrupt "$corrupt" --out "$T/pa" >"$T/pa.log" 2>&1
+printf '{"clean": "%s", "corrupt": "%s", "compare": ["un", "una"], "at": 0}' "$clean" "$clean" >"$T/pa0.json"
+call POST /v1/patch "$T/pa0.json" >"$T/pa0.out"
+if "$BOUNDED" "$PY" - "$T/pa.out" "$T/pa/patch.json" "$T/pa0.out" <<'PYEOF'; then
+import json, sys
+raw = open(sys.argv[1], encoding="utf-8").read().rsplit("\n", 1)
+assert raw[1] == "200", raw[1]
+a = json.loads(raw[0])
+assert a["format"] == "qkv-patch-1" and a["checkpoint"] == "best" and a["step"] == 150
+body = raw[0]
+cut = body.rindex(',"checkpoint"')
+assert body[:cut] + "}" == open(sys.argv[2], encoding="utf-8").read(), "not the command's patch.json"
+kinds = {c["kind"] for c in a["components"]}
+assert kinds == {"enc", "dec", "cross", "stream"}, kinds
+assert len(a["source"]) == 8 and -1 <= a["rho"] <= 1
+# a sentence patched into itself: every effect 0, every estimate 0
+raw0 = open(sys.argv[3], encoding="utf-8").read().rsplit("\n", 1)
+b = json.loads(raw0[0])
+assert raw0[1] == "200" and b["metric"].startswith("log p(un) - log p(una) at target position 0"), b["metric"]
+assert all(abs(c["effect"]) < 1e-6 and abs(c["atp"]) < 1e-6 for c in b["components"]), "a self-patch moved something"
+assert b["clean"] == b["corrupt"] == b["everything"]
+PYEOF
+    ok serve_patch_equals_patch_json_and_a_self_patch_is_zero
+else
+    bad serve_patch_equals_patch_json_and_a_self_patch_is_zero "$(head -c 300 "$T/pa.out"; tail -2 "$T/pa.log")"
+fi
+
 # ---- bad requests: status, one line of JSON, and the server goes on -----------------------------
 # expect_status NAME STATUS PATTERN METHOD PATH [BODY-FILE]
 expect_status() {
@@ -217,6 +318,32 @@ expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 targe
 expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
 expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
+for b in 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"beam": 9|\\"beam\\" must be 2 to 8, not 9' \
+    'w3|"lens": "yes"|\\"lens\\" must be true or false' 'w4|"nbest": 2|unknown key \\"nbest\\"' \
+    'w5|"pin": {"layer": 9, "head": 0, "query": 0, "key": 0}|\\"pin.layer\\": this model.s cross-attention has layers 0..1' \
+    'w6|"pin": {"layer": 0, "head": 0, "query": 0, "key": 99}|\\"pin.key\\": ' \
+    'w7|"pin": {"layer": 0, "head": 0, "query": 0, "weights": [1]}|\\"pin.weights\\": ' \
+    'w8|"pin": {"layer": 0, "head": 0, "query": 99, "key": 0}|\\"pin.query\\": target position 99' \
+    'w9|"pin": {"layer": 0, "head": 0, "query": 0, "weights": [0.5]}|\\"pin.weights\\" sum to 0.5, not 1' \
+    'w10|"tgt": "qqqq un"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'w11|"mask_heads": "cross.9.0"|\\"mask_heads\\": ' \
+    'w12|"checkpoint": "nope"|no checkpoint'; do
+    IFS='|' read -r name key want <<<"$b"
+    printf '{"src": "%s", %s}' "$src1" "$key" >"$T/$name"
+    expect_status "serve_whatif_bad_${name}_is_400" 400 "$want" POST /v1/whatif "$T/$name"
+done
+printf '{"src": ""}' >"$T/w13"
+expect_status serve_whatif_empty_text_is_400 400 '\\"src\\": nothing to look at' POST /v1/whatif "$T/w13"
+printf '{"clean": "%s", "corrupt": "the old farmer sees a bird"}' "$clean" >"$T/p1"
+expect_status serve_patch_token_counts_differ_is_400 400 '\\"corrupt\\" is 6 tokens and \\"clean\\" 7: patching copies position for position' POST /v1/patch "$T/p1"
+for b in 'p2|"compare": ["un", "zzzz"]|\\"compare\[1\]\\": .zzzz. is not in the target vocabulary' \
+    'p3|"compare": ["un", "una"], "at": 99|\\"at\\": target position 99' 'p4|"at": 1|\\"at\\" is the position of \\"compare\\"' \
+    'p5|"src": "a"|unknown key \\"src\\"' 'p6|"tgt": "qqqq"|\\"tgt\\": not in the target vocabulary'; do
+    IFS='|' read -r name key want <<<"$b"
+    printf '{"clean": "%s", "corrupt": "%s", %s}' "$clean" "$corrupt" "$key" >"$T/$name"
+    expect_status "serve_patch_bad_${name}_is_400" 400 "$want" POST /v1/patch "$T/$name"
+done
+expect_status serve_get_whatif_is_405 405 'use POST' GET /v1/whatif
+expect_status serve_get_patch_is_405 405 'use POST' GET /v1/patch
 # a truncated body: the client says 100 bytes and sends 10, then goes
 "$BOUNDED" "$PY" - "$port" <<'PYEOF' >"$T/trunc.out" 2>&1
 import socket, sys
@@ -273,12 +400,43 @@ else
     [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
 fi
 
+# ---- the live page's what-if controls, each worked in headless Chromium; a screenshot of each ----
+if [[ -n $browser ]]; then
+    live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
+    for control in mask pin prefix lens tree patch; do
+        url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
+            >"$T/dom-$control.html" 2>"$T/browser-$control.err"
+        result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom-$control.html" | sed 's/.*>//')
+        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser-$control.err" | head -3)
+        shot=${BUILD:-build}/live-$control.png
+        rm -f "$shot"
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/shot-$control}" --hide-scrollbars \
+            --window-size=1300,1100 --screenshot="$shot" "$url" >/dev/null 2>&1
+        if [[ $result == *'"ok":true'* && -z $console && -s $shot ]]; then
+            ok "serve_browser_whatif_$control"
+            cp "$shot" /tmp/ 2>/dev/null || true
+        else
+            bad "serve_browser_whatif_$control" "result: ${result:-none}; console: $console; screenshot: $(ls "$shot" 2>&1)"
+        fi
+    done
+fi
+
 kill -TERM $server_pid
 wait $server_pid
 rc=$?
 server_pid=""
 [[ $rc -eq 0 ]] && grep -q "qkv: stopped" "$T/server.log" && ok serve_sigterm_when_idle_exits_0 ||
     bad serve_sigterm_when_idle_exits_0 "exit $rc: $(tail -2 "$T/server.log")"
+
+# ---- the work bound: a server that admits little refuses whatif and patch with a 413 -----------
+start_server "$T/server-cap.log" --workers 1 --max-gflop 0.0001 || exit 1
+expect_status serve_whatif_past_the_work_bound_is_413 413 'this whatif is about [0-9.e+-]+ GFLOP, more than the 0.0001 one request may ask' POST /v1/whatif "$T/wi.json"
+expect_status serve_patch_past_the_work_bound_is_413 413 'patching 8 source and [0-9]+ target positions is about [0-9.e+-]+ GFLOP, more than the 0.0001' POST /v1/patch "$T/pa.json"
+expect_status serve_explain_past_a_set_work_bound_is_413 413 'explaining [0-9]+ target tokens' POST /v1/explain "$T/ex.json"
+kill -TERM $server_pid
+wait $server_pid
+server_pid=""
 
 # ---- a full queue, and SIGTERM with a request in flight --------------------------------------
 echo '{"format": "qkv-heads-1", "heads": [{"kind": "feed_forward"}]}' >"$T/w/heads/heads.json"

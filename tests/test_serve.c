@@ -164,6 +164,100 @@ static void test_api_parse_refusals(void) {
     free(big), sb_free(&longs), sb_free(&longname), sb_free(&longword), sb_free(&longsrc);
 }
 
+/* whatif and patch: every key read, the defaults where one is left out, every refusal. */
+static void test_api_parse_whatif_and_patch(void) {
+    ApiRequest r;
+    char err[512];
+    int st = parse(API_WHATIF, "{\"src\": \"a b\"}", &r, err, sizeof err);
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.pin && r.top == API_WHATIF_TOP &&
+              !r.lens && !r.tree && r.o.decode.beam == API_WHATIF_BEAM && !r.mask_heads,
+          "whatif, defaults: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_WHATIF,
+               "{\"src\": \"a\", \"tgt\": \"b\", \"mask_heads\": \"cross.1.0\", \"pin\": {\"layer\": 1, \"head\": 2, "
+               "\"query\": 3, \"key\": 0}, \"top\": 20, \"lens\": true, \"tree\": true, \"beam\": 8, \"checkpoint\": "
+               "\"best\"}",
+               &r, err, sizeof err);
+    CHECK(st == 0 && strcmp(r.tgt, "b") == 0 && r.pin && r.pin_layer == 1 && r.pin_head == 2 && r.pin_query == 3 &&
+              r.pin_key == 0 && !r.pin_weights && r.top == 20 && r.lens && r.tree && r.o.decode.beam == 8 &&
+              strcmp(r.mask_heads, "cross.1.0") == 0 && strcmp(r.checkpoint, "best") == 0,
+          "whatif, every key: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_WHATIF,
+               "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"weights\": [0.25, 0.75]}}", &r,
+               err, sizeof err);
+    CHECK(st == 0 && r.pin && r.pin_key == -1 && r.n_pin_weights == 2 && r.pin_weights[1] == 0.75f,
+          "whatif, pinned weights: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_PATCH, "{\"clean\": \"a b\", \"corrupt\": \"a c\"}", &r, err, sizeof err);
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && strcmp(r.corrupt, "a c") == 0 && !r.compare[0] &&
+              r.at == 0 && !r.tgt,
+          "patch, defaults: %d %s", st, err);
+    api_request_free(&r);
+    st = parse(API_PATCH,
+               "{\"clean\": \"a\", \"corrupt\": \"b\", \"tgt\": \"c\", \"compare\": [\"x\", \"y\"], \"at\": 2, "
+               "\"checkpoint\": \"step-000100\"}",
+               &r, err, sizeof err);
+    CHECK(st == 0 && strcmp(r.tgt, "c") == 0 && strcmp(r.compare[0], "x") == 0 && strcmp(r.compare[1], "y") == 0 &&
+              r.at == 2 && strcmp(r.checkpoint, "step-000100") == 0,
+          "patch, every key: %d %s", st, err);
+    api_request_free(&r);
+    struct {
+        int kind;
+        const char *body, *want;
+    } cases[] = {
+        {API_WHATIF, "{\"src\": [\"a\"]}", "\"src\" must be a string"},
+        {API_WHATIF, "{\"src\": \"a\", \"nbest\": 2}", "unknown key \"nbest\""},
+        {API_WHATIF, "{\"src\": \"a\", \"ig_steps\": 2}", "unknown key \"ig_steps\""},
+        {API_WHATIF, "{\"src\": \"a\", \"top\": 0}", "\"top\" must be 1 to 20, not 0"},
+        {API_WHATIF, "{\"src\": \"a\", \"top\": 21}", "\"top\" must be 1 to 20"},
+        {API_WHATIF, "{\"src\": \"a\", \"beam\": 1}", "\"beam\" must be 2 to 8, not 1"},
+        {API_WHATIF, "{\"src\": \"a\", \"beam\": 9}", "\"beam\" must be 2 to 8"},
+        {API_WHATIF, "{\"src\": \"a\", \"lens\": 1}", "\"lens\" must be true or false"},
+        {API_WHATIF, "{\"src\": \"a\", \"tree\": \"yes\"}", "\"tree\" must be true or false"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": 3}", "\"pin\" must be an object"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"head\": 0, \"query\": 0, \"key\": 0}}", "\"pin.layer\" is missing"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": -1, \"head\": 0, \"query\": 0, \"key\": 0}}",
+         "\"pin.layer\" must be 0 to"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0}}", "takes one of \"key\""},
+        {API_WHATIF,
+         "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"key\": 0, \"weights\": [1]}}",
+         "takes one of \"key\""},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"kee\": 0}}",
+         "\"pin\": unknown key \"kee\""},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"weights\": [0.5, 0.4]}}",
+         "\"pin.weights\" sum to 0.9, not 1"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"weights\": [2, -1]}}",
+         "\"pin.weights\"[0] must be a number from 0 to 1"},
+        {API_WHATIF, "{\"src\": \"a\", \"pin\": {\"layer\": 0, \"head\": 0, \"query\": 0, \"weights\": []}}",
+         "\"pin.weights\" must be an array"},
+        {API_WHATIF, "{\"src\": \"a\", \"mask_heads\": \"@x\"}", "the API reads no file"},
+        {API_PATCH, "{\"src\": \"a\", \"corrupt\": \"b\"}", "unknown key \"src\""},
+        {API_PATCH, "{\"corrupt\": \"b\"}", "\"clean\" is missing"},
+        {API_PATCH, "{\"clean\": \"a\"}", "\"corrupt\" is missing"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": 1}", "\"corrupt\" must be a string"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\\nc\"}", "\"corrupt\" holds a line break"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"compare\": [\"x\"]}", "\"compare\" must be two words"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"compare\": [\"x\", 1]}",
+         "\"compare[1]\" must be a string"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"compare\": [\"\", \"y\"]}", "\"compare[0]\" is empty"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"at\": 1}", "send both or neither"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"compare\": [\"x\", \"y\"], \"at\": -1}",
+         "\"at\" must be 0 to"},
+        {API_PATCH, "{\"clean\": \"a\", \"corrupt\": \"b\", \"mask_heads\": \"enc.0.0\"}",
+         "unknown key \"mask_heads\""},
+        {API_EXPLAIN, "{\"src\": \"a\", \"pin\": {}}", "unknown key \"pin\""},
+        {API_ATTENTION, "{\"src\": \"a\", \"top\": 3}", "unknown key \"top\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        st = parse(cases[i].kind, cases[i].body, &r, err, sizeof err);
+        CHECK(st == 400 && strstr(err, cases[i].want) && !strchr(err, '\n'), "case %zu: %d '%s' (want 400 '%s')", i, st,
+              err, cases[i].want);
+        CHECK(r.src == NULL && r.n == 0 && r.pin_weights == NULL && r.corrupt == NULL && r.compare[0] == NULL,
+              "case %zu: a refused request holds nothing", i);
+    }
+}
+
 /* The error shape every refusal has: {"error": one line}, whatever the line holds: a
  * header's bytes that are not UTF-8, a key with a line break. */
 static void test_api_error_json(void) {
@@ -295,6 +389,7 @@ static void test_gate_answer(void) {
 const TestCase serve_tests[] = {
     {"serve_api_parse_good", test_api_parse_good},
     {"serve_api_parse_refusals", test_api_parse_refusals},
+    {"serve_api_parse_whatif_and_patch", test_api_parse_whatif_and_patch},
     {"serve_api_error_json", test_api_error_json},
     {"serve_gate_good_heads", test_gate_good_heads},
     {"serve_gate_waits_for_the_head", test_gate_waits_for_the_head},

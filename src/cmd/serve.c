@@ -30,6 +30,8 @@ static const CmdOption options[] = {
     {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
     {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
     {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
+    {'g', "max-gflop", "N",
+     "the most work one explain, whatif or patch request may ask (estimated before it starts); past it, 413", "300"},
     {'a', "allow-host", "NAMES",
      "names a request's Host may give besides loopback names and the address (commas; * any)", "none"},
     {0},
@@ -39,7 +41,8 @@ const CmdSpec cmd_serve_spec = {
     .operands = "RUN_DIR|WEIGHTS [options]",
     .summary = "serve the live attention viewer and a JSON translation API over HTTP",
     .about = "GET / is the attention viewer, live: type a sentence, see its n-best list and every\n"
-             "attention map of the translation. POST /v1/translate and /v1/attention take JSON\n"
+             "attention map of the translation, and change the model to see what changes. POST\n"
+             "/v1/translate, /v1/attention, /v1/explain, /v1/whatif and /v1/patch take JSON\n"
              "(the README lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
              "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight, and exits 0;\n"
              "a second Ctrl-C drops nothing. Requests must name this server in their Host (a\n"
@@ -88,11 +91,14 @@ static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIG
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *allow = NULL;
     int port = 8080, workers = fanout_threads(), queue = JOBS_QUEUE_MAX, c;
+    double max_gflop = JOBS_MAX_GFLOP;
     while ((c = cmd_option_next(&cmd_serve_spec, argc, argv)) >= 0) {
         if (c == 'H') host = optarg;
         else if (c == 'p' && cmd_int("--port", "a port", optarg, 0, 65535, &port) != 0) return cmd_fail(2);
         else if (c == 'w' && cmd_int("--workers", "a thread count", optarg, 1, 64, &workers) != 0) return cmd_fail(2);
         else if (c == 'q' && cmd_int("--queue", "a request count", optarg, 1, 100000, &queue) != 0) return cmd_fail(2);
+        else if (c == 'g' && cmd_double("--max-gflop", "a work bound in GFLOP", optarg, 1e-6, 1e9, &max_gflop) != 0)
+            return cmd_fail(2);
         else if (c == 'a') allow = optarg;
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
@@ -105,7 +111,7 @@ int cmd_serve(int argc, char **argv) {
     ServedModels models;
     if (served_open(&models, argv[optind]) != 0) return cmd_fail(err_status());
     openblas_set_num_threads(1); /* the workers decode side by side, a core each */
-    Jobs *jobs = jobs_start(&models, workers, queue);
+    Jobs *jobs = jobs_start(&models, workers, queue, max_gflop);
     if (!jobs) return served_close(&models), cmd_fail(1);
     char heads_path[CONFIG_PATH_MAX + 32];
     json_t *heads = NULL;

@@ -21,6 +21,7 @@
 #include "data/corpus.h"
 #include "decode/decode.h"
 #include "explain/intervene.h"
+#include "explain/whatif_json.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
@@ -35,39 +36,6 @@ typedef struct {
 
 /* a target token for people: valid UTF-8 (caller frees) */
 static char *label(const Run *r, int id) { return attnmap_utf8(id < 0 ? "" : vocab_token(&r->tgt_vocab, id)); }
-
-static json_t *steps_json(const Run *r, const WhatifSteps *w) {
-    json_t *o = json_object(), *lp = json_array(), *ent = json_array(), *top = json_array();
-    for (int t = 0; t < w->T; t++) {
-        json_array_append_new(lp, json_fmt("%.5g", w->logp[t]));
-        json_array_append_new(ent, json_fmt("%.5g", w->entropy[t]));
-        json_t *row = json_array();
-        for (int i = 0; i < w->k && w->top[t * w->k + i] >= 0; i++) {
-            json_t *c = json_object();
-            char *s = label(r, w->top[t * w->k + i]);
-            json_put(c, "token", json_string(s));
-            json_put(c, "logp", json_fmt("%.5g", w->top_lp[t * w->k + i]));
-            json_array_append_new(row, c), free(s);
-        }
-        json_array_append_new(top, row);
-    }
-    json_put(o, "logp", lp), json_put(o, "entropy", ent), json_put(o, "top", top);
-    json_t *lens = json_array();
-    for (int l = 0; l < w->L; l++) {
-        json_t *layer = json_array();
-        for (int t = 0; t < w->T; t++) {
-            json_t *c = json_object();
-            char *s = label(r, w->lens_top[((size_t)l * w->T + t) * w->k]);
-            json_put(c, "top", json_string(s));
-            json_put(c, "top_logp", json_fmt("%.5g", w->lens_lp[((size_t)l * w->T + t) * w->k]));
-            json_put(c, "word_logp", json_fmt("%.5g", w->lens_word[(size_t)l * w->T + t]));
-            json_array_append_new(layer, c), free(s);
-        }
-        json_array_append_new(lens, layer);
-    }
-    json_put(o, "lens", lens);
-    return o;
-}
 
 /* The tree from node `at`'s children down, indented by depth. */
 static void print_tree(const Run *r, const BeamTrace *tr, int parent, int depth) {
@@ -102,7 +70,8 @@ static int run_whatif(Run *r, const Options *o) {
     BeamTrace trace = {0};
     float *pin_w = NULL;
     AttnIntervene iv;
-    json_t *root = json_object();
+    json_t *root = NULL;
+    char *text = NULL, *shown = NULL, *changed_text = NULL, *best_text = NULL;
     if (o->pin && parse_pin(o->pin, &pl, &ph, &pt, &pj) != 0) goto done;
     if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
     if (o->pin && pt > nt) {
@@ -120,20 +89,18 @@ static int run_whatif(Run *r, const Options *o) {
     int changed = masked > 0 || o->pin;
     if (changed) whatif_steps(&r->model, src, ns, tgt, nt, o->top, &after);
     const WhatifSteps *now = changed ? &after : &base;
-    char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, nt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
+    char *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
+    text = attnmap_utf8(o->text), shown = attnmap_utf8(words);
     printf("source: %s\n%s: %s\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
-    json_put(root, "format", json_string("qkv-whatif-1"));
-    json_put(root, "source", json_string(text));
-    json_put(root, "target", json_string(shown));
-    free(text), free(words), free(shown);
+    free(words);
     if (masked > 0) {
         /* heads off: the translation again, as the changed model writes it */
         int *alt = xmalloc(sizeof(int) * (size_t)(max + 1)), na = greedy_ids(&r->model, src, ns, alt, max);
         char *aw = decode_ids(alt, na, tok, &r->tgt_vocab), *as = attnmap_utf8(aw);
         printf("with %d head%s off:   %s%s\n", masked, masked == 1 ? "" : "s", as,
                na == nt && memcmp(alt, tgt, sizeof(int) * (size_t)nt) == 0 ? "  (unchanged)" : "");
-        json_put(root, "translation_changed", json_string(as));
-        free(alt), free(aw), free(as);
+        changed_text = as;
+        free(alt), free(aw);
     }
     if (o->pin)
         printf("pinned: cross-attention layer %d, head %d, at target position %d, onto source position %d\n", pl, ph,
@@ -154,8 +121,6 @@ static int run_whatif(Run *r, const Options *o) {
         putchar('\n');
         free(w);
     }
-    json_put(root, "model", steps_json(r, &base));
-    if (changed) json_put(root, "changed", steps_json(r, &after));
     if (o->lens) {
         printf("\nlogit lens: what each decoder layer's stream would predict (its top token, p; the word's p)\n%-4s "
                "%-14s",
@@ -185,26 +150,20 @@ static int run_whatif(Run *r, const Options *o) {
         printf("\nbeam tree (beam %d): + kept, # finished, x dropped; log P of the hypothesis\n", o->beam);
         print_tree(r, &trace, -1, 0);
         printf("best: %s (score %.3f)\n", bs, score);
-        json_t *nodes = json_array();
-        for (int i = 0; i < trace.n; i++) {
-            const BeamNode *n = &trace.nodes[i];
-            json_t *x = json_object();
-            char *c = label(r, n->token);
-            json_put(x, "step", json_integer(n->step));
-            json_put(x, "parent", json_integer(n->parent));
-            json_put(x, "token", json_string(c));
-            json_put(x, "fate",
-                     json_string(n->fate == BEAM_KEPT       ? "kept"
-                                 : n->fate == BEAM_FINISHED ? "finished"
-                                 : n->fate == BEAM_AT_LIMIT ? "limit"
-                                                            : "dropped"));
-            json_put(x, "logp", json_fmt("%.5g", n->logp));
-            json_array_append_new(nodes, x), free(c);
-        }
-        json_put(root, "beam_tree", nodes);
-        json_put(root, "beam_best", json_string(bs));
-        free(bw), free(bs), free(out.ids);
+        best_text = bs;
+        free(bw), free(out.ids);
     }
+    WhatifView view = {.source = text,
+                       .target = shown,
+                       .tgt = tgt,
+                       .nt = nt,
+                       .model = &base,
+                       .changed = changed ? &after : NULL,
+                       .lens = 1,
+                       .translation_changed = changed_text,
+                       .tree = o->tree ? &trace : NULL,
+                       .beam_best = best_text};
+    root = whatif_json(&view, &r->tgt_vocab);
     if (o->out) {
         char *js = xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1)));
         rc = write_file_atomic(o->out, js, strlen(js)) == 0 ? 0 : err_status();
@@ -218,6 +177,7 @@ done:
     whatif_steps_free(&base), whatif_steps_free(&after);
     beam_trace_free(&trace);
     json_decref(root);
+    free(text), free(shown), free(changed_text), free(best_text);
     free(pin_w), free(src), free(tgt);
     return rc;
 }

@@ -9,6 +9,12 @@
  *   POST /v1/explain    {"src": "...", "tgt": "..." (optional), "contrast": "word",
  *                        "ig_steps": 16, "mask_heads", "checkpoint"}: no decoding options
  *                        (an explained translation is the greedy one, as `qkv explain`'s)
+ *   POST /v1/whatif     {"src": "...", "tgt": "..." (optional: a forced target or prefix),
+ *                        "mask_heads", "pin": {"layer", "head", "query", "key"} (or
+ *                        "weights": [S numbers summing to 1] for "key"), "top": 5, "lens":
+ *                        false, "tree": false, "beam": 5 (2..8, the tree's), "checkpoint"}
+ *   POST /v1/patch      {"clean": "...", "corrupt": "...", "tgt": "..." (optional),
+ *                        "compare": ["A", "B"], "at": 0 (with "compare"), "checkpoint"}
  *
  * Every key but "src" may be left out (translate's defaults). A key the API does not know,
  * or one another kind of request takes, is refused, so a misspelt option never passes
@@ -29,16 +35,30 @@
 #define API_MAX_NAME 128            /* bytes of a checkpoint name, a mask spec or a contrast word */
 #define API_IG_STEPS 16             /* explain: integrated gradients' steps when "ig_steps" is left out */
 #define API_MAX_IG_STEPS 64         /* explain: most "ig_steps" (each step a backward pass per target token) */
+#define API_WHATIF_TOP 5            /* whatif: next tokens listed per position when "top" is left out */
+#define API_MAX_WHATIF_TOP 20       /* whatif: most "top" */
+#define API_WHATIF_BEAM 5           /* whatif: the tree's beam when "beam" is left out */
+#define API_MAX_WHATIF_BEAM 8       /* whatif: the widest tree ("beam" 2..8) */
+#define API_MAX_PIN_WEIGHTS 1024    /* whatif: most numbers in a pin's "weights" (the worker wants S of them) */
 
-enum { API_TRANSLATE, API_ATTENTION, API_EXPLAIN };
+enum { API_TRANSLATE, API_ATTENTION, API_EXPLAIN, API_WHATIF, API_PATCH };
 
 typedef struct {
-    int kind;   /* API_TRANSLATE, API_ATTENTION, API_EXPLAIN */
-    char **src; /* (n) the sentences, owned; attention, explain: n == 1 */
+    int kind;   /* API_TRANSLATE, ... API_PATCH */
+    char **src; /* (n) the sentences, owned; every kind but translate: n == 1 (patch: the clean one) */
     int n;
-    char *tgt;      /* attention, explain: the forced target, or NULL (the best, the greedy translation) */
+    char *tgt; /* attention, explain, whatif, patch: the forced target, or NULL (the best, the greedy translation) */
     char *contrast; /* explain: the foil word, or NULL (read against the model's target vocabulary by the worker) */
     int ig_steps;   /* explain: 0..API_MAX_IG_STEPS */
+    int top, lens, tree; /* whatif: next tokens per position (1..API_MAX_WHATIF_TOP), the lens, the beam tree
+                            (its beam in o.decode.beam) */
+    int pin;             /* whatif: 1 when "pin" was sent */
+    int pin_layer, pin_head, pin_query, pin_key; /* whatif: cross-attention's; pin_key -1: pin_weights */
+    float *pin_weights;                          /* whatif: (n_pin_weights) or NULL; checked against S by the worker */
+    int n_pin_weights;
+    char *corrupt;    /* patch: the corrupted sentence */
+    char *compare[2]; /* patch: the words A and B of the metric log p(A) - log p(B), or NULL */
+    int at;           /* patch: with compare, the target position */
     TranslateOptions o;
     char *mask_heads; /* NULL, or the --mask-heads spec */
     char *checkpoint; /* NULL (the served default), or a name GET /v1/model lists */

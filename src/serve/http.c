@@ -368,6 +368,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
               : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
               : strcmp(url, "/v1/explain") == 0   ? API_EXPLAIN
+              : strcmp(url, "/v1/whatif") == 0    ? API_WHATIF
+              : strcmp(url, "/v1/patch") == 0     ? API_PATCH
                                                   : -1;
     if (api >= 0)
         return q->post ? submit(s, mc, q, api) : reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
@@ -383,7 +385,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     }
     return reply_error(mc, 404,
                        "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention, "
-                       "/v1/explain");
+                       "/v1/explain, /v1/whatif, /v1/patch");
 }
 
 /* ---- the server ---------------------------------------------------------------------------- */

@@ -8,13 +8,19 @@
 #include <string.h>
 
 #include "attention/attnmap.h"
+#include "data/batch.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
 #include "decode/headmask.h"
 #include "explain/explain_json.h"
+#include "explain/intervene.h"
 #include "explain/pair.h"
+#include "explain/patch_view.h"
+#include "explain/patching.h"
+#include "explain/whatif_json.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/mem.h"
 #include "util/text.h"
 
@@ -32,6 +38,7 @@ struct Jobs {
     pthread_cond_t more;
     Job *head, *tail;
     int waiting, working, stopping, n, queue_max;
+    double max_gflop; /* a request's estimated work, at most */
     pthread_t tid[MAX_WORKERS];
     Worker w[MAX_WORKERS];
 };
@@ -276,17 +283,23 @@ static char *with_model_keys(char *json, const ServedCheckpoint *c) {
     return sb.buf;
 }
 
-/* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
- * forward and a backward (twice the forward) for each gradient row, T per integration
- * point, the input and the baseline, for y_t and the foil; one forward per leave-one-out
- * row and for the maps. Attention's own products (QK^T and PV, length squared) included. */
-static double explain_gflop(const ModelConfig *c, int S, int T, int ig_steps, int foil) {
+/* The GFLOP of one forced pass over S source and T decoder positions: the model's products
+ * per position and attention's own (QK^T and PV, length squared). */
+static double pass_gflop(const ModelConfig *c, int S, int T) {
     double fs, ft;
     model_position_flops(c, &fs, &ft);
     double attn = 4.0 * c->d_model *
                   ((double)c->encoder_layers * S * S + (double)c->decoder_layers * ((double)T * T + (double)T * S));
-    double pass = S * fs + T * ft + attn, rows = (double)T * (ig_steps + 2) * (foil ? 2 : 1);
-    return (3.0 * rows * pass + (S + 1.0) * pass) / 1e9;
+    return (S * fs + T * ft + attn) / 1e9;
+}
+
+/* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
+ * forward and a backward (twice the forward) for each gradient row, T per integration
+ * point, the input and the baseline, for y_t and the foil; one forward per leave-one-out
+ * row and for the maps. */
+static double explain_gflop(const ModelConfig *c, int S, int T, int ig_steps, int foil) {
+    double pass = pass_gflop(c, S, T), rows = (double)T * (ig_steps + 2) * (foil ? 2 : 1);
+    return 3.0 * rows * pass + (S + 1.0) * pass;
 }
 
 /* One sentence explained as `qkv explain --text` explains it: the forced target or the
@@ -339,21 +352,22 @@ static void run_explain(Worker *w, Job *job) {
     const ModelConfig *mc = &r->model.cfg;
     int S = n_src + 1, T = n_tgt + 1, ig = job->req.ig_steps, foil = eo.foil >= 0;
     double work = explain_gflop(mc, S, T, ig, foil);
-    if (work > JOBS_EXPLAIN_GFLOP) {
+    double cap = w->jobs->max_gflop;
+    if (work > cap) {
         int fit = -1; /* the most steps that fit */
-        while (fit < ig && explain_gflop(mc, S, T, fit + 1, foil) <= JOBS_EXPLAIN_GFLOP) fit++;
+        while (fit < ig && explain_gflop(mc, S, T, fit + 1, foil) <= cap) fit++;
         model_set_head_gates(m, NULL);
         free(src), free(tgt), free(gates);
         if (fit >= 0)
             snprintf(err, sizeof err,
-                     "explaining %d target tokens with %d \"ig_steps\" is about %.0f GFLOP, more than the %d one "
+                     "explaining %d target tokens with %d \"ig_steps\" is about %.0f GFLOP, more than the %g one "
                      "request may ask: at most %d steps fit (or send a shorter sentence)",
-                     T, ig, work, JOBS_EXPLAIN_GFLOP, fit);
+                     T, ig, work, cap, fit);
         else
             snprintf(err, sizeof err,
                      "explaining %d target tokens from %d source tokens is about %.0f GFLOP even without "
-                     "integrated gradients, more than the %d one request may ask: send a shorter sentence",
-                     T, S, explain_gflop(mc, S, T, 0, foil), JOBS_EXPLAIN_GFLOP);
+                     "integrated gradients, more than the %g one request may ask: send a shorter sentence",
+                     T, S, explain_gflop(mc, S, T, 0, foil), cap);
         return refuse(job, 413, "%s", err);
     }
     PairExplanation e;
@@ -367,6 +381,247 @@ static void run_explain(Worker *w, Job *job) {
     explain_pair_free(&e);
     free(src), free(tgt), free(gates);
     answer(job, 200, with_model_keys(json, &sm->ck[job->checkpoint]));
+}
+
+/* A sentence of a request as ids (max + 1 of room): 0, or the job refused (400 for an
+ * empty source or a target word the vocabulary lacks, 413 past the positions). */
+static int request_ids(Job *job, const Run *r, const char *text, const char *what, int target, int *ids, int *n) {
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
+    const Vocab *v = target ? &r->tgt_vocab : &r->src_vocab;
+    if ((*n = token_count(text, tok, v, max)) < 0)
+        return refuse(job, 413, "%s has more tokens than this model has positions for", what), -1;
+    if (!target && *n == 0) return refuse(job, 400, "%s: nothing to look at: the text is empty", what), -1;
+    char words[320];
+    if (target && unknown_words(text, tok, v, words, 300) > 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s: not in the target vocabulary: %s", what, words);
+        return refuse(job, 400, "%s", msg), -1;
+    }
+    encode_line(text, tok, v, ids, max + 1);
+    return 0;
+}
+
+/* The work of a whatif (whatif.h) over S source and T forced positions: a forced pass as
+ * trained and one as changed, each with the lens (an output projection per decoder layer
+ * and position); a greedy decoding for an unforced target and for heads off, and a beam
+ * search of beam for the tree (each at most the decoding's length, one pass per
+ * hypothesis, as the incremental step costs about a forced pass over the whole). */
+static double whatif_gflop(const ModelConfig *c, int S, int T, int forced, int changed, int masked, int beam,
+                           int longest) {
+    double lens = 2.0 * c->decoder_layers * T * (double)c->d_model * c->tgt_vocab / 1e9;
+    double forward = pass_gflop(c, S, T) + lens, decoding = pass_gflop(c, S, longest);
+    return (1 + changed) * forward + (!forced + masked + beam) * decoding;
+}
+
+/* One sentence changed and read out, as `qkv whatif` does it: whatif.json's object. */
+static void run_whatif(Worker *w, Job *job) {
+    ServedModels *sm = w->jobs->models;
+    const ApiRequest *q = &job->req;
+    char err[512];
+    const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
+    if (!r) return refuse(job, 500, "%s", err);
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns, nt = 0;
+    const ModelConfig *mc = &r->model.cfg;
+    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
+    float *gates = NULL, *pin_w = NULL;
+    WhatifSteps base = {0}, after = {0};
+    BeamTrace trace = {0};
+    char *shown = NULL, *changed_text = NULL, *best_text = NULL;
+    json_t *out = NULL;
+    if (request_ids(job, r, q->src[0], "\"src\"", 0, src, &ns) != 0) goto done;
+    if (q->tgt && request_ids(job, r, q->tgt, "\"tgt\"", 1, tgt, &nt) != 0) goto done;
+    if (mask_gates(q, r, &gates, err, sizeof err) != 0) {
+        refuse(job, 400, "%s", err);
+        goto done;
+    }
+    int S = ns + 1;
+    if (q->pin) {
+        const char *bad = NULL;
+        if (q->pin_layer >= mc->decoder_layers) bad = "layer";
+        else if (q->pin_head >= mc->heads) bad = "head";
+        else if (q->pin_key >= S) bad = "key";
+        else if (q->pin_weights && q->n_pin_weights != S) bad = "weights";
+        if (bad) {
+            snprintf(err, sizeof err,
+                     "\"pin.%s\": this model's cross-attention has layers 0..%d and heads 0..%d, and the source "
+                     "%d positions (its </s> included): \"key\" 0..%d, or %d \"weights\"",
+                     bad, mc->decoder_layers - 1, mc->heads - 1, S, S - 1, S);
+            refuse(job, 400, "%s", err);
+            goto done;
+        }
+    }
+    DecodeOptions d = decode_defaults();
+    /* a mask sent, even one naming no head, asks for the changed model's read-out: nothing
+     * switched off then changes nothing, which a client can see */
+    int longest = decode_max_len(&r->model, &d, ns), masked = gates != NULL,
+        changed = masked || q->pin || q->mask_heads;
+    double work = whatif_gflop(mc, S, (q->tgt ? nt : longest) + 1, q->tgt != NULL, changed, masked,
+                               q->tree ? q->o.decode.beam : 0, longest);
+    if (work > w->jobs->max_gflop) {
+        snprintf(err, sizeof err,
+                 "this whatif is about %.3g GFLOP, more than the %g one request may ask: send a shorter sentence, "
+                 "or leave out \"tree\"",
+                 work, w->jobs->max_gflop);
+        refuse(job, 413, "%s", err);
+        goto done;
+    }
+    Model *m = replica_of(w, job->checkpoint, r);
+    if (!q->tgt) nt = greedy_ids(m, src, ns, tgt, max); /* the model's own translation, as trained */
+    if (q->pin && q->pin_query > nt) {
+        snprintf(err, sizeof err, "\"pin.query\": target position %d: the target has positions 0..%d", q->pin_query,
+                 nt);
+        refuse(job, 400, "%s", err);
+        goto done;
+    }
+    whatif_steps(m, src, ns, tgt, nt, q->top, &base);
+    model_set_head_gates(m, gates);
+    AttnIntervene iv;
+    if (q->pin) {
+        pin_w = xmalloc(sizeof(float) * (size_t)S);
+        whatif_pin(m, q->pin_layer, q->pin_head, q->pin_query, q->pin_key < 0 ? 0 : q->pin_key, S, pin_w, &iv);
+        if (q->pin_weights) memcpy(pin_w, q->pin_weights, sizeof(float) * (size_t)S); /* the caller's mix */
+    }
+    if (changed) whatif_steps(m, src, ns, tgt, nt, q->top, &after);
+    if (masked) { /* heads off: the translation again, as the changed model writes it */
+        int *alt = xmalloc(sizeof(int) * (size_t)(max + 1)), na = greedy_ids(m, src, ns, alt, max);
+        char *words = decode_ids(alt, na, tok, &r->tgt_vocab);
+        changed_text = attnmap_utf8(words);
+        free(alt), free(words);
+    }
+    if (q->tree) {
+        d.beam = q->o.decode.beam, d.trace = &trace;
+        Seq s = {src, ns}, best = {0};
+        double score;
+        decode(m, &s, 1, &d, &best, &score);
+        char *words = decode_ids(best.ids, best.len, tok, &r->tgt_vocab);
+        best_text = attnmap_utf8(words);
+        free(words), free(best.ids);
+    }
+    whatif_clear(m);
+    model_set_head_gates(m, NULL);
+    char *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
+    shown = attnmap_utf8(words);
+    free(words);
+    WhatifView view = {.source = q->src[0],
+                       .target = shown,
+                       .tgt = tgt,
+                       .nt = nt,
+                       .model = &base,
+                       .changed = changed ? &after : NULL,
+                       .lens = q->lens,
+                       .translation_changed = changed_text,
+                       .tree = q->tree ? &trace : NULL,
+                       .beam_best = best_text};
+    out = whatif_json(&view, &r->tgt_vocab);
+    json_object_set_new(out, "forced", json_boolean(q->tgt != NULL));
+    add_model_keys(out, &sm->ck[job->checkpoint]);
+    /* whatif.json's numbers as the command writes them (json_fmt's digits), keys in its order */
+    char *text = json_dumps(out, JSON_WRITE_FLAGS | JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(out);
+    answer(job, 200, text);
+done:
+    whatif_steps_free(&base), whatif_steps_free(&after);
+    beam_trace_free(&trace);
+    free(src), free(tgt), free(gates), free(pin_w), free(shown), free(changed_text), free(best_text);
+}
+
+/* The work of a patch table: a forced pass per component (every head, every encoder
+ * layer's stream at every source position), the clean, corrupted and fully patched runs,
+ * and a forward and a backward of each run for attribution patching's gradient. */
+static double patch_gflop(const ModelConfig *c, int S, int T) {
+    int heads = c->heads * (c->encoder_layers + 2 * c->decoder_layers), n = heads + c->encoder_layers * S;
+    return (n + 3.0 + 2 * 3.0) * pass_gflop(c, S, T);
+}
+
+/* One target word of "compare": its id, or -1 with the job refused. */
+static int compare_word(Job *job, const Run *r, int i) {
+    const char *word = job->req.compare[i];
+    int cap = (int)strlen(word) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
+    int n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, cap), id = n == 1 ? ids[0] : -1;
+    free(ids);
+    char shown[96], msg[256];
+    api_quote(shown, sizeof shown, word, 64);
+    if (n != 1)
+        snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is %d tokens of the target vocabulary, not one", i, shown, n);
+    else if (id == VOCAB_UNK)
+        snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is not in the target vocabulary", i, shown);
+    else return id;
+    refuse(job, 400, "%s", msg);
+    return -1;
+}
+
+/* Activation patching between two sentences, as `qkv patch` does it: patch.json's object. */
+static void run_patch(Worker *w, Job *job) {
+    ServedModels *sm = w->jobs->models;
+    const ApiRequest *q = &job->req;
+    char err[512];
+    const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
+    if (!r) return refuse(job, 500, "%s", err);
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns, nc, nt = 0;
+    int *clean = xmalloc(sizeof(int) * (size_t)(max + 1)), *corrupt = xmalloc(sizeof(int) * (size_t)(max + 1)),
+        *tgt = xmalloc(sizeof(int) * (size_t)(max + 1)), *framed = NULL;
+    char **labels = NULL;
+    PatchTable t = {0};
+    PatchMetric metric = {.at = -1};
+    char metric_name[320] = "log p(target)";
+    if (request_ids(job, r, q->src[0], "\"clean\"", 0, clean, &ns) != 0) goto done;
+    if (request_ids(job, r, q->corrupt, "\"corrupt\"", 0, corrupt, &nc) != 0) goto done;
+    if (nc != ns) {
+        snprintf(err, sizeof err,
+                 "\"corrupt\" is %d tokens and \"clean\" %d: patching copies position for position, so they must "
+                 "match",
+                 nc, ns);
+        refuse(job, 400, "%s", err);
+        goto done;
+    }
+    if (q->tgt && request_ids(job, r, q->tgt, "\"tgt\"", 1, tgt, &nt) != 0) goto done;
+    if (q->compare[0]) {
+        if ((metric.a = compare_word(job, r, 0)) < 0 || (metric.b = compare_word(job, r, 1)) < 0) goto done;
+        metric.at = q->at;
+    }
+    int S = ns + 1;
+    DecodeOptions d = decode_defaults();
+    int T = (q->tgt ? nt : decode_max_len(&r->model, &d, ns)) + 1;
+    double work = patch_gflop(&r->model.cfg, S, T);
+    if (work > w->jobs->max_gflop) {
+        snprintf(err, sizeof err,
+                 "patching %d source and %d target positions is about %.3g GFLOP, more than the %g one request may "
+                 "ask: send shorter sentences",
+                 S, T, work, w->jobs->max_gflop);
+        refuse(job, 413, "%s", err);
+        goto done;
+    }
+    Model *m = replica_of(w, job->checkpoint, r);
+    if (!q->tgt) nt = greedy_ids(m, clean, ns, tgt, max); /* the clean sentence's translation */
+    if (metric.at > nt) {
+        snprintf(err, sizeof err, "\"at\": target position %d: the target has positions 0..%d", metric.at, nt);
+        refuse(job, 400, "%s", err);
+        goto done;
+    }
+    if (q->compare[0]) {
+        char a[96], b[96];
+        api_quote(a, sizeof a, q->compare[0], 64), api_quote(b, sizeof b, q->compare[1], 64);
+        snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, metric.at);
+    }
+    served_error_lock();
+    int rc = patch_run(m, clean, corrupt, ns, tgt, nt, &metric, &t);
+    if (rc != 0) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (rc != 0) {
+        refuse(job, 400, "%s", err);
+        goto done;
+    }
+    framed = xmalloc(sizeof(int) * (size_t)S);
+    batch_frame_source(clean, ns, framed, S);
+    labels = xmalloc(sizeof(char *) * (size_t)S);
+    for (int j = 0; j < S; j++) labels[j] = attnmap_utf8(vocab_token(&r->src_vocab, framed[j]));
+    char *text = patch_json(&t, metric_name, labels, S);
+    (void)tok;
+    answer(job, 200, with_model_keys(text, &sm->ck[job->checkpoint]));
+done:
+    for (int j = 0; labels && j < S; j++) free(labels[j]);
+    patch_free(&t);
+    free(labels), free(framed), free(clean), free(corrupt), free(tgt);
 }
 
 static int same_batch(const Job *a, const Job *b) {
@@ -421,6 +676,8 @@ static void *work(void *arg) {
             else batch[live++] = batch[i];
         if (live > 0 && batch[0]->req.kind == API_TRANSLATE) run_translate(w, batch, live);
         else if (live > 0 && batch[0]->req.kind == API_EXPLAIN) run_explain(w, batch[0]);
+        else if (live > 0 && batch[0]->req.kind == API_WHATIF) run_whatif(w, batch[0]);
+        else if (live > 0 && batch[0]->req.kind == API_PATCH) run_patch(w, batch[0]);
         else if (live > 0) run_attention(w, batch[0]);
         pthread_mutex_lock(&j->lock);
         j->working -= nb;
@@ -429,12 +686,13 @@ static void *work(void *arg) {
     return NULL;
 }
 
-Jobs *jobs_start(ServedModels *models, int n, int queue_max) {
+Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop) {
     if (n < 1) n = 1;
     if (n > MAX_WORKERS) n = MAX_WORKERS;
     struct Jobs *j = xcalloc(1, sizeof *j);
     j->models = models;
     j->queue_max = queue_max > 0 ? queue_max : JOBS_QUEUE_MAX;
+    j->max_gflop = max_gflop > 0 ? max_gflop : JOBS_MAX_GFLOP;
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->more, NULL);
     for (int i = 0; i < n; i++) {

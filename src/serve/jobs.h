@@ -9,7 +9,9 @@
  * batches lines: concurrent requests share the model's passes. An attention or explain job
  * is one sentence, run alone; an explanation's work (a backward pass per target token and
  * integration step) is estimated from the model's shape before it starts, and one past
- * JOBS_EXPLAIN_GFLOP is refused, so that no request holds a worker (or a stop) for
+ * the bound (JOBS_MAX_GFLOP) is refused; so is a whatif (a forced pass or two, the logit lens,
+ * a greedy and a beam decoding) or a patch table (a forced pass per head and per encoder
+ * position) past it, so that no request holds a worker (or a stop) for
  * minutes. Each worker decodes on replicas of its own (one per checkpoint it has used), so
  * no two threads share an arena; they multiply on one OpenBLAS thread each.
  *
@@ -25,7 +27,9 @@
 #define JOBS_QUEUE_MAX 256       /* jobs waiting at once by default: past it, 503 with Retry-After */
 #define JOBS_BATCH_SENTENCES 64  /* sentences decoded in one batch */
 #define JOBS_DEADLINE_SECONDS 30 /* a job still queued this long after it came is answered 503 */
-#define JOBS_EXPLAIN_GFLOP 300   /* an explanation's estimated work: past it, 413 (seconds of one core, not minutes) */
+#define JOBS_MAX_GFLOP                                                                     \
+    300 /* an explanation's, a whatif's or a patch's estimated work: past it, 413 (seconds \
+           of one core, not minutes); qkv serve --max-gflop sets another */
 
 typedef struct Job {
     ApiRequest req;
@@ -40,9 +44,10 @@ typedef struct Job {
 
 typedef struct Jobs Jobs;
 
-/* n workers (1..64) over the models, at most queue_max jobs waiting (0: JOBS_QUEUE_MAX);
- * NULL with the error set when no thread starts. */
-Jobs *jobs_start(ServedModels *models, int n, int queue_max);
+/* n workers (1..64) over the models, at most queue_max jobs waiting (0: JOBS_QUEUE_MAX), a
+ * request's estimated work at most max_gflop (0: JOBS_MAX_GFLOP); NULL with the error set
+ * when no thread starts. */
+Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop);
 /* 0: queued (done will be called); -1: the queue is full or stopping (done will not be). */
 int jobs_submit(Jobs *j, Job *job);
 /* Jobs waiting now, and jobs the workers are on. */
