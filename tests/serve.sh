@@ -415,7 +415,6 @@ if [[ -n $browser ]]; then
             --window-size=1300,1100 --screenshot="$shot" "$url" >/dev/null 2>&1
         if [[ $result == *'"ok":true'* && -z $console && -s $shot ]]; then
             ok "serve_browser_whatif_$control"
-            cp "$shot" /tmp/ 2>/dev/null || true
         else
             bad "serve_browser_whatif_$control" "result: ${result:-none}; console: $console; screenshot: $(ls "$shot" 2>&1)"
         fi
