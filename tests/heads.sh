@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `qkv heads` end to end on a small trained toy run: the files it writes (heads.json with
-# one object per head, heads.svg, index.html, the masks of the curve), the table's order,
+# one object per head, heads.svg, index.html, the masks of the curve), the default order
+# chosen by the curves' areas and printed, the table's order,
 # the masks against `qkv eval --mask-heads`, masking the head it ranks first, re-exports
 # into the same directory, and its bad inputs. Ends with "N passed, N failed, N skipped".
 set -u
@@ -21,11 +22,12 @@ D=$T/data
 "$QKV" heads "$T/run" --src "$D/test.src" --ref "$D/test.tgt" --gold "$D/test.align" --out "$T/h" >"$T/h.log" 2>&1
 rc=$?
 masks=$(ls "$T/h/masks" 2>/dev/null | wc -l)
-# 4 scopes (all, encoder_self, decoder_self, cross) x 2 orders x 13 points
-if [[ $rc -eq 0 && -s $T/h/heads.json && -s $T/h/heads.svg && -s $T/h/index.html && $masks -eq 104 ]]; then
-    ok "heads_writes_json_svg_html_and_104_masks"
+# 4 scopes (all, encoder_self, decoder_self, cross) x 4 orders x 13 points, and the
+# default order's 4 x 13 again as default-SCOPE-PCT.txt
+if [[ $rc -eq 0 && -s $T/h/heads.json && -s $T/h/heads.svg && -s $T/h/index.html && $masks -eq 260 ]]; then
+    ok "heads_writes_json_svg_html_and_260_masks"
 else
-    bad "heads_writes_json_svg_html_and_104_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
+    bad "heads_writes_json_svg_html_and_260_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
 fi
 
 # heads.json: the format, one object per head ((2 encoder + 2 * 2 decoder layers) * 4
@@ -38,7 +40,7 @@ assert d["format"] == "qkv-heads-1", d["format"]
 hs = d["heads"]
 assert len(hs) == (2 + 2 * 2) * 4, len(hs)
 fields = ["kind", "layer", "head", "rank", "importance", "importance_raw", "delta_nll", "confidence", "entropy",
-          "previous", "current", "next", "rare", "aer", "role", "roles"]
+          "previous", "current", "next", "rare", "sink", "aer", "role", "roles", "roles_by_rule"]
 for h in hs:
     missing = [f for f in fields if f not in h]
     assert not missing, (h, missing)
@@ -47,9 +49,23 @@ for h in hs:
     assert (h["previous"] is None) == (h["kind"] == "cross"), h
     assert (h["rare"] is None) == (h["kind"] == "decoder_self"), h
     assert 0 < h["confidence"] <= 1 and h["entropy"] >= 0, h
+    assert 0 <= h["sink"] <= 1 and ("sink" in h["roles"]) == (h["sink"] >= 0.6), h
+    rules = h["roles_by_rule"]
+    assert sorted(rules) == ["clark", "relative", "voita"], rules
+    assert h["roles"] == [r for rule in ("voita", "relative", "clark") for r in rules[rule]], h
+    assert h["role"] == "+".join(h["roles"]), h
+    assert all(r.startswith(("rel:", "top:")) for r in rules["relative"]) and rules["clark"] in ([], ["sink"]), h
 kinds = {k: sum(h["kind"] == k for h in hs) for k in ("encoder_self", "decoder_self", "cross")}
 assert kinds == {"encoder_self": 8, "decoder_self": 8, "cross": 8}, kinds
 assert sorted(h["rank"] for h in hs) == list(range(1, 25))
+# each kind's top head for a share that varies over the kind is named, once
+for k in kinds:
+    for share in ("previous", "current", "next", "rare"):
+        vals = [h[share] for h in hs if h["kind"] == k and h[share] is not None]
+        tops = [h for h in hs if h["kind"] == k and "top:" + share in h["roles"]]
+        want = 1 if vals and max(vals) > 0 and max(vals) > min(vals) else 0
+        assert len(tops) == want, (k, share, len(tops), vals)
+        assert not tops or tops[0][share] == max(vals), (k, share, tops[0][share], max(vals))
 for k in kinds:
     for l in range(2):
         norm = math.sqrt(sum(h["importance"] ** 2 for h in hs if h["kind"] == k and h["layer"] == l))
@@ -57,9 +73,29 @@ for k in kinds:
 for key in ("spearman", "spearman_raw", "base_nll", "thresholds", "set", "entropy_unit", "importance", "delta_nll"):
     assert key in d, key
 assert d["thresholds"]["previous"] == 0.8 and d["set"]["sentences"] == 40 and d["entropy_unit"] == "nats", d
+assert d["thresholds"]["sink"] == 0.6 and d["thresholds"]["relative_sds"] == 2, d["thresholds"]
 assert -1 <= d["spearman"] <= 1
 c = d["curve"]
-assert len(c["curves"]) == 8 and c["decoding"]["beam"] == 5, c["decoding"]
+assert len(c["curves"]) == 16 and c["decoding"]["beam"] == 5, c["decoding"]
+orders = ["importance", "importance_raw", "delta_nll", "random"]
+assert sorted({cv["order"] for cv in c["curves"]}) == sorted(orders)
+# every curve's area, the trapezoids' mean BLEU; the default is the score order whose curve
+# over all heads has the largest (ties: delta_nll, importance_raw, importance)
+def area(pts):
+    return sum((b["pct"] - a["pct"]) * (a["bleu"] + b["bleu"]) / 2 for a, b in zip(pts, pts[1:])) / 100
+for cv in c["curves"]:
+    assert abs(cv["area"] - area(cv["points"])) < 1e-3, (cv["order"], cv["scope"], cv["area"])
+areas = d["order_areas"]
+assert sorted(areas) == sorted(orders), areas
+for cv in c["curves"]:
+    if cv["scope"] == "all":
+        assert abs(areas[cv["order"]] - area(cv["points"])) < 1e-3, (cv["order"], areas)
+best = max(["delta_nll", "importance_raw", "importance"], key=lambda o: areas[o])  # max keeps the first of a tie
+# every order's masks, 4 scopes x 13 points, and the default's again
+for o in orders + ["default"]:
+    files = [f for f in os.listdir(os.path.join(out, "masks")) if f.startswith(o + "-") and f.endswith(".txt")]
+    assert len(files) == 52, (o, len(files))
+assert d["default_order"] == best, (d["default_order"], areas)
 code = {"encoder_self": "enc", "decoder_self": "dec", "cross": "cross"}
 name = lambda h: "%s.%d.%d" % (code[h["kind"]], h["layer"], h["head"])
 for cv in c["curves"]:
@@ -74,29 +110,58 @@ for cv in c["curves"]:
         prev = set(lines)
         if cv["scope"] != "all":
             assert all(l.startswith(code[cv["scope"]] + ".") for l in lines), (cv["scope"], lines)
-    # the importance order removes the least important first
-    if cv["order"] == "importance":
+    # a score order removes the least important by that score first
+    if cv["order"] != "random":
         scope = [h for h in hs if cv["scope"] in ("all", h["kind"])]
-        scope.sort(key=lambda h: (h["importance"], h["importance_raw"]))
+        scope.sort(key=lambda h: (h[cv["order"]], h["importance_raw"]))
         k = pts[5]["removed"]
         got = set(open(os.path.join(out, pts[5]["mask"])).read().splitlines())
-        assert got == set(name(h) for h in scope[:k]), (cv["scope"], got)
+        assert got == set(name(h) for h in scope[:k]), (cv["order"], cv["scope"], got)
+    # the default order's masks again, as default-SCOPE-PCT.txt
+    if cv["order"] == d["default_order"]:
+        for p in pts:
+            alias = os.path.join(out, "masks", "default-%s-%d.txt" % (cv["scope"], p["pct"]))
+            assert open(alias).read() == open(os.path.join(out, p["mask"])).read(), alias
+# the ranks follow the default order: rank 1 has its highest score
+ranked = sorted(hs, key=lambda h: h["rank"])
+assert all(a[best] >= b[best] for a, b in zip(ranked, ranked[1:])), [h[best] for h in ranked]
 first = [cv["points"][0]["bleu"] for cv in c["curves"]]
 assert len(set(first)) == 1 and first[0] > 0, first
-print("ok", d["spearman"], first[0])
+print("ok", d["spearman"], first[0], d["default_order"], " ".join("%s %.2f" % (o, areas[o]) for o in orders))
 EOF
 )
 [[ $check == ok* ]] && ok "heads_json_format_fields_norms_and_masks ($check)" || bad "heads_json_format_fields_norms_and_masks" "$check"
 
-# the table: every head once, sorted by importance (column 5), most important first
+# the printed winner and areas are heads.json's, the winner the largest area
+printed=$("$PY" - "$T/h/heads.json" "$T/h.log" <<'EOF' 2>&1
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+log = open(sys.argv[2]).read()
+m = re.search(r"^default ranking: (\S+) \(the largest area under the BLEU curve over all heads\); areas [^:]*:(( \S+ -?[0-9.]+)+)$",
+              log, re.M)
+assert m, "no 'default ranking:' line with areas"
+areas = dict(zip(m.group(2).split()[::2], map(float, m.group(2).split()[1::2])))
+assert m.group(1) == d["default_order"], (m.group(1), d["default_order"])
+assert areas == {k: round(v, 4) for k, v in d["order_areas"].items()}, (areas, d["order_areas"])
+assert areas[m.group(1)] == max(areas[o] for o in ("importance", "importance_raw", "delta_nll")), areas
+assert re.search(r"^heads ranked by %s, the most important first$" % m.group(1), log, re.M), "the table's order"
+print("ok", m.group(1))
+EOF
+)
+[[ $printed == ok* ]] && ok "heads_prints_the_winner_with_the_largest_area ($printed)" || bad "heads_prints_the_winner_with_the_largest_area" "$printed"
+# the table: every head once, sorted by the default order's column (importance 5, raw 6,
+# dNLL 7), most important first
+order=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["default_order"])' "$T/h/heads.json")
+col=$(case $order in importance) echo 5 ;; importance_raw) echo 6 ;; *) echo 7 ;; esac)
 rows=$(awk '/^rank kind/ {on = 1; next} on && NF == 0 {on = 0} on' "$T/h.log")
-sorted=$(awk '{ if (NR > 1 && $5 > last + 1e-9) bad = 1; last = $5 } END { print NR, bad + 0 }' <<<"$rows")
-[[ $sorted == "24 0" ]] && ok "heads_table_sorted_by_importance" || bad "heads_table_sorted_by_importance" "rows/unsorted: $sorted; $rows"
+sorted=$(awk -v c="$col" '{ if (NR > 1 && $c > last + 1e-9) bad = 1; last = $c } END { print NR, bad + 0 }' <<<"$rows")
+[[ $sorted == "24 0" ]] && ok "heads_table_sorted_by_the_default_order ($order)" ||
+    bad "heads_table_sorted_by_the_default_order" "$order, rows/unsorted: $sorted; $rows"
 grep -qE '^Spearman rank correlation with dNLL over the 24 heads: importance (-?[0-9.]+|undefined)' "$T/h.log" &&
     grep -qE '^timing: scores [0-9.]+ s \(importance, dNLL, roles, AER\); curve [0-9.]+ s \([0-9]+ distinct masks' "$T/h.log" &&
     ok "heads_prints_spearman_and_both_timings" || bad "heads_prints_spearman_and_both_timings" "$(tail -15 "$T/h.log")"
 
-# heads.svg: well-formed, one panel a scope, importance solid and random dashed
+# heads.svg: well-formed, one panel a scope, the three score orders solid and random dashed
 svg=$("$PY" - "$T/h/heads.svg" <<'EOF' 2>&1
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -105,7 +170,7 @@ panels = [g.get("data-scope") for g in root.iter(ns + "g")]
 lines = list(root.iter(ns + "polyline"))
 dashed = [l.get("class") for l in lines if l.get("stroke-dasharray")]
 assert panels == ["all", "encoder_self", "decoder_self", "cross"], panels
-assert len(lines) == 8 and dashed == ["random"] * 4, (len(lines), dashed)
+assert len(lines) == 16 and dashed == ["random"] * 4, (len(lines), dashed)
 print("ok")
 EOF
 )
@@ -144,7 +209,8 @@ a, b = (json.load(open(d + "/heads.json")) for d in sys.argv[1:])
 masks = lambda d, order: [open(d + "/" + p["mask"]).read() for cv in json.load(open(d + "/heads.json"))["curve"]["curves"]
                           if cv["order"] == order for p in cv["points"]]
 assert a["set"]["sentences"] == 10, a["set"]
-assert masks(sys.argv[1], "importance") == masks(sys.argv[2], "importance"), "the importance order moved with the seed"
+for order in ("importance", "importance_raw", "delta_nll"):
+    assert masks(sys.argv[1], order) == masks(sys.argv[2], order), "the %s order moved with the seed" % order
 assert masks(sys.argv[1], "random") != masks(sys.argv[2], "random"), "the random order ignores the seed"
 print("ok")
 EOF
@@ -153,8 +219,10 @@ EOF
 # --no-curve into a directory that held a full export: the old curve's files go
 "$QKV" heads "$T/run" "${small[@]}" --no-curve --out "$T/s1" >"$T/nc.log" 2>&1
 rc=$?
+# and the default falls back to delta_nll, said so
 if [[ $rc -eq 0 && -s $T/s1/heads.json && ! -e $T/s1/heads.svg && ! -e $T/s1/masks ]] && grep -q '"curve": null' "$T/s1/heads.json" &&
-    grep -q "curve skipped (--no-curve)" "$T/nc.log"; then
+    grep -q "curve skipped (--no-curve)" "$T/nc.log" && grep -q '"default_order": "delta_nll"' "$T/s1/heads.json" &&
+    grep -q '"order_areas": null' "$T/s1/heads.json" && grep -q "^default ranking: delta_nll (no curve measured" "$T/nc.log"; then
     ok "heads_no_curve_replaces_a_full_export"
 else
     bad "heads_no_curve_replaces_a_full_export" "exit $rc; $(ls "$T/s1" | tr '\n' ' '); $(tail -2 "$T/nc.log")"
@@ -163,7 +231,7 @@ fi
 echo mine >"$T/s2/masks/notes.md"
 expect_error "heads_foreign_file_in_masks_refused" 2 "masks/notes\.md: not a mask file of qkv heads" \
     "$QKV" heads "$T/run" "${small[@]}" --out "$T/s2"
-[[ $(ls "$T/s2/masks" | wc -l) -eq 105 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
+[[ $(ls "$T/s2/masks" | wc -l) -eq 261 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
     bad "heads_refused_export_leaves_old_files" "$(ls "$T/s2/masks" | wc -l) files in masks; $(ls -d "$T"/s2.* 2>/dev/null)"
 
 # ---- bad inputs, one line each ----------------------------------------------------------------------

@@ -61,7 +61,15 @@ for kind in ["encoder_self", "decoder_self", "cross"]:
 top = max(h["importance_raw"] for h in heads)
 for rank, h in enumerate(sorted(heads, key=lambda h: -h["importance_raw"]), 1):
     h["importance"], h["rank"] = round(h["importance_raw"] / top, 4), rank
-print(json.dumps({"format": "qkv-heads-view-1", "heads": heads, "sentences": maps}, ensure_ascii=False, separators=(",", ":")))' \
+for k, h in enumerate(heads): # the sink share and the roles by rule of qkv-heads-1, on every other head
+    if k % 2:
+        h["sink"] = round(rnd.random(), 4)
+        h["roles_by_rule"] = {"voita": h.get("roles", []), "relative": ["top:previous"] if k % 4 == 1 else [],
+                              "clark": ["sink"] if h["sink"] >= 0.6 else []}
+        h["roles"] = [r for rule in h["roles_by_rule"].values() for r in rule]
+# ranked and coloured by the raw score, as when qkv heads measures that order best
+print(json.dumps({"format": "qkv-heads-view-1", "default_order": "importance_raw", "heads": heads, "sentences": maps},
+                 ensure_ascii=False, separators=(",", ":")))' \
         "$T"/maps{0,1,2}/maps.json >"$T/heads.json" && embed "$T/heads.json" "$T/index.html" ||
         { echo "set-up failed: no sample heads view"; exit 1; }
     page=$T/index.html
@@ -103,6 +111,8 @@ has '"oneCellPerHead":true' && ok "browser_heads_grid_one_cell_per_head (${cells
 has '"colouredByImportance":true' && has '"labelledWithRole":true' && has '"gridAboveMaps":true' &&
     ok "browser_heads_grid_coloured_by_importance_labelled_by_role_above_the_maps" ||
     bad "browser_heads_grid_coloured_by_importance_labelled_by_role_above_the_maps" "${result:-none}"
+has '"colouredByDefaultOrder":true' && ok "browser_heads_grid_scored_and_ranked_by_the_default_order" ||
+    bad "browser_heads_grid_scored_and_ranked_by_the_default_order" "${result:-none}"
 has '"tooltip":true' && ok "browser_heads_tooltip_gives_the_numbers" || bad "browser_heads_tooltip_gives_the_numbers" "${result:-none}"
 has '"opensOnTopHead":true' && has '"clickOpensHead":true' && has '"clickAnotherHead":true' &&
     ok "browser_heads_click_selects_the_head_and_the_map_panel_shows_it" ||

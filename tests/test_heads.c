@@ -240,7 +240,10 @@ static void test_heads_previous_position_head_is_labelled_previous(void) {
     /* query 0 has no i-1: its nearest, PE(0), is itself, once a sentence */
     CHECK(h.previous == 1.0 && h.current == (double)N_SET / queries, "previous share %.3f, current %.3f", h.previous,
           h.current);
-    CHECK((h.roles & HEAD_ROLE_PREVIOUS) && strcmp(h.role, "previous") == 0, "role '%s'", h.role);
+    /* Voita's previous, and relative to the seven heads of random weights beside it */
+    CHECK((h.roles & HEAD_ROLE_PREVIOUS) && (h.roles & HEAD_ROLE_REL_PREVIOUS) && (h.roles & HEAD_ROLE_TOP_PREVIOUS) &&
+              strcmp(h.role, "previous+rel:previous+top:previous") == 0,
+          "role '%s'", h.role);
     CHECK(h.confidence > 0.95, "confidence %.3f", h.confidence);
     CHECK(others == 0, "%d heads of random weights labelled previous", others);
 }
@@ -283,13 +286,17 @@ static void test_heads_roles_on_hand_made_maps(void) {
     CHECK(fabs(h.confidence - (0.7 + 0.6 + 0.8 + 0.5) / 4) < 1e-6, "confidence %.6f", h.confidence);
     CHECK(fabs(h.entropy - ent / 4) < 1e-6, "entropy %.6f, want %.6f (nats)", h.entropy, ent / 4);
     CHECK(strcmp(h.role, "previous") == 0 && h.roles == HEAD_ROLE_PREVIOUS, "role '%s'", h.role);
-    /* a second sentence adds to the same counts: 2 queries on themselves */
+    /* the sink share: queries 0 and 1 top on key 0, none on the EOS (key 3) */
+    CHECK(h.sink == 0.5, "sink %.3f, want 2 of 4", h.sink);
+    /* a second sentence adds to the same counts: 2 queries on themselves, query 1 on the
+     * last key (its EOS) */
     const float two[4] = {1.0f, 0.0f, 0.0f, 1.0f};
     heads_roles_add(&c, ATTN_ENC_SELF, two, 2, 2, 2, NULL);
     heads_roles_finish(&c, &h);
     CHECK(h.previous == 0.75 && h.current == 0.5 && h.next == 0.0 && h.rare == 0.25,
           "after a second sentence: %.3f %.3f %.3f rare %.3f", h.previous, h.current, h.next, h.rare);
-    CHECK(h.role[0] == '\0' && h.roles == 0, "role '%s' below every threshold", h.role);
+    CHECK(fabs(h.sink - 4.0 / 6.0) < 1e-12 && strcmp(h.role, "sink") == 0 && h.roles == HEAD_ROLE_SINK,
+          "sink %.3f (4 of 6), role '%s': below every positional threshold, at the sink's", h.sink, h.role);
     /* cross-attention, 3 target queries over 3 source keys: no positions; 2 of 3 tops on
      * the rarest (key 1) */
     const float cross[9] = {0.2f, 0.7f, 0.1f, 0.1f, 0.3f, 0.6f, 0.3f, 0.4f, 0.3f};
@@ -299,6 +306,7 @@ static void test_heads_roles_on_hand_made_maps(void) {
     HeadStats x = {.kind = ATTN_CROSS, .aer = 0.5};
     heads_roles_finish(&cc, &x);
     CHECK(isnan(x.previous) && isnan(x.current) && isnan(x.next), "cross-attention has positional shares");
+    CHECK(fabs(x.sink - 1.0 / 3.0) < 1e-12, "cross sink %.3f: one top of three on the last source key", x.sink);
     CHECK(fabs(x.rare - 2.0 / 3.0) < 1e-12 && strcmp(x.role, "rare+aligns") == 0, "rare %.3f, role '%s'", x.rare,
           x.role);
     /* decoder self-attention: causal maps, no rare share; a current head */
@@ -309,6 +317,8 @@ static void test_heads_roles_on_hand_made_maps(void) {
     heads_roles_finish(&dc, &y);
     CHECK(y.current == 1.0 && y.next == 0.0 && y.previous == 0.0 && isnan(y.rare) && strcmp(y.role, "current") == 0,
           "decoder: %.3f %.3f %.3f rare %.3f role '%s'", y.previous, y.current, y.next, y.rare, y.role);
+    /* its first query has BOS only: no choice, not counted; the others top on themselves */
+    CHECK(y.sink == 0.0, "decoder sink %.3f: query 0 counted, or the last key taken for an EOS", y.sink);
     /* the thresholds, at and just under */
     HeadStats t = {.kind = ATTN_ENC_SELF,
                    .previous = HEADS_POSITIONAL_SHARE,
@@ -318,9 +328,181 @@ static void test_heads_roles_on_hand_made_maps(void) {
                    .aer = 0.1};
     heads_label(&t);
     CHECK(strcmp(t.role, "previous+rare") == 0, "at the thresholds: '%s' (AER counts for cross only)", t.role);
-    t.kind = ATTN_CROSS, t.previous = NAN, t.rare = 0.49, t.aer = HEADS_ALIGN_AER + 1e-9;
+    t.kind = ATTN_CROSS, t.previous = NAN, t.rare = 0.49, t.aer = HEADS_ALIGN_AER + 1e-9, t.sink = 0.59;
     heads_label(&t);
     CHECK(t.role[0] == '\0', "just past the thresholds: '%s'", t.role);
+    t.sink = HEADS_SINK_SHARE;
+    heads_label(&t);
+    CHECK(strcmp(t.role, "sink") == 0, "at the sink threshold: '%s'", t.role);
+}
+
+/* The sink share on maps built for it: a decoder head on BOS, an encoder head on EOS, a
+ * cross head on the first source token; and one that looks like a sink only by chance of
+ * the first query. */
+static void test_heads_sink_share_on_hand_made_maps(void) {
+    /* decoder self, 4 queries (causal): query 0 sees BOS only (not counted); 1 and 3 top on
+     * BOS, 2 on itself: 2 of 3 */
+    const float dec[16] = {1.0f, 0.0f, 0.0f, 0.0f, 0.7f, 0.3f, 0.0f, 0.0f,
+                           0.2f, 0.2f, 0.6f, 0.0f, 0.4f, 0.2f, 0.2f, 0.2f};
+    HeadRoleCounts c = {0};
+    heads_roles_add(&c, ATTN_DEC_SELF, dec, 4, 4, 4, NULL);
+    HeadStats d = {.kind = ATTN_DEC_SELF, .aer = NAN};
+    heads_roles_finish(&c, &d);
+    CHECK(c.sink_n == 3 && c.sink_hits == 2 && fabs(d.sink - 2.0 / 3.0) < 1e-12 && (d.roles & HEAD_ROLE_SINK),
+          "decoder: %lld of %lld, sink %.4f, role '%s'", c.sink_hits, c.sink_n, d.sink, d.role);
+    /* the decoder's last key is a target word, not an EOS: a head on its own position at
+     * the last query is no sink */
+    const float dec_last[4] = {1.0f, 0.0f, 0.1f, 0.9f};
+    HeadRoleCounts c2 = {0};
+    heads_roles_add(&c2, ATTN_DEC_SELF, dec_last, 2, 2, 2, NULL);
+    CHECK(c2.sink_n == 1 && c2.sink_hits == 0, "decoder's last key counted as a sink (%lld)", c2.sink_hits);
+    /* encoder self, 3 tokens + EOS: queries 0..2 top on EOS (key 3), query 3 on key 1 */
+    const float enc[16] = {0.1f, 0.1f, 0.1f, 0.7f, 0.1f, 0.2f, 0.1f, 0.6f,
+                           0.2f, 0.1f, 0.1f, 0.6f, 0.1f, 0.5f, 0.2f, 0.2f};
+    HeadRoleCounts e = {0};
+    heads_roles_add(&e, ATTN_ENC_SELF, enc, 4, 4, 4, NULL);
+    HeadStats h = {.kind = ATTN_ENC_SELF, .aer = NAN};
+    heads_roles_finish(&e, &h);
+    CHECK(h.sink == 0.75 && strcmp(h.role, "sink") == 0, "encoder on EOS: sink %.3f, role '%s'", h.sink, h.role);
+    /* cross, 3 target queries over 2 source tokens + EOS: all on the first source token */
+    const float cross[9] = {0.8f, 0.1f, 0.1f, 0.5f, 0.3f, 0.2f, 0.9f, 0.0f, 0.1f};
+    HeadRoleCounts x = {0};
+    heads_roles_add(&x, ATTN_CROSS, cross, 3, 3, 3, NULL);
+    HeadStats xs = {.kind = ATTN_CROSS, .aer = NAN};
+    heads_roles_finish(&x, &xs);
+    CHECK(xs.sink == 1.0 && (xs.roles & HEAD_ROLE_SINK), "cross on the first token: sink %.3f", xs.sink);
+    /* the middle key is neither: 0 of 3 */
+    const float mid[9] = {0.1f, 0.8f, 0.1f, 0.2f, 0.6f, 0.2f, 0.3f, 0.4f, 0.3f};
+    HeadRoleCounts z = {0};
+    heads_roles_add(&z, ATTN_CROSS, mid, 3, 3, 3, NULL);
+    CHECK(z.sink_n == 3 && z.sink_hits == 0, "the middle key counted as a sink (%lld of %lld)", z.sink_hits, z.sink_n);
+}
+
+/* The relative rule on hand-made shares: eight encoder heads, one far out on previous;
+ * the kind's top head named; the floor; a kind's heads compared among themselves only;
+ * Voita's roles and the sink kept. */
+static void test_heads_relative_roles(void) {
+    HeadStats st[12];
+    memset(st, 0, sizeof st);
+    /* encoder: previous shares 0.1 x 7 and 0.5: mean 0.15, sd sqrt(7 * 0.05^2 + 0.35^2) / sqrt 8
+     * = 0.1323, bar 0.4146: 0.5 passes (below Voita's 0.8) */
+    for (int i = 0; i < 8; i++) {
+        st[i] = (HeadStats){.kind = ATTN_ENC_SELF,
+                            .index = i,
+                            .previous = 0.1,
+                            .current = 0.05 + 0.01 * i,
+                            .next = 0.02,
+                            .rare = 0.0,
+                            .aer = NAN};
+    }
+    st[3].previous = 0.5;
+    st[5].rare = 0.2; /* far out, but under the 0.3 floor: top only */
+    /* decoder: current 0.9 (Voita's) in one of four; the rest 0.85: not far out relative to them */
+    for (int i = 8; i < 12; i++)
+        st[i] = (HeadStats){.kind = ATTN_DEC_SELF,
+                            .index = i,
+                            .previous = 0.05,
+                            .current = 0.85,
+                            .next = 0.0,
+                            .rare = NAN,
+                            .aer = NAN,
+                            .sink = 0.7};
+    st[9].current = 0.9;
+    for (int i = 0; i < 12; i++) heads_label(&st[i]);
+    heads_label_relative(st, 12);
+    CHECK(st[3].roles == (HEAD_ROLE_REL_PREVIOUS | HEAD_ROLE_TOP_PREVIOUS) &&
+              strcmp(st[3].role, "rel:previous+top:previous") == 0,
+          "the outlier: '%s'", st[3].role);
+    int others = 0;
+    for (int i = 0; i < 8; i++) others += i != 3 && (st[i].roles & (HEAD_ROLE_REL_PREVIOUS | HEAD_ROLE_TOP_PREVIOUS));
+    CHECK(others == 0, "%d other encoder heads called previous", others);
+    CHECK((st[5].roles & HEAD_ROLE_TOP_RARE) && !(st[5].roles & HEAD_ROLE_REL_RARE), "under the floor: '%s'",
+          st[5].role);
+    /* current rises with the index: the top is head 7, and 0.12 is under the floor */
+    CHECK((st[7].roles & HEAD_ROLE_TOP_CURRENT) && !(st[7].roles & HEAD_ROLE_REL_CURRENT), "encoder current: '%s'",
+          st[7].role);
+    /* next is 0.02 everywhere: no spread, no top, no outlier */
+    int next = 0;
+    for (int i = 0; i < 12; i++) next += (st[i].roles & (HEAD_ROLE_TOP_NEXT | HEAD_ROLE_REL_NEXT)) != 0;
+    CHECK(next == 0, "%d heads named for a share every head of the kind has alike", next);
+    /* decoder: mean 0.8625, sd 0.0217, bar 0.9058: 0.9 is the top but no outlier; it keeps
+     * Voita's current and the sink */
+    CHECK(st[9].roles == (HEAD_ROLE_CURRENT | HEAD_ROLE_TOP_CURRENT | HEAD_ROLE_SINK) &&
+              strcmp(st[9].role, "current+top:current+sink") == 0,
+          "decoder top: '%s'", st[9].role);
+    /* relabelling keeps the relative roles, and they are recomputed, not added to */
+    heads_label(&st[3]);
+    heads_label_relative(st, 12);
+    CHECK(strcmp(st[3].role, "rel:previous+top:previous") == 0, "after relabelling: '%s'", st[3].role);
+    /* under the floor, however far out: top only */
+    st[3].previous = 0.29;
+    heads_label_relative(st, 12);
+    CHECK(!(st[3].roles & HEAD_ROLE_REL_PREVIOUS) && (st[3].roles & HEAD_ROLE_TOP_PREVIOUS), "0.29 passes: '%s'",
+          st[3].role);
+    /* two heads alike at 0.5 among six at 0.1: mean 0.2, sd 0.1732, bar 0.546: neither is
+     * far out; the top is the first by number */
+    st[2].previous = st[3].previous = 0.5;
+    heads_label_relative(st, 12);
+    CHECK(!((st[2].roles | st[3].roles) & HEAD_ROLE_REL_PREVIOUS) && (st[2].roles & HEAD_ROLE_TOP_PREVIOUS) &&
+              !(st[3].roles & HEAD_ROLE_TOP_PREVIOUS),
+          "two alike: '%s', '%s'", st[2].role, st[3].role);
+}
+
+/* The default order, on hand-made curves: the area is the trapezoids' mean BLEU; the raw
+ * score's curve, largest over all heads, wins though importance's wins in a kind's scope
+ * and random's is larger still; ties go to delta_nll, then importance_raw; no curve is
+ * delta_nll. */
+static void test_heads_default_order_by_area(void) {
+    static const int pcts[HEADS_CURVE_POINTS] = {0, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 90, 100};
+    HeadCurves c;
+    memset(&c, 0, sizeof c);
+    /* over all heads: BLEU = top - drop * pct / 100 in each order, random flat at 60 */
+    const double drop[HEADS_ORDERS] = {40.0, 20.0, 30.0, 0.0};
+    for (int o = 0; o < HEADS_ORDERS; o++) {
+        HeadCurve *cv = &c.curves[c.n_curves++];
+        cv->order = o, cv->scope = HEADS_SCOPE_ALL, cv->heads = 24;
+        for (int k = 0; k < HEADS_CURVE_POINTS; k++)
+            cv->points[k].pct = pcts[k],
+            cv->points[k].bleu = o == HEADS_ORDER_RANDOM ? 60.0 : 50.0 - drop[o] * pcts[k] / 100;
+    }
+    /* a kind's scope where importance is best: not counted */
+    HeadCurve *cv = &c.curves[c.n_curves++];
+    cv->order = HEADS_ORDER_IMPORTANCE, cv->scope = ATTN_CROSS, cv->heads = 8;
+    for (int k = 0; k < HEADS_CURVE_POINTS; k++) cv->points[k].pct = pcts[k], cv->points[k].bleu = 99.0;
+    double areas[HEADS_ORDERS];
+    int won = heads_default_order(&c, areas);
+    /* a straight line's trapezoids are exact: 50 - drop / 2 */
+    CHECK(fabs(areas[HEADS_ORDER_IMPORTANCE] - 30.0) < 1e-9 && fabs(areas[HEADS_ORDER_IMPORTANCE_RAW] - 40.0) < 1e-9 &&
+              fabs(areas[HEADS_ORDER_DELTA_NLL] - 35.0) < 1e-9 && fabs(areas[HEADS_ORDER_RANDOM] - 60.0) < 1e-9,
+          "areas %.4f %.4f %.4f %.4f", areas[0], areas[1], areas[2], areas[3]);
+    CHECK(won == HEADS_ORDER_IMPORTANCE_RAW, "%s won, not importance_raw (random is no candidate)",
+          heads_order_name(won));
+    /* not a plain mean of the points: a dip at 25% alone (between 20 and 30) weighs 5 of 100 */
+    c.curves[HEADS_ORDER_IMPORTANCE_RAW].points[3].bleu -= 10.0;
+    double mean = 0.0;
+    for (int k = 0; k < HEADS_CURVE_POINTS; k++) mean += c.curves[HEADS_ORDER_IMPORTANCE_RAW].points[k].bleu;
+    won = heads_default_order(&c, areas);
+    CHECK(fabs(areas[HEADS_ORDER_IMPORTANCE_RAW] - 39.5) < 1e-9 && fabs(mean / HEADS_CURVE_POINTS - 39.5) > 0.1,
+          "trapezoids: %.4f, want 39.5", areas[HEADS_ORDER_IMPORTANCE_RAW]);
+    CHECK(won == HEADS_ORDER_IMPORTANCE_RAW, "%s won after the dip", heads_order_name(won));
+    /* a tie after rounding to 4 decimals goes to delta_nll */
+    for (int k = 0; k < HEADS_CURVE_POINTS; k++)
+        c.curves[HEADS_ORDER_DELTA_NLL].points[k].bleu = c.curves[HEADS_ORDER_IMPORTANCE_RAW].points[k].bleu + 1e-7;
+    won = heads_default_order(&c, areas);
+    CHECK(won == HEADS_ORDER_DELTA_NLL, "tie: %s won, not delta_nll", heads_order_name(won));
+    /* importance_raw and importance tied above delta_nll: importance_raw */
+    c.curves[HEADS_ORDER_IMPORTANCE] = c.curves[HEADS_ORDER_IMPORTANCE_RAW];
+    c.curves[HEADS_ORDER_IMPORTANCE].order = HEADS_ORDER_IMPORTANCE;
+    c.curves[HEADS_ORDER_DELTA_NLL].points[5].bleu -= 5.0;
+    won = heads_default_order(&c, areas);
+    CHECK(won == HEADS_ORDER_IMPORTANCE_RAW, "tie of the gradient scores: %s won", heads_order_name(won));
+    /* no curve: delta_nll, the areas unknown */
+    won = heads_default_order(NULL, areas);
+    CHECK(won == HEADS_ORDER_DELTA_NLL && isnan(areas[0]) && isnan(areas[HEADS_ORDER_RANDOM]), "no curve: %s",
+          heads_order_name(won));
+    CHECK(heads_order_of("importance_raw") == HEADS_ORDER_IMPORTANCE_RAW && heads_order_of("default") < 0 &&
+              heads_order_of(NULL) < 0,
+          "order names do not read back");
 }
 
 /* The removal orders: importance increasing (ties by the raw score), a kind's own heads
@@ -333,6 +515,7 @@ static void test_heads_removal_order_and_mask_text(void) {
     for (int i = 0; i < nh; i++) {
         st[i].index = i, st[i].kind = i < 8 ? ATTN_ENC_SELF : i < 16 ? ATTN_DEC_SELF : ATTN_CROSS;
         st[i].importance = (double)((i * 7) % nh) / nh, st[i].importance_raw = i;
+        st[i].delta_nll = (double)((i * 5) % nh) / nh - 0.25; /* a head whose masking helps goes first */
     }
     st[5].importance = st[6].importance; /* a tie: the raw score decides */
     int order[64], again[64], other[64];
@@ -345,6 +528,13 @@ static void test_heads_removal_order_and_mask_text(void) {
             five_first = order[i] == 5;
             break;
         }
+    int by_raw[64], by_dnll[64], ranked[64];
+    heads_removal_order(&m, st, HEADS_ORDER_IMPORTANCE_RAW, HEADS_SCOPE_ALL, 1, by_raw);
+    heads_removal_order(&m, st, HEADS_ORDER_DELTA_NLL, HEADS_SCOPE_ALL, 1, by_dnll);
+    heads_rank_order(st, nh, HEADS_ORDER_DELTA_NLL, ranked);
+    int raw_ok = 1, dnll_ok = by_dnll[0] == 0, rank_ok = 1;
+    for (int i = 0; i < nh; i++) raw_ok &= by_raw[i] == i, rank_ok &= ranked[i] == by_dnll[nh - 1 - i];
+    for (int i = 1; i < nh; i++) dnll_ok &= st[by_dnll[i - 1]].delta_nll < st[by_dnll[i]].delta_nll;
     int k = heads_removal_order(&m, st, HEADS_ORDER_IMPORTANCE, ATTN_CROSS, 1, order);
     int cross_only = k == 8;
     for (int i = 0; i < k; i++) cross_only &= st[order[i]].kind == ATTN_CROSS;
@@ -366,6 +556,9 @@ static void test_heads_removal_order_and_mask_text(void) {
     free(st), model_free(&m);
     CHECK(sorted && five_first, "importance order not increasing, or the tie not broken by the raw score");
     CHECK(cross_only, "a kind's order holds %d heads, not only its 8", k);
+    CHECK(raw_ok && dnll_ok && rank_ok,
+          "the raw order %d, dNLL increasing from the most negative %d, the ranking its reverse %d", raw_ok, dnll_ok,
+          rank_ok);
     CHECK(perm && same && moved, "random order: permutation %d, same seed same %d, other seed moves %d", perm, same,
           moved);
     CHECK(text_ok && parsed == 2 && back, "mask text does not read back (%d heads parsed)", parsed);
@@ -400,5 +593,8 @@ const TestCase heads_tests[] = {
     {"heads_spearman_known_values", test_heads_spearman_known_values},
     {"heads_roles_on_hand_made_maps", test_heads_roles_on_hand_made_maps},
     {"heads_removal_order_and_mask_text", test_heads_removal_order_and_mask_text},
+    {"heads_sink_share_on_hand_made_maps", test_heads_sink_share_on_hand_made_maps},
+    {"heads_relative_roles", test_heads_relative_roles},
+    {"heads_default_order_by_area", test_heads_default_order_by_area},
     {NULL, NULL},
 };

@@ -1,10 +1,11 @@
 /* heads: `qkv heads RUN --src F --ref F [--gold F] [--out DIR]`, what each attention head
  * is worth and what it does on a held-out set: Michel et al. 2019's gradient importance
  * and the exact dNLL of masking it alone, their Spearman correlation, Voita et al.'s roles
- * (confidence, positional and rare-token heads) with AER per cross head, and the pruning
- * curve (BLEU as heads are removed by importance and at random). Prints the table sorted
- * by importance and writes DIR/heads.json, DIR/heads.svg, DIR/index.html and the masks
- * of the curve's points (DIR/masks/ORDER-SCOPE-PCT.txt, --mask-heads @FILE's format), all
+ * (confidence, positional and rare-token heads) with AER per cross head, roles relative to
+ * this model's own heads and sinks, and the pruning curve (BLEU as heads are removed by
+ * each score and at random). The score whose curve keeps the most BLEU is the default
+ * ranking (delta_nll without a curve). Prints the table in that order and writes DIR/heads.json, DIR/heads.svg,
+ * DIR/index.html and the masks of the curve's points (DIR/masks/ORDER-SCOPE-PCT.txt, --mask-heads @FILE's format), all
  * moved into place together (util/staged_dir.h). The work is heads/analysis.c's (over
  * headscore.c, headcurve.c and headreport.c); this file reads the files and prints. */
 #define _POSIX_C_SOURCE 200809L
@@ -45,34 +46,50 @@ static void put(double v, int width) {
     else printf(" %*.3f", width, v);
 }
 
-static void print_table(const HeadStats *stats, int n) {
+static void print_table(const HeadStats *stats, int n, int default_order) {
     int *order = xmalloc(sizeof(int) * (size_t)n);
-    heads_by_importance(stats, n, order);
-    printf("%4s %-12s %5s %4s %10s %10s %9s %6s %7s %6s %6s %6s %6s %6s  %s\n", "rank", "kind", "layer", "head",
-           "importance", "raw", "dNLL", "conf", "entropy", "prev", "cur", "next", "rare", "AER", "role");
+    heads_rank_order(stats, n, default_order, order);
+    printf("heads ranked by %s, the most important first\n", heads_order_name(default_order));
+    printf("%4s %-12s %5s %4s %10s %10s %9s %6s %7s %6s %6s %6s %6s %6s %6s  %s\n", "rank", "kind", "layer", "head",
+           "importance", "raw", "dNLL", "conf", "entropy", "prev", "cur", "next", "rare", "sink", "AER", "role");
     for (int r = 0; r < n; r++) {
         const HeadStats *h = &stats[order[r]];
         printf("%4d %-12s %5d %4d %10.4f %10.4g %+9.4f", r + 1, attnmap_kind_name(h->kind), h->layer, h->head,
                h->importance, h->importance_raw, h->delta_nll);
         put(h->confidence, 6), put(h->entropy, 7), put(h->previous, 6), put(h->current, 6);
-        put(h->next, 6), put(h->rare, 6), put(h->aer, 6);
+        put(h->next, 6), put(h->rare, 6), put(h->sink, 6), put(h->aer, 6);
         printf("  %s\n", h->role[0] ? h->role : "-");
     }
     free(order);
 }
 
 static void print_curves(const HeadCurves *c, const TranslateOptions *o) {
-    printf("\npruning curve: BLEU (%s) with a share of the scope's heads removed\n%-24s",
+    printf("\npruning curve: BLEU (%s) with a share of the scope's heads removed\n%-29s",
            o->decode.beam == 1 ? "greedy" : "beam search", "");
     for (int k = 0; c->n_curves > 0 && k < HEADS_CURVE_POINTS; k++) printf(" %5d%%", c->curves[0].points[k].pct);
-    printf("\n");
+    printf("    area\n");
     for (int i = 0; i < c->n_curves; i++) {
         const HeadCurve *cv = &c->curves[i];
-        printf("%-13s %-10s", cv->order == HEADS_ORDER_IMPORTANCE ? heads_scope_name(cv->scope) : "",
-               heads_order_name(cv->order));
+        printf("%-13s %-15s", cv->order == 0 ? heads_scope_name(cv->scope) : "", heads_order_name(cv->order));
         for (int k = 0; k < HEADS_CURVE_POINTS; k++) printf(" %6.2f", cv->points[k].bleu);
-        printf("\n");
+        printf(" %7.2f\n", heads_curve_area(cv));
     }
+}
+
+/* The default ranking and how it was chosen; the line tests/heads.sh reads. */
+static void print_default(const HeadsAnalysis *an, int curve) {
+    if (!curve) {
+        printf("default ranking: %s (no curve measured, --no-curve: the exact score)\n",
+               heads_order_name(an->default_order));
+        return;
+    }
+    printf("default ranking: %s (the largest area under the BLEU curve over all heads); areas (mean BLEU over "
+           "0..100%% removed):",
+           heads_order_name(an->default_order));
+    for (int o = 0; o < HEADS_ORDERS; o++) printf(" %s %.4f", heads_order_name(o), an->areas[o]);
+    double margin = an->areas[an->default_order] - an->areas[HEADS_ORDER_RANDOM];
+    printf("\n  %s %s random by %.4f\n", heads_order_name(an->default_order), margin > 0 ? "beats" : "does not beat",
+           margin > 0 ? margin : -margin);
 }
 
 static void spearman_print(double rho) {
@@ -94,7 +111,7 @@ static const CmdOption options[] = {
     {'G', "gold", "FILE", "gold Pharaoh alignments of src and ref: AER for each cross-attention head", NULL},
     {'o', "out", "DIR", "where heads.json, heads.svg, index.html and masks/ go", "RUN/heads"},
     {'S', "seed", "S", "the seed of the random pruning order", "1"},
-    {'C', "no-curve", NULL, "skip the pruning curve (its BLEU decodes are the slow part)", NULL},
+    {'C', "no-curve", NULL, "skip the pruning curve (its BLEU decodes are the slow part); delta_nll then ranks", NULL},
     {'f', "freq", "FILE", "the corpus whose source-token counts define rare tokens", "the run's data.train.src"},
     {'N', "sentences", "N", "score only the first N usable pairs of the set", "all"},
     {0},
@@ -105,8 +122,10 @@ const CmdSpec cmd_heads_spec = {
     .summary = "what each attention head is worth (importance, pruning curve) and what it does (roles)",
     .about = "On a held-out set: each head's gradient importance (Michel et al. 2019) and the exact\n"
              "change in reference NLL when it alone is masked, their Spearman correlation, its role\n"
-             "(Voita et al. 2019: confidence, positional and rare-token heads; AER with --gold), and\n"
-             "BLEU as heads are removed by importance and at random. Writes DIR/heads.json, heads.svg,\n"
+             "(Voita et al. 2019: confidence, positional and rare-token heads; AER with --gold; and\n"
+             "relative to this model's heads, and sinks), and BLEU as heads are removed by each score\n"
+             "(importance, importance_raw, delta_nll) and at random; the score whose curve keeps the\n"
+             "most BLEU ranks the table (delta_nll with --no-curve). Writes DIR/heads.json, heads.svg,\n"
              "index.html (a viewer) and masks/ORDER-SCOPE-PCT.txt (for --mask-heads @FILE). The\n"
              "decoding options are translate's; --nbest is 1 here, and --mask-heads is refused (the\n"
              "curve masks heads itself).",
@@ -158,23 +177,31 @@ static int analyse(Run *r, const Options *o, const TranslateOptions *to, char **
                       .spearman_raw = an.spearman_raw,
                       .base_nll = an.base_nll,
                       .curves = o->curve ? &an.curves : NULL,
+                      .default_order = an.default_order,
+                      .areas = o->curve ? an.areas : NULL,
                       .decoding = &to->decode,
                       .score_seconds = an.score_seconds,
                       .curve_seconds = an.curve_seconds};
 
-    print_table(stats, nh);
+    print_table(stats, nh, an.default_order);
     printf("\nreference NLL %.4f per token with no head masked (%lld tokens); entropy in nats\n", an.base_nll,
            an.ref_tokens);
     printf("importance: mean |dL/dgate| per sentence, normalised by the L2 norm of its layer's (Michel et al. 2019)\n");
-    printf("roles: previous/current/next at a positional share >= %.2f, rare at a rare-token share >= %.2f%s\n",
+    printf("roles (voita): previous/current/next at a positional share >= %.2f, rare at a rare-token share >= %.2f%s\n",
            HEADS_POSITIONAL_SHARE, HEADS_RARE_SHARE, gold ? "" : " (aligns needs --gold)");
     if (gold) printf("       aligns: a cross head with AER <= %.2f\n", HEADS_ALIGN_AER);
+    printf("roles (relative): rel:SHARE at >= the kind's mean + %.0f sd and >= %.2f, top:SHARE the kind's largest\n",
+           HEADS_RELATIVE_SDS, HEADS_RELATIVE_MIN_SHARE);
+    printf("roles (clark): sink when >= %.2f of the queries put their top weight on the first key or the source's "
+           "EOS\n",
+           HEADS_SINK_SHARE);
     printf("Spearman rank correlation with dNLL over the %d heads: importance ", nh);
     spearman_print(an.spearman);
     printf(", raw score ");
     spearman_print(an.spearman_raw);
     printf("\n");
     if (o->curve) print_curves(&an.curves, to);
+    print_default(&an, o->curve);
     printf("\ntiming: scores %.2f s (importance, dNLL, roles%s); curve %s", an.score_seconds, gold ? ", AER" : "",
            o->curve ? "" : "skipped (--no-curve)\n");
     if (o->curve) printf("%.2f s (%d distinct masks decoded and scored)\n", an.curve_seconds, an.curves.evaluations);
@@ -183,8 +210,8 @@ static int analyse(Run *r, const Options *o, const TranslateOptions *to, char **
     if (heads_export(o->out, &rep, r, &st, &masks) != 0) goto done;
     if (o->curve)
         printf("wrote %s/heads.json, %s/heads.svg, %s/index.html (open it in a browser) and %d masks in %s/masks/ "
-               "(for --mask-heads @FILE)\n",
-               o->out, o->out, o->out, masks, o->out);
+               "(for --mask-heads @FILE; default-SCOPE-PCT.txt are %s's)\n",
+               o->out, o->out, o->out, masks, o->out, heads_order_name(an.default_order));
     else printf("wrote %s/heads.json and %s/index.html (open it in a browser)\n", o->out, o->out);
     rc = 0;
 done:

@@ -83,6 +83,7 @@ int heads_analyse(Run *r, const HeadsInput *in, const long long *freq, const Tra
                      seed, fanout_threads(), &a->curves, progress, NULL);
         a->curve_seconds = now_seconds() - t0;
     }
+    a->default_order = heads_default_order(curve ? &a->curves : NULL, a->areas);
     for (int i = 0; i < in->set.n; i++) a->ref_tokens += in->ref[i].len + 1;
     return 0;
 }
@@ -99,6 +100,7 @@ typedef struct {
     const char *out;
     char *json, *view, *svg; /* svg NULL without a curve */
     const HeadCurves *curves;
+    int default_order;
     const Model *m;
     int masks; /* files written */
 } Files;
@@ -107,11 +109,14 @@ static int export_file(const char *name) {
     return strcmp(name, "heads.json") == 0 || strcmp(name, "heads.svg") == 0 || strcmp(name, "index.html") == 0;
 }
 
-/* A mask file's name as the curve names them: importance-... or random-..., .txt */
+/* A mask file's name as the curve names them: ORDER-... or default-..., .txt */
 static int mask_file(const char *name) {
     size_t n = strlen(name);
-    return n > 4 && strcmp(name + n - 4, ".txt") == 0 &&
-           (strncmp(name, "importance-", 11) == 0 || strncmp(name, "random-", 7) == 0);
+    const char *dash = strchr(name, '-');
+    if (n <= 4 || strcmp(name + n - 4, ".txt") != 0 || !dash) return 0;
+    char order[32];
+    snprintf(order, sizeof order, "%.*s", (int)(dash - name < 31 ? dash - name : 31), name);
+    return strcmp(order, "default") == 0 || heads_order_of(order) >= 0;
 }
 
 /* Removes dir/masks/ (check_only: only looks). A file there that is not a mask's (or a
@@ -164,8 +169,15 @@ static int write_files(const char *dir, void *arg) {
                 heads_mask_text(f->m, c->removed + (size_t)k * nh, &sb);
                 snprintf(path, sizeof path, "%s/%s", dir, c->points[k].mask);
                 rc = write_file_atomic(path, sb.buf, sb.len);
-                sb_free(&sb);
                 f->masks += rc == 0;
+                /* the default order's again under a name that does not change with the winner */
+                if (rc == 0 && c->order == f->default_order) {
+                    snprintf(path, sizeof path, "%s/masks/default-%s-%d.txt", dir, heads_scope_name(c->scope),
+                             c->points[k].pct);
+                    rc = write_file_atomic(path, sb.buf, sb.len);
+                    f->masks += rc == 0;
+                }
+                sb_free(&sb);
             }
         if (rc != 0) { /* the staging directory is removed file by file: its masks/ first */
             clear_masks(dir, 0);
@@ -181,12 +193,14 @@ static int write_files(const char *dir, void *arg) {
 
 int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInput *in, int *masks) {
     json_t *root = heads_report_json(rep);
-    Files files = {out, xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), NULL, NULL, rep->curves, &r->model,
-                   0};
+    Files files = {out,         xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))),
+                   NULL,        NULL,
+                   rep->curves, rep->default_order,
+                   &r->model,   0};
     json_decref(root);
     files.view = heads_view_json(rep, &r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, &in->set,
                                  in->src_text, in->ref_text);
-    if (rep->curves) files.svg = heads_svg(rep->curves);
+    if (rep->curves) files.svg = heads_svg(rep->curves, rep->default_order);
     int rc = staged_dir_write(out, "--out", write_files, &files, export_file);
     *masks = files.masks;
     free(files.json), free(files.view), free(files.svg);

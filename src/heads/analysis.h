@@ -35,6 +35,8 @@ typedef struct {
     double base_nll;               /* per reference token, no head masked */
     double spearman, spearman_raw; /* importance and importance_raw against dNLL */
     HeadCurves curves;             /* with a curve */
+    int default_order;             /* heads_default_order: the curve's best score order, or its fallback */
+    double areas[HEADS_ORDERS];    /* each order's area over all heads; NAN without a curve */
     double score_seconds, curve_seconds;
     long long ref_tokens; /* reference tokens scored, EOS included */
 } HeadsAnalysis;
@@ -48,7 +50,8 @@ int heads_analyse(Run *r, const HeadsInput *in, const long long *freq, const Tra
 void heads_analysis_free(HeadsAnalysis *a);
 
 /* Writes out/heads.json, out/index.html, out/heads.svg and out/masks/ (the curve's masks,
- * with rep->curves) as one set through util/staged_dir.h, refusing an out whose masks/
+ * with rep->curves: every order's, and the default order's again as default-SCOPE-PCT.txt)
+ * as one set through util/staged_dir.h, refusing an out whose masks/
  * holds files that are not masks. *masks: the mask files written. 0, or -1 with the error
  * set. */
 int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInput *in, int *masks);

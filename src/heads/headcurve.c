@@ -1,6 +1,7 @@
 /* headcurve: see headcurve.h. */
 #include "heads/headcurve.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,15 +15,42 @@
 #include "util/mem.h"
 #include "util/rng.h"
 
-const char *heads_order_name(int order) { return order == HEADS_ORDER_IMPORTANCE ? "importance" : "random"; }
+static const char *order_names[HEADS_ORDERS] = {"importance", "importance_raw", "delta_nll", "random"};
+
+const char *heads_order_name(int order) { return order >= 0 && order < HEADS_ORDERS ? order_names[order] : "?"; }
+
+int heads_order_of(const char *name) {
+    for (int o = 0; name && o < HEADS_ORDERS; o++)
+        if (strcmp(name, order_names[o]) == 0) return o;
+    return -1;
+}
 
 const char *heads_scope_name(int scope) { return scope == HEADS_SCOPE_ALL ? "all" : attnmap_kind_name(scope); }
 
+double heads_order_score(const HeadStats *h, int order) {
+    return order == HEADS_ORDER_IMPORTANCE       ? h->importance
+           : order == HEADS_ORDER_IMPORTANCE_RAW ? h->importance_raw
+           : order == HEADS_ORDER_DELTA_NLL      ? h->delta_nll
+                                                 : NAN;
+}
+
+/* qsort has no context argument in C11; single-threaded use */
 static const HeadStats *order_stats;
-static int by_importance(const void *a, const void *b) {
+static int order_by;
+/* increasing score, ties by the raw score, then by number */
+static int by_score(const void *a, const void *b) {
     const HeadStats *x = &order_stats[*(const int *)a], *y = &order_stats[*(const int *)b];
-    if (x->importance != y->importance) return x->importance < y->importance ? -1 : 1;
+    double sx = heads_order_score(x, order_by), sy = heads_order_score(y, order_by);
+    if (sx != sy) return sx < sy ? -1 : 1;
     if (x->importance_raw != y->importance_raw) return x->importance_raw < y->importance_raw ? -1 : 1;
+    return x->index - y->index;
+}
+/* decreasing score, ties by the raw score decreasing, then by number */
+static int by_score_down(const void *a, const void *b) {
+    const HeadStats *x = &order_stats[*(const int *)a], *y = &order_stats[*(const int *)b];
+    double sx = heads_order_score(x, order_by), sy = heads_order_score(y, order_by);
+    if (sx != sy) return sx > sy ? -1 : 1;
+    if (x->importance_raw != y->importance_raw) return x->importance_raw > y->importance_raw ? -1 : 1;
     return x->index - y->index;
 }
 
@@ -30,9 +58,9 @@ int heads_removal_order(const Model *m, const HeadStats *stats, int order, int s
     int n = 0, nh = model_head_count(m);
     for (int i = 0; i < nh; i++)
         if (scope == HEADS_SCOPE_ALL || stats[i].kind == scope) out[n++] = i;
-    if (order == HEADS_ORDER_IMPORTANCE) {
-        order_stats = stats; /* qsort has no context argument in C11; single-threaded use */
-        qsort(out, (size_t)n, sizeof(int), by_importance);
+    if (order != HEADS_ORDER_RANDOM) {
+        order_stats = stats, order_by = order;
+        qsort(out, (size_t)n, sizeof(int), by_score);
         return n;
     }
     Rng r;
@@ -42,6 +70,31 @@ int heads_removal_order(const Model *m, const HeadStats *stats, int order, int s
         out[i] = out[j], out[j] = t;
     }
     return n;
+}
+
+void heads_rank_order(const HeadStats *stats, int n, int order, int *out) {
+    for (int i = 0; i < n; i++) out[i] = i;
+    order_stats = stats, order_by = order;
+    qsort(out, (size_t)n, sizeof(int), by_score_down);
+}
+
+double heads_curve_area(const HeadCurve *c) {
+    double area = 0.0;
+    for (int k = 0; k + 1 < HEADS_CURVE_POINTS; k++)
+        area += (c->points[k + 1].pct - c->points[k].pct) * (c->points[k].bleu + c->points[k + 1].bleu) / 2.0;
+    return area / 100.0;
+}
+
+int heads_default_order(const HeadCurves *c, double *areas) {
+    for (int o = 0; o < HEADS_ORDERS; o++) areas[o] = NAN;
+    for (int i = 0; c && i < c->n_curves; i++)
+        if (c->curves[i].scope == HEADS_SCOPE_ALL)
+            areas[c->curves[i].order] = round(heads_curve_area(&c->curves[i]) * 1e4) / 1e4;
+    static const int ties[3] = {HEADS_ORDER_DELTA_NLL, HEADS_ORDER_IMPORTANCE_RAW, HEADS_ORDER_IMPORTANCE};
+    int best = -1;
+    for (int t = 0; t < 3; t++)
+        if (!isnan(areas[ties[t]]) && (best < 0 || areas[ties[t]] > areas[best])) best = ties[t];
+    return best < 0 ? HEADS_ORDER_FALLBACK : best;
 }
 
 void heads_mask_text(const Model *m, const unsigned char *removed, StrBuf *out) {

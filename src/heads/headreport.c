@@ -13,34 +13,25 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* ---- the order of the table --------------------------------------------------------------- */
-
-static const HeadStats *sort_stats;
-static int by_importance_down(const void *a, const void *b) {
-    const HeadStats *x = &sort_stats[*(const int *)a], *y = &sort_stats[*(const int *)b];
-    if (x->importance != y->importance) return x->importance > y->importance ? -1 : 1;
-    if (x->importance_raw != y->importance_raw) return x->importance_raw > y->importance_raw ? -1 : 1;
-    return x->index - y->index;
-}
-
-void heads_by_importance(const HeadStats *stats, int n, int *order) {
-    for (int i = 0; i < n; i++) order[i] = i;
-    sort_stats = stats; /* qsort has no context argument in C11; single-threaded use */
-    qsort(order, (size_t)n, sizeof(int), by_importance_down);
-}
-
 /* ---- heads.json ------------------------------------------------------------------------------- */
+
+/* a list of the names of h's roles among the flags of mask */
+static json_t *role_list(const HeadStats *h, int mask) {
+    json_t *list = json_array();
+    for (int k = 0; k < HEAD_ROLE_COUNT; k++)
+        if (h->roles & mask & (1 << k)) json_array_append_new(list, json_string(heads_role_name(k)));
+    return list;
+}
 
 json_t *heads_json_array(const HeadReport *r) {
     int *order = xmalloc(sizeof(int) * (size_t)(r->n_heads ? r->n_heads : 1)),
         *rank = xmalloc(sizeof(int) * (size_t)(r->n_heads ? r->n_heads : 1));
-    heads_by_importance(r->stats, r->n_heads, order);
+    heads_rank_order(r->stats, r->n_heads, r->default_order, order);
     for (int i = 0; i < r->n_heads; i++) rank[order[i]] = i + 1;
-    static const char *names[] = {"previous", "current", "next", "rare", "aligns"};
     json_t *list = json_array();
     for (int i = 0; i < r->n_heads; i++) {
         const HeadStats *h = &r->stats[i];
-        json_t *o = json_object(), *roles = json_array();
+        json_t *o = json_object(), *rules = json_object();
         json_put(o, "kind", json_string(attnmap_kind_name(h->kind)));
         json_put(o, "layer", json_integer(h->layer));
         json_put(o, "head", json_integer(h->head));
@@ -54,11 +45,14 @@ json_t *heads_json_array(const HeadReport *r) {
         json_put(o, "current", json_fmt("%.4f", h->current));
         json_put(o, "next", json_fmt("%.4f", h->next));
         json_put(o, "rare", json_fmt("%.4f", h->rare));
+        json_put(o, "sink", json_fmt("%.4f", h->sink));
         json_put(o, "aer", json_fmt("%.4f", h->aer));
         json_put(o, "role", json_string(h->role));
-        for (int k = 0; k < 5; k++)
-            if (h->roles & (1 << k)) json_array_append_new(roles, json_string(names[k]));
-        json_put(o, "roles", roles);
+        json_put(o, "roles", role_list(h, ~0));
+        json_put(rules, "voita", role_list(h, HEAD_ROLES_VOITA));
+        json_put(rules, "relative", role_list(h, HEAD_ROLES_RELATIVE));
+        json_put(rules, "clark", role_list(h, HEAD_ROLES_CLARK));
+        json_put(o, "roles_by_rule", rules);
         json_array_append_new(list, o);
     }
     free(order), free(rank);
@@ -71,8 +65,10 @@ json_t *heads_curve_json(const HeadReport *r) {
     json_t *o = json_object(), *curves = json_array();
     json_put(o, "x", json_string("percent of the scope's heads removed (gate 0)"));
     json_put(o, "orders",
-             json_string("importance: increasing normalised importance (the least important first); "
-                         "random: a permutation seeded by seed"));
+             json_string("importance, importance_raw, delta_nll: that score increasing (the least important "
+                         "first); random: a permutation seeded by seed"));
+    json_put(o, "area",
+             json_string("each curve's area: the mean BLEU over 0..100% removed, by trapezoids between the points"));
     json_put(o, "seed", json_integer((json_int_t)c->seed));
     json_t *d = json_object();
     json_put(d, "beam", json_integer(r->decoding->beam));
@@ -89,6 +85,7 @@ json_t *heads_curve_json(const HeadReport *r) {
         json_put(co, "order", json_string(heads_order_name(cv->order)));
         json_put(co, "scope", json_string(heads_scope_name(cv->scope)));
         json_put(co, "heads", json_integer(cv->heads));
+        json_put(co, "area", json_fmt("%.4f", heads_curve_area(cv)));
         for (int k = 0; k < HEADS_CURVE_POINTS; k++) {
             const HeadCurvePoint *p = &cv->points[k];
             json_t *po = json_object();
@@ -136,7 +133,27 @@ json_t *heads_report_json(const HeadReport *r) {
     json_put(th, "next", json_real(HEADS_POSITIONAL_SHARE));
     json_put(th, "rare", json_real(HEADS_RARE_SHARE));
     json_put(th, "aligns_max_aer", json_real(HEADS_ALIGN_AER));
+    json_put(th, "sink", json_real(HEADS_SINK_SHARE));
+    json_put(th, "relative_sds", json_real(HEADS_RELATIVE_SDS));
+    json_put(th, "relative_min_share", json_real(HEADS_RELATIVE_MIN_SHARE));
     json_put(root, "thresholds", th);
+    json_put(root, "roles",
+             json_string("voita: previous, current, next, rare, aligns at Voita et al.'s absolute thresholds; "
+                         "relative: rel:SHARE when the share is at least its kind's mean + relative_sds standard "
+                         "deviations over the kind's heads and at least relative_min_share, top:SHARE for the "
+                         "kind's largest share; clark: sink when the share of queries whose top key is the first "
+                         "key (BOS, the first source token) or the source's EOS is at least the sink threshold"));
+    json_put(root, "default_order", json_string(heads_order_name(r->default_order)));
+    json_put(root, "default_order_rule",
+             json_string(r->areas ? "the score order whose BLEU curve over all heads has the largest area (ties: "
+                                    "delta_nll, importance_raw, importance)"
+                                  : "no curve measured (--no-curve): delta_nll, the exact score"));
+    json_t *areas = json_null();
+    if (r->areas) {
+        areas = json_object();
+        for (int o = 0; o < HEADS_ORDERS; o++) json_put(areas, heads_order_name(o), json_fmt("%.4f", r->areas[o]));
+    }
+    json_put(root, "order_areas", areas);
     json_put(root, "base_nll", json_fmt("%.6f", r->base_nll));
     json_put(root, "spearman", json_fmt("%.4f", r->spearman));
     json_put(root, "spearman_raw", json_fmt("%.4f", r->spearman_raw));
@@ -154,6 +171,7 @@ char *heads_view_json(const HeadReport *r, Model *m, int tokenizer, const Vocab 
     json_put(root, "format", json_string("qkv-heads-view-1"));
     json_put(root, "heads", heads_json_array(r));
     json_put(root, "curve", heads_curve_json(r));
+    json_put(root, "default_order", json_string(heads_order_name(r->default_order)));
     for (int i = 0; i < set->n && i < HEADS_VIEW_SENTENCES; i++) {
         AttnMaps a;
         const Seq *s = &set->src[i], *t = &set->ref[i];
@@ -172,13 +190,18 @@ char *heads_view_json(const HeadReport *r, Model *m, int tokenizer, const Vocab 
 
 enum { PANEL_W = 300, PANEL_H = 250, PLOT_L = 50, PLOT_R = 14, PLOT_T = 40, PLOT_B = 46, TOP = 56 };
 
+static const char *order_colour(int order) {
+    static const char *colours[HEADS_ORDERS] = {"#1f5fa8", "#2e8b57", "#8e44ad", "#c0392b"};
+    return colours[order];
+}
+
 static const char *scope_title(int scope) {
     static const char *titles[HEADS_SCOPES] = {"all heads", "encoder self-attention", "decoder self-attention",
                                                "cross-attention"};
     return titles[scope + 1];
 }
 
-char *heads_svg(const HeadCurves *c) {
+char *heads_svg(const HeadCurves *c, int default_order) {
     int scopes[HEADS_SCOPES], n_scopes = 0;
     double top = 0.0;
     for (int i = 0; i < c->n_curves; i++) {
@@ -191,7 +214,7 @@ char *heads_svg(const HeadCurves *c) {
     /* one y scale for every panel, ticked as every chart of qkv is (util/axis.h) */
     double ystep = axis_tick_step(0, top > 0 ? top : 1, 5), ymax = axis_top(top > 0 ? top : 1, ystep);
     int yticks = axis_tick_count(0, ymax, ystep);
-    int width = n_scopes * PANEL_W + 20, height = TOP + PANEL_H + 10;
+    int width = n_scopes * PANEL_W + 20 > 1100 ? n_scopes * PANEL_W + 20 : 1100, height = TOP + PANEL_H + 10;
     int pw = PANEL_W - PLOT_L - PLOT_R, ph = PANEL_H - PLOT_T - PLOT_B;
     StrBuf sb = {0};
     sb_printf(&sb,
@@ -200,13 +223,22 @@ char *heads_svg(const HeadCurves *c) {
               width, height, width, height);
     sb_printf(&sb, "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">");
     sb_append_xml(&sb, "BLEU as heads are removed (Michel et al. 2019, Fig. 2)");
-    sb_printf(&sb, "</text>\n<line x1=\"10\" y1=\"38\" x2=\"40\" y2=\"38\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>"
-                   "<text x=\"46\" y=\"42\">");
-    sb_append_xml(&sb, "importance order (least important first)");
-    sb_printf(&sb, "</text>\n<line x1=\"300\" y1=\"38\" x2=\"330\" y2=\"38\" stroke=\"#c0392b\" stroke-width=\"2\" "
-                   "stroke-dasharray=\"6 4\"/><text x=\"336\" y=\"42\">");
-    sb_append_xml(&sb, "random order");
     sb_printf(&sb, "</text>\n");
+    for (int o = 0; o < HEADS_ORDERS; o++) { /* the legend, one entry an order */
+        char label[96];
+        snprintf(label, sizeof label, "%s order%s", heads_order_name(o),
+                 o == default_order        ? " (the default)"
+                 : o == HEADS_ORDER_RANDOM ? " (the baseline)"
+                                           : "");
+        int x = 10 + o * 270;
+        sb_printf(&sb,
+                  "<line x1=\"%d\" y1=\"38\" x2=\"%d\" y2=\"38\" stroke=\"%s\" stroke-width=\"%d\"%s/>"
+                  "<text x=\"%d\" y=\"42\">",
+                  x, x + 30, order_colour(o), o == default_order ? 3 : 2,
+                  o == HEADS_ORDER_RANDOM ? " stroke-dasharray=\"6 4\"" : "", x + 36);
+        sb_append_xml(&sb, label);
+        sb_printf(&sb, "</text>\n");
+    }
     for (int s = 0; s < n_scopes; s++) {
         int x0 = 10 + s * PANEL_W + PLOT_L, y0 = TOP + PLOT_T, heads = 0;
         for (int i = 0; i < c->n_curves; i++)
@@ -241,9 +273,9 @@ char *heads_svg(const HeadCurves *c) {
         for (int i = 0; i < c->n_curves; i++) {
             const HeadCurve *cv = &c->curves[i];
             if (cv->scope != scopes[s]) continue;
-            const char *colour = cv->order == HEADS_ORDER_IMPORTANCE ? "#1f5fa8" : "#c0392b";
-            sb_printf(&sb, "<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
-                      heads_order_name(cv->order), colour,
+            const char *colour = order_colour(cv->order);
+            sb_printf(&sb, "<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%d\"%s points=\"",
+                      heads_order_name(cv->order), colour, cv->order == default_order ? 3 : 2,
                       cv->order == HEADS_ORDER_RANDOM ? " stroke-dasharray=\"6 4\"" : "");
             for (int k = 0; k < HEADS_CURVE_POINTS; k++)
                 sb_printf(&sb, "%s%.1f,%.1f", k ? " " : "", x0 + cv->points[k].pct * pw / 100.0,
@@ -251,7 +283,7 @@ char *heads_svg(const HeadCurves *c) {
             sb_printf(&sb, "\"/>\n");
             for (int k = 0; k < HEADS_CURVE_POINTS; k++) {
                 const HeadCurvePoint *p = &cv->points[k];
-                char tip[160];
+                char tip[192];
                 snprintf(tip, sizeof tip, "%s order, %d%% (%d of %d heads) removed: BLEU %.2f, NLL %.4f, %s",
                          heads_order_name(cv->order), p->pct, p->removed, cv->heads, p->bleu, p->nll, p->mask);
                 sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>",

@@ -31,16 +31,14 @@ typedef struct {
     double spearman_raw;      /* of importance_raw and delta_nll */
     double base_nll;          /* per token, no head masked */
     const HeadCurves *curves; /* NULL: not computed */
+    int default_order;        /* the ranking the table, "rank" and the page use (heads_default_order) */
+    const double *areas;      /* (HEADS_ORDERS) heads_default_order's areas; NULL without a curve */
     const DecodeOptions *decoding;
     double score_seconds, curve_seconds;
 } HeadReport;
 
-/* Indices 0..n-1 of stats by decreasing normalised importance (ties: raw score, then the
- * head's number), into order. */
-void heads_by_importance(const HeadStats *stats, int n, int *order);
-
 /* The heads.json tree (a new reference), and its parts: the heads array (one object per
- * head, model_head_index order, with its importance rank) and the curve object (null
+ * head, model_head_index order, with its rank by r->default_order) and the curve object (null
  * when r->curves is NULL). */
 json_t *heads_report_json(const HeadReport *r);
 json_t *heads_json_array(const HeadReport *r);
@@ -57,8 +55,8 @@ char *heads_view_json(const HeadReport *r, Model *m, int tokenizer, const Vocab 
  * a kind of the three, a layer and a head. NULL with the error set (naming path). */
 json_t *heads_read(const char *path);
 
-/* heads.svg: BLEU against % of heads removed, one panel per scope, importance order
- * solid, random dashed (caller frees). */
-char *heads_svg(const HeadCurves *c);
+/* heads.svg: BLEU against % of heads removed, one panel per scope, each score order solid
+ * in its colour (default_order's thicker), random dashed (caller frees). */
+char *heads_svg(const HeadCurves *c, int default_order);
 
 #endif

@@ -32,6 +32,8 @@ void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int 
             if (i + 1 < cols) c->next_n++, c->next_hits += top == i + 1;
         }
         if (rarest) c->rare_n++, c->rare_hits += rarest[top] != 0;
+        int keys = kind == ATTN_DEC_SELF ? i + 1 : cols; /* the decoder's query i sees keys 0..i */
+        if (keys > 1) c->sink_n++, c->sink_hits += top == 0 || (kind != ATTN_DEC_SELF && top == cols - 1);
     }
 }
 
@@ -45,24 +47,74 @@ void heads_roles_finish(const HeadRoleCounts *c, HeadStats *h) {
     h->current = self ? share(c->cur_hits, c->queries) : NAN;
     h->next = self ? share(c->next_hits, c->next_n) : NAN;
     h->rare = h->kind != ATTN_DEC_SELF ? share(c->rare_hits, c->rare_n) : NAN;
+    h->sink = share(c->sink_hits, c->sink_n);
     heads_label(h);
 }
 
 /* NAN compares false: a share that could not be counted gives no role */
 static int at_least(double v, double threshold) { return v >= threshold; }
 
+const char *heads_role_name(int k) {
+    static const char *names[HEAD_ROLE_COUNT] = {"previous",     "current",     "next",     "rare",     "aligns",
+                                                 "rel:previous", "rel:current", "rel:next", "rel:rare", "top:previous",
+                                                 "top:current",  "top:next",    "top:rare", "sink"};
+    return k >= 0 && k < HEAD_ROLE_COUNT ? names[k] : "";
+}
+
+static void role_text(HeadStats *h) {
+    h->role[0] = '\0';
+    size_t at = 0;
+    for (int r = 0; r < HEAD_ROLE_COUNT; r++)
+        if (h->roles & (1 << r) && at < sizeof h->role)
+            at += (size_t)snprintf(h->role + at, sizeof h->role - at, "%s%s", at ? "+" : "", heads_role_name(r));
+}
+
 void heads_label(HeadStats *h) {
-    static const char *names[] = {"previous", "current", "next", "rare", "aligns"};
-    h->roles = (at_least(h->previous, HEADS_POSITIONAL_SHARE) ? HEAD_ROLE_PREVIOUS : 0) |
+    h->roles = (h->roles & HEAD_ROLES_RELATIVE) |
+               (at_least(h->previous, HEADS_POSITIONAL_SHARE) ? HEAD_ROLE_PREVIOUS : 0) |
                (at_least(h->current, HEADS_POSITIONAL_SHARE) ? HEAD_ROLE_CURRENT : 0) |
                (at_least(h->next, HEADS_POSITIONAL_SHARE) ? HEAD_ROLE_NEXT : 0) |
                (at_least(h->rare, HEADS_RARE_SHARE) ? HEAD_ROLE_RARE : 0) |
-               (h->kind == ATTN_CROSS && h->aer <= HEADS_ALIGN_AER ? HEAD_ROLE_ALIGNS : 0);
-    h->role[0] = '\0';
-    size_t at = 0;
-    for (int r = 0; r < 5; r++)
-        if (h->roles & (1 << r))
-            at += (size_t)snprintf(h->role + at, sizeof h->role - at, "%s%s", at ? "+" : "", names[r]);
+               (h->kind == ATTN_CROSS && h->aer <= HEADS_ALIGN_AER ? HEAD_ROLE_ALIGNS : 0) |
+               (at_least(h->sink, HEADS_SINK_SHARE) ? HEAD_ROLE_SINK : 0);
+    role_text(h);
+}
+
+/* the share s (0 previous, 1 current, 2 next, 3 rare) of h */
+static double share_of(const HeadStats *h, int s) {
+    return s == 0 ? h->previous : s == 1 ? h->current : s == 2 ? h->next : h->rare;
+}
+
+void heads_label_relative(HeadStats *stats, int n) {
+    for (int i = 0; i < n; i++) stats[i].roles &= ~HEAD_ROLES_RELATIVE;
+    for (int kind = 0; kind < ATTN_KINDS; kind++)
+        for (int s = 0; s < 4; s++) {
+            double sum = 0.0, sq = 0.0, least = 0.0;
+            int count = 0, top = -1;
+            for (int i = 0; i < n; i++) {
+                double v = share_of(&stats[i], s);
+                if (stats[i].kind != kind || isnan(v)) continue;
+                sum += v, count++;
+                if (top < 0 || v > share_of(&stats[top], s)) top = i;
+                if (count == 1 || v < least) least = v;
+            }
+            /* a share every head of the kind has alike (the decoder's next, always 0) names
+             * no head: compared exactly, not by a standard deviation of rounding noise */
+            if (count == 0 || share_of(&stats[top], s) == least) continue;
+            double mean = sum / count;
+            for (int i = 0; i < n; i++) {
+                double v = share_of(&stats[i], s);
+                if (stats[i].kind == kind && !isnan(v)) sq += (v - mean) * (v - mean);
+            }
+            double bar = mean + HEADS_RELATIVE_SDS * sqrt(sq / count);
+            for (int i = 0; i < n; i++) {
+                double v = share_of(&stats[i], s);
+                if (stats[i].kind == kind && v >= bar && v >= HEADS_RELATIVE_MIN_SHARE)
+                    stats[i].roles |= HEAD_ROLE_REL_PREVIOUS << s;
+            }
+            if (share_of(&stats[top], s) > 0.0) stats[top].roles |= HEAD_ROLE_TOP_PREVIOUS << s;
+        }
+    for (int i = 0; i < n; i++) role_text(&stats[i]);
 }
 
 /* ---- Spearman ----------------------------------------------------------------------------- */
@@ -307,6 +359,7 @@ static void add_counts(HeadRoleCounts *to, const HeadRoleCounts *c) {
     to->queries += c->queries, to->top_sum += c->top_sum, to->entropy_sum += c->entropy_sum;
     to->prev_n += c->prev_n, to->prev_hits += c->prev_hits, to->cur_hits += c->cur_hits;
     to->next_n += c->next_n, to->next_hits += c->next_hits, to->rare_n += c->rare_n, to->rare_hits += c->rare_hits;
+    to->sink_n += c->sink_n, to->sink_hits += c->sink_hits;
 }
 
 void heads_score(Model *m, const HeadSet *set, const long long *freq, int threads, HeadStats *stats, double *base_nll) {
@@ -359,6 +412,7 @@ void heads_score(Model *m, const HeadSet *set, const long long *freq, int thread
         for (int h = 0; h < H; h++)
             stats[first + h].importance = norm > 0.0 ? stats[first + h].importance_raw / norm : 0.0;
     }
+    heads_label_relative(stats, nh);
     if (base_nll) *base_nll = tokens ? base / (double)tokens : 0.0;
     m->cfg.label_smoothing = smoothing;
     for (int i = 0; i < count; i++) free(batches[i].mem), free(batches[i].which);

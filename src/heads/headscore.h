@@ -14,8 +14,13 @@
  * Roles, from the probabilities of the same teacher-forced passes (Voita et al. 2019):
  * confidence (mean over queries of the largest weight), entropy (mean over queries, in
  * nats), the positional shares of the two self-attention kinds, the rare-token share of
- * the kinds whose keys are source tokens, and with gold links a cross head's AER. A share
- * at or past its threshold below gives the head that role's label.
+ * the kinds whose keys are source tokens, the sink share (Clark et al. 2019), and with gold
+ * links a cross head's AER. Three rules turn them into roles, each role named apart:
+ *   - "voita": Voita et al.'s absolute thresholds below (a share at or past its threshold);
+ *     they came from a model ten times larger than a small run's;
+ *   - "relative": a share far out in the distribution of that share over the heads of the
+ *     same kind in this model (heads_label_relative), and the kind's top head for it;
+ *   - "clark": a sink, a head whose top key is one fixed key for most queries.
  *
  * Not here: the pruning curve (headcurve.h), the files (headreport.h), reading the user's
  * files and printing (cmd/heads.c). */
@@ -36,6 +41,23 @@
 /* An "aligns" head (cross-attention, with gold links): AER at most this; one link per
  * target word, so with one gold link per word this is at least half the links right. */
 #define HEADS_ALIGN_AER 0.5
+/* A relative role ("rel:previous", ...): the head's share is at least its kind's mean plus
+ * this many standard deviations (population, over the kind's heads that have the share)
+ * and at least HEADS_RELATIVE_MIN_SHARE. Two deviations: with a kind's heads as the
+ * sample, one head in about 40 of a normal spread passes by chance; the floor keeps a
+ * kind of near-zero shares (all heads elsewhere) from naming a head that attends there
+ * for a quarter of its queries. A head can stand at most (n - 1) / sqrt(n) deviations
+ * above the mean of n: a kind of fewer than 6 heads has no relative head by this rule.
+ * The kind's largest share, when above 0 and not every head's alike, is "top:previous"
+ * etc. (the first such head by number): the head to look at first, whatever its size. */
+#define HEADS_RELATIVE_SDS 2.0
+#define HEADS_RELATIVE_MIN_SHARE 0.3
+/* A "sink" (a no-op head, Clark et al. 2019): its largest weight falls on the sequence's
+ * first key (the decoder's BOS, the encoder's first source token) or on the source's EOS
+ * (encoder self and cross: the last key) for at least this share of its queries. Clark et
+ * al. report BERT heads with over half their attention on [SEP]; 0.6 asks for a clear
+ * majority of the queries, not of the weight. */
+#define HEADS_SINK_SHARE 0.6
 
 /* The held-out set: n pairs of ids without BOS/EOS, each side 1..cfg.max_positions - 2
  * tokens (borrowed). */
@@ -52,10 +74,34 @@ typedef struct {
     long long cur_hits;          /* queries whose top key is i (every query has an i) */
     long long next_n, next_hits; /* queries that have an i+1 key; those whose top key is it */
     long long rare_n, rare_hits; /* queries of sentences with frequencies; top on the rarest */
+    long long sink_n, sink_hits; /* queries with more than one key; top on the first key or EOS */
 } HeadRoleCounts;
 
-/* Role flags, in the order a role string lists them. */
-enum { HEAD_ROLE_PREVIOUS = 1, HEAD_ROLE_CURRENT = 2, HEAD_ROLE_NEXT = 4, HEAD_ROLE_RARE = 8, HEAD_ROLE_ALIGNS = 16 };
+/* Role flags, in the order a role string lists them: Voita's (absolute thresholds), the
+ * relative ones (rel:), the kind's top heads (top:, also of the relative rule), the sink. */
+enum {
+    HEAD_ROLE_PREVIOUS = 1 << 0,
+    HEAD_ROLE_CURRENT = 1 << 1,
+    HEAD_ROLE_NEXT = 1 << 2,
+    HEAD_ROLE_RARE = 1 << 3,
+    HEAD_ROLE_ALIGNS = 1 << 4,
+    HEAD_ROLE_REL_PREVIOUS = 1 << 5,
+    HEAD_ROLE_REL_CURRENT = 1 << 6,
+    HEAD_ROLE_REL_NEXT = 1 << 7,
+    HEAD_ROLE_REL_RARE = 1 << 8,
+    HEAD_ROLE_TOP_PREVIOUS = 1 << 9,
+    HEAD_ROLE_TOP_CURRENT = 1 << 10,
+    HEAD_ROLE_TOP_NEXT = 1 << 11,
+    HEAD_ROLE_TOP_RARE = 1 << 12,
+    HEAD_ROLE_SINK = 1 << 13,
+};
+#define HEAD_ROLE_COUNT 14
+#define HEAD_ROLES_VOITA 0x1f      /* previous .. aligns */
+#define HEAD_ROLES_RELATIVE 0x1fe0 /* rel:* and top:* */
+#define HEAD_ROLES_CLARK HEAD_ROLE_SINK
+
+/* Role k's name (flag 1 << k): "previous", ..., "rel:previous", ..., "top:rare", "sink". */
+const char *heads_role_name(int k);
 
 typedef struct {
     int kind, layer, head;          /* AttnKind, 0-based layer within the kind, head */
@@ -67,9 +113,10 @@ typedef struct {
     double entropy;                 /* mean over queries of the weights' entropy, nats */
     double previous, current, next; /* positional shares; NAN for cross-attention */
     double rare;                    /* rare-token share; NAN for decoder self-attention or without frequencies */
+    double sink;                    /* share of queries whose top key is the first key or the source's EOS */
     double aer;                     /* cross-attention with gold links; else NAN */
     int roles;                      /* HEAD_ROLE_* flags */
-    char role[48];                  /* the role names joined by '+' ("previous+rare"); "" for none */
+    char role[192];                 /* the role names joined by '+' ("previous+rel:previous"); "" for none */
 } HeadStats;
 
 /* Adds one head's map of one sentence to c. p: rows x cols probabilities, rows stride
@@ -77,14 +124,21 @@ typedef struct {
  * for the self-attention kinds rows == cols, key i being query i's own position; the
  * decoder's keys past i have weight 0). rarest: NULL, or (cols) 1 for each key that holds
  * the sentence's least frequent source token, for kinds whose keys are source tokens. The
- * top key of a query is its first largest weight. */
+ * top key of a query is its first largest weight. A sink's keys are key 0 and, where the
+ * keys are source tokens (encoder self, cross), key cols - 1 (EOS); a query with one key
+ * only (the decoder's first, on BOS) has no choice and is not counted for it. */
 void heads_roles_add(HeadRoleCounts *c, int kind, const float *p, int rows, int cols, int stride,
                      const unsigned char *rarest);
 /* Shares, confidence and entropy from the counts into h (kind from h->kind), then its
  * label (heads_label). A share with no queries to count is NAN. */
 void heads_roles_finish(const HeadRoleCounts *c, HeadStats *h);
-/* h->roles and h->role from its shares and AER against the thresholds above. */
+/* h's Voita roles and sink from its shares and AER against the thresholds above, its
+ * relative roles kept as they were; h->role rebuilt. */
 void heads_label(HeadStats *h);
+/* The relative roles (rel:*, top:*) of the n heads from the distribution of each share
+ * over the heads of each kind (the HEADS_RELATIVE_* rule above), every other role kept;
+ * each h->role rebuilt. */
+void heads_label_relative(HeadStats *stats, int n);
 
 /* Spearman's rank correlation of a and b (n each): Pearson's of their ranks, ties given
  * the mean of the ranks they span. NAN when n < 2 or either side is constant. */

@@ -559,13 +559,16 @@ static void heads_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<p>qkv heads on <code>");
     text(sb, str(set, "src") ? str(set, "src") : "?");
     sb_printf(sb,
-              "</code> (%.0f sentences), the checkpoint of step %.0f: every head by importance, its role in the "
+              "</code> (%.0f sentences), the checkpoint of step %.0f: every head by its default ranking's score, its "
+              "role in the "
               "cell; point at one for its numbers. <a href=\"heads/index.html\">heads/index.html</a> opens "
               "each head's maps.</p>\n",
               num(set, "sentences"), num(model, "step"));
     json_t *view = json_object();
     json_put(view, "format", json_string("qkv-heads-view-1"));
     json_put(view, "heads", json_incref(json_object_get(heads, "heads")));
+    json_t *order = json_object_get(heads, "default_order"); /* the grid's score; absent before it was measured */
+    if (json_is_string(order)) json_put(view, "default_order", json_incref(order));
     char *json = json_dumps(view, JSON_COMPACT);
     StrBuf page = {0};
     if (json && attnview_page(json, &page) == 0) frame(sb, "headgrid", page.buf, 420);

@@ -147,6 +147,8 @@ int served_heads(const ServedModels *s, char *path, size_t n, json_t **heads) {
     if (!root) return -1;
     json_t *out = json_object(), *model = json_object_get(root, "model"), *set = json_object_get(root, "set");
     json_put(out, "heads", json_incref(json_object_get(root, "heads")));
+    json_t *order = json_object_get(root, "default_order"); /* the grid's score; absent before it was measured */
+    if (json_is_string(order)) json_put(out, "default_order", json_incref(order));
     char *shown = attnmap_utf8(path);
     json_put(out, "file", json_string(shown));
     free(shown);
