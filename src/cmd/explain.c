@@ -115,12 +115,17 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     for (int c = 0; c < 4; c++) printf("  %-17s", cols[c]);
     putchar('\n');
     for (int t = 0; t < T; t++) {
-        printf("%-14.14s %8.3f %7.2f", e.maps.tgt_out[t], e.logp[t], e.contrib.share[(size_t)(L - 1) * T + t]);
+        cmd_print_column(e.maps.tgt_out[t], 14);
+        printf(" %8.3f %7.2f", e.logp[t], e.contrib.share[(size_t)(L - 1) * T + t]);
         for (int c = 0; c < 4; c++) {
             const ExplainMethod *m = method_named(ms, n_ms, cols[c]);
             int j = m ? top_source(m->scores + (size_t)t * S, S) : -1;
             if (j < 0) printf("  %-17s", "-");
-            else printf("  %-11.11s %5.2f", e.maps.src[j], m->scores[(size_t)t * S + j]);
+            else {
+                printf("  ");
+                cmd_print_column(e.maps.src[j], 11);
+                printf(" %5.2f", m->scores[(size_t)t * S + j]);
+            }
         }
         putchar('\n');
     }

@@ -48,7 +48,9 @@ static void print_tree(const Run *r, const BeamTrace *tr, int parent, int depth)
                           : n->fate == BEAM_FINISHED ? "  (finished)"
                           : n->fate == BEAM_AT_LIMIT ? "  (finished at the length limit)"
                                                      : "";
-        printf("%*s%s %-12s %8.3f  step %d%s\n", 2 * depth, "", mark, s, n->logp, n->step, why);
+        printf("%*s%s ", 2 * depth, "", mark);
+        cmd_print_column(s, 12);
+        printf(" %8.3f  step %d%s\n", n->logp, n->step, why);
         free(s);
         if (n->fate == BEAM_KEPT) print_tree(r, tr, i, depth + 1);
     }
@@ -110,7 +112,9 @@ static int run_whatif(Run *r, const Options *o) {
     for (int t = 0; t < base.T; t++) {
         int id = t < nt ? tgt[t] : VOCAB_EOS;
         char *w = label(r, id);
-        printf("%-4d %-14.14s %9.3f", t, w, now->logp[t]);
+        printf("%-4d ", t);
+        cmd_print_column(w, 14);
+        printf(" %9.3f", now->logp[t]);
         if (changed) printf(" %+8.3f", after.logp[t] - base.logp[t]);
         printf(" %8.3f  ", now->entropy[t]);
         for (int i = 0; i < o->top && now->top[t * o->top + i] >= 0; i++) {
@@ -129,10 +133,13 @@ static int run_whatif(Run *r, const Options *o) {
         putchar('\n');
         for (int t = 0; t < now->T; t++) {
             char *w = label(r, t < nt ? tgt[t] : VOCAB_EOS);
-            printf("%-4d %-14.14s", t, w);
+            printf("%-4d ", t);
+            cmd_print_column(w, 14);
             for (int l = 0; l < now->L; l++) {
                 char *c = label(r, now->lens_top[((size_t)l * now->T + t) * now->k]);
-                printf("  %-10.10s %4.2f %5.2f", c, exp(now->lens_lp[((size_t)l * now->T + t) * now->k]),
+                printf("  ");
+                cmd_print_column(c, 10);
+                printf(" %4.2f %5.2f", exp(now->lens_lp[((size_t)l * now->T + t) * now->k]),
                        exp(now->lens_word[(size_t)l * now->T + t]));
                 free(c);
             }

@@ -68,3 +68,15 @@ int cmd_read_aligned(const char *hyp_path, const char *ref_path, const char *wha
     *n = nh;
     return 0;
 }
+
+void cmd_print_column(const char *s, int width) {
+    int n = 0;
+    const char *p = s;
+    while (*p && n < width) {
+        p++;
+        while ((*p & 0xC0) == 0x80) p++; /* the rest of one character */
+        n++;
+    }
+    fwrite(s, 1, (size_t)(p - s), stdout);
+    for (; n < width; n++) putchar(' ');
+}

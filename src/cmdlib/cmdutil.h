@@ -15,6 +15,10 @@ int cmd_int(const char *where, const char *what, const char *arg, int lo, int hi
 /* The same for a finite real number in [lo, hi]. */
 int cmd_double(const char *where, const char *what, const char *arg, double lo, double hi, double *out);
 
+/* Prints s in a column `width` characters wide (UTF-8 characters, not bytes: a subword
+ * label's "▁" is one), cut to the width and padded with spaces. */
+void cmd_print_column(const char *s, int width);
+
 /* Two files' lines, line-aligned and UTF-8 (what names the first file's role in the
  * message: "a translation"), or -1 with the error set. */
 int cmd_read_aligned(const char *a_path, const char *b_path, const char *what, char ***a, char ***b, int *n);
