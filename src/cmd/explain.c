@@ -72,14 +72,6 @@ static const ExplainMethod *method_named(const ExplainMethod *ms, int n, const c
     return NULL;
 }
 
-/* The foil of --contrast: one token of the target vocabulary; -1 with the error set. */
-static int foil_id(Run *r, const char *word) {
-    int ids[4], n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, 3);
-    if (n != 1) return err_set("--contrast: '%s' is %d tokens of the target vocabulary, not one", word, n), -1;
-    if (ids[0] == VOCAB_UNK) return err_set("--contrast: '%s' is not in the target vocabulary", word), -1;
-    return ids[0];
-}
-
 static int one_sentence(Run *r, const Options *o, int masked) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns = 0, nt = 0, rc = 2;
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
@@ -88,7 +80,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     int n_ms = 0;
     char *json = NULL;
     ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
-    if (o->contrast && (eo.foil = foil_id(r, o->contrast)) < 0) goto done;
+    if (o->contrast && (eo.foil = cmd_target_token(r, "--contrast", o->contrast)) < 0) goto done;
     if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
     double t0 = now_seconds();
     explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, src, ns, tgt, nt, &eo, &e);

@@ -46,14 +46,6 @@ static int write_files(const char *dir, void *arg) {
     return write_file_atomic(path, f->svg, strlen(f->svg));
 }
 
-/* One target-vocabulary token for a --compare word; -1 with the error set. */
-static int one_token(Run *r, const char *word) {
-    int ids[4], n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, 3);
-    if (n != 1) return err_set("--compare: '%s' is %d tokens of the target vocabulary, not one", word, n), -1;
-    if (ids[0] == VOCAB_UNK) return err_set("--compare: '%s' is not in the target vocabulary", word), -1;
-    return ids[0];
-}
-
 static int by_size(const void *a, const void *b) {
     double x = fabs(((const PatchComponent *)a)->effect), y = fabs(((const PatchComponent *)b)->effect);
     return (x < y) - (x > y);
@@ -77,7 +69,9 @@ static int run_patch(Run *r, const Options *o) {
         }
         memcpy(a, o->compare, (size_t)(comma - o->compare)), a[comma - o->compare] = '\0';
         strcpy(b, comma + 1);
-        if ((metric.a = one_token(r, a)) < 0 || (metric.b = one_token(r, b)) < 0) goto done;
+        if ((metric.a = cmd_target_token(r, "--compare", a)) < 0 ||
+            (metric.b = cmd_target_token(r, "--compare", b)) < 0)
+            goto done;
         metric.at = o->at;
         snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, o->at);
     }

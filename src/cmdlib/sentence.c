@@ -74,3 +74,10 @@ int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int
     *n_tgt = greedy_ids(&r->model, src, *n_src, tgt, max);
     return 0;
 }
+
+int cmd_target_token(const Run *r, const char *option, const char *word) {
+    int n, id = encode_one_token(word, r->cfg.data.tokenizer, &r->tgt_vocab, &n);
+    if (n != 1) return err_set("%s: '%s' is %d tokens of the target vocabulary, not one", option, word, n), -1;
+    if (id < 0) return err_set("%s: '%s' is not in the target vocabulary", option, word), -1;
+    return id;
+}

@@ -13,4 +13,9 @@
  * lacks. */
 int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int *n_src, int *tgt, int *n_tgt);
 
+/* The id of a word given to `option` that must be one token of the target vocabulary
+ * (--contrast, --compare); -1 with the error set ("<option>: 'w' is N tokens ..., not one",
+ * or "... is not in the target vocabulary"). */
+int cmd_target_token(const Run *r, const char *option, const char *word);
+
 #endif

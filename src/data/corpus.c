@@ -143,6 +143,14 @@ static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
     return s;
 }
 
+int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count) {
+    Seq s = encode_seq(word, tokenizer, v);
+    int id = s.len == 1 && s.ids[0] != VOCAB_UNK ? s.ids[0] : -1;
+    if (count) *count = s.len;
+    free(s.ids);
+    return id;
+}
+
 void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, int max_len) {
     c->src = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));
     c->tgt = xmalloc(sizeof(Seq) * (size_t)(c->n ? c->n : 1));

@@ -36,6 +36,10 @@ void corpus_free(Corpus *c);
 
 /* Encodes one line (unknown tokens -> UNK), at most max ids; returns the count. */
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max);
+/* The id of word when it encodes to exactly one token that v knows (a contrast or a foil
+ * word); otherwise -1. *count (may be NULL) gets how many tokens it encodes to, however
+ * many (1 with -1 returned: the one token is unknown). */
+int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count);
 /* The text of ids (malloc'd): detokenized by the subword model, else tokens joined by
  * spaces (word) or concatenated with the space token restored (char). */
 char *decode_ids(const int *ids, int n, int tokenizer, const Vocab *v);

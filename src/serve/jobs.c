@@ -315,10 +315,8 @@ static void run_explain(Worker *w, Job *job) {
     if (contrast) { /* one token of the target vocabulary */
         char shown[160];
         api_quote(shown, sizeof shown, contrast, 64);
-        int *ids = xmalloc(sizeof(int) * (strlen(contrast) + 2));
-        int k = encode_line(contrast, tok, &r->tgt_vocab, ids, (int)strlen(contrast) + 2);
-        eo.foil = k == 1 && ids[0] != VOCAB_UNK ? ids[0] : -1;
-        free(ids);
+        int k;
+        eo.foil = encode_one_token(contrast, tok, &r->tgt_vocab, &k);
         if (k != 1) {
             snprintf(err, sizeof err, "\"contrast\": '%s' is %d tokens of the target vocabulary, not one", shown, k);
             return refuse(job, 400, "%s", err);
@@ -536,15 +534,12 @@ static double patch_gflop(const ModelConfig *c, int S, int T) {
 /* One target word of "compare": its id, or -1 with the job refused. */
 static int compare_word(Job *job, const Run *r, int i) {
     const char *word = job->req.compare[i];
-    int cap = (int)strlen(word) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
-    int n = encode_line(word, r->cfg.data.tokenizer, &r->tgt_vocab, ids, cap), id = n == 1 ? ids[0] : -1;
-    free(ids);
+    int n, id = encode_one_token(word, r->cfg.data.tokenizer, &r->tgt_vocab, &n);
     char shown[96], msg[256];
     api_quote(shown, sizeof shown, word, 64);
     if (n != 1)
         snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is %d tokens of the target vocabulary, not one", i, shown, n);
-    else if (id == VOCAB_UNK)
-        snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is not in the target vocabulary", i, shown);
+    else if (id < 0) snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is not in the target vocabulary", i, shown);
     else return id;
     refuse(job, 400, "%s", msg);
     return -1;
