@@ -55,16 +55,17 @@ static void test_vectors_sum_to_the_block_output(void) {
         setup(&m, pre, 0, 2);
         forward_one(&m);
         int d = m.cfg.d_model;
-        float *vec = xmalloc(sizeof(float) * (S + 2) * d), bias[8], scratch[2 * 8];
+        float *vec = xmalloc(sizeof(float) * (S + 2) * d), bias[8], keys[S * 2 * 8];
         double worst = 0;
         for (int k = 0; k < ATTN_KINDS; k++)
             for (int l = 0; l < 2; l++) {
                 AttnBlockView blk;
                 CHECK(model_attention_block(&m, (AttnKind)k, l, &blk) == 0, "no block %d/%d", k, l);
-                int rows = k == ATTN_ENC_SELF ? S : T, keys = k == ATTN_DEC_SELF ? T : S;
+                int rows = k == ATTN_ENC_SELF ? S : T, n_keys = k == ATTN_DEC_SELF ? T : S;
+                contrib_key_vectors(&m, (AttnKind)k, l, 0, keys);
                 for (int i = 0; i < rows; i++) {
-                    int nk = k == ATTN_DEC_SELF ? i + 1 : keys;
-                    contrib_vectors(&m, (AttnKind)k, l, 0, i, nk, vec, bias, scratch);
+                    int nk = k == ATTN_DEC_SELF ? i + 1 : n_keys;
+                    contrib_vectors(&m, (AttnKind)k, l, 0, i, nk, keys, vec, bias);
                     for (int c = 0; c < d; c++) {
                         double sum = bias[c];
                         for (int j = 0; j <= nk; j++) sum += vec[j * d + c];

@@ -23,32 +23,40 @@ static void norm_linear(float *z, const float *gamma, float rstd, int d) {
     for (int c = 0; c < d; c++) z[c] = gamma[c] * (float)(z[c] - mean) * rstd;
 }
 
-void contrib_vectors(const Model *m, AttnKind kind, int layer, int b, int i, int nk, float *vec, float *bias,
-                     float *scratch) {
+void contrib_key_vectors(const Model *m, AttnKind kind, int layer, int b, float *keys) {
     const AttnActs *a = model_attention_acts(m, kind, layer);
     const AttnParams *w = model_attention_params(m, kind, layer);
-    AttnBlockView blk;
-    model_attention_block(m, kind, layer, &blk);
     int d = m->cfg.d_model, H = m->cfg.heads, dh = d / H, Tq, Tk;
     kind_shape(m, kind, &Tq, &Tk);
-    size_t row = (size_t)b * Tq + i;
-    float rstd = blk.rstd[row];
-    for (int j = 0; j < nk; j++) {
-        /* what key j sends through each head: v_j^h W_O^h, one d-vector a head */
+    memset(keys, 0, sizeof(float) * (size_t)Tk * H * d);
+    for (int j = 0; j < Tk; j++) {
         const float *v = a->v + ((size_t)b * Tk + j) * d;
-        memset(scratch, 0, sizeof(float) * (size_t)H * d);
         for (int h = 0; h < H; h++)
             for (int e = 0; e < dh; e++) {
                 float ve = v[h * dh + e];
                 const float *wo = w->w_o + (size_t)(h * dh + e) * d;
-                float *u = scratch + (size_t)h * d;
+                float *u = keys + ((size_t)j * H + h) * d;
                 for (int c = 0; c < d; c++) u[c] += ve * wo[c];
             }
+    }
+}
+
+void contrib_vectors(const Model *m, AttnKind kind, int layer, int b, int i, int nk, const float *keys, float *vec,
+                     float *bias) {
+    const AttnActs *a = model_attention_acts(m, kind, layer);
+    const AttnParams *w = model_attention_params(m, kind, layer);
+    AttnBlockView blk;
+    model_attention_block(m, kind, layer, &blk);
+    int d = m->cfg.d_model, H = m->cfg.heads, Tq, Tk;
+    kind_shape(m, kind, &Tq, &Tk);
+    size_t row = (size_t)b * Tq + i;
+    float rstd = blk.rstd[row];
+    for (int j = 0; j < nk; j++) {
         float *t = vec + (size_t)j * d;
         memset(t, 0, sizeof(float) * (size_t)d);
         for (int h = 0; h < H; h++) {
             float p = a->p[(((size_t)b * H + h) * Tq + i) * Tk + j] * (a->gate ? a->gate[h] : 1.0f);
-            const float *u = scratch + (size_t)h * d;
+            const float *u = keys + ((size_t)j * H + h) * d;
             for (int c = 0; c < d; c++) t[c] += p * u[c];
         }
         if (!blk.pre_norm) norm_linear(t, blk.norm_w, rstd, d);
@@ -82,15 +90,16 @@ void contrib_from_vectors(const float *vec, const float *out, int nk, int d, int
 
 /* One block's contribution rows for sentence 0: self kinds (Tq, Tk) with the residual
  * merged into key i, cross (T, S + 1). */
-static void block_rows(const Model *m, AttnKind kind, int layer, float *out_rows, float *vec, float *bias,
-                       float *scratch, float *c) {
+static void block_rows(const Model *m, AttnKind kind, int layer, float *out_rows, float *vec, float *bias, float *keys,
+                       float *c) {
     int d = m->cfg.d_model, Tq, Tk;
     kind_shape(m, kind, &Tq, &Tk);
     AttnBlockView blk;
     model_attention_block(m, kind, layer, &blk);
+    contrib_key_vectors(m, kind, layer, 0, keys); /* once a block: every query row reads them */
     for (int i = 0; i < Tq; i++) {
         int nk = kind == ATTN_DEC_SELF ? i + 1 : Tk;
-        contrib_vectors(m, kind, layer, 0, i, nk, vec, bias, scratch);
+        contrib_vectors(m, kind, layer, 0, i, nk, keys, vec, bias);
         const float *out = blk.out + (size_t)i * d;
         if (kind == ATTN_CROSS) {
             contrib_from_vectors(vec, out, nk, d, nk, c);
@@ -162,16 +171,16 @@ void contrib_compute(const Model *m, int S, int T, Contributions *c) {
     int most = S > T ? S : T;
     contrib_alloc(c, S, T, Le, Ld);
     float *vec = xmalloc(sizeof(float) * (size_t)(most + 1) * d), *bias = xmalloc(sizeof(float) * (size_t)d);
-    float *scratch = xmalloc(sizeof(float) * (size_t)m->cfg.heads * d),
+    float *keys = xmalloc(sizeof(float) * (size_t)most * m->cfg.heads * d),
           *cr = xmalloc(sizeof(float) * (size_t)(most + 1));
 
-    for (int l = 0; l < Le; l++) block_rows(m, ATTN_ENC_SELF, l, c->enc + (size_t)l * S * S, vec, bias, scratch, cr);
+    for (int l = 0; l < Le; l++) block_rows(m, ATTN_ENC_SELF, l, c->enc + (size_t)l * S * S, vec, bias, keys, cr);
     for (int l = 0; l < Ld; l++) {
-        block_rows(m, ATTN_DEC_SELF, l, c->dec_self + (size_t)l * T * T, vec, bias, scratch, cr);
-        block_rows(m, ATTN_CROSS, l, c->cross + (size_t)l * T * (S + 1), vec, bias, scratch, cr);
+        block_rows(m, ATTN_DEC_SELF, l, c->dec_self + (size_t)l * T * T, vec, bias, keys, cr);
+        block_rows(m, ATTN_CROSS, l, c->cross + (size_t)l * T * (S + 1), vec, bias, keys, cr);
     }
     contrib_rollout(c);
-    free(vec), free(bias), free(scratch), free(cr);
+    free(vec), free(bias), free(keys), free(cr);
 }
 
 void contrib_free(Contributions *c) {

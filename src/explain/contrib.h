@@ -39,12 +39,18 @@
 
 #include "nn/model.h"
 
+/* What each key of sentence b sends through each head per unit of weight, v_j^h W_O^h (v_j
+ * with its bias), for every key of the block in the last full pass over padded rows:
+ * keys (Tk, heads, d). Every query row of the block reads the same ones. */
+void contrib_key_vectors(const Model *m, AttnKind kind, int layer, int b, float *keys);
+
 /* The per-input vectors of query row i of sentence b in one attention block, as the last
- * full pass over padded rows left it (model_forward with train = 0): vec (nk + 1, d) gets
- * T_ij for the first nk keys (the rest get nothing: masked keys have weight 0), then R_i;
- * bias (d) gets B_i. Their sum is the block's output row. scratch: (heads, d) floats. */
-void contrib_vectors(const Model *m, AttnKind kind, int layer, int b, int i, int nk, float *vec, float *bias,
-                     float *scratch);
+ * full pass over padded rows left it (model_forward with train = 0), from the block's
+ * contrib_key_vectors: vec (nk + 1, d) gets T_ij for the first nk keys (the rest get
+ * nothing: masked keys have weight 0), then R_i; bias (d) gets B_i. Their sum is the
+ * block's output row. */
+void contrib_vectors(const Model *m, AttnKind kind, int layer, int b, int i, int nk, const float *keys, float *vec,
+                     float *bias);
 
 /* c (nk + 1) from nk + 1 vectors (d each) such as contrib_vectors writes: the L1
  * proximities to out (the block's output row), clipped, normalised (the formula above).
