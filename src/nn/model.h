@@ -420,6 +420,11 @@ typedef struct {
 } DropKeys;
 DropSite drop_site(const DropKeys *k, int site);
 
+/* Whether the model has this (kind, layer), and that sub-layer's acts in the arena (NULL
+ * when it has not): the one place (kind, layer) is mapped onto the arena. */
+int attn_layer_exists(const Model *m, AttnKind kind, int layer);
+AttnActs *attn_acts(Model *m, AttnKind kind, int layer);
+
 /* An attention's gate pointers: the model's gates of (kind, layer), or none. */
 void point_gates(const Model *m, AttnActs *a, AttnKind kind, int layer);
 /* Rows are positions first..first+T-1 of B sequences; with pk, only each sequence's
