@@ -12,6 +12,7 @@
 #include "data/tokenize.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
+#include "util/json.h"
 #include "util/mem.h"
 #include "util/text.h"
 
@@ -365,14 +366,7 @@ char *attnmap_json(const AttnMaps *a) {
     /* compact: one number per line (jansson's only indented layout) would triple the
      * file. Seven significant digits: a score of 10 then carries 1e-6, so the softmax of
      * the written scores still matches the written weights to 1e-5. */
-    json_t *root = attnmap_to_json(a);
-    char *text = xcheck(json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7)));
-    json_decref(root);
-    StrBuf sb = {0};
-    sb_append(&sb, text, strlen(text));
-    sb_append(&sb, "\n", 1);
-    free(text);
-    return sb.buf;
+    return json_text_line(attnmap_to_json(a), JSON_COMPACT | JSON_REAL_PRECISION(7));
 }
 
 int attnmap_write_json(const AttnMaps *a, const char *path) {

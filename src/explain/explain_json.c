@@ -1,12 +1,7 @@
 /* explain_json: explain.json (explain_json.h says what each key holds). */
 #include "explain/explain_json.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "util/json.h"
-#include "util/mem.h"
-#include "util/text.h"
 
 static json_t *grid(const float *x, int rows, int cols, int stride) {
     json_t *g = json_array();
@@ -65,11 +60,5 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
         json_array_append_new(px, m);
     }
     json_put(root, "prefix", px);
-    char *text = xcheck(json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7)));
-    json_decref(root);
-    StrBuf sb = {0};
-    sb_append(&sb, text, strlen(text));
-    sb_append(&sb, "\n", 1);
-    free(text);
-    return sb.buf;
+    return json_text_line(root, JSON_COMPACT | JSON_REAL_PRECISION(7));
 }

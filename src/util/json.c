@@ -4,6 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "util/mem.h"
 
 json_t *json_fmt(const char *fmt, double v) {
     if (!isfinite(v)) return json_null(); /* JSON has no inf or nan; readers skip a null */
@@ -20,4 +23,15 @@ json_t *json_ints(const int *v, int n) {
 
 void json_put(json_t *o, const char *key, json_t *value) {
     if (value) json_object_set_new(o, key, value);
+}
+
+char *json_text_line(json_t *root, size_t flags) {
+    char *text = xcheck(json_dumps(root, flags));
+    json_decref(root);
+    size_t n = strlen(text);
+    char *line = xmalloc(n + 2);
+    memcpy(line, text, n);
+    line[n] = '\n', line[n + 1] = '\0';
+    free(text);
+    return line;
 }

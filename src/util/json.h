@@ -16,6 +16,8 @@
 json_t *json_fmt(const char *fmt, double v);
 /* An array of n ints. */
 json_t *json_ints(const int *v, int n);
+/* root as text ending in a newline (malloc'd), with flags; takes root's reference. */
+char *json_text_line(json_t *root, size_t flags);
 /* Sets key in o to value, taking the reference (json_object_set_new), ignoring NULL. */
 void json_put(json_t *o, const char *key, json_t *value);
 
