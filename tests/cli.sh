@@ -245,7 +245,7 @@ fi
 # unless it says the ceiling was beaten each time
 if "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
     --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 --warmup 1 \
-    --steps 3 --decode 3 --ceiling 1 >"$T/low.out" 2>"$T/low.err" &&
+    --steps 3 --decode 3 --ceiling 1 --timeline "$T/low.svg" >"$T/low.out" 2>"$T/low.err" &&
     "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
         --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 \
         --peak >"$T/peak.out" 2>>"$T/low.err" &&
@@ -263,6 +263,32 @@ PY
 else
     bad "bench_ceiling_beaten_is_measured_again" "${why:-$(tail -2 "$T/low.err")}"
 fi
+# the same run's timeline: every thread's phases and waits fill the step it is drawn in (the
+# main thread's time alone besides), the timed steps and threads are all there, and the
+# picture has a lane per thread
+if [[ -s $T/low.out ]] && why=$(/usr/bin/python3 - "$T/low.out" "$T/low.svg" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["timeline"]
+svg = open(sys.argv[2]).read()
+if t["threads"] != 3 or t["steps"] != 3 or len(t["per_step"]) != 3 or not 0 <= t["waiting_share"] < 1:
+    print(f"timeline of {t['threads']} threads, {t['steps']} steps, waiting {t['waiting_share']}")
+for k, s in enumerate(t["per_step"]):
+    for i, th in enumerate(s["threads"]):
+        busy = th["shard_ms"] + th["fold_ms"] + th["adam_ms"] + th["wait_ms"]
+        alone = s["ms"] - busy
+        if not (th["shard_ms"] > 0 and th["shard_gflop"] > 0 and -0.05 <= alone <= 0.05 * s["ms"] + 0.2):
+            print(f"step {k} thread {i}: {th} in a step of {s['ms']} ms")
+if svg.count(">thread ") != 3 or not svg.rstrip().endswith("</svg>"):
+    print("the picture has no lane per thread")
+PY
+    ) && [[ -z $why ]]; then
+    ok "bench_timeline_accounts_for_every_thread"
+else
+    bad "bench_timeline_accounts_for_every_thread" "${why:-no timeline}"
+fi
+expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" "$QKV" bench configs/toy.yaml \
+    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" --warmup 0 --steps 1 --decode 0 \
+    --ceiling 1000000 --timeline /sys/t.svg
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors

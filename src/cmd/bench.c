@@ -19,6 +19,7 @@
 #include "cmd/commands.h"
 #include "cmdlib/bench_ceiling.h"
 #include "cmdlib/bench_shapes.h"
+#include "cmdlib/bench_timeline.h"
 #include "cmdlib/bench_translate.h"
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/options.h"
@@ -28,6 +29,7 @@
 #include "run/checkpoint.h"
 #include "train/parallel.h" /* shard_first_row, pass_rows */
 #include "train/trainer.h"
+#include "util/atomic_file.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"
@@ -56,7 +58,7 @@ typedef struct {
     char *sets[64];
     int n_sets, steps, warmup, n_decode, peak_only, batches_only;
     double ceiling;
-    const char *config, *dump, *translate;
+    const char *config, *dump, *translate, *timeline;
 } BenchOpts;
 
 static const CmdOption options[] = {
@@ -67,6 +69,8 @@ static const CmdOption options[] = {
     {'d', "dump", "FILE.json", "also write the figures (and with --batches-only, the batches) as JSON", NULL},
     {'b', "batches-only", NULL, "write the run's batches to --dump and time nothing (for a peer)", NULL},
     {'p', "peak", NULL, "measure the sgemm ceiling only", NULL},
+    {'l', "timeline", "FILE.svg",
+     "also draw the training threads' timed steps: each thread's phases and waits on one time axis", NULL},
     {'c', "ceiling", "GFLOPS", "take this ceiling instead of measuring it", "measured"},
     {'t', "translate", "FILE.txt",
      "time translating FILE's lines, greedy and beam search, with a trained model: the argument is then a run "
@@ -104,6 +108,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
         case 'b': o->batches_only = 1; break;
         case 'c': rc = cmd_double("--ceiling", "a GFLOP/s figure", optarg, 0, 1e9, &o->ceiling); break;
         case 't': o->translate = optarg; break;
+        case 'l': o->timeline = optarg; break;
         }
     }
     if (rc != 0) return cmd_fail(2);
@@ -208,6 +213,7 @@ typedef struct {
     long padded_rows; /* source + target positions of the padded batches (training computes only the tokens) */
     long src_positions, tgt_positions; /* the rows the steps' layers ran over, each side */
     long passes;                       /* forward-backward passes, all shards (parallel.h) */
+    Timeline tl;                       /* the timed steps' threads (bench_timeline.h), owned */
 } TrainTimes;
 
 /* The passes a step runs: each shard's rows (cut by work), in passes of at most
@@ -234,21 +240,52 @@ static void write_batch(FILE *bf, const ModelBatch *mb, int tokens) {
     json_decref(b);
 }
 
+/* The counted FLOPs of each thread's shard of batch mb, as train/parallel.c cuts it. */
+static void shard_work(const ModelConfig *c, const ModelBatch *mb, int n, double *work) {
+    for (int i = 0; i < n; i++) {
+        int first = shard_first_row(mb, c, n, i);
+        ModelBatch part = batch_rows(mb, first, shard_first_row(mb, c, n, i + 1) - first);
+        work[i] = step_flops(c, &part);
+    }
+}
+
+/* The timeline's marks out of the workers, before they stop. */
+static void keep_marks(TrainTimes *r, const Workers *w) {
+    Timeline *tl = &r->tl;
+    tl->steps = workers_recorded(w);
+    double *marks = xcalloc((size_t)tl->steps * tl->threads * N_MARKS + 1, sizeof(double));
+    for (int k = 0; k < tl->steps; k++)
+        for (int i = 0; i < tl->threads; i++)
+            memcpy(marks + ((size_t)k * tl->threads + i) * N_MARKS, workers_marks(w, k, i), sizeof(double) * N_MARKS);
+    tl->marks = marks;
+    workers_record((Workers *)w, 0);
+}
+
+static void free_times(TrainTimes *r) { free((void *)r->tl.marks), free((void *)r->tl.call), free((void *)r->tl.work); }
+
 static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
     TrainTimes r = {0};
+    /* single-process threads only: under ranks a step has more meetings than the timeline draws */
+    int n = workers_count(t->workers);
+    double *call = xcalloc((size_t)o->steps * 2, sizeof(double)), *work = xcalloc((size_t)o->steps * n, sizeof(double));
+    r.tl = (Timeline){.threads = n, .call = call, .work = work};
     for (int step = 1; step <= o->warmup + o->steps; step++) {
         if (step == o->warmup + 1) {
             memset(prof_seconds, 0, sizeof prof_seconds);
             prof_enabled = 1;
+            workers_record(t->workers, o->steps);
         }
         int tok;
         double lr, t0 = now_seconds();
         int stop = 0;
         r.loss = train_step(&t->ts, step, &tok, &lr, &stop);
-        double dt = now_seconds() - t0;
+        double t1 = now_seconds(), dt = t1 - t0;
         const ModelBatch *mb = &t->ts.batch; /* still the step's batch: untimed from here */
         if (bf) write_batch(bf, mb, tok);
         if (step > o->warmup) {
+            int k = step - o->warmup - 1;
+            call[2 * k] = t0, call[2 * k + 1] = t1;
+            shard_work(&t->m.cfg, mb, n, work + (size_t)k * n);
             r.seconds += dt;
             r.tokens += tok;
             r.flops += step_flops(&t->m.cfg, mb);
@@ -258,6 +295,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
         }
     }
     prof_enabled = 0;
+    keep_marks(&r, t->workers);
     return r;
 }
 
@@ -281,7 +319,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     int remeasured = 0;
     for (; remeasured < 3 && fmax(step_gflops, alone_gflops) > peak; remeasured++)
         peak = fmax(peak, bench_ceiling(shards));
-    for (int i = 0; i < PROF_N; i++) prof_total += prof_seconds[i];
+    for (int i = 0; i < PROF_N; i++) prof_total += prof_seconds[0][i];
     json_t *r = json_object(), *b = json_object();
     json_put(r, "impl", json_string("qkv"));
     json_put(r, "corename", json_string(openblas_get_corename()));
@@ -309,9 +347,21 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_put(r, "final_loss", json_fmt("%.4f", tr->loss));
     json_put(r, "arena_mb", json_fmt("%.1f", t->m.arena_floats * 4.0 / (1 << 20)));
     json_put(r, "weights", json_string(weights));
-    for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[i] / o->steps));
+    for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[0][i] / o->steps));
     json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
     json_put(r, "breakdown_ms", b);
+    /* the same buckets for every training thread (the first is the main thread's, above) */
+    json_t *bt = json_array();
+    for (int k = 0; k < shards && k < PROF_THREADS; k++) {
+        json_t *o1 = json_object();
+        for (int i = 0; i < PROF_N; i++)
+            json_put(o1, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[k][i] / o->steps));
+        json_array_append_new(bt, o1);
+    }
+    json_put(r, "breakdown_ms_by_thread", bt);
+    json_t *tls = timeline_summary(&tr->tl);
+    if (o->timeline) json_put(tls, "per_step", timeline_steps(&tr->tl));
+    json_put(r, "timeline", tls);
     /* the step's products as sgemm runs them alone (bench_shapes.h); 0 if not measured */
     json_put(r, "products_alone_ms", json_fmt("%.3f", 1e3 * alone.seconds));
     json_put(r, "products_alone_flops_per_step", json_fmt("%.4g", alone.flops));
@@ -387,6 +437,22 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     return 0;
 }
 
+/* --timeline: the last (at most) eight timed steps, drawn; -1 with the error set. */
+static int write_timeline(const char *path, const Timeline *tl) {
+    enum { SHOWN = 8 };
+    int first = tl->steps > SHOWN ? tl->steps - SHOWN : 0;
+    char title[160];
+    json_t *sum = timeline_summary(tl);
+    snprintf(title, sizeof title, "%d training threads, steps %d-%d of %d timed: %.1f%% of their time waiting",
+             tl->threads, first + 1, tl->steps, tl->steps,
+             100 * json_real_value(json_object_get(sum, "waiting_share")));
+    json_decref(sum);
+    char *svg = timeline_svg(tl, first, tl->steps - first, title);
+    int rc = write_file_atomic(path, svg, strlen(svg));
+    free(svg);
+    return rc;
+}
+
 /* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     int has_valid, rc = bench_setup(t, valid, &has_valid);
@@ -402,13 +468,16 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     json_t *dump = df ? dump_header(t, o->warmup) : NULL;
     if (o->batches_only) return write_batches_only(t, o, has_valid ? valid : &t->train, dump, df, bf, batches_path);
     TrainTimes tr = time_training(t, o, bf);
+    int drawn = !o->timeline || write_timeline(o->timeline, &tr.tl) == 0;
+    if (!drawn) fprintf(stderr, "qkv: %s\n", err_msg());
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
     if (bf && fclose(bf) != 0) fprintf(stderr, "qkv: %s: write failed\n", batches_path);
     if (dump) json_put(dump, "batches_file", json_string(batches_path));
     decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
     json_decref(dump);
-    return 0;
+    free_times(&tr);
+    return drawn ? 0 : 2; /* the figures are out; the picture's place was bad input */
 }
 
 int cmd_bench(int argc, char **argv) {

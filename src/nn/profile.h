@@ -1,5 +1,6 @@
-/* profile: where a step's time goes, by kind of work. Off unless prof_enabled is set
- * (by `qkv bench`); then each instrumented op adds its wall time to one bucket. */
+/* profile: where a step's time goes, by kind of work and by training thread. Off unless
+ * prof_enabled is set (by `qkv bench`); then each instrumented op adds its wall time to
+ * one bucket of the thread that ran it. */
 #ifndef QKV_PROFILE_H
 #define QKV_PROFILE_H
 
@@ -13,18 +14,26 @@ enum {
     PROF_ELEMENTWISE,
     PROF_EMBED_LOSS,
     PROF_OPTIM,
-    PROF_WAIT, /* the main thread waiting at a barrier for the other training threads */
+    PROF_WAIT, /* a training thread waiting at a barrier for the others */
     PROF_N
 };
 
+/* Training threads with buckets of their own; thread 0 is the main thread, and a thread
+ * past the last counts in none. */
+#define PROF_THREADS 64
+
 extern int prof_enabled;
-extern _Thread_local int prof_elsewhere; /* set on worker threads: only the main thread counts */
-extern double prof_seconds[PROF_N];
+/* This thread's training index (0 unless train/parallel.c set it; -1: not counted). */
+extern _Thread_local int prof_thread;
+extern double prof_seconds[PROF_THREADS][PROF_N];
 extern const char *prof_names[PROF_N];
 
-static inline double prof_start(void) { return prof_enabled && !prof_elsewhere ? now_seconds() : 0.0; }
+static inline int prof_counts(void) { return prof_enabled && prof_thread >= 0 && prof_thread < PROF_THREADS; }
+static inline double prof_start(void) { return prof_counts() ? now_seconds() : 0.0; }
+/* t0 is 0 when the timing began before profiling was switched on (another thread may
+ * switch it on in between): that one is not counted */
 static inline void prof_stop(int bucket, double t0) {
-    if (prof_enabled && !prof_elsewhere) prof_seconds[bucket] += now_seconds() - t0;
+    if (prof_counts() && t0 > 0) prof_seconds[prof_thread][bucket] += now_seconds() - t0;
 }
 
 #endif

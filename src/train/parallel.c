@@ -62,9 +62,20 @@ struct Workers {
     int *counts, *displs; /* (ranks) each rank's part of the parameters, for allgatherv */
     double comm_s;        /* seconds thread 0 spent in transfers between ranks, all steps */
     long comm_steps;
+    /* the timeline (workers_record): (marks_cap x n x N_MARKS), marks_steps of them written */
+    double *marks;
+    int marks_cap, marks_steps;
 };
 
 static Model *replica(Workers *w, int i) { return i == 0 ? w->model : &w->replica[i]; }
+
+/* Thread i's mark k of this step, when a timeline is being recorded. The main thread
+ * moves marks_steps on after the step's last barrier, which the others pass only before
+ * the next step's first: every thread writes the step's row. */
+static void mark(Workers *w, int i, int k) {
+    if (w->marks && w->marks_steps < w->marks_cap)
+        w->marks[((size_t)w->marks_steps * w->n + i) * N_MARKS + k] = now_seconds();
+}
 
 int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k) {
     if (b->B < n) return k < b->B ? k : b->B;
@@ -113,8 +124,8 @@ static void meet(Workers *w) {
 }
 
 /* A wait at barrier b (with more than one thread), counted by qkv bench apart from the
- * work around it: how long the first to finish a phase waits for the last, the price of
- * an uneven cut. Only the main thread counts (profile.h). */
+ * work around it, for each thread: how long the first to finish a phase waits for the
+ * last, the price of an uneven cut. */
 static void wait_timed(Workers *w, pthread_barrier_t *b) {
     double t0 = prof_start();
     if (w->n > 1) pthread_barrier_wait(b);
@@ -179,8 +190,11 @@ static void work(Workers *w, int i) {
     Model *m = replica(w, i);
     double *st = w->stats + (size_t)i * N_STATS;
     /* 1. this shard's gradients */
+    mark(w, i, MARK_BEGIN);
     run_shard(w, m, &w->part[i], st);
+    mark(w, i, MARK_SHARD_END);
     wait_timed(w, &w->phase);
+    mark(w, i, MARK_FOLD_BEGIN);
     /* 2. ranks > 1: each rank's part of every shard's gradients goes to that rank */
     double t0 = prof_start();
     if (w->ranks > 1) {
@@ -200,7 +214,9 @@ static void work(Workers *w, int i) {
     size_t lo = w->begin[s], hi = w->begin[s + 1];
     st[STAT_SUMSQ] = fold(w, lo, hi);
     prof_stop(PROF_OPTIM, t0);
+    mark(w, i, MARK_FOLD_END);
     wait_timed(w, &w->phase);
+    mark(w, i, MARK_ADAM_BEGIN);
     t0 = prof_start();
     double *all = w->stats;
     if (w->ranks > 1) {
@@ -231,12 +247,13 @@ static void work(Workers *w, int i) {
         }
     }
     prof_stop(PROF_OPTIM, t0);
+    mark(w, i, MARK_ADAM_END);
 }
 
 static void *worker(void *p) {
     ThreadArg *a = p;
     Workers *w = a->w;
-    prof_elsewhere = 1;
+    prof_thread = a->i;
     /* wait until every thread has been created; if one could not be, the barriers would
      * never fill, so leave without meeting them (the starter joins, and waits at none) */
     pthread_mutex_lock(&w->gate);
@@ -244,10 +261,15 @@ static void *worker(void *p) {
     pthread_mutex_unlock(&w->gate);
     if (abandoned) return NULL;
     for (;;) {
-        pthread_barrier_wait(&w->start); /* a step, or the stop: quit says which */
+        /* a step, or the stop: quit says which; the mark is written into the step's row
+         * when it is one (marks_steps is read after the barrier) */
+        double arrive = now_seconds();
+        pthread_barrier_wait(&w->start);
         if (atomic_load(&w->quit)) break;
+        if (w->marks && w->marks_steps < w->marks_cap)
+            w->marks[((size_t)w->marks_steps * w->n + a->i) * N_MARKS + MARK_ARRIVE] = arrive;
         work(w, a->i);
-        pthread_barrier_wait(&w->done);
+        wait_timed(w, &w->done); /* its LEAVE is its next ARRIVE: nothing runs between */
     }
     return NULL;
 }
@@ -282,20 +304,13 @@ static int start_threads(Workers *w) {
     return err_set("cannot start %d training threads: %s", n, strerror(rc));
 }
 
-/* Slices of the parameters for N shards, cut at tensor boundaries so each is about
- * n_params / N: the same cut for any split of N into ranks and threads. */
-static void cut_slices(const Model *m, int N, size_t *begin) {
-    begin[0] = 0;
-    for (int i = 1; i < N; i++) {
-        size_t target = m->n_params * (size_t)i / (size_t)N, cut = m->n_params;
-        for (int k = 0; k < m->n_tensors; k++)
-            if (m->tensors[k].offset >= target) {
-                cut = m->tensors[k].offset;
-                break;
-            }
-        begin[i] = cut > begin[i - 1] ? cut : begin[i - 1];
-    }
-    begin[N] = m->n_params;
+/* parallel.h. A cut at tensor boundaries gave the thread whose slice held a
+ * vocabulary's embedding up to four times the others' share at 16 threads (Multi30k's
+ * 8,000 x 192 table against slices of 387 K), and them the wait. */
+void param_slices(size_t n_params, int N, size_t *begin) {
+    enum { LINE = 16 }; /* floats in 64 bytes */
+    for (int i = 0; i < N; i++) begin[i] = n_params * (size_t)i / (size_t)N / LINE * LINE;
+    begin[N] = n_params;
 }
 
 /* ranks > 1: the transfers of every step, set up once. This rank sends each local
@@ -325,6 +340,7 @@ static int plan_exchange(Workers *w) {
 static void free_workers(Workers *w) {
     for (int i = 1; i < w->n; i++) model_free(&w->replica[i]);
     dist_plan_free(w->plan);
+    free(w->marks);
     free(w->begin), free(w->stats), free(w->all_stats), free(w->inbox), free(w->counts), free(w->displs);
     free(w);
 }
@@ -341,7 +357,7 @@ Workers *workers_start(Model *m, Adam *adam, int n, int pass_tokens) {
     w->adam = adam;
     for (int i = 1; i < n; i++) model_init_replica(&w->replica[i], m);
     w->begin = xmalloc(sizeof(size_t) * (size_t)(w->N + 1));
-    cut_slices(m, w->N, w->begin);
+    param_slices(m->n_params, w->N, w->begin);
     w->lo = w->begin[w->rank * n], w->hi = w->begin[w->rank * n + n];
     w->stats = xcalloc((size_t)n * N_STATS + 1, sizeof(double));
     w->all_stats = xcalloc((size_t)w->ranks * ((size_t)n * N_STATS + 1), sizeof(double));
@@ -403,9 +419,14 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
         w->part[i] = batch_rows(b, first, count);
     }
     w->stats[(size_t)w->n * N_STATS] = *stop;
+    mark(w, 0, MARK_ARRIVE);
     wait_timed(w, &w->start);
     work(w, 0);
     wait_timed(w, &w->done);
+    mark(w, 0, MARK_LEAVE);
+    /* every other thread has written this row's marks before the barrier, and writes the
+     * next row's only after the next step's start */
+    if (w->marks && w->marks_steps < w->marks_cap) w->marks_steps++;
     w->adam->t++;
     if (w->failed) return NAN;
     /* the loss over every shard in shard order, and any rank's stop request */
@@ -420,6 +441,19 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
 }
 
 int workers_failed(const Workers *w) { return w->failed; }
+
+void workers_record(Workers *w, int steps) {
+    free(w->marks);
+    w->marks = NULL, w->marks_cap = w->marks_steps = 0;
+    if (steps <= 0) return;
+    /* zeroed: the other threads' LEAVE stays 0 (it is their next ARRIVE) */
+    w->marks = xcalloc((size_t)steps * (size_t)w->n * N_MARKS, sizeof(double));
+    w->marks_cap = steps;
+}
+
+int workers_recorded(const Workers *w) { return w->marks_steps; }
+
+const double *workers_marks(const Workers *w, int k, int i) { return w->marks + ((size_t)k * w->n + i) * N_MARKS; }
 
 double workers_comm(const Workers *w, double *bytes_per_step) {
     /* sent: every local shard's gradients over the other ranks' parts, and this rank's

@@ -49,6 +49,10 @@ int pass_rows(int pass_tokens, int B, int S, int T);
  * equal row counts would leave the shard with the longer sequences last at every barrier.
  * The cut depends on the batch and n alone: every rank and thread computes the same one. */
 int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k);
+/* The first parameter of each of N slices (begin[N] = n_params): equal to a cache line,
+ * whatever the tensors' sizes, so each thread sums and updates as many parameters as the
+ * next (Adam's pass takes any range) and no line is written by two threads. */
+void param_slices(size_t n_params, int N, size_t *begin);
 /* Rows first .. first+count-1 of b, as a batch of their own (row0 follows them). */
 ModelBatch batch_rows(const ModelBatch *b, int first, int count);
 
@@ -66,6 +70,30 @@ void workers_reserve(Workers *w, size_t floats);
 double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t step, double clip_norm, double lr,
                     int *stop);
 int workers_failed(const Workers *w);
+
+/* A timeline of the steps (qkv bench): each thread's clock (now_seconds) at its marks.
+ * ARRIVE..BEGIN is the wait at the step's start (for the main thread, until every
+ * thread is there; for the others, also the main thread's work between steps),
+ * SHARD_END..FOLD_BEGIN and FOLD_END..ADAM_BEGIN the waits between phases, ADAM_END..LEAVE
+ * the wait at the step's end. */
+enum {
+    MARK_ARRIVE,
+    MARK_BEGIN,
+    MARK_SHARD_END,
+    MARK_FOLD_BEGIN,
+    MARK_FOLD_END,
+    MARK_ADAM_BEGIN,
+    MARK_ADAM_END,
+    MARK_LEAVE,
+    N_MARKS
+};
+/* Records the marks of the next `steps` steps (0: records none, and frees the record).
+ * Allocates here, never in a step. */
+void workers_record(Workers *w, int steps);
+int workers_recorded(const Workers *w); /* steps recorded so far */
+/* The N_MARKS times of thread i in recorded step k; for i > 0 LEAVE is 0: it is the
+ * thread's ARRIVE of step k + 1 (the main thread's LEAVE where k is the last). */
+const double *workers_marks(const Workers *w, int k, int i);
 /* Under ranks: seconds per step this rank spent in transfers (waiting for the slowest
  * rank included), and the bytes it sends per step (it receives about as many). */
 double workers_comm(const Workers *w, double *bytes_per_step);
