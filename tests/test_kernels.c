@@ -487,6 +487,17 @@ static void test_vec_sums_in_lanes(void) {
         CHECK(vec_dot(a, b, n) == d, "n %d: vec_dot differs from its lanes", n);
         CHECK(vec_sum_sq_dev(a, 0.5f, n) == sq, "n %d: vec_sum_sq_dev differs from its lanes", n);
         CHECK(vec_max(a, n) == mx, "n %d: vec_max %g, max %g", n, (double)vec_max(a, n), (double)mx);
+        /* the sum of exps: vec_exp's values, added in double lanes in the same order, and
+         * within float rounding of libm's (the decoder's log-softmax normaliser) */
+        float e[101];
+        vec_exp(e, a, mx, n);
+        double elane[VEC_LANES] = {0}, ew = 0.0, libm = 0.0;
+        for (int i = 0; i < n; i++) elane[i % VEC_LANES] += e[i], libm += exp((double)a[i] - mx);
+        for (int k = 0; k < VEC_LANES; k++) ew += elane[k];
+        CHECK(vec_sum_exp_double(a, mx, n) == ew, "n %d: vec_sum_exp_double %.17g, vec_exp's lanes %.17g", n,
+              vec_sum_exp_double(a, mx, n), ew);
+        CHECK(fabs(vec_sum_exp_double(a, mx, n) - libm) <= 2e-7 * libm, "n %d: sum of exps %.9g, libm's %.9g", n,
+              vec_sum_exp_double(a, mx, n), libm);
         double exact = 0.0;
         for (int i = 0; i < n; i++) exact += a[i];
         CHECK(fabs(vec_sum(a, n) - exact) < 1e-5, "n %d: vec_sum %.9g, exact %.9g", n, (double)vec_sum(a, n), exact);

@@ -73,6 +73,17 @@ double vec_sum_double(const float *x, int n) {
     return s;
 }
 
+double vec_sum_exp_double(const float *x, float shift, int n) {
+    double lane[VEC_LANES] = {0};
+    int i = 0;
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int k = 0; k < VEC_LANES; k++) lane[k] += exp_one(x[i + k] - shift);
+    for (; i < n; i++) lane[i % VEC_LANES] += exp_one(x[i] - shift);
+    double s = 0.0;
+    for (int k = 0; k < VEC_LANES; k++) s += lane[k];
+    return s;
+}
+
 void vec_sum_squares_lanes(double lane[VEC_LANES], const float *x, size_t n) {
     size_t i = 0;
     for (; i + VEC_LANES <= n; i += VEC_LANES)

@@ -29,6 +29,10 @@ float vec_max(const float *x, int n);
 float vec_sum(const float *x, int n);
 double vec_sum_double(const float *x, int n);
 
+/* The sum of exp(x[i] - shift) (vec_exp's values), in double lanes: a log-softmax's
+ * normaliser without storing the exps. */
+double vec_sum_exp_double(const float *x, float shift, int n);
+
 /* The sum of x[i]^2 (each square taken in double), in double lanes: a gradient's norm over
  * millions of parameters. Element i goes to lane i % VEC_LANES as everywhere here. */
 double vec_sum_squares_double(const float *x, size_t n);
