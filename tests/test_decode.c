@@ -427,7 +427,64 @@ static void test_beam_tree(void) {
     CHECK(trees == N, "only %d of %d searches left a tree", trees, N);
 }
 
+/* The rule every candidate is ranked by (beam.h), written out again for the test. */
+static int better(const BeamCand *a, const BeamCand *b) {
+    if (a->score != b->score) return a->score > b->score;
+    return a->beam != b->beam ? a->beam < b->beam : a->rank < b->rank;
+}
+
+/* A step's best 2K extensions are those of scanning every token of every live row: rows
+ * of 1,000 logits on a coarse grid (many exact ties, across rows too: equal scores), one
+ * dead row, the largest logit at a block's end and at the vocabulary's last token, with
+ * and without the no-repeat rule (each row's history holds an earlier bigram). */
+static void test_beam_extensions_are_the_exhaustive_best(void) {
+    enum { K = 4, V = 1000, T = 3 };
+    float z[K * V];
+    double score[K] = {-1.5, -INFINITY, -1.5, -2.25};
+    int hist[K * (T + 1)];
+    Rng r = {2024};
+    for (int i = 0; i < K * V; i++) z[i] = (float)(int)(8 * rng_uniform(&r)) * 0.5f;
+    /* the best of three rows alone at the end of a block of 16 (blocks start at EOS, 2), the
+     * rest of its block low: the vocabulary's last token, and tokens 49 and 33 */
+    int planted[3][2] = {{0, 49}, {2, V - 1}, {3, 33}};
+    for (int i = 0; i < 3; i++) {
+        float *row = z + (size_t)planted[i][0] * V;
+        for (int v = planted[i][1] - 15; v < planted[i][1]; v++) row[v] = 0.0f;
+        row[planted[i][1]] = i == 2 ? 8.5f : 9.0f;
+    }
+    for (int k = 0; k < K; k++) hist[k * (T + 1)] = 5, hist[k * (T + 1) + 1] = 49, hist[k * (T + 1) + 2] = 5;
+    for (int no_repeat = 0; no_repeat <= 2; no_repeat += 2) {
+        BeamCand top[2 * K], all[K * V];
+        int n = beam_best_extensions(z, score, hist, T, 0, K, V, no_repeat, top), m = 0;
+        for (int k = 0; k < K; k++) {
+            if (score[k] == -INFINITY) continue;
+            const float *row = z + (size_t)k * V;
+            double mx = row[0], sum = 0;
+            for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+            for (int v = 0; v < V; v++) sum += exp(row[v] - mx);
+            for (int v = 2; v < V; v++) {           /* from EOS on: PAD and BOS are never chosen */
+                if (no_repeat && v == 49) continue; /* "5 49" already occurred, and the row ends in 5 */
+                all[m++] = (BeamCand){score[k] - (mx + log(sum)) + row[v], k, v, v == 2 ? 0 : v == 3 ? V : v};
+            }
+        }
+        for (int i = 0; i < 2 * K; i++) { /* selection of the best 2K, in order */
+            int best = i;
+            for (int j = i + 1; j < m; j++)
+                if (better(&all[j], &all[best])) best = j;
+            BeamCand c = all[i];
+            all[i] = all[best], all[best] = c;
+        }
+        CHECK(n == 2 * K, "no_repeat %d: %d extensions", no_repeat, n);
+        for (int i = 0; i < n && i < 2 * K; i++)
+            CHECK(top[i].beam == all[i].beam && top[i].token == all[i].token &&
+                      fabs(top[i].score - all[i].score) < 1e-6,
+                  "no_repeat %d: extension %d is beam %d token %d (%.7f), the scan's beam %d token %d (%.7f)",
+                  no_repeat, i, top[i].beam, top[i].token, top[i].score, all[i].beam, all[i].token, all[i].score);
+    }
+}
+
 const TestCase decode_tests[] = {
+    {"decode_beam_extensions_are_the_exhaustive_best", test_beam_extensions_are_the_exhaustive_best},
     {"decode_beam_tree_paths_scores_and_answer", test_beam_tree},
     {"decode_beam_one_is_greedy", test_beam_one_is_greedy},
     {"decode_greedy_batch_is_each_alone", test_greedy_batch_is_each_alone},
