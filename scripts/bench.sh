@@ -87,7 +87,7 @@ for size in ${QKV_BENCH_SIZES:-tiny small base multi30k}; do
     results+=("$size:$out/$size.qkv.json:$out/$size.torch.json")
 done
 
-QKV_BENCH_CEILING=$ceiling /usr/bin/python3 - "${results[@]}" <<'EOF' | tee "$out/table.txt"
+QKV_BENCH_CEILING=$ceiling QKV_BENCH_PEAK_OUT=$out/ceiling.txt /usr/bin/python3 - "${results[@]}" <<'EOF' | tee "$out/table.txt"
 import json, os, sys
 rows = []
 for arg in sys.argv[1:]:
@@ -97,6 +97,9 @@ q0 = rows[0][1]
 # the highest measured, here or by a qkv bench that found its products beat the ceiling it
 # was given and measured again: every share is of it
 peak = max([float(os.environ["QKV_BENCH_CEILING"])] + [q["peak_gflops"] for _, q, _ in rows])
+# decoding (below) takes the same ceiling
+with open(os.environ["QKV_BENCH_PEAK_OUT"], "w") as f:
+    f.write(f"{peak}\n")
 for _, q, _ in rows:
     q["peak_gflops"], q["mfu"] = peak, q["gflops"] / peak
 chose = f" (chosen by qkv: OpenBLAS chose {q0['openblas_chose']})" if "openblas_chose" in q0 else ""
@@ -128,8 +131,14 @@ names = list(rows[0][1]["breakdown_ms"].keys())
 print(f"{'':24s}" + "".join(f"{size:>9s}" for size, _, _ in rows))
 for n in names:
     print(f"{n:24s}" + "".join(f"{q['breakdown_ms'][n]:9.2f}" for _, q, _ in rows))
+print(f"{'  all threads waiting':24s}" + "".join(f"{100*q['timeline']['waiting_share']:8.1f}%" for _, q, _ in rows))
+print(f"{'  shards GFLOP/s by thread':24s}" + "".join(f"{'/'.join(f'{g:.0f}' for g in q['timeline']['shard_gflops']):>9s}" for _, q, _ in rows))
 print(f"{'matrix products alone':24s}" + "".join(f"{q['products_alone_ms']:9.2f}" for _, q, _ in rows))
 print(f"{'  their GFLOP/s, of peak':24s}" + "".join(f"{100*q['products_alone_gflops']/q['peak_gflops']:8.1f}%" for _, q, _ in rows))
+print()
+print("All threads waiting: every training thread's waits at the step's barriers, of all threads' time")
+print("(qkv bench --timeline FILE.svg draws each thread's phases and waits); shards GFLOP/s: each thread's")
+print("forward and backward rate on its shard's counted FLOPs.")
 print()
 print("Matrix products alone: the step's own product shapes (each pass's rows by d_model or d_ff, the")
 print("classifier), forward and both backward products, run by sgemm on every thread at once with nothing")
@@ -159,6 +168,8 @@ if [[ " ${QKV_BENCH_SIZES:-multi30k} " == *" multi30k "* && -f $M30K/test_2016_f
         fi
     fi
     echo "== multi30k decoding: $run on test_2016_flickr" >&2
+    # the table's ceiling: the highest measured, the training rows' own measurements included
+    [[ -s $out/ceiling.txt ]] && ceiling=$(cat "$out/ceiling.txt")
     "$QKV" bench "$run" --translate $M30K/test_2016_flickr.de --ceiling "$ceiling" >"$out/decode.json"
     /usr/bin/python3 - "$out/decode.json" <<'PYEOF' | tee -a "$out/table.txt"
 import json, sys
