@@ -64,9 +64,11 @@ $(BUILD)/mpi.stamp: FORCE
 $(BUILD)/obj/train/dist.o: $(BUILD)/mpi.stamp
 # The C compiler and its flags: every C object is rebuilt when they change (a flag such
 # as -fno-trapping-math changes the code of loops that did not change).
+# (single-quoted for the shell, a ' in the flags written '\'')
+CFLAGS_LINE = $(subst ','\'',$(CC) $(CFLAGS) $(QKV_CFLAGS))
 $(BUILD)/cflags.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CFLAGS) $(QKV_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(QKV_CFLAGS)' > $@
+	@echo '$(CFLAGS_LINE)' | cmp -s - $@ || echo '$(CFLAGS_LINE)' > $@
 .PHONY: FORCE
 
 $(BUILD)/obj/%.o: src/%.c $(BUILD)/cflags.stamp

@@ -287,7 +287,8 @@ else
     bad "bench_timeline_accounts_for_every_thread" "${why:-no timeline}"
 fi
 expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" "$QKV" bench configs/toy.yaml \
-    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" --warmup 0 --steps 1 --decode 0 \
+    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --warmup 0 --steps 1 --decode 0 \
     --ceiling 1000000 --timeline /sys/t.svg
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)

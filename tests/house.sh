@@ -109,11 +109,12 @@ stamp=${BUILD:-build}/cflags.stamp
 line=$(grep -n 'out\[i\] = exp_one(in\[i\] - shift)' src/nn/vecmath.c | cut -d: -f1)
 if [[ ! -f $stamp || -z $line ]]; then
     bad exp_loop_vectorises "no $stamp (run make first) or no exp loop in src/nn/vecmath.c"
-elif ! read -r -a cc <"$stamp" || ! "${cc[0]}" --version 2>/dev/null | grep -qi 'gcc\|free software'; then
+elif ! eval "cc=($(<"$stamp"))" || ! "${cc[0]}" --version 2>/dev/null | grep -qi 'gcc\|free software'; then
     skip exp_loop_vectorises "the compiler is not gcc: no -fopt-info"
 else
+    # the stamp's line as make's shell parsed it; no object and no dependency file written
     report=$(timeout 60 "${cc[@]}" $(pkg-config --cflags openblas 2>/dev/null) -fopt-info-vec-optimized \
-        -c src/nn/vecmath.c -o /dev/null 2>&1)
+        -c src/nn/vecmath.c -o /dev/null -MF /dev/null 2>&1)
     grep -q "vecmath.c:$line:[0-9]*: optimized: loop vectorized" <<<"$report" && ok exp_loop_vectorises ||
         bad exp_loop_vectorises "line $line of src/nn/vecmath.c is not vector code: $(grep ":$line:" <<<"$report" | head -2)"
 fi

@@ -269,11 +269,13 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
     int n = workers_count(t->workers);
     double *call = xcalloc((size_t)o->steps * 2, sizeof(double)), *work = xcalloc((size_t)o->steps * n, sizeof(double));
     r.tl = (Timeline){.threads = n, .call = call, .work = work};
+    /* under ranks, shards are cut for every rank's threads: no timeline of this process' */
+    int record = workers_shards(t->workers) == n;
     for (int step = 1; step <= o->warmup + o->steps; step++) {
         if (step == o->warmup + 1) {
             memset(prof_seconds, 0, sizeof prof_seconds);
-            prof_enabled = 1;
-            workers_record(t->workers, o->steps);
+            atomic_store(&prof_enabled, 1);
+            if (record) workers_record(t->workers, o->steps);
         }
         int tok;
         double lr, t0 = now_seconds();
@@ -294,7 +296,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
             r.passes += step_passes(mb, &t->m.cfg, t->run.cfg.train.threads, t->run.cfg.train.pass_tokens);
         }
     }
-    prof_enabled = 0;
+    atomic_store(&prof_enabled, 0);
     keep_marks(&r, t->workers);
     return r;
 }
@@ -455,6 +457,7 @@ static int write_timeline(const char *path, const Timeline *tl) {
 
 /* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
+    if (o->timeline && probe_writable(o->timeline) != 0) return cmd_fail(err_status());
     int has_valid, rc = bench_setup(t, valid, &has_valid);
     if (rc != 0) return rc;
     FILE *df = NULL, *bf = NULL;
@@ -468,7 +471,7 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     json_t *dump = df ? dump_header(t, o->warmup) : NULL;
     if (o->batches_only) return write_batches_only(t, o, has_valid ? valid : &t->train, dump, df, bf, batches_path);
     TrainTimes tr = time_training(t, o, bf);
-    int drawn = !o->timeline || write_timeline(o->timeline, &tr.tl) == 0;
+    int drawn = !o->timeline || write_timeline(o->timeline, &tr.tl) == 0, status = drawn ? 0 : err_status();
     if (!drawn) fprintf(stderr, "qkv: %s\n", err_msg());
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
@@ -477,7 +480,7 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
     json_decref(dump);
     free_times(&tr);
-    return drawn ? 0 : 2; /* the figures are out; the picture's place was bad input */
+    return status; /* the figures are out either way */
 }
 
 int cmd_bench(int argc, char **argv) {

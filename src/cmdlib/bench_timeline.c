@@ -210,6 +210,7 @@ char *timeline_svg(const Timeline *tl, int first, int count, const char *title) 
     /* the time axis: about eight ticks at a round number of ms */
     int axis_y = top + n * (lane_h + 6) + 4;
     double span_ms = (t1 - t0) * 1e3, step = pow(10, floor(log10(span_ms / 8)));
+    if (!(step > 0)) step = 1; /* a span of 0 (marks set by hand) */
     if (span_ms / step > 40) step *= 5;
     else if (span_ms / step > 16) step *= 2;
     sb_printf(&sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", x0, axis_y, width - 20, axis_y);

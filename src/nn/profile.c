@@ -1,7 +1,7 @@
 /* profile: see profile.h. */
 #include "nn/profile.h"
 
-int prof_enabled;
+atomic_int prof_enabled;
 _Thread_local int prof_thread;
 double prof_seconds[PROF_THREADS][PROF_N];
 const char *prof_names[PROF_N] = {"matrix products",       "attention products", "softmax",   "layer norm",

@@ -4,6 +4,8 @@
 #ifndef QKV_PROFILE_H
 #define QKV_PROFILE_H
 
+#include <stdatomic.h>
+
 #include "util/clock.h"
 
 enum {
@@ -22,13 +24,16 @@ enum {
  * past the last counts in none. */
 #define PROF_THREADS 64
 
-extern int prof_enabled;
+/* switched by the main thread while the training threads run: read relaxed (x86: a plain load) */
+extern atomic_int prof_enabled;
 /* This thread's training index (0 unless train/parallel.c set it; -1: not counted). */
 extern _Thread_local int prof_thread;
 extern double prof_seconds[PROF_THREADS][PROF_N];
 extern const char *prof_names[PROF_N];
 
-static inline int prof_counts(void) { return prof_enabled && prof_thread >= 0 && prof_thread < PROF_THREADS; }
+static inline int prof_counts(void) {
+    return atomic_load_explicit(&prof_enabled, memory_order_relaxed) && prof_thread >= 0 && prof_thread < PROF_THREADS;
+}
 static inline double prof_start(void) { return prof_counts() ? now_seconds() : 0.0; }
 /* t0 is 0 when the timing began before profiling was switched on (another thread may
  * switch it on in between): that one is not counted */

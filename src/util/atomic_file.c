@@ -77,6 +77,17 @@ void signals_release(void) {
     if (sig) raise(sig); /* to the handler the process had: a stop flag, or the default end */
 }
 
+int probe_writable(const char *path) {
+    char tmp[4200];
+    if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
+    signals_hold();
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666), e = errno;
+    if (fd >= 0) close(fd), unlink(tmp);
+    signals_release();
+    if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+    return 0;
+}
+
 static int write_parts(const char *path, const FilePart *parts, int n_parts);
 int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
     signals_hold();

@@ -24,6 +24,9 @@ typedef struct {
     size_t len;
 } FilePart;
 int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts);
+/* Whether write_file_atomic could create path's tmp file now (it makes it and removes it):
+ * 0, or -1 with its error set, before minutes of work whose result goes there. */
+int probe_writable(const char *path);
 /* This process' tmp name for path: "<path>.<pid>.tmp". -1 with the error set if too long. */
 int tmp_name(char *buf, size_t n, const char *path);
 /* 1 if a file name is a tmp file this process may delete: its own, one of a process that
