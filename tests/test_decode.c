@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "data/batch.h"
 #include "decode/beam.h"
 #include "decode/decode.h"
 #include "fixture.h"
@@ -483,7 +484,36 @@ static void test_beam_extensions_are_the_exhaustive_best(void) {
     }
 }
 
+/* Reserved for the largest group, a state and an arena are never grown by the begins of
+ * the groups that follow (shortest first, as decode() hands them out): the same buffers,
+ * the same sizes, for beam copies and greedy rows alike. */
+static void test_step_reserve_covers_every_group(void) {
+    Model m;
+    step_model(&m, 0, 0);
+    int ids[12] = {4, 5, 6, 7, 8, 9, 10, 11, 4, 5, 6, 7};
+    for (int copies = 1; copies <= 3; copies += 2) {
+        DecodeState st = {0};
+        model_step_reserve(&m, &st, 3, 13, copies); /* the last group: 3 sources of up to 12 + EOS */
+        float *buf = st.buf, *arena = m.arena;
+        size_t floats = st.buf_floats, arena_floats = m.arena_floats;
+        for (int len = 2; len <= 12; len += 5) {
+            int src[3 * 13], src_len[3], one = 1, bos[9];
+            for (int i = 0; i < 9; i++) bos[i] = VOCAB_BOS; /* one a row, widened rows too */
+            for (int i = 0; i < 3; i++) src_len[i] = batch_frame_source(ids, len - i % 2, src + i * (len + 1), len + 1);
+            ModelBatch b = {3, len + 1, 1, src, src_len, bos, NULL, &one, 0};
+            model_step_begin(&m, &st, &b, copies);
+            if (copies > 1) model_step_widen(&st, &m);
+            model_step(&m, &st, bos);
+            CHECK(st.buf == buf && st.buf_floats == floats && m.arena == arena && m.arena_floats == arena_floats,
+                  "copies %d, sources of %d: the state or the arena grew after the reserve", copies, len);
+        }
+        model_step_end(&st);
+    }
+    model_free(&m);
+}
+
 const TestCase decode_tests[] = {
+    {"decode_step_reserve_covers_every_group", test_step_reserve_covers_every_group},
     {"decode_beam_extensions_are_the_exhaustive_best", test_beam_extensions_are_the_exhaustive_best},
     {"decode_beam_tree_paths_scores_and_answer", test_beam_tree},
     {"decode_beam_one_is_greedy", test_beam_one_is_greedy},

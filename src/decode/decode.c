@@ -94,10 +94,24 @@ typedef struct {
     atomic_llong flops; /* every worker's matrix-product FLOPs, summed as each ends */
 } Groups;
 
+/* The state and arena sized once for the largest of the groups (their sentences sorted by
+ * length: the last of each is its longest), instead of growing group after group. */
+static void reserve_for_groups(Model *m, DecodeState *st, const Groups *g) {
+    int copies = g->greedy ? 1 : g->o->beam, best_G = 0, best_S = 0;
+    size_t most = 0;
+    for (int i = 0; i < g->n; i += g->group) {
+        int G = g->n - i < g->group ? g->n - i : g->group, S = g->order[i + G - 1]->len + 1;
+        size_t need = model_arena_floats(m, G, S, 1);
+        if (need > most) most = need, best_G = G, best_S = S;
+    }
+    if (most > 0) model_step_reserve(m, st, best_G, best_S, copies);
+}
+
 static void decode_groups(Model *m, int w, void *arg) {
     Groups *g = arg;
     (void)w;
     DecodeState st = {0}; /* one for all of this worker's groups: its memory is reused */
+    reserve_for_groups(m, &st, g);
     for (int i; (i = atomic_fetch_add(&g->next, g->group)) < g->n;) {
         int b = g->n - i < g->group ? g->n - i : g->group;
         if (g->greedy) greedy_group(m, &st, g->order + i, b, g->o, g->outs + i, g->score_at ? g->score_at + i : NULL);

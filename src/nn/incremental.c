@@ -64,6 +64,13 @@ static double step_flops(const ModelConfig *c, int B, int t, int S) {
     return B * (tgt + c->decoder_layers * 2 * 2 * (t + 1.0 + S) * d);
 }
 
+void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
+    DecodeState shape = {.B = G * copies, .S = S, .max_len = m->cfg.max_positions};
+    size_t need = carve_step(m, &shape, NULL);
+    if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
+    model_reserve(m, model_arena_floats(m, G, S, 1));
+}
+
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
     int G = b->B, S = b->S, d = m->cfg.d_model;
     /* every group's caches get the same layout, the longest the position table allows:
