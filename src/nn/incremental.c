@@ -99,10 +99,18 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     model_reserve(m, model_arena_floats(m, G, S, 1));
     model_encode(m, b);
     st->flops += begin_flops(&m->cfg, G, S);
-    /* each source's keys and values, projected once into its row's cache */
+    /* each source's keys and values, projected once into its row's cache; the keys then
+     * by column (multihead.h: k_by_column), a row's block transposed through the scratch */
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         AttnActs *x = &st->layer[l].cross_attn;
         attention_project_kv(x->k, x->v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
+        for (int i = 0; i < G; i++) {
+            float *block = x->k + (size_t)i * S * d;
+            memcpy(st->scratch, block, sizeof(float) * (size_t)S * d);
+            for (int j = 0; j < S; j++)
+                for (int c = 0; c < d; c++) block[(size_t)c * S + j] = st->scratch[(size_t)j * d + c];
+        }
+        x->k_by_column = 1;
     }
 }
 

@@ -65,8 +65,20 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
         const float *K = a->k + b * kv_rows * d, *V = a->v + b * kv_rows * d, *q = a->q + (size_t)b * d;
         float *P = a->p + (size_t)b * H * Tk, *ctx = a->ctx + (size_t)b * d;
         /* scores four keys at a time, all heads of those keys before the next four (their
-         * rows read once, in order): four independent chains of adds instead of one */
-        int j = 0;
+         * rows read once, in order): four independent chains of adds instead of one. With
+         * the keys by column, every key's chain runs at once, a lane each: the same sums in
+         * the same order, so the same bits. */
+        int j = a->k_by_column ? n : 0;
+        for (int h = 0; a->k_by_column && h < H; h++) {
+            const float *qh = q + h * dh, *col = K + (size_t)h * dh * kv_rows;
+            float *p = P + (size_t)h * Tk;
+            for (int i = 0; i < n; i++) p[i] = 0.0f;
+            for (int e = 0; e < dh; e++, col += kv_rows) {
+                float qe = qh[e];
+                for (int i = 0; i < n; i++) p[i] += qe * col[i];
+            }
+            for (int i = 0; i < n; i++) p[i] *= scale;
+        }
         for (; j + 4 <= n; j += 4)
             for (int h = 0; h < H; h++) {
                 const float *qh = q + h * dh, *k0 = K + (size_t)j * d + h * dh, *k1 = k0 + d, *k2 = k1 + d,

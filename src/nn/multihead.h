@@ -78,7 +78,7 @@ typedef struct {
 
 typedef struct {
     float *q;          /* (B*Tq, d) */
-    float *k;          /* (B*Tk, d) */
+    float *k;          /* (B*Tk, d); with k_by_column, each sequence's block transposed */
     float *v;          /* (B*Tk, d) */
     float *p;          /* (B, heads, Tq, Tk) the attention probabilities */
     float *ctx;        /* (B*Tq, d) heads side by side, before W_O */
@@ -92,6 +92,10 @@ typedef struct {
                           dgate_rows[b * dgate_stride + h], for b < dgate_nrows */
     int dgate_stride, dgate_nrows;
     const AttnIntervene *iv; /* NULL, or the interventions of this sub-layer (above) */
+    int k_by_column;         /* one query row per sequence only: each sequence's keys are stored
+                                (d, kv_stride), a column's values over the keys side by side, so the
+                                scores are summed along the keys in vector code (decoding's cached
+                                cross-attention keys, written once a sentence) */
 } AttnActs;
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
