@@ -286,6 +286,22 @@ PY
 else
     bad "bench_timeline_accounts_for_every_thread" "${why:-no timeline}"
 fi
+# the picture as a person opens it: Chromium parses it as SVG (an XML error would show its own
+# page instead) and draws it (build/timeline.png, to look at)
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+    skip_missing browser "Chromium is not installed: the timeline picture was NOT opened in a browser"
+elif [[ -s $T/low.svg ]]; then
+    flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
+        --disable-component-update --disable-sync --user-data-dir="$T/profile" --window-size=960,260)
+    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/low.svg" >"$T/low.dom" 2>/dev/null
+    mkdir -p "${BUILD:-build}"
+    timeout 120 "$browser" "${flags[@]}" --screenshot="${BUILD:-build}/timeline.png" "file://$T/low.svg" >/dev/null 2>&1
+    lanes=$(grep -o '>thread [0-9]*<' "$T/low.dom" | wc -l)
+    [[ $lanes -eq 3 ]] && ! grep -q parsererror "$T/low.dom" && [[ -s ${BUILD:-build}/timeline.png ]] &&
+        ok "bench_timeline_opens_in_chromium" ||
+        bad "bench_timeline_opens_in_chromium" "$lanes lanes; $(grep -o 'parsererror.\{0,120\}' "$T/low.dom" | head -1)"
+fi
 expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" "$QKV" bench configs/toy.yaml \
     --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
     --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --warmup 0 --steps 1 --decode 0 \
