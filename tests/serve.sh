@@ -302,15 +302,22 @@ expect_status serve_10mb_body_is_413 413 'the body is larger' POST /v1/translate
 expect_status serve_10000_sentences_is_413 413 '10000 sentences, more than' POST /v1/translate "$T/b10"
 expect_status serve_too_many_tokens_is_413 413 '\\"src\\"\[0\] has more tokens' POST /v1/translate "$T/b12"
 expect_status serve_long_sentence_is_413 413 '\\"src\\"\[0\] is 3999 bytes|\\"src\\"\[0\] has more tokens' POST /v1/translate "$T/b11"
-for b in 'e1|"ig_steps": -1|\\"ig_steps\\" must be 0 to 64, not -1' 'e2|"ig_steps": 65|\\"ig_steps\\" must be 0 to 64, not 65' \
+# bad_fields KIND PATH BASE CASE...: each CASE is 'name|"key": value|expected message', sent as
+# {BASE, "key": value} to PATH, which must answer 400 with the message (serve_KIND_bad_name_is_400)
+bad_fields() {
+    local kind=$1 path=$2 base=$3 b name key want
+    shift 3
+    for b; do
+        IFS='|' read -r name key want <<<"$b"
+        printf '{%s, %s}' "$base" "$key" >"$T/$name"
+        expect_status "serve_${kind}_bad_${name}_is_400" 400 "$want" POST "$path" "$T/$name"
+    done
+}
+bad_fields explain /v1/explain "\"src\": \"$src1\"" 'e1|"ig_steps": -1|\\"ig_steps\\" must be 0 to 64, not -1' 'e2|"ig_steps": 65|\\"ig_steps\\" must be 0 to 64, not 65' \
     'e3|"ig_steps": "x"|\\"ig_steps\\" must be an integer' 'e4|"beam": 2|unknown key \\"beam\\"' 'e5|"colour": 1|unknown key \\"colour\\"' \
     'e6|"contrast": "zzzz"|\\"contrast\\": .zzzz. is not in the target vocabulary' \
     'e7|"contrast": "a b"|\\"contrast\\": .a b. is 2 tokens of the target vocabulary, not one' \
-    'e8|"tgt": "qqqq un qqqq"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'e9|"mask_heads": "cross.9.0"|\\"mask_heads\\": '; do
-    IFS='|' read -r name key want <<<"$b"
-    printf '{"src": "%s", %s}' "$src1" "$key" >"$T/$name"
-    expect_status "serve_explain_bad_${name}_is_400" 400 "$want" POST /v1/explain "$T/$name"
-done
+    'e8|"tgt": "qqqq un qqqq"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'e9|"mask_heads": "cross.9.0"|\\"mask_heads\\": '
 printf '{"src": ""}' >"$T/e10"
 expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain' POST /v1/explain "$T/e10"
 "$PY" -c 'import json; print(json.dumps({"src": "a " * 200, "tgt": "un " * 200, "ig_steps": 64}))' >"$T/e11"
@@ -318,7 +325,7 @@ expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 targe
 expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
 expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
-for b in 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"beam": 9|\\"beam\\" must be 2 to 8, not 9' \
+bad_fields whatif /v1/whatif "\"src\": \"$src1\"" 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"beam": 9|\\"beam\\" must be 2 to 8, not 9' \
     'w3|"lens": "yes"|\\"lens\\" must be true or false' 'w4|"nbest": 2|unknown key \\"nbest\\"' \
     'w5|"pin": {"layer": 9, "head": 0, "query": 0, "key": 0}|\\"pin.layer\\": this model.s cross-attention has layers 0..1' \
     'w6|"pin": {"layer": 0, "head": 0, "query": 0, "key": 99}|\\"pin.key\\": ' \
@@ -326,22 +333,14 @@ for b in 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"beam": 9|\\"beam\\"
     'w8|"pin": {"layer": 0, "head": 0, "query": 99, "key": 0}|\\"pin.query\\": target position 99' \
     'w9|"pin": {"layer": 0, "head": 0, "query": 0, "weights": [0.5]}|\\"pin.weights\\" sum to 0.5, not 1' \
     'w10|"tgt": "qqqq un"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'w11|"mask_heads": "cross.9.0"|\\"mask_heads\\": ' \
-    'w12|"checkpoint": "nope"|no checkpoint'; do
-    IFS='|' read -r name key want <<<"$b"
-    printf '{"src": "%s", %s}' "$src1" "$key" >"$T/$name"
-    expect_status "serve_whatif_bad_${name}_is_400" 400 "$want" POST /v1/whatif "$T/$name"
-done
+    'w12|"checkpoint": "nope"|no checkpoint'
 printf '{"src": ""}' >"$T/w13"
 expect_status serve_whatif_empty_text_is_400 400 '\\"src\\": nothing to look at' POST /v1/whatif "$T/w13"
 printf '{"clean": "%s", "corrupt": "the old farmer sees a bird"}' "$clean" >"$T/p1"
 expect_status serve_patch_token_counts_differ_is_400 400 '\\"corrupt\\" is 6 tokens and \\"clean\\" 7: patching copies position for position' POST /v1/patch "$T/p1"
-for b in 'p2|"compare": ["un", "zzzz"]|\\"compare\[1\]\\": .zzzz. is not in the target vocabulary' \
+bad_fields patch /v1/patch "\"clean\": \"$clean\", \"corrupt\": \"$corrupt\"" 'p2|"compare": ["un", "zzzz"]|\\"compare\[1\]\\": .zzzz. is not in the target vocabulary' \
     'p3|"compare": ["un", "una"], "at": 99|\\"at\\": target position 99' 'p4|"at": 1|\\"at\\" is the position of \\"compare\\"' \
-    'p5|"src": "a"|unknown key \\"src\\"' 'p6|"tgt": "qqqq"|\\"tgt\\": not in the target vocabulary'; do
-    IFS='|' read -r name key want <<<"$b"
-    printf '{"clean": "%s", "corrupt": "%s", %s}' "$clean" "$corrupt" "$key" >"$T/$name"
-    expect_status "serve_patch_bad_${name}_is_400" 400 "$want" POST /v1/patch "$T/$name"
-done
+    'p5|"src": "a"|unknown key \\"src\\"' 'p6|"tgt": "qqqq"|\\"tgt\\": not in the target vocabulary'
 expect_status serve_get_whatif_is_405 405 'use POST' GET /v1/whatif
 expect_status serve_get_patch_is_405 405 'use POST' GET /v1/patch
 # a truncated body: the client says 100 bytes and sends 10, then goes
