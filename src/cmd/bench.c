@@ -27,7 +27,7 @@
 #include "decode/decode.h"
 #include "nn/profile.h"
 #include "run/checkpoint.h"
-#include "train/parallel.h" /* shard_first_row, pass_rows */
+#include "train/parallel.h" /* shard_batch, pass_rows, the timeline's marks */
 #include "train/trainer.h"
 #include "util/atomic_file.h"
 #include "util/clock.h"
@@ -221,8 +221,7 @@ typedef struct {
 static long step_passes(const ModelBatch *mb, const ModelConfig *c, int shards, int pass_tokens) {
     long passes = 0;
     for (int k = 0; k < shards; k++) {
-        int first = shard_first_row(mb, c, shards, k), count = shard_first_row(mb, c, shards, k + 1) - first;
-        int rows = pass_rows(pass_tokens, count, mb->S, mb->T);
+        int count = shard_batch(mb, c, shards, k).B, rows = pass_rows(pass_tokens, count, mb->S, mb->T);
         passes += (count + rows - 1) / rows;
     }
     return passes;
@@ -243,8 +242,7 @@ static void write_batch(FILE *bf, const ModelBatch *mb, int tokens) {
 /* The counted FLOPs of each thread's shard of batch mb, as train/parallel.c cuts it. */
 static void shard_work(const ModelConfig *c, const ModelBatch *mb, int n, double *work) {
     for (int i = 0; i < n; i++) {
-        int first = shard_first_row(mb, c, n, i);
-        ModelBatch part = batch_rows(mb, first, shard_first_row(mb, c, n, i + 1) - first);
+        ModelBatch part = shard_batch(mb, c, n, i);
         work[i] = step_flops(c, &part);
     }
 }

@@ -94,16 +94,15 @@ int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k) {
     return r;
 }
 
-/* Rows of the batch for shard i of n (parallel.h: shard_first_row). */
-static void share(const ModelBatch *b, const ModelConfig *c, int n, int i, int *first, int *count) {
-    *first = shard_first_row(b, c, n, i);
-    *count = shard_first_row(b, c, n, i + 1) - *first;
-}
-
 int pass_rows(int pass_tokens, int B, int S, int T) {
     int rows = pass_tokens > 0 ? pass_tokens / (S + T) : B;
     if (rows < 1) rows = 1;
     return rows < B ? rows : B;
+}
+
+ModelBatch shard_batch(const ModelBatch *b, const ModelConfig *c, int n, int k) {
+    int first = shard_first_row(b, c, n, k);
+    return batch_rows(b, first, shard_first_row(b, c, n, k + 1) - first);
 }
 
 ModelBatch batch_rows(const ModelBatch *b, int first, int count) {
@@ -413,11 +412,7 @@ double workers_step(Workers *w, const ModelBatch *b, uint64_t seed, uint64_t ste
     int total = 0, pad = w->model->cfg.pad_id;
     for (size_t j = 0; j < (size_t)b->B * b->T; j++) total += b->tgt_out[j] != pad;
     w->total_tokens = total;
-    for (int i = 0; i < w->n; i++) {
-        int first, count;
-        share(b, &w->model->cfg, w->N, w->rank * w->n + i, &first, &count);
-        w->part[i] = batch_rows(b, first, count);
-    }
+    for (int i = 0; i < w->n; i++) w->part[i] = shard_batch(b, &w->model->cfg, w->N, w->rank * w->n + i);
     w->stats[(size_t)w->n * N_STATS] = *stop;
     mark(w, 0, MARK_ARRIVE);
     wait_timed(w, &w->start);

@@ -53,6 +53,8 @@ int shard_first_row(const ModelBatch *b, const ModelConfig *c, int n, int k);
  * whatever the tensors' sizes, so each thread sums and updates as many parameters as the
  * next (Adam's pass takes any range) and no line is written by two threads. */
 void param_slices(size_t n_params, int N, size_t *begin);
+/* Shard k of n's rows of b (shard_first_row's cut), as a batch of their own. */
+ModelBatch shard_batch(const ModelBatch *b, const ModelConfig *c, int n, int k);
 /* Rows first .. first+count-1 of b, as a batch of their own (row0 follows them). */
 ModelBatch batch_rows(const ModelBatch *b, int first, int count);
 
