@@ -139,6 +139,13 @@ json_t *timeline_steps(const Timeline *tl) {
             json_put(o, "fold_ms", json_fmt("%.3f", 1e3 * s.fold));
             json_put(o, "adam_ms", json_fmt("%.3f", 1e3 * s.adam));
             json_put(o, "wait_ms", json_fmt("%.3f", 1e3 * wait));
+            /* the span those add up to, from the step's call: from the main thread's arrival
+             * (this thread's, if later) to leaving the last barrier, which a thread the OS
+             * runs late may do after the main thread has returned */
+            double from, to;
+            at_barrier(tl, k, i, TL_START, &from, &to);
+            json_put(o, "from_ms", json_fmt("%.3f", 1e3 * (from - tl->call[2 * k])));
+            json_put(o, "to_ms", json_fmt("%.3f", 1e3 * (leave(tl, k, i) - tl->call[2 * k])));
             json_array_append_new(th, o);
         }
         json_put(st, "threads", th);

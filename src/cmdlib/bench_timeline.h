@@ -38,7 +38,8 @@ ThreadStep timeline_thread_step(const Timeline *tl, int k, int i);
  * was the last to finish, and how often that was the shard with the most counted work. */
 json_t *timeline_summary(const Timeline *tl);
 
-/* Every recorded step: its wall time, and each thread's shard FLOPs, phases and waits. */
+/* Every recorded step: its wall time, and each thread's shard FLOPs, phases and waits, and
+ * the span (from_ms, to_ms after the step's call) they fill. */
 json_t *timeline_steps(const Timeline *tl);
 
 /* An SVG of steps first .. first+count-1: a lane per thread, its phases and waits as bars
