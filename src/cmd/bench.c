@@ -222,7 +222,7 @@ static long step_passes(const ModelBatch *mb, const ModelConfig *c, int shards, 
     long passes = 0;
     for (int k = 0; k < shards; k++) {
         int count = shard_batch(mb, c, shards, k).B, rows = pass_rows(pass_tokens, count, mb->S, mb->T);
-        passes += (count + rows - 1) / rows;
+        if (count > 0) passes += (count + rows - 1) / rows; /* a batch of fewer rows than shards leaves some empty */
     }
     return passes;
 }
