@@ -505,42 +505,44 @@ static void test_vec_sums_in_lanes(void) {
 }
 
 /* Decoding's one query a sequence against cached keys: with the keys stored by column
- * (k_by_column) the probabilities and outputs are those of the keys stored by row, bit
- * for bit: each score is the same chain of adds. Three sequences of 7, 5 and 1 keys, heads
- * of 32 columns. */
+ * (k_tile), in one tile or in several, the probabilities and outputs are those of the keys
+ * stored by row, bit for bit: each score is the same chain of adds. Three sequences of 7,
+ * 5 and 1 keys, heads of 32 columns; the tiles of 4 keys leave the last tile part-filled,
+ * and their sequences 8 keys apart (a whole number of tiles). */
 static void test_attention_keys_by_column(void) {
-    enum { B = 3, Tk = 7, d = 64, H = 2 };
+    enum { B = 3, Tk = 7, W = 8, d = 64, H = 2, LAYOUTS = 3 };
     Rng r = {123};
     int kv_len[B] = {7, 5, 1};
-    AttnShape s = {B, 1, Tk, d, H, kv_len, 0, Tk, NULL, NULL};
     AttnParams w;
     float **wp[8] = {&w.w_q, &w.b_q, &w.w_k, &w.b_k, &w.w_v, &w.b_v, &w.w_o, &w.b_o};
     for (int i = 0; i < 8; i++) *wp[i] = alloc_normal(i % 2 ? d : d * d, &r, 0.3f);
-    float *xq = alloc_normal((size_t)B * d, &r, 1), *k = alloc_normal((size_t)B * Tk * d, &r, 1);
-    float *v = alloc_normal((size_t)B * Tk * d, &r, 1), *kt = xmalloc(sizeof(float) * B * Tk * d);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < Tk; j++)
-            for (int c = 0; c < d; c++) kt[((size_t)b * d + c) * Tk + j] = k[((size_t)b * Tk + j) * d + c];
-    float q[2][B * d], p[2][B * H * Tk], ctx[2][B * d], out[2][B * d];
-    for (int by_column = 0; by_column < 2; by_column++) {
-        AttnActs a = {.q = q[by_column],
-                      .k = by_column ? kt : k,
-                      .v = v,
-                      .p = p[by_column],
-                      .ctx = ctx[by_column],
-                      .out = out[by_column],
-                      .k_by_column = by_column};
+    float *xq = alloc_normal((size_t)B * d, &r, 1), *k = alloc_normal((size_t)B * W * d, &r, 1);
+    float *v = alloc_normal((size_t)B * W * d, &r, 1);
+    /* by row, all of a sequence's keys in one tile, tiles of 4 */
+    static const int tile[LAYOUTS] = {0, W, 4};
+    float *keys[LAYOUTS] = {k, xmalloc(sizeof(float) * B * W * d), xmalloc(sizeof(float) * B * W * d)};
+    for (int t = 1; t < LAYOUTS; t++)
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < W; j++)
+                for (int c = 0; c < d; c++)
+                    keys[t][(size_t)b * W * d + attn_key_at(tile[t], j, c, d)] = k[((size_t)b * W + j) * d + c];
+    AttnShape s = {B, 1, Tk, d, H, kv_len, 0, W, NULL, NULL};
+    float q[LAYOUTS][B * d], p[LAYOUTS][B * H * Tk], ctx[LAYOUTS][B * d], out[LAYOUTS][B * d];
+    for (int t = 0; t < LAYOUTS; t++) {
+        AttnActs a = {.q = q[t], .k = keys[t], .v = v, .p = p[t], .ctx = ctx[t], .out = out[t], .k_tile = tile[t]};
         attention_forward(&a, &w, xq, NULL, &s);
     }
-    int same = 1;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int j = 0; j < kv_len[b]; j++) same &= p[0][(b * H + h) * Tk + j] == p[1][(b * H + h) * Tk + j];
-    CHECK(same, "the probabilities differ with the keys by column");
-    CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0 && memcmp(ctx[0], ctx[1], sizeof ctx[0]) == 0,
-          "the outputs differ with the keys by column");
+    for (int t = 1; t < LAYOUTS; t++) {
+        int same = 1;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int j = 0; j < kv_len[b]; j++) same &= p[0][(b * H + h) * Tk + j] == p[t][(b * H + h) * Tk + j];
+        CHECK(same, "the probabilities differ with the keys by column in tiles of %d", tile[t]);
+        CHECK(memcmp(out[0], out[t], sizeof out[0]) == 0 && memcmp(ctx[0], ctx[t], sizeof ctx[0]) == 0,
+              "the outputs differ with the keys by column in tiles of %d", tile[t]);
+    }
     for (int i = 0; i < 8; i++) free(*wp[i]);
-    free(xq), free(k), free(v), free(kt);
+    free(xq), free(k), free(v), free(keys[1]), free(keys[2]);
 }
 
 const TestCase kernel_tests[] = {

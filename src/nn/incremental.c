@@ -64,8 +64,14 @@ static double step_flops(const ModelConfig *c, int B, int t, int S) {
     return B * (tgt + c->decoder_layers * 2 * 2 * (t + 1.0 + S) * d);
 }
 
+/* Self-attention's cached keys are stored by column in tiles of SELF_TILE positions
+ * (multihead.h: k_tile): the cache holds whole tiles, and a prefix of positions is copied
+ * as its whole tiles. */
+enum { SELF_TILE = 16 };
+static int round_to_tile(int t) { return (t + SELF_TILE - 1) / SELF_TILE * SELF_TILE; }
+
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
-    DecodeState shape = {.B = G * copies, .S = S, .max_len = m->cfg.max_positions};
+    DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions)};
     size_t need = carve_step(m, &shape, NULL);
     if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
     model_reserve(m, model_arena_floats(m, G, S, 1));
@@ -76,7 +82,7 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     /* every group's caches get the same layout, the longest the position table allows:
      * the next group then reuses the pages this one touched instead of faulting in new
      * ones (only the rows a group fills are ever touched) */
-    int max_len = m->cfg.max_positions;
+    int max_len = round_to_tile(m->cfg.max_positions);
     /* the memory of an earlier group is reused: a fresh one for every group would be
      * mapped and page-faulted anew each time (it is larger than malloc keeps for reuse) */
     float *buf = st->buf;
@@ -100,7 +106,8 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     model_encode(m, b);
     st->flops += begin_flops(&m->cfg, G, S);
     /* each source's keys and values, projected once into its row's cache; the keys then
-     * by column (multihead.h: k_by_column), a row's block transposed through the scratch */
+     * by column in one tile (multihead.h: k_tile), a row's block transposed through the
+     * scratch */
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         AttnActs *x = &st->layer[l].cross_attn;
         attention_project_kv(x->k, x->v, &m->p.dec[l].cross_attn, m->a.src.out, G * S, d);
@@ -110,13 +117,15 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
             for (int j = 0; j < S; j++)
                 for (int c = 0; c < d; c++) block[(size_t)c * S + j] = st->scratch[(size_t)j * d + c];
         }
-        x->k_by_column = 1;
+        x->k_tile = S;
+        st->layer[l].self_attn.k_tile = SELF_TILE;
     }
 }
 
 const float *model_step_widen(DecodeState *st, const Model *m) {
     int G = st->B, K = st->widen, d = m->cfg.d_model, V = m->cfg.tgt_vocab;
-    size_t cross = (size_t)st->S * d, self = (size_t)st->max_len * d, filled = (size_t)st->t * d;
+    size_t cross = (size_t)st->S * d, self = (size_t)st->max_len * d, filled = (size_t)st->t * d,
+           filled_k = (size_t)round_to_tile(st->t) * d;
     /* row i to rows i*K .. i*K+K-1, last row first: every row written is one already read
      * (i*K + c >= i, and rows below i are still to come) */
     for (int i = G - 1; i >= 0; i--)
@@ -127,7 +136,7 @@ const float *model_step_widen(DecodeState *st, const Model *m) {
                 DecoderLayerActs *e = &st->layer[l];
                 memcpy(e->cross_attn.k + r * cross, e->cross_attn.k + i * cross, sizeof(float) * cross);
                 memcpy(e->cross_attn.v + r * cross, e->cross_attn.v + i * cross, sizeof(float) * cross);
-                memcpy(e->self_attn.k + r * self, e->self_attn.k + i * self, sizeof(float) * filled);
+                memcpy(e->self_attn.k + r * self, e->self_attn.k + i * self, sizeof(float) * filled_k);
                 memcpy(e->self_attn.v + r * self, e->self_attn.v + i * self, sizeof(float) * filled);
             }
             st->src_len[r] = st->src_len[i];
@@ -180,7 +189,7 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
     for (int i = 0; i < B; i++) same_source &= from[i] / st->copies == i / st->copies;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
-        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, st->t, d);
+        gather_rows(e->self_attn.k, tmp, from, B, st->max_len, round_to_tile(st->t), d);
         gather_rows(e->self_attn.v, tmp, from, B, st->max_len, st->t, d);
         if (same_source) continue;
         gather_rows(e->cross_attn.k, tmp, from, B, st->S, st->S, d);
@@ -196,7 +205,7 @@ void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
      * buffers stay carved for the larger B, and rows past n are simply not used */
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
-        gather_rows(e->self_attn.k, st->scratch, keep, n, st->max_len, st->t, m->cfg.d_model);
+        gather_rows(e->self_attn.k, st->scratch, keep, n, st->max_len, round_to_tile(st->t), m->cfg.d_model);
         gather_rows(e->self_attn.v, st->scratch, keep, n, st->max_len, st->t, m->cfg.d_model);
         gather_rows(e->cross_attn.k, st->scratch, keep, n, st->S, st->S, m->cfg.d_model);
         gather_rows(e->cross_attn.v, st->scratch, keep, n, st->S, st->S, m->cfg.d_model);

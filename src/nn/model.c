@@ -491,9 +491,10 @@ const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, c
         float *k_new = st->kv_new, *v_new = st->kv_new + (size_t)N * d;
         attention_project_kv(k_new, v_new, &w->self_attn, in, N, d);
         for (int b = 0; b < N; b++) {
-            size_t row = ((size_t)b * st->max_len + st->t) * d;
-            memcpy(e->self_attn.k + row, k_new + (size_t)b * d, sizeof(float) * (size_t)d);
-            memcpy(e->self_attn.v + row, v_new + (size_t)b * d, sizeof(float) * (size_t)d);
+            size_t block = (size_t)b * st->max_len * d;
+            float *k = e->self_attn.k + block;
+            for (int c = 0; c < d; c++) k[attn_key_at(e->self_attn.k_tile, st->t, c, d)] = k_new[(size_t)b * d + c];
+            memcpy(e->self_attn.v + block + (size_t)st->t * d, v_new + (size_t)b * d, sizeof(float) * (size_t)d);
         }
     }
     attention_forward(&e->self_attn, &w->self_attn, in, st ? NULL : in, self);

@@ -54,6 +54,21 @@ static void keep_scores(float *dst, const float *s, int cols, int valid) {
     for (int j = 0; j < cols; j++) dst[j] = j < valid ? s[j] : -INFINITY;
 }
 
+/* c[0..16) = sum over keys j < n of p[j] v_j[0..16), v_j = V + j * stride, summed in the
+ * order of j, in registers. Kept out of line: inlined into the loops around it, gcc 12
+ * multiplied the sixteen products one at a time and packed them into vectors (a third of
+ * decoding's attention time); alone it broadcasts p[j] and multiplies whole vectors. The
+ * same operations in the same order: the same bits. */
+static __attribute__((noinline)) void weigh_16_values(float *c, const float *p, const float *V, int n, size_t stride) {
+    float acc[16] = {0};
+    for (int j = 0; j < n; j++) {
+        const float *v = V + (size_t)j * stride;
+        float w = p[j];
+        for (int e = 0; e < 16; e++) acc[e] += w * v[e];
+    }
+    memcpy(c, acc, sizeof acc);
+}
+
 /* S, P and O for one query row per sequence: the same three phases as below, as loops
  * over the keys a query may see. Every sum is taken in the order of the plain loop (over
  * e for a score, over the keys for an output), so the figures are those of one key and
@@ -66,16 +81,20 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
         float *P = a->p + (size_t)b * H * Tk, *ctx = a->ctx + (size_t)b * d;
         /* scores four keys at a time, all heads of those keys before the next four (their
          * rows read once, in order): four independent chains of adds instead of one. With
-         * the keys by column, every key's chain runs at once, a lane each: the same sums in
-         * the same order, so the same bits. */
-        int j = a->k_by_column ? n : 0;
-        for (int h = 0; a->k_by_column && h < H; h++) {
-            const float *qh = q + h * dh, *col = K + (size_t)h * dh * kv_rows;
+         * the keys by column, every key's chain of a tile runs at once, a lane each: the
+         * same sums in the same order, so the same bits. */
+        int j = a->k_tile ? n : 0, tile = a->k_tile;
+        for (int h = 0; tile && h < H; h++) {
             float *p = P + (size_t)h * Tk;
             for (int i = 0; i < n; i++) p[i] = 0.0f;
-            for (int e = 0; e < dh; e++, col += kv_rows) {
-                float qe = qh[e];
-                for (int i = 0; i < n; i++) p[i] += qe * col[i];
+            for (int i0 = 0; i0 < n; i0 += tile) {
+                const float *qh = q + h * dh, *col = K + (size_t)i0 * d + (size_t)h * dh * tile;
+                float *pt = p + i0;
+                int keys = n - i0 < tile ? n - i0 : tile;
+                for (int e = 0; e < dh; e++, col += tile) {
+                    float qe = qh[e];
+                    for (int i = 0; i < keys; i++) pt[i] += qe * col[i];
+                }
             }
             for (int i = 0; i < n; i++) p[i] *= scale;
         }
@@ -107,15 +126,7 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
             const float *p = P + (size_t)h * Tk;
             float *c = ctx + h * dh;
             int e0 = 0;
-            for (; e0 + 16 <= dh; e0 += 16) {
-                float acc[16] = {0};
-                for (int j = 0; j < n; j++) {
-                    const float *v = V + (size_t)j * d + h * dh + e0;
-                    float w = p[j];
-                    for (int e = 0; e < 16; e++) acc[e] += w * v[e];
-                }
-                memcpy(c + e0, acc, sizeof acc);
-            }
+            for (; e0 + 16 <= dh; e0 += 16) weigh_16_values(c + e0, p, V + h * dh + e0, n, (size_t)d);
             if (e0 < dh) memset(c + e0, 0, sizeof(float) * (size_t)(dh - e0));
             for (int j = 0; e0 < dh && j < n; j++) {
                 const float *v = V + (size_t)j * d + h * dh;

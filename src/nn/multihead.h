@@ -92,11 +92,19 @@ typedef struct {
                           dgate_rows[b * dgate_stride + h], for b < dgate_nrows */
     int dgate_stride, dgate_nrows;
     const AttnIntervene *iv; /* NULL, or the interventions of this sub-layer (above) */
-    int k_by_column;         /* one query row per sequence only: each sequence's keys are stored
-                                (d, kv_stride), a column's values over the keys side by side, so the
-                                scores are summed along the keys in vector code (decoding's cached
-                                cross-attention keys, written once a sentence) */
+    int k_tile;              /* 0: keys by row. Else (one query row per sequence only) each sequence's keys
+                                are stored by column in tiles of k_tile keys (kv_stride a multiple of it):
+                                tile i holds keys i*k_tile.. as (d, k_tile), a column's values side by
+                                side, so the scores are summed along the keys in vector code. Decoding's
+                                cached keys: cross-attention's in one tile of all S (written once a
+                                sentence), self-attention's in tiles of 16, so a prefix of positions is
+                                whole tiles, one copy when beams reorder. attn_key_at places key i. */
 } AttnActs;
+
+/* Where column c of key i sits in a sequence's keys of width d stored with tile (k_tile). */
+static inline size_t attn_key_at(int tile, int i, int c, int d) {
+    return tile ? (size_t)(i / tile) * tile * d + (size_t)c * tile + (size_t)(i % tile) : (size_t)i * d + c;
+}
 
 /* Scratch for the backward pass, shared by all layers (used one layer at a time). */
 typedef struct {
