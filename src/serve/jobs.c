@@ -337,7 +337,8 @@ static void run_explain(Worker *w, Job *job) {
                    refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
         if (unknown_words(forced, tok, &r->tgt_vocab, err, 300) > 0) {
             free(src), free(tgt);
-            return refuse(job, 400, "\"tgt\": not in the target vocabulary: %s", err);
+            /* at most the 300 characters unknown_words writes: the message fits refuse's buffer */
+            return refuse(job, 400, "\"tgt\": not in the target vocabulary: %.300s", err);
         }
         encode_line(forced, tok, &r->tgt_vocab, tgt, max);
     }
