@@ -504,6 +504,43 @@ static void test_vec_sums_in_lanes(void) {
     }
 }
 
+/* head_prod_bt (C = alpha A B^T, B's rows along the inner index: the scores' shape)
+ * against the same fmaf chains bit for bit, over the shapes above: key counts ending in
+ * each of its blocks of 16, inner sums up to its largest; nothing outside C's window is
+ * written. */
+static void test_head_products_bt(void) {
+    static const int ms[] = {1, 3, 4, 5, 9}, ns[] = {1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 28, 33},
+                     ks[] = {1, 5, 40, HEAD_PROD_BT_MAX_K};
+    enum { PAD = 3 };
+    Rng r = {92};
+    int bad_bits = 0, bad_outside = 0, cases = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+                int m = ms[mi], n = ns[ni], k = ks[ki], lda = k + PAD, ldb = k + PAD, ldc = n + PAD;
+                float *a = alloc_normal((size_t)m * lda, &r, 1), *b = alloc_normal((size_t)n * ldb, &r, 1);
+                float *bt = xmalloc(sizeof(float) * (size_t)k * n); /* B^T for the reference */
+                for (int j = 0; j < n; j++)
+                    for (int e = 0; e < k; e++) bt[(size_t)e * n + j] = b[(size_t)j * ldb + e];
+                float *c = alloc_normal((size_t)m * ldc, &r, 1), *want = xmalloc(sizeof(float) * (size_t)m * ldc);
+                double *exact = xmalloc(sizeof(double) * (size_t)m * ldc);
+                memcpy(want, c, sizeof(float) * (size_t)m * ldc);
+                head_prod_reference(want, exact, ldc, a, lda, 1, bt, n, m, n, k, 0.37f, HEAD_SET);
+                head_prod_bt(c, ldc, a, lda, b, ldb, m, n, k, 0.37f);
+                for (int i = 0; i < m; i++)
+                    for (int e = 0; e < ldc; e++) {
+                        size_t at = (size_t)i * ldc + e;
+                        int differs = memcmp(&c[at], &want[at], sizeof(float)) != 0;
+                        if (e >= n) bad_outside += differs;
+                        else bad_bits += differs;
+                    }
+                cases++;
+                free(a), free(b), free(bt), free(c), free(want), free(exact);
+            }
+    CHECK(bad_bits == 0, "%d elements differ from their fmaf chains in %d products", bad_bits, cases);
+    CHECK(bad_outside == 0, "%d elements outside the m x n window were written", bad_outside);
+}
+
 /* Decoding's one query a sequence against cached keys: with the keys stored by column
  * (k_tile), in one tile or in several, the probabilities and outputs are those of the keys
  * stored by row, bit for bit: each score is the same chain of adds. Three sequences of 7,
@@ -563,5 +600,6 @@ const TestCase kernel_tests[] = {
     {"attention_cross_grad", test_attention_cross},
     {"attention_cross_one_key_grad", test_attention_cross_one_key},
     {"head_products_are_their_chains", test_head_products},
+    {"head_products_bt_are_their_chains", test_head_products_bt},
     {NULL, NULL},
 };

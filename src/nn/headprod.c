@@ -54,6 +54,17 @@ static inline __attribute__((always_inline)) void block(float *c, int ldc, const
     if (rows > 3) store_row(c + 3 * (size_t)ldc, acc3, alpha, mode, width);
 }
 
+void head_prod_bt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                  float alpha) {
+    float bt[HEAD_PROD_BT_MAX_K * BC]; /* (k, BC): a block of B's rows as columns */
+    for (int j0 = 0; j0 < n; j0 += BC) {
+        int w = n - j0 < BC ? n - j0 : BC;
+        for (int j = 0; j < w; j++)
+            for (int e = 0; e < k; e++) bt[e * BC + j] = b[(size_t)(j0 + j) * ldb + e];
+        head_prod(c + j0, ldc, a, lda, 1, bt, BC, m, w, k, alpha, HEAD_SET);
+    }
+}
+
 void head_prod(float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int m, int n, int k,
                float alpha, HeadMode mode) {
     for (int i = 0; i < m; i += BR) {

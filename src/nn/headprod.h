@@ -27,4 +27,13 @@ typedef enum {
 void head_prod(float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int m, int n, int k,
                float alpha, HeadMode mode);
 
+/* The products whose inner index runs along both operands' rows: the scores S = Q K^T and
+ * the backward's dP = dO V^T, one head over one sequence. C (m, n) = alpha * A (m, k) .
+ * B (n, k)^T, set: A's rows lda apart, B's ldb apart, both unit-stride along k. B is
+ * turned in blocks of keys into a small buffer of head_prod's layout, so every element is
+ * the same chain as head_prod's. k at most HEAD_PROD_BT_MAX_K. */
+enum { HEAD_PROD_BT_MAX_K = 256 };
+void head_prod_bt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                  float alpha);
+
 #endif

@@ -49,6 +49,17 @@ static void head_product(int by_hand, float *c, int ldc, const float *a, int a_r
                 trans ? a_col : a_row, b, ldb, mode == HEAD_ADD ? 1.0f : 0.0f, c, ldc);
 }
 
+/* C = alpha A B^T (A's and B's rows along the inner index), by hand (head_prod_bt) where
+ * head_product would go by hand and the head is narrow enough for its buffer, else sgemm. */
+static void head_product_bt(int by_hand, float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                            int n, int k, float alpha) {
+    if (by_hand && k <= HEAD_PROD_BT_MAX_K) {
+        head_prod_bt(c, ldc, a, lda, b, ldb, m, n, k, alpha);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+}
+
 /* One row of scores as the softmax receives it: keys past `valid` are masked. */
 static void keep_scores(float *dst, const float *s, int cols, int valid) {
     for (int j = 0; j < cols; j++) dst[j] = j < valid ? s[j] : -INFINITY;
@@ -187,11 +198,12 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
         matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B, d, d);
         return;
     }
+    int by_hand = !blas_has_small_kernels();
     for (int b = 0; b < B; b++) {
         AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q.nq, q.nk, dh, scale, a->q + q.q_row * d + h * dh, d,
-                        a->k + q.kv_row * d + h * dh, d, 0.0f, a->p + ((size_t)b * H + h) * Tq * Tk, Tk);
+            head_product_bt(by_hand, a->p + ((size_t)b * H + h) * Tq * Tk, Tk, a->q + q.q_row * d + h * dh, d,
+                            a->k + q.kv_row * d + h * dh, d, q.nq, q.nk, dh, scale);
     }
     prof_stop(PROF_ATTENTION, t0);
     t0 = prof_start();
@@ -211,7 +223,6 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     prof_stop(PROF_SOFTMAX, t0);
     intervene_weights(a, s);
     t0 = prof_start();
-    int by_hand = !blas_has_small_kernels();
     for (int b = 0; b < B; b++) {
         AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++)
@@ -278,8 +289,7 @@ void attention_backward(AttnParams *g, float *dxq, float *dxkv, const float *dou
         AttnSeq q = attention_seq(s, b);
         for (int h = 0; h < H; h++) {
             size_t qoff = q.q_row * d + h * dh, koff = q.kv_row * d + h * dh, poff = ((size_t)b * H + h) * per;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q.nq, q.nk, dh, 1.0f, sc->dctx + qoff, d, a->v + koff,
-                        d, 0.0f, sc->dp + poff, Tk);
+            head_product_bt(by_hand, sc->dp + poff, Tk, sc->dctx + qoff, d, a->v + koff, d, q.nq, q.nk, dh, 1.0f);
             float g = 1.0f;
             if (a->gate) {
                 g = a->gate[h];
