@@ -263,6 +263,24 @@ PY
 else
     bad "bench_ceiling_beaten_is_measured_again" "${why:-$(tail -2 "$T/low.err")}"
 fi
+# progress on a terminal: what the benchmark is doing, each training step with an ETA, on
+# one redrawn line of stderr (under script(1), a pseudo-terminal); none when stderr is a
+# file, where the results are all there is
+if timeout 120 script -qec "timeout 100 '$QKV' bench configs/toy.yaml --set data.train.src='$T/copy/train.src' \
+    --set data.train.tgt='$T/copy/train.tgt' --set data.valid.src='$T/copy/valid.src' \
+    --set data.valid.tgt='$T/copy/valid.tgt' --warmup 1 --steps 3 --decode 2" /dev/null >"$T/tty.out" 2>&1 &&
+    timeout 100 "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" \
+        --set data.train.tgt="$T/copy/train.tgt" --set data.valid.src="$T/copy/valid.src" \
+        --set data.valid.tgt="$T/copy/valid.tgt" --warmup 1 --steps 3 --decode 2 >"$T/notty.out" 2>"$T/notty.err" &&
+    lines=$(tr '\r' '\n' <"$T/tty.out") &&
+    grep -q "qkv bench: the sgemm ceiling on 2 threads" <<<"$lines" &&
+    grep -q "qkv bench: training step 4 of 4 (1 warm-up), ETA [0-9]" <<<"$lines" &&
+    grep -q "qkv bench: beam search of 2 sentences" <<<"$lines" && [[ ! -s $T/notty.err ]] &&
+    /usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/notty.out"; then
+    ok "bench_progress_on_a_terminal_only"
+else
+    bad "bench_progress_on_a_terminal_only" "$(tr '\r' '\n' <"$T/tty.out" | grep -a "qkv bench" | tail -3; head -c 200 "$T/notty.err")"
+fi
 # more threads than a batch has rows: the shards left empty run no pass, and the benchmark
 # counts none for them (it divided by their zero rows: SIGFPE at 16 threads on 512 tokens)
 if timeout 120 "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \

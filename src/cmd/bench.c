@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cmd/commands.h"
 #include "cmdlib/bench_ceiling.h"
@@ -35,6 +37,24 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/mem.h"
+
+/* What the benchmark is doing, on one line of a terminal's stderr, redrawn (a benchmark can
+ * run for minutes before its one line of results); nothing when stderr is not a terminal,
+ * so logs and scripts see the results alone. progress(NULL) clears the line. */
+static void progress(const char *fmt, ...) {
+    static int tty = -1;
+    if (tty < 0) tty = isatty(STDERR_FILENO);
+    if (!tty) return;
+    fputs("\r\033[K", stderr);
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("qkv bench: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fflush(stderr);
+}
 
 /* FLOPs of one training step: every matrix product forward (2mnk), and twice that
  * backward (the input and the weight gradients; for attention, the four products of
@@ -269,7 +289,12 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
     r.tl = (Timeline){.threads = n, .call = call, .work = work};
     /* under ranks, shards are cut for every rank's threads: no timeline of this process' */
     int record = workers_shards(t->workers) == n;
-    for (int step = 1; step <= o->warmup + o->steps; step++) {
+    int total = o->warmup + o->steps;
+    double start = now_seconds();
+    for (int step = 1; step <= total; step++) {
+        char eta[32] = "?";
+        if (step > 1) format_duration(eta, sizeof eta, (now_seconds() - start) / (step - 1) * (total - step + 1));
+        progress("training step %d of %d (%d warm-up), ETA %s", step, total, o->warmup, eta);
         if (step == o->warmup + 1) {
             memset(prof_seconds, 0, sizeof prof_seconds);
             atomic_store(&prof_enabled, 1);
@@ -296,6 +321,7 @@ static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
     }
     atomic_store(&prof_enabled, 0);
     keep_marks(&r, t->workers);
+    progress(NULL); /* a message after it starts a line of its own */
     return r;
 }
 
@@ -306,6 +332,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     getrusage(RUSAGE_SELF, &ru); /* before the products alone, whose matrices are not the model's */
     int shards = t->run.cfg.train.threads;
     double passes = tr->passes > 0 ? (double)tr->passes : 1.0;
+    progress("the step's matrix products alone");
     ShapesAlone alone = products_alone(&t->m.cfg, (int)(tr->src_positions / passes + 0.5),
                                        (int)(tr->tgt_positions / passes + 0.5), shards);
     /* a pass's products, times the passes a shard runs a step */
@@ -317,8 +344,11 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     double step_gflops = tr->flops / secs / 1e9,
            alone_gflops = alone.seconds > 0 ? alone.flops / alone.seconds / 1e9 : 0;
     int remeasured = 0;
-    for (; remeasured < 3 && fmax(step_gflops, alone_gflops) > peak; remeasured++)
+    for (; remeasured < 3 && fmax(step_gflops, alone_gflops) > peak; remeasured++) {
+        progress("the sgemm ceiling again: the products beat %.1f GFLOP/s", peak);
         peak = fmax(peak, bench_ceiling(shards));
+    }
+    progress(NULL);
     for (int i = 0; i < PROF_N; i++) prof_total += prof_seconds[0][i];
     json_t *r = json_object(), *b = json_object();
     json_put(r, "impl", json_string("qkv"));
@@ -389,6 +419,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */
     int nd = decode_count(o, dc);
     Seq *out = xmalloc(sizeof(Seq) * (size_t)(nd ? nd : 1));
+    progress("greedy decoding of %d sentences", nd);
     double t0 = now_seconds();
     greedy_decode(&t->m, dc->src, nd, out);
     double t_decode = now_seconds() - t0;
@@ -396,6 +427,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     for (int i = 0; i < nd; i++) out_tokens += out[i].len, free(out[i].ids);
     /* beam search as translate runs it by default */
     DecodeOptions beam = decode_defaults();
+    progress("beam search of %d sentences", nd);
     t0 = now_seconds();
     decode(&t->m, dc->src, nd, &beam, out, NULL);
     double t_beam = now_seconds() - t0;
@@ -495,7 +527,9 @@ int cmd_bench(int argc, char **argv) {
      * earlier `qkv bench --peak` in the same benchmark run, so that its matrices do not
      * count in peak RSS) */
     int threads = t.run.cfg.train.threads;
+    if (o.ceiling <= 0) progress("the sgemm ceiling on %d thread%s", threads, threads == 1 ? "" : "s");
     double peak = o.ceiling > 0 ? o.ceiling : bench_ceiling(threads);
+    progress(NULL);
     if (o.peak_only) {
         json_t *r = json_object();
         json_put(r, "corename", json_string(openblas_get_corename()));

@@ -132,13 +132,6 @@ typedef struct {
     char *sample_hyp[N_SAMPLES];           /* to watch them change; their last translations */
 } Screen;
 
-static void format_duration(char *buf, size_t n, double s) {
-    if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
-    else if (s < 60) snprintf(buf, n, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-}
-
 static void on_progress(void *ctx, const TrainProgress *p) {
     Screen *s = ctx;
     double now = now_seconds();
