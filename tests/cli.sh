@@ -281,6 +281,21 @@ if timeout 120 script -qec "timeout 100 '$QKV' bench configs/toy.yaml --set data
 else
     bad "bench_progress_on_a_terminal_only" "$(tr '\r' '\n' <"$T/tty.out" | grep -a "qkv bench" | tail -3; head -c 200 "$T/notty.err")"
 fi
+# more training threads than the CPUs this process may use: the kernels' line says so and
+# names the count that fits; a count that fits says nothing more (taskset: one CPU)
+cpus_line() { # THREADS: the openblas line of a one-step run held to CPU 0
+    timeout 120 taskset -c 0 "$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" \
+        --set data.train.tgt="$T/copy/train.tgt" --set data.valid.src="$T/copy/valid.src" \
+        --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$T/cpus$1" --set train.steps=1 \
+        --set train.threads="$1" 2>&1 | grep '^openblas:'
+}
+over=$(cpus_line 2) && fits=$(cpus_line 1)
+if [[ $over == *"2 threads, each running"*"; only 1 CPU to run them on, so each step waits for the threads the OS runs late (train.threads: 1 is likely faster)" &&
+    $fits == *"; 1 thread" ]]; then
+    ok "train_says_more_threads_than_cpus"
+else
+    bad "train_says_more_threads_than_cpus" "2 threads: '$over'; 1 thread: '$fits'"
+fi
 # more threads than a batch has rows: the shards left empty run no pass, and the benchmark
 # counts none for them (it divided by their zero rows: SIGFPE at 16 threads on 512 tokens)
 if timeout 120 "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \

@@ -102,8 +102,18 @@ static int read_data(Trainer *t, int build) {
 /* trainer_setup between its two summary lines; returns the exit status. */
 static int setup(Trainer *t) {
     const Config *cfg = &t->run.cfg;
-    printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread\n",
-           openblas_get_corename(), kernels_note(), cfg->train.threads);
+    int cpus = cpu_usable_count();
+    int threads = cfg->train.threads;
+    if (threads == 1) printf("openblas: %s kernels%s; 1 thread", openblas_get_corename(), kernels_note());
+    else
+        printf("openblas: %s kernels%s; %d threads, each running its share of a batch's rows with one OpenBLAS thread",
+               openblas_get_corename(), kernels_note(), threads);
+    /* each step meets at barriers: a thread waiting for a CPU holds every other one up */
+    if (threads > cpus)
+        printf("; only %d CPU%s to run them on, so each step waits for the threads the OS runs late "
+               "(train.threads: %d is likely faster)",
+               cpus, cpus == 1 ? "" : "s", cpus);
+    printf("\n");
     if (dist_size() > 1)
         printf("mpi: %d ranks x %d threads: each batch in %d shards, gradients summed in shard order\n", dist_size(),
                cfg->train.threads, dist_size() * cfg->train.threads);

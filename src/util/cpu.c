@@ -1,8 +1,10 @@
 /* cpu: see cpu.h. The ranks follow OpenBLAS 0.3.21's kernel sets (driver/others/dynamic.c,
  * its corename[] table) and what each set's sgemm kernels need; the decision is pure so that
  * a table of CPUs tests it (tests/test_cpu.c). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "util/cpu.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,12 @@ static const struct {
     {"Excavator", 1},      {"Haswell", 2},     {"Zen", 2},          {"SkylakeX", 3},   {"Cooperlake", 4},
     {"SapphireRapids", 5},
 };
+
+int cpu_usable_count(void) {
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return n > 0 ? n : 1;
+}
 
 int kernels_rank(const char *name) {
     for (size_t i = 0; name && i < sizeof sets / sizeof *sets; i++)

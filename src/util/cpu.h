@@ -24,6 +24,10 @@ typedef struct {
 /* Fills f from CPUID and XGETBV on this CPU (all zero off x86). */
 void cpu_features_read(CpuFeatures *f);
 
+/* The CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets, an MPI
+ * rank's binding); at least 1. */
+int cpu_usable_count(void);
+
 /* The rank of one of OpenBLAS's kernel sets by the instructions it uses: 0 SSE only
  * (Prescott, Core2, Nehalem, Atom, Barcelona, ...), 1 AVX (Sandybridge, the Bulldozer
  * family), 2 AVX2 and FMA (Haswell, Zen), 3 AVX-512 (SkylakeX), 4 AVX-512 with BF16
