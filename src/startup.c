@@ -28,7 +28,6 @@
 
 #define _GNU_SOURCE
 #include <cblas.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +92,8 @@ static void fit_openblas_to_address_limit(int argc, char **argv, char **envp) {
     if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
     if (has_var(envp, "OPENBLAS_NUM_THREADS") || has_var(envp, "GOTO_NUM_THREADS") || has_var(envp, "OMP_NUM_THREADS"))
         return;
-    cpu_set_t cpus;
-    int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    if ((unsigned long long)rl.rlim_cur >= (unsigned long long)(cores > 0 ? cores : 1) * PER_THREAD_BYTES + BASE_BYTES)
-        return;
+    int cores = cpu_usable_count();
+    if ((unsigned long long)rl.rlim_cur >= (unsigned long long)cores * PER_THREAD_BYTES + BASE_BYTES) return;
     size_t n = 0;
     while (envp[n]) n++;
     if (n > 100000) return; /* an environment too large for the stack: keep the pool */
