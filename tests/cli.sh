@@ -276,7 +276,12 @@ if timeout 120 script -qec "timeout 100 '$QKV' bench configs/toy.yaml --set data
     grep -q "qkv bench: the sgemm ceiling on 2 threads" <<<"$lines" &&
     grep -q "qkv bench: training step 4 of 4 (1 warm-up), ETA [0-9]" <<<"$lines" &&
     grep -q "qkv bench: beam search of 2 sentences" <<<"$lines" && [[ ! -s $T/notty.err ]] &&
-    /usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/notty.out"; then
+    /usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/notty.out" &&
+    head -20 "$T/copy/valid.src" >"$T/twenty.src" &&
+    timeout 120 script -qec "timeout 100 '$QKV' bench '$run' --translate '$T/twenty.src'" /dev/null >"$T/tty2.out" 2>&1 &&
+    lines=$(tr '\r' '\n' <"$T/tty2.out") && grep -q "qkv bench: the sgemm ceiling on [0-9]* threads" <<<"$lines" &&
+    grep -q "qkv bench: greedy search of 20 lines" <<<"$lines" &&
+    grep -q "qkv bench: beam search (beam 5) of 20 lines" <<<"$lines"; then
     ok "bench_progress_on_a_terminal_only"
 else
     bad "bench_progress_on_a_terminal_only" "$(tr '\r' '\n' <"$T/tty.out" | grep -a "qkv bench" | tail -3; head -c 200 "$T/notty.err")"

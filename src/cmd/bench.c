@@ -11,12 +11,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "cmd/commands.h"
 #include "cmdlib/bench_ceiling.h"
@@ -38,23 +36,8 @@
 #include "util/json.h"
 #include "util/mem.h"
 
-/* What the benchmark is doing, on one line of a terminal's stderr, redrawn (a benchmark can
- * run for minutes before its one line of results); nothing when stderr is not a terminal,
- * so logs and scripts see the results alone. progress(NULL) clears the line. */
-static void progress(const char *fmt, ...) {
-    static int tty = -1;
-    if (tty < 0) tty = isatty(STDERR_FILENO);
-    if (!tty) return;
-    fputs("\r\033[K", stderr);
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("qkv bench: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-    }
-    fflush(stderr);
-}
+/* cmd_progress for this command. */
+#define progress(...) cmd_progress("bench", __VA_ARGS__)
 
 /* FLOPs of one training step: every matrix product forward (2mnk), and twice that
  * backward (the input and the weight gradients; for attention, the four products of
@@ -517,9 +500,15 @@ int cmd_bench(int argc, char **argv) {
     BenchOpts o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
-    if (o.translate) /* decoding as translate runs it: OpenBLAS's threads as they are */
-        return bench_translate(o.config, o.translate,
-                               o.ceiling > 0 ? o.ceiling : bench_ceiling(openblas_get_num_threads()));
+    if (o.translate) { /* decoding as translate runs it: OpenBLAS's threads as they are */
+        double peak = o.ceiling;
+        if (peak <= 0) {
+            progress("the sgemm ceiling on %d threads", openblas_get_num_threads());
+            peak = bench_ceiling(openblas_get_num_threads());
+            progress(NULL); /* an error of the run or the file starts a line of its own */
+        }
+        return bench_translate(o.config, o.translate, peak);
+    }
     Trainer t = {0};
     if (load_config(&t.run.cfg, &o) != 0) return cmd_fail(2);
     openblas_set_num_threads(t.run.cfg.train.threads);

@@ -28,6 +28,8 @@
 /* One timed translation of lines[0..n) with search options o, as a JSON object. */
 static json_t *time_search(Run *r, char **lines, int n, const TranslateOptions *o, double peak) {
     TranslateStats st;
+    if (o->decode.beam == 1) cmd_progress("bench", "greedy search of %d lines", n);
+    else cmd_progress("bench", "beam search (beam %d) of %d lines", o->decode.beam, n);
     double t0 = now_seconds();
     char **text = translate_lines(&r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st,
                                   NULL);
@@ -74,6 +76,7 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
     json_put(j, "peak_gflops", json_fmt("%.1f", peak));
     json_put(j, "greedy", time_search(&r, lines, n, &greedy, peak));
     json_put(j, "beam", time_search(&r, lines, n, &beam, peak));
+    cmd_progress("bench", NULL);
     char *text = xcheck(json_dumps(j, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);

@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/tokenize.h"
 #include "util/err.h"
@@ -15,6 +17,21 @@
 int cmd_fail(int code) {
     fprintf(stderr, "qkv: %s\n", err_msg());
     return code;
+}
+
+void cmd_progress(const char *command, const char *fmt, ...) {
+    static int tty = -1;
+    if (tty < 0) tty = isatty(STDERR_FILENO);
+    if (!tty) return;
+    fputs("\r\033[K", stderr);
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "qkv %s: ", command);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fflush(stderr);
 }
 
 int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out) {

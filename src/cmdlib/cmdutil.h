@@ -7,6 +7,12 @@
 /* Prints "qkv: <err_msg()>" to stderr; returns code (1 runtime, 2 usage/input). */
 int cmd_fail(int code);
 
+/* What a long command is doing, on one redrawn line of a terminal's stderr ("qkv bench:
+ * training step 3 of 35 ..."), so minutes of work before one line of results are not
+ * silent; nothing when stderr is not a terminal, where the results are all there is.
+ * fmt NULL clears the line (before results, or an error of its own). */
+void cmd_progress(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* arg as a whole decimal integer in [lo, hi] into *out; otherwise -1 with the error
  * "<where>: '<arg>' is not <what>" set (e.g. "--steps", "a positive step count"). */
 int cmd_long(const char *where, const char *what, const char *arg, long lo, long hi, long *out);
