@@ -118,9 +118,11 @@ expect_error "oversized_config_refused_unread" 2 "huge.yaml: 2097152 bytes, more
 expect_error "directory_is_not_a_reference" 2 "toy: a directory, not a regular file" timeout 10 "$QKV" score "$T/empty.src" "$T/toy"
 
 # ---- an end-to-end run on the copy task: files, metrics, translation of odd input ----------
+# the copy task's files, as every run below on it names them
+copy_data=(--set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt"
+    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt")
 run="$T/copyrun"
-"$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$run" \
+"$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$run" \
     --set train.steps=60 --set train.log_every=20 --set train.valid_every=30 >"$T/copy.log" 2>&1
 rc=$?
 if [[ $rc -eq 0 && -f $run/config.yaml && -f $run/src.vocab && -f $run/tgt.vocab && -f $run/ckpt/step-000060.safetensors &&
@@ -148,8 +150,7 @@ else
     bad "train_writes_resolved_config" "overrides or defaults missing from $run/config.yaml"
 fi
 expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; resume it with" "$QKV" train configs/toy.yaml --set run_dir="$run" \
-    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt"
+    "${copy_data[@]}"
 printf 'a b c\n\nzzz unknown words\n   \nb\n' >"$T/odd.src"
 out=$("$QKV" translate "$run" --greedy <"$T/odd.src" 2>/dev/null)
 rc=$?
@@ -186,8 +187,7 @@ expect_error "bench_warmup_not_a_number" 2 "^qkv: --warmup: 'abc' is not a step 
 expect_error "bench_batches_only_needs_a_dump" 2 "^qkv: --batches-only writes a dump: give --dump FILE.json$" "$QKV" bench "$T/ok.yaml" --batches-only
 # the batches a peer trains on (make race) carry the hashes of the vocabulary and of the
 # encoded training ids, equal to those the run on the same config recorded
-"$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" \
+"$QKV" bench configs/toy.yaml "${copy_data[@]}" \
     --batches-only --warmup 1 --steps 4 --decode 3 --dump "$T/job.json" >/dev/null 2>"$T/job.err"
 hashes() { grep -ao "\"$2\": *\"[0-9a-f]*\"" "$1" | head -1 | grep -o '[0-9a-f]\{16\}'; }
 ckpt_head="$T/ckpt-head"
@@ -201,8 +201,7 @@ else
 fi
 # a benchmark's padding share is the timed batches' positions that hold no token, as the
 # batches it recorded show them (the warm-up's batch is not timed)
-if "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --warmup 1 --steps 4 \
+if "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 \
     --decode 3 --dump "$T/timed.json" >"$T/timed.out" 2>"$T/timed.err" &&
     why=$(/usr/bin/python3 - "$T/timed.out" "$T/timed.json.batches.jsonl" <<'PY'
 import json, sys
@@ -243,11 +242,9 @@ fi
 # a ceiling the step's products beat is measured again, not divided by: given 1 GFLOP/s, the
 # benchmark measures its own (on the training threads) and says how often; no MFU over 100%
 # unless it says the ceiling was beaten each time
-if "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 --warmup 1 \
+if "$QKV" bench configs/toy.yaml "${copy_data[@]}" --set train.threads=3 --warmup 1 \
     --steps 3 --decode 3 --ceiling 1 --timeline "$T/low.svg" >"$T/low.out" 2>"$T/low.err" &&
-    "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-        --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.threads=3 \
+    "$QKV" bench configs/toy.yaml "${copy_data[@]}" --set train.threads=3 \
         --peak >"$T/peak.out" 2>>"$T/low.err" &&
     why=$(/usr/bin/python3 - "$T/low.out" "$T/peak.out" <<'PY'
 import json, sys
@@ -266,12 +263,9 @@ fi
 # progress on a terminal: what the benchmark is doing, each training step with an ETA, on
 # one redrawn line of stderr (under script(1), a pseudo-terminal); none when stderr is a
 # file, where the results are all there is
-if timeout 120 script -qec "timeout 100 '$QKV' bench configs/toy.yaml --set data.train.src='$T/copy/train.src' \
-    --set data.train.tgt='$T/copy/train.tgt' --set data.valid.src='$T/copy/valid.src' \
-    --set data.valid.tgt='$T/copy/valid.tgt' --warmup 1 --steps 3 --decode 2" /dev/null >"$T/tty.out" 2>&1 &&
-    timeout 100 "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" \
-        --set data.train.tgt="$T/copy/train.tgt" --set data.valid.src="$T/copy/valid.src" \
-        --set data.valid.tgt="$T/copy/valid.tgt" --warmup 1 --steps 3 --decode 2 >"$T/notty.out" 2>"$T/notty.err" &&
+if timeout 120 script -qec "timeout 100 '$QKV' bench configs/toy.yaml $(printf '%q ' "${copy_data[@]}") \
+    --warmup 1 --steps 3 --decode 2" /dev/null >"$T/tty.out" 2>&1 &&
+    timeout 100 "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 3 --decode 2 >"$T/notty.out" 2>"$T/notty.err" &&
     lines=$(tr '\r' '\n' <"$T/tty.out") &&
     grep -q "qkv bench: the sgemm ceiling on 2 threads" <<<"$lines" &&
     grep -q "qkv bench: training step 4 of 4 (1 warm-up), ETA [0-9]" <<<"$lines" &&
@@ -289,9 +283,7 @@ fi
 # more training threads than the CPUs this process may use: the kernels' line says so and
 # names the count that fits; a count that fits says nothing more (taskset: one CPU)
 cpus_line() { # THREADS: the openblas line of a one-step run held to CPU 0
-    timeout 120 taskset -c 0 "$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" \
-        --set data.train.tgt="$T/copy/train.tgt" --set data.valid.src="$T/copy/valid.src" \
-        --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$T/cpus$1" --set train.steps=1 \
+    timeout 120 taskset -c 0 "$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$T/cpus$1" --set train.steps=1 \
         --set train.threads="$1" 2>&1 | grep '^openblas:'
 }
 over=$(cpus_line 2) && fits=$(cpus_line 1)
@@ -303,8 +295,7 @@ else
 fi
 # more threads than a batch has rows: the shards left empty run no pass, and the benchmark
 # counts none for them (it divided by their zero rows: SIGFPE at 16 threads on 512 tokens)
-if timeout 120 "$QKV" bench configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set train.batch_tokens=48 \
+if timeout 120 "$QKV" bench configs/toy.yaml "${copy_data[@]}" --set train.batch_tokens=48 \
     --set train.threads=8 --warmup 1 --steps 2 --decode 0 >"$T/fewrows.out" 2>"$T/fewrows.err" &&
     why=$(/usr/bin/python3 - "$T/fewrows.out" <<'PY'
 import json, sys
@@ -362,8 +353,7 @@ elif [[ -s $T/low.svg ]]; then
         bad "bench_timeline_opens_in_chromium" "$lanes lanes; $(grep -o 'parsererror.\{0,120\}' "$T/low.dom" | head -1)"
 fi
 expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" "$QKV" bench configs/toy.yaml \
-    --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-    --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --warmup 0 --steps 1 --decode 0 \
+    "${copy_data[@]}" --warmup 0 --steps 1 --decode 0 \
     --ceiling 1000000 --timeline /sys/t.svg
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
@@ -421,8 +411,7 @@ rm "$run/ckpt/cut.safetensors"
 ktrain() {
     local name=$1
     shift
-    env "$@" "$QKV" train configs/toy.yaml --set data.train.src="$T/copy/train.src" --set data.train.tgt="$T/copy/train.tgt" \
-        --set data.valid.src="$T/copy/valid.src" --set data.valid.tgt="$T/copy/valid.tgt" --set run_dir="$T/k-$name" \
+    env "$@" "$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$T/k-$name" \
         --set train.steps=10 --set train.log_every=5 >"$T/k-$name.log" 2>&1
 }
 kline() { grep -m1 '^openblas: ' "$T/k-$1.log"; }
