@@ -115,7 +115,7 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
             float *block = x->k + (size_t)i * S * d;
             memcpy(st->scratch, block, sizeof(float) * (size_t)S * d);
             for (int j = 0; j < S; j++)
-                for (int c = 0; c < d; c++) block[(size_t)c * S + j] = st->scratch[(size_t)j * d + c];
+                for (int c = 0; c < d; c++) block[attn_key_at(S, j, c, d)] = st->scratch[(size_t)j * d + c];
         }
         x->k_tile = S;
         st->layer[l].self_attn.k_tile = SELF_TILE;

@@ -78,7 +78,7 @@ typedef struct {
 
 typedef struct {
     float *q;          /* (B*Tq, d) */
-    float *k;          /* (B*Tk, d); with k_by_column, each sequence's block transposed */
+    float *k;          /* (B*Tk, d); with k_tile, each sequence's keys by column (attn_key_at) */
     float *v;          /* (B*Tk, d) */
     float *p;          /* (B, heads, Tq, Tk) the attention probabilities */
     float *ctx;        /* (B*Tq, d) heads side by side, before W_O */
