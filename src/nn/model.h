@@ -364,13 +364,16 @@ typedef struct {
     float *scratch;                         /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                             /* the one allocation behind all of the above */
     size_t buf_floats;
-    double flops; /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
-                     shapes computed: padded sources, every row of the step): kept across
-                     begins, for decoding's GFLOP/s */
+    float *generator_t; /* (d_model, tgt_vocab): the output table by column for the logits
+                           (kernels.h: logits_forward_by_column), turned at the state's first
+                           reserve or begin: the weights must not change while it lives */
+    double flops;       /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
+                           shapes computed: padded sources, every row of the step): kept across
+                           begins, for decoding's GFLOP/s */
 } DecodeState;
 
 /* st must be zeroed before its first begin; it may be begun again for the next group of
- * sentences (its memory is reused), and model_step_end frees it.
+ * sentences (its memory is reused) over the same weights, and model_step_end frees it.
  * Runs the encoder on b->src and b->src_len (b->B sources, S wide) and caches every layer's
  * cross-attention keys and values, one decoder row per source, with room for `copies` rows
  * per source (beam search keeps several hypotheses of one sentence) once model_step_widen
@@ -440,8 +443,9 @@ void stack_embed(const Model *m, StackActs *s, const float *table, const int *to
 const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
                                    const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
                                    const DropKeys *keys);
-/* The stack's output and all N rows of logits. */
-void decoder_head(const Model *m, StackActs *s, const float *x, int N, float *logits);
+/* The stack's output and all N rows of logits, against the output table by column
+ * (the decoding step's generator_t). */
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, const float *generator_t, float *logits);
 
 #endif /* QKV_NN_INTERNAL */
 
