@@ -185,7 +185,10 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
 /* rows (B, per, d): the first `used` rows of block i become those of block from[i],
  * through tmp; blocks that keep their own rows are not copied. When every block takes
  * its own rows or a later block's (from[i] >= i: finished sequences leaving the step, and
- * many beam reorders), first to last reads only blocks not yet written: copied directly. */
+ * many beam reorders), first to last reads only blocks not yet written: copied directly.
+ * Otherwise only the blocks that are both overwritten and read by another are kept in tmp
+ * first (in beam search, a hypothesis that two extensions continue while its own block
+ * takes another's), and every block is then written once from wherever its source is. */
 static void gather_rows(float *rows, float *tmp, const int *from, int B, int per, int used, int d) {
     size_t block = (size_t)per * d, n = (size_t)used * d;
     int forward = 1;
@@ -193,10 +196,16 @@ static void gather_rows(float *rows, float *tmp, const int *from, int B, int per
     for (int i = 0; forward && i < B; i++)
         if (from[i] != i) memcpy(rows + i * block, rows + (size_t)from[i] * block, sizeof(float) * n);
     if (forward) return;
-    for (int i = 0; i < B; i++)
-        if (from[i] != i) memcpy(tmp + i * block, rows + (size_t)from[i] * block, sizeof(float) * n);
-    for (int i = 0; i < B; i++)
-        if (from[i] != i) memcpy(rows + i * block, tmp + i * block, sizeof(float) * n);
+    for (int i = 0; i < B; i++) {
+        int s = from[i], first = 1;
+        if (s == i || from[s] == s) continue; /* not moved, or its source stays put */
+        for (int j = 0; j < i && first; j++) first = !(from[j] == s && j != s);
+        if (first) memcpy(tmp + s * block, rows + (size_t)s * block, sizeof(float) * n);
+    }
+    for (int i = 0; i < B; i++) {
+        int s = from[i];
+        if (s != i) memcpy(rows + i * block, (from[s] == s ? rows : tmp) + (size_t)s * block, sizeof(float) * n);
+    }
 }
 
 void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
