@@ -485,8 +485,8 @@ static void test_beam_extensions_are_the_exhaustive_best(void) {
 }
 
 /* Reserved for the largest group, a state and an arena are never grown by the begins of
- * the groups that follow (shortest first, as decode() hands them out): the same buffers,
- * the same sizes, for beam copies and greedy rows alike. */
+ * the groups that follow, in any order (decode() hands them out longest first): the same
+ * buffers, the same sizes, for beam copies and greedy rows alike. */
 static void test_step_reserve_covers_every_group(void) {
     Model m;
     step_model(&m, 0, 0);
@@ -496,7 +496,8 @@ static void test_step_reserve_covers_every_group(void) {
         model_step_reserve(&m, &st, 3, 13, copies); /* the last group: 3 sources of up to 12 + EOS */
         float *buf = st.buf, *arena = m.arena;
         size_t floats = st.buf_floats, arena_floats = m.arena_floats;
-        for (int len = 2; len <= 12; len += 5) {
+        for (int n = 0, lens[3] = {7, 12, 2}; n < 3; n++) {
+            int len = lens[n];
             int src[3 * 13], src_len[3], one = 1, bos[9];
             for (int i = 0; i < 9; i++) bos[i] = VOCAB_BOS; /* one a row, widened rows too */
             for (int i = 0; i < 3; i++) src_len[i] = batch_frame_source(ids, len - i % 2, src + i * (len + 1), len + 1);

@@ -90,7 +90,7 @@ typedef struct {
     Seq **outs;
     double **score_at; /* NULL: no scores */
     int n, group, greedy, K;
-    atomic_int next;    /* the first sentence of the next group no worker has taken */
+    atomic_int next;    /* how many groups the workers have taken */
     atomic_llong flops; /* every worker's matrix-product FLOPs, summed as each ends */
 } Groups;
 
@@ -112,8 +112,13 @@ static void decode_groups(Model *m, int w, void *arg) {
     (void)w;
     DecodeState st = {0}; /* one for all of this worker's groups: its memory is reused */
     reserve_for_groups(m, &st, g);
-    for (int i; (i = atomic_fetch_add(&g->next, g->group)) < g->n;) {
-        int b = g->n - i < g->group ? g->n - i : g->group;
+    /* Longest group first: the workers take the groups as they come free, so what is left
+     * when the first runs out of groups is the last ones, the shortest (taken shortest
+     * first, a worker that drew the longest group was still at work while the others
+     * waited). The groups themselves are the same either way. */
+    int groups = (g->n + g->group - 1) / g->group;
+    for (int k; (k = atomic_fetch_add(&g->next, 1)) < groups;) {
+        int i = (groups - 1 - k) * g->group, b = g->n - i < g->group ? g->n - i : g->group;
         if (g->greedy) greedy_group(m, &st, g->order + i, b, g->o, g->outs + i, g->score_at ? g->score_at + i : NULL);
         else
             beam_search_group(m, &st, g->order + i, b, g->o, g->outs + (size_t)i * g->K,

@@ -109,7 +109,7 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
                         .flops = flops,
                         .generator_t = generator_t};
     size_t need = carve_step(m, st, NULL);
-    /* groups come shortest first, each needing a little more: grow by half again */
+    /* a state not reserved for its largest group grows as groups need more: by half again */
     if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
     /* not zeroed: every value is written before it is read (caches up to what is filled) */
     st->buf = buf, st->buf_floats = cap;

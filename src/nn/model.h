@@ -380,9 +380,9 @@ typedef struct {
  * makes them. Up to cfg.max_positions positions may follow. */
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies);
 /* Sizes st (zeroed, or used before) and m's arena for groups of up to G sources at most S
- * wide with `copies` rows each, so that no later begin grows them: groups come shortest
- * first, and each growth faulted in fresh pages (the arena's tail zeroed, the state's
- * buffer mapped anew). */
+ * wide with `copies` rows each, so that no later begin grows them: grown group by group,
+ * each growth faulted in fresh pages (the arena's tail zeroed, the state's buffer mapped
+ * anew). */
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies);
 /* Row i becomes rows i*copies .. i*copies+copies-1 (copies as begun), each with row i's
  * caches and last logits, which it returns ((B, tgt_vocab), B now sources * copies): beam
