@@ -17,6 +17,8 @@
 static size_t carve_step(const Model *m, DecodeState *st, float *base) {
     const ModelConfig *c = &m->cfg;
     int d = c->d_model, H = c->heads, pre = c->pre_norm, B = st->B;
+    /* the cross-attention's keys and values, one block a source, shared by its copies */
+    int sources = st->widen > 1 ? B / st->widen : B;
     int widest = st->max_len > st->S ? st->max_len : st->S;
     Carver cv = {.base = base};
     Residual r;
@@ -32,8 +34,8 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
         e->self_attn = e->cross_attn = shared;
         e->self_attn.k = carver_take(&cv, (size_t)B * st->max_len * d);
         e->self_attn.v = carver_take(&cv, (size_t)B * st->max_len * d);
-        e->cross_attn.k = carver_take(&cv, (size_t)B * st->S * d);
-        e->cross_attn.v = carver_take(&cv, (size_t)B * st->S * d);
+        e->cross_attn.k = carver_take(&cv, (size_t)sources * st->S * d);
+        e->cross_attn.v = carver_take(&cv, (size_t)sources * st->S * d);
         e->ffn = (FfnActs){.hidden = hidden, .out = shared.out};
     }
     carve_stack(&cv, &st->tgt, (size_t)B, d);
@@ -81,7 +83,7 @@ static void turn_generator(const Model *m, DecodeState *st) {
 
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
     turn_generator(m, st);
-    DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions)};
+    DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions), .widen = copies};
     size_t need = carve_step(m, &shape, NULL);
     if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
     model_reserve(m, model_arena_floats(m, G, S, 1));
@@ -142,8 +144,7 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
 
 const float *model_step_widen(DecodeState *st, const Model *m) {
     int G = st->B, K = st->widen, d = m->cfg.d_model, V = m->cfg.tgt_vocab;
-    size_t cross = (size_t)st->S * d, self = (size_t)st->max_len * d, filled = (size_t)st->t * d,
-           filled_k = (size_t)round_to_tile(st->t) * d;
+    size_t self = (size_t)st->max_len * d, filled = (size_t)st->t * d, filled_k = (size_t)round_to_tile(st->t) * d;
     /* row i to rows i*K .. i*K+K-1, last row first: every row written is one already read
      * (i*K + c >= i, and rows below i are still to come) */
     for (int i = G - 1; i >= 0; i--)
@@ -152,8 +153,6 @@ const float *model_step_widen(DecodeState *st, const Model *m) {
             if (r == (size_t)i) continue;
             for (int l = 0; l < m->cfg.decoder_layers; l++) {
                 DecoderLayerActs *e = &st->layer[l];
-                memcpy(e->cross_attn.k + r * cross, e->cross_attn.k + i * cross, sizeof(float) * cross);
-                memcpy(e->cross_attn.v + r * cross, e->cross_attn.v + i * cross, sizeof(float) * cross);
                 memcpy(e->self_attn.k + r * self, e->self_attn.k + i * self, sizeof(float) * filled_k);
                 memcpy(e->self_attn.v + r * self, e->self_attn.v + i * self, sizeof(float) * filled);
             }
@@ -171,8 +170,8 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2), NULL);
     for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
     /* one query per sequence: position t sees the cached positions 0..t, all of them */
-    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len, NULL, NULL};
-    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S, NULL, NULL};
+    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len, NULL, NULL, 0};
+    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S, NULL, NULL, st->copies};
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
@@ -211,14 +210,15 @@ static void gather_rows(float *rows, float *tmp, const int *from, int B, int per
 void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
     int B = st->B, d = m->cfg.d_model, same_source = 1;
     float *tmp = st->scratch;
-    /* rows of one source share their cross-attention keys and values: no copy needed
-     * while every row takes its state from a row of the same source */
+    /* rows of one source share their cross-attention keys and values (one block a source
+     * once widened: model.h has every row keep its source then), so none are copied while
+     * every row takes its state from a row of the same source */
     for (int i = 0; i < B; i++) same_source &= from[i] / st->copies == i / st->copies;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
         gather_rows(e->self_attn.k, tmp, from, B, st->max_len, round_to_tile(st->t), d);
         gather_rows(e->self_attn.v, tmp, from, B, st->max_len, st->t, d);
-        if (same_source) continue;
+        if (same_source || st->copies > 1) continue;
         gather_rows(e->cross_attn.k, tmp, from, B, st->S, st->S, d);
         gather_rows(e->cross_attn.v, tmp, from, B, st->S, st->S, d);
     }
@@ -229,13 +229,22 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from) {
 
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
     /* the first n rows become rows keep[0..n), as a reorder of n rows would make them; the
-     * buffers stay carved for the larger B, and rows past n are simply not used */
+     * buffers stay carved for the larger B, and rows past n are simply not used. keep
+     * holds whole blocks of copies rows: block j's source is then the source of row
+     * keep[j * copies], at or after block j (keep ascends), so the blocks of keys and
+     * values are copied first to last. */
+    int d = m->cfg.d_model, copies = st->copies;
+    size_t cross = (size_t)st->S * d;
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         DecoderLayerActs *e = &st->layer[l];
-        gather_rows(e->self_attn.k, st->scratch, keep, n, st->max_len, round_to_tile(st->t), m->cfg.d_model);
-        gather_rows(e->self_attn.v, st->scratch, keep, n, st->max_len, st->t, m->cfg.d_model);
-        gather_rows(e->cross_attn.k, st->scratch, keep, n, st->S, st->S, m->cfg.d_model);
-        gather_rows(e->cross_attn.v, st->scratch, keep, n, st->S, st->S, m->cfg.d_model);
+        gather_rows(e->self_attn.k, st->scratch, keep, n, st->max_len, round_to_tile(st->t), d);
+        gather_rows(e->self_attn.v, st->scratch, keep, n, st->max_len, st->t, d);
+        for (int j = 0; j < n / copies; j++) {
+            size_t from = (size_t)(keep[j * copies] / copies);
+            if (from == (size_t)j) continue;
+            memcpy(e->cross_attn.k + j * cross, e->cross_attn.k + from * cross, sizeof(float) * cross);
+            memcpy(e->cross_attn.v + j * cross, e->cross_attn.v + from * cross, sizeof(float) * cross);
+        }
     }
     for (int i = 0; i < n; i++) st->src_len[i] = st->src_len[keep[i]]; /* keep ascends: read before written */
     st->B = n;

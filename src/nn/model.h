@@ -357,7 +357,8 @@ typedef struct {
     int t;                                  /* positions fed so far */
     int *src_len, *self_len;                /* (B) keys each query may see */
     DecoderLayerActs layer[QKV_MAX_LAYERS]; /* B rows; self_attn.k/v are the cache (B, max_len, d),
-                                               cross_attn.k/v the encoder's (B, S, d) */
+                                               cross_attn.k/v the encoder's (B / copies, S, d):
+                                               one block a source, read by its copies rows */
     StackActs tgt;                          /* (B, d) embedding in, decoder output out */
     float *kv_new;                          /* (2, B, d) the new position's keys and values */
     float *logits;                          /* (B, tgt_vocab) of the last step */
@@ -386,12 +387,15 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies);
 /* Row i becomes rows i*copies .. i*copies+copies-1 (copies as begun), each with row i's
  * caches and last logits, which it returns ((B, tgt_vocab), B now sources * copies): beam
- * search feeds its first position (the same BOS for every hypothesis) once per sentence. */
+ * search feeds its first position (the same BOS for every hypothesis) once per sentence.
+ * The copies share their source's cross-attention keys and values. */
 const float *model_step_widen(DecodeState *st, const Model *m);
 /* Feeds tokens[i] (B) at the next position of every sequence; returns the logits (B, tgt_vocab). */
 const float *model_step(Model *m, DecodeState *st, const int *tokens);
 /* Sequence i's cached state becomes a copy of sequence from[i]'s (beam search reorders its
- * hypotheses this way); from is a permutation with repeats allowed. */
+ * hypotheses this way); from is a permutation with repeats allowed. Once widened, every row
+ * keeps its source (from[i] / copies == i / copies, as beam search's hypotheses do): the
+ * copies of a source share its keys and values. */
 void model_step_reorder(DecodeState *st, const Model *m, const int *from);
 /* Only rows keep[0..n) (ascending; whole blocks of `copies` rows, a source's rows staying
  * together, as beam search keeps them) go on, as rows 0..n-1: finished sequences leave

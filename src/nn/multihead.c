@@ -88,7 +88,8 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
     int d = s->d, H = s->heads, dh = d / H, Tk = s->Tk;
     for (int b = 0; b < s->B; b++) {
         int n = attention_valid_keys(s, b, 0);
-        const float *K = a->k + b * kv_rows * d, *V = a->v + b * kv_rows * d, *q = a->q + (size_t)b * d;
+        size_t kb = (size_t)(s->kv_share > 1 ? b / s->kv_share : b);
+        const float *K = a->k + kb * kv_rows * d, *V = a->v + kb * kv_rows * d, *q = a->q + (size_t)b * d;
         float *P = a->p + (size_t)b * H * Tk, *ctx = a->ctx + (size_t)b * d;
         /* scores four keys at a time, all heads of those keys before the next four (their
          * rows read once, in order): four independent chains of adds instead of one. With

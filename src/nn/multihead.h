@@ -43,6 +43,9 @@ typedef struct {
      * or neither): packed streams, and only the q->len[b] x kv_len[b] scores are computed;
      * the rest of P's padded (B, heads, Tq, Tk) block is left as it was. Training only. */
     const PackedRows *q, *kv;
+    int kv_share; /* 0 or 1: each sequence reads its own keys. Else (one query row per
+                     sequence only) sequences b .. b + kv_share - 1 read the keys of block
+                     b / kv_share: beam search's hypotheses of one source */
 } AttnShape;
 
 /* Sequence b's first query row and key row, and how many of each a pass computes. */
