@@ -101,7 +101,7 @@ static void reserve_for_groups(Model *m, DecodeState *st, const Groups *g) {
     size_t most = 0;
     for (int i = 0; i < g->n; i += g->group) {
         int G = g->n - i < g->group ? g->n - i : g->group, S = g->order[i + G - 1]->len + 1;
-        size_t need = model_arena_floats(m, G, S, 1);
+        size_t need = model_encode_lean_floats(m, G, S);
         if (need > most) most = need, best_G = G, best_S = S;
     }
     if (most > 0) model_step_reserve(m, st, best_G, best_S, copies);

@@ -86,7 +86,7 @@ void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
     DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions), .widen = copies};
     size_t need = carve_step(m, &shape, NULL);
     if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
-    model_reserve(m, model_arena_floats(m, G, S, 1));
+    model_reserve(m, model_encode_lean_floats(m, G, S));
 }
 
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
@@ -122,8 +122,8 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
         point_gates(m, &st->layer[l].cross_attn, ATTN_CROSS, l);
     }
     for (int i = 0; i < G; i++) st->src_len[i] = b->src_len[i];
-    model_reserve(m, model_arena_floats(m, G, S, 1));
-    model_encode(m, b);
+    model_reserve(m, model_encode_lean_floats(m, G, S));
+    model_encode_lean(m, b);
     st->flops += begin_flops(&m->cfg, G, S);
     /* each source's keys and values, projected once into its row's cache; the keys then
      * by column in one tile (multihead.h: k_tile), a row's block transposed through the

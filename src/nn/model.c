@@ -259,8 +259,11 @@ void carve_stack(Carver *cv, StackActs *s, size_t N, int d) {
 }
 
 /* Encoder activations come first and depend only on (B, S), so re-carving for a longer
- * target while decoding leaves the encoder output where it is. */
-static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
+ * target while decoding leaves the encoder output where it is. Lean (the encoder alone,
+ * forward only): every layer gets the first one's buffers, and the carve stops after the
+ * encoder. A layer reads its input (the last layer's r2.out) only before it writes its own
+ * r2, and r1 and r2 stay apart, so the sharing changes no value. */
+static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T, int lean) {
     const ModelConfig *c = &m->cfg;
     int d = c->d_model, H = c->heads, ff = c->d_ff, pre = c->pre_norm;
     size_t Ns = (size_t)B * S, Nt = (size_t)B * T, Nmax = Ns > Nt ? Ns : Nt;
@@ -268,14 +271,21 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
     float *shared_out = NULL; /* carved after the encoder's part, set just below */
     carve_stack(&cv, &a->src, Ns, d);
     for (int l = 0; l < c->encoder_layers; l++) {
-        EncoderLayerActs *e = &a->enc[l];
+        EncoderLayerActs *e = &a->enc[l], *first = &a->enc[0];
+        if (lean && l > 0) {
+            e->r1 = first->r1, e->r2 = first->r2, e->ffn.hidden = first->ffn.hidden;
+            e->attn.q = first->attn.q, e->attn.k = first->attn.k, e->attn.v = first->attn.v;
+            e->attn.p = first->attn.p, e->attn.ctx = first->attn.ctx;
+            continue;
+        }
         carve_residual(&cv, &e->r1, Ns, d, pre);
         carve_attn(&cv, &e->attn, B, S, S, d, H, shared_out);
         carve_residual(&cv, &e->r2, Ns, d, pre);
         e->ffn.hidden = carver_take(&cv, Ns * ff);
     }
-    shared_out = carver_take(&cv, Nmax * d);
+    shared_out = carver_take(&cv, (lean ? Ns : Nmax) * d);
     for (int l = 0; l < c->encoder_layers; l++) a->enc[l].attn.out = a->enc[l].ffn.out = shared_out;
+    if (lean) return cv.used;
     carve_stack(&cv, &a->tgt, Nt, d);
     for (int l = 0; l < c->decoder_layers; l++) {
         DecoderLayerActs *e = &a->dec[l];
@@ -318,7 +328,12 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T) {
 
 size_t model_arena_floats(const Model *m, int B, int S, int T) {
     Acts scratch;
-    return carve(m, &scratch, NULL, B, S, T);
+    return carve(m, &scratch, NULL, B, S, T, 0);
+}
+
+size_t model_encode_lean_floats(const Model *m, int B, int S) {
+    Acts scratch;
+    return carve(m, &scratch, NULL, B, S, 1, 1);
 }
 
 void model_reserve(Model *m, size_t need) {
@@ -330,17 +345,20 @@ void model_reserve(Model *m, size_t need) {
     }
 }
 
-static void use_shape(Model *m, int B, int S, int T) {
-    if (m->B == B && m->S == S && m->T == T) return;
-    if (model_arena_floats(m, B, S, T) > m->arena_floats) {
+static void use_shape_as(Model *m, int B, int S, int T, int lean) {
+    if (m->B == B && m->S == S && m->T == T && m->lean == lean) return;
+    size_t need = lean ? model_encode_lean_floats(m, B, S) : model_arena_floats(m, B, S, T);
+    if (need > m->arena_floats) {
         /* A caller forgot model_reserve: grow rather than corrupt memory, and count it (the
          * allocation tests see it; a training step must never get here). */
         m->arena_regrowths++;
-        model_reserve(m, model_arena_floats(m, B, S, T));
+        model_reserve(m, need);
     }
-    carve(m, &m->a, m->arena, B, S, T);
-    m->B = B, m->S = S, m->T = T;
+    carve(m, &m->a, m->arena, B, S, T, lean);
+    m->B = B, m->S = S, m->T = T, m->lean = lean;
 }
+
+static void use_shape(Model *m, int B, int S, int T) { use_shape_as(m, B, S, T, 0); }
 
 /* ---- residual blocks ------------------------------------------------------------------ */
 
@@ -598,6 +616,12 @@ double model_decode_loss(Model *m, const ModelBatch *b) {
 
 void model_encode(Model *m, const ModelBatch *b) {
     use_shape(m, b->B, b->S, b->T);
+    lay_out_rows(&m->a, b, 0);
+    encoder_forward(m, b, 0.0f, 0, 0);
+}
+
+void model_encode_lean(Model *m, const ModelBatch *b) {
+    use_shape_as(m, b->B, b->S, 1, 1);
     lay_out_rows(&m->a, b, 0);
     encoder_forward(m, b, 0.0f, 0, 0);
 }

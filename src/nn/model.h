@@ -155,6 +155,7 @@ typedef struct {
     size_t arena_floats;
     Acts a;
     int B, S, T; /* the shape the arena is carved for now */
+    int lean;    /* and whether for the encoder alone (model_encode_lean) */
     /* results of the last model_forward */
     double loss_sum, nll_sum;
     int n_tokens;
@@ -238,6 +239,12 @@ void model_zero_grad(Model *m);
  * afterwards model_logits_at gives the logits of position t of sequence i. */
 void model_encode(Model *m, const ModelBatch *b);
 void model_decode(Model *m, const ModelBatch *b);
+/* The encoder's output alone (acts.src.out), for incremental decoding: every encoder layer
+ * runs through one layer's buffers, and nothing for the decoder or a backward pass is
+ * carved, so the arena it needs (model_encode_lean_floats) is a fraction of a full
+ * pass's. The same output, bit for bit; the layers' own acts are not kept. */
+void model_encode_lean(Model *m, const ModelBatch *b);
+size_t model_encode_lean_floats(const Model *m, int B, int S);
 /* As model_forward(m, b, 0, ...) without the encoder: the decoder and the loss over the
  * encoder output a model_forward(train = 0, padded rows) or model_encode of this same
  * batch left in the arena (head gates may have changed since: only the decoder's apply).
