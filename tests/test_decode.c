@@ -128,6 +128,35 @@ static void test_step_matches_full_forward(void) {
         }
 }
 
+/* A model that keeps its output table turned (a server's) lends it to every decoding
+ * state, its replicas' too, which neither turn their own nor free it; the steps' logits
+ * are those of a state that turned its own, bit for bit. */
+static void test_kept_generator_is_lent(void) {
+    Model m, r;
+    step_model(&m, 0, 1);
+    int one = 1, V = m.cfg.tgt_vocab;
+    ModelBatch b = {SB, SS, 1, step_src, step_src_len, step_tgt, NULL, &one, 0};
+    DecodeState own = {0}, lent = {0};
+    model_step_begin(&m, &own, &b, 1);
+    model_keep_generator_turned(&m);
+    model_init_replica(&r, &m);
+    model_step_begin(&r, &lent, &b, 1);
+    CHECK(lent.generator_t == m.generator_t && own.generator_t != m.generator_t,
+          "the state did not take the model's kept table, or the first state had it before it was kept");
+    int differ = 0;
+    for (int t = 0; t < ST; t++) {
+        int tok[SB];
+        for (int i = 0; i < SB; i++) tok[i] = step_tgt[i * ST + t];
+        const float *a = model_step(&m, &own, tok), *z = model_step(&r, &lent, tok);
+        differ += memcmp(a, z, sizeof(float) * SB * V) != 0;
+    }
+    CHECK(differ == 0, "%d of %d steps' logits differ with the kept table", differ, ST);
+    model_step_end(&own), model_step_end(&lent);
+    CHECK(m.generator_t != NULL, "ending a state freed the model's kept table");
+    model_free(&r);
+    model_free(&m);
+}
+
 /* Reordering the cache (as beam search does) continues each sequence exactly as a state
  * that held the chosen rows from the start would. */
 static void test_step_reorder(void) {
@@ -525,5 +554,6 @@ const TestCase decode_tests[] = {
     {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},
     {"model_step_reorder_follows_the_chosen_rows", test_step_reorder},
+    {"model_step_uses_the_kept_output_table", test_kept_generator_is_lent},
     {NULL, NULL},
 };

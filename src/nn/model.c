@@ -181,6 +181,7 @@ void model_free(Model *m) {
         free(m->tensors);
         free(m->params);
         free(m->pos_table);
+        free(m->generator_t);
     }
     free(m->head_gate); /* a replica's are its own: it starts without */
     free(m->head_gate_grad);

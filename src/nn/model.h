@@ -154,8 +154,10 @@ typedef struct {
     float *arena;
     size_t arena_floats;
     Acts a;
-    int B, S, T; /* the shape the arena is carved for now */
-    int lean;    /* and whether for the encoder alone (model_encode_lean) */
+    int B, S, T;        /* the shape the arena is carved for now */
+    int lean;           /* and whether for the encoder alone (model_encode_lean) */
+    float *generator_t; /* NULL, or the output table by column, kept for decoding by
+                           model_keep_generator_turned (shared with replicas) */
     /* results of the last model_forward */
     double loss_sum, nll_sum;
     int n_tokens;
@@ -374,7 +376,9 @@ typedef struct {
     size_t buf_floats;
     float *generator_t; /* (d_model, tgt_vocab): the output table by column for the logits
                            (kernels.h: logits_forward_by_column), turned at the state's first
-                           reserve or begin: the weights must not change while it lives */
+                           reserve or begin, or the model's kept one: the weights must not
+                           change while it lives */
+    int generator_kept; /* generator_t is the model's (model_keep_generator_turned) */
     double flops;       /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
                            shapes computed: padded sources, every row of the step): kept across
                            begins, for decoding's GFLOP/s */
@@ -410,6 +414,10 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from);
  * beside the others. */
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
+/* Turns the output table by column once for every later decoding state of m and its
+ * replicas, which would otherwise each turn their own (2.5 ms and 6 MiB for 8,000 words of
+ * 192, at every decode call): for a model whose weights no longer change, as a server's. */
+void model_keep_generator_turned(Model *m);
 
 /* ---- inside nn/ only: the pieces of model.c that the decoding step (incremental.c) runs too,
  * so the step goes through the same layer code as training. model.c and incremental.c define
