@@ -94,17 +94,17 @@ typedef struct {
     atomic_llong flops; /* every worker's matrix-product FLOPs, summed as each ends */
 } Groups;
 
-/* The state and arena sized once for the largest of the groups (their sentences sorted by
- * length: the last of each is its longest), instead of growing group after group. */
+/* The state and arena sized once for all of the groups, instead of growing group after
+ * group: for the most sentences of any group and the widest source of any (the sentences
+ * are sorted by length: a group's last is its longest). Both sizes grow with each, and the
+ * group with the most rows need not be the widest (the last, a partial group, is). */
 static void reserve_for_groups(Model *m, DecodeState *st, const Groups *g) {
-    int copies = g->greedy ? 1 : g->o->beam, best_G = 0, best_S = 0;
-    size_t most = 0;
+    int copies = g->greedy ? 1 : g->o->beam, most_G = 0, most_S = 0;
     for (int i = 0; i < g->n; i += g->group) {
         int G = g->n - i < g->group ? g->n - i : g->group, S = g->order[i + G - 1]->len + 1;
-        size_t need = model_encode_lean_floats(m, G, S);
-        if (need > most) most = need, best_G = G, best_S = S;
+        most_G = G > most_G ? G : most_G, most_S = S > most_S ? S : most_S;
     }
-    if (most > 0) model_step_reserve(m, st, best_G, best_S, copies);
+    if (most_G > 0) model_step_reserve(m, st, most_G, most_S, copies);
 }
 
 static void decode_groups(Model *m, int w, void *arg) {

@@ -88,7 +88,7 @@ static void turn_generator(const Model *m, DecodeState *st) {
 }
 
 void model_keep_generator_turned(Model *m) {
-    if (!m->generator_t) m->generator_t = turned_generator(m);
+    if (!m->generator_t && !m->is_replica) m->generator_t = turned_generator(m);
 }
 
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {

@@ -271,7 +271,8 @@ typedef enum { ATTN_ENC_SELF, ATTN_DEC_SELF, ATTN_CROSS, ATTN_KINDS } AttnKind;
 /* The acts (q, k, v, p (B, H, Tq, Tk), ctx) of the last model_forward, or of model_encode
  * (ATTN_ENC_SELF) and model_decode (the decoder kinds); owned by m, the arrays valid until
  * the next pass, model_reserve or model_free. NULL for a kind or layer the model lacks.
- * model_step's incremental decoding keeps its own (DecodeState) and leaves these alone. */
+ * model_step's incremental decoding keeps its own (DecodeState), but its encoder is a
+ * pass (model_encode_lean): after it, none of these hold a full pass's acts. */
 const AttnActs *model_attention_acts(const Model *m, AttnKind kind, int layer);
 /* The sub-layer's weights: views into m->params, owned by m. NULL as above. */
 const AttnParams *model_attention_params(const Model *m, AttnKind kind, int layer);
@@ -417,7 +418,7 @@ void model_step_end(DecodeState *st);
 /* Turns the output table by column once for every later decoding state of m and its
  * replicas, which would otherwise each turn their own (2.5 ms and 6 MiB for 8,000 words of
  * 192, at every decode call): for a model whose weights no longer change, as a server's. */
-void model_keep_generator_turned(Model *m);
+void model_keep_generator_turned(Model *m); /* on the model itself: a replica's is its parent's */
 
 /* ---- inside nn/ only: the pieces of model.c that the decoding step (incremental.c) runs too,
  * so the step goes through the same layer code as training. model.c and incremental.c define
