@@ -95,16 +95,13 @@ typedef struct {
 } Groups;
 
 /* The state and arena sized once for all of the groups, instead of growing group after
- * group: for the most sentences of any group and the widest source of any (the sentences
- * are sorted by length: a group's last is its longest). Both sizes grow with each, and the
+ * group: for the most sentences of any group (the first's) and the widest source of any
+ * (the last sentence's: they are sorted by length). Both sizes grow with each, and the
  * group with the most rows need not be the widest (the last, a partial group, is). */
 static void reserve_for_groups(Model *m, DecodeState *st, const Groups *g) {
-    int copies = g->greedy ? 1 : g->o->beam, most_G = 0, most_S = 0;
-    for (int i = 0; i < g->n; i += g->group) {
-        int G = g->n - i < g->group ? g->n - i : g->group, S = g->order[i + G - 1]->len + 1;
-        most_G = G > most_G ? G : most_G, most_S = S > most_S ? S : most_S;
-    }
-    if (most_G > 0) model_step_reserve(m, st, most_G, most_S, copies);
+    if (g->n == 0) return;
+    int G = g->n < g->group ? g->n : g->group, S = g->order[g->n - 1]->len + 1;
+    model_step_reserve(m, st, G, S, g->greedy ? 1 : g->o->beam);
 }
 
 static void decode_groups(Model *m, int w, void *arg) {

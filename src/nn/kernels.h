@@ -47,7 +47,7 @@ void logits_forward(float *out, const float *inp, const float *table, int N, int
 /* The same product against the table by column, table_t (C, V) (table_turn makes it):
  * sgemm then packs the table as it lies instead of transposing it, which for a decoding
  * step's few rows against a whole vocabulary is 1.2-1.5 times faster, with the same sums
- * in the same order (the same bits on the Zen and Haswell kernels). */
+ * in the same order (the same bits on the Zen, Haswell, SkylakeX and Cooperlake kernels). */
 void logits_forward_by_column(float *out, const float *inp, const float *table_t, int N, int C, int V);
 /* table_t (C, V) = table (V, C)^T, in blocks that stay in cache. */
 void table_turn(float *table_t, const float *table, int V, int C);

@@ -284,7 +284,7 @@ static size_t carve(const Model *m, Acts *a, float *base, int B, int S, int T, i
         carve_residual(&cv, &e->r2, Ns, d, pre);
         e->ffn.hidden = carver_take(&cv, Ns * ff);
     }
-    shared_out = carver_take(&cv, (lean ? Ns : Nmax) * d);
+    shared_out = carver_take(&cv, Nmax * d);
     for (int l = 0; l < c->encoder_layers; l++) a->enc[l].attn.out = a->enc[l].ffn.out = shared_out;
     if (lean) return cv.used;
     carve_stack(&cv, &a->tgt, Nt, d);
