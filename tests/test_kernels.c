@@ -528,6 +528,26 @@ static void test_vec_sums_in_lanes(void) {
     }
 }
 
+/* vec_first_equal against a scan from the front, for every place in and around its
+ * blocks and for ties: the first equal element, -0 and +0 equal, n when none is. */
+static void test_vec_first_equal(void) {
+    float x[53];
+    for (int n = 0; n <= 53; n++)
+        for (int at = 0; at < n; at++) {
+            for (int i = 0; i < n; i++) x[i] = (float)(i % 7) - 10.0f;
+            x[at] = 5.0f;
+            if (at + 17 < n) x[at + 17] = 5.0f; /* a later tie, in the next block or its tail */
+            CHECK(vec_first_equal(x, n, 5.0f) == at, "n %d: found %d, not the first at %d", n,
+                  vec_first_equal(x, n, 5.0f), at);
+            CHECK(vec_first_equal(x, n, 6.0f) == n, "n %d: found %d for an absent value", n,
+                  vec_first_equal(x, n, 6.0f));
+        }
+    float z[20] = {0};
+    for (int i = 0; i < 20; i++) z[i] = -1.0f;
+    z[18] = -0.0f, z[19] = 0.0f;
+    CHECK(vec_first_equal(z, 20, 0.0f) == 18, "-0 and +0: found %d, not 18", vec_first_equal(z, 20, 0.0f));
+}
+
 /* head_prod_bt (C = alpha A B^T, B's rows along the inner index: the scores' shape)
  * against the same fmaf chains bit for bit, over the shapes above: key counts ending in
  * each of its blocks of 16, inner sums up to its largest; nothing outside C's window is
@@ -610,6 +630,7 @@ const TestCase kernel_tests[] = {
     {"attention_one_query_keys_by_column_same_bits", test_attention_keys_by_column},
     {"vec_exp_accurate_and_edges", test_vec_exp},
     {"vec_sums_in_lane_order", test_vec_sums_in_lanes},
+    {"vec_first_equal_finds_the_first", test_vec_first_equal},
     {"classifier_fused_chunks_grad", test_classifier_fused},
     {"kernel_matmul_grad", test_matmul},
     {"kernel_logits_grad", test_logits},

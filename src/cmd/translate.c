@@ -33,7 +33,9 @@ static void print_hypotheses(char **text, const double *scores, int n, int nbest
 /* Translates lines and prints them; adds to *truncated. */
 static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, int *truncated) {
     TranslateStats st;
-    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest);
+    /* scores are printed with n-best lists only; without them greedy search skips a
+     * softmax normaliser over the vocabulary at every step */
+    double *scores = o->decode.nbest > 1 ? xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest) : NULL;
     char **text = translate_lines(&r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st,
                                   scores);
     print_hypotheses(text, scores, n, o->decode.nbest, first);

@@ -15,6 +15,7 @@
 #include "decode/beam.h"
 #include "decode/fanout.h"
 #include "decode/search.h"
+#include "nn/vecmath.h"
 #include "util/mem.h"
 
 #define GROUP 64 /* sentences decoded together (after sorting by length) */
@@ -23,8 +24,11 @@
  * ties are broken (beam.c ranks candidates the same way). */
 static int argmax_token(const float *logits, int V) {
     int best = VOCAB_EOS;
-    for (int v = VOCAB_N_SPECIAL; v < V; v++)
-        if (logits[v] > logits[best]) best = v;
+    /* the first ordinary token at the maximum, if that beats EOS: what a scan keeping the
+     * strictly greater would find, in two vector passes over the row (a NaN never wins) */
+    const float *ordinary = logits + VOCAB_N_SPECIAL;
+    float top = vec_max(ordinary, V - VOCAB_N_SPECIAL);
+    if (top > logits[best]) best = VOCAB_N_SPECIAL + vec_first_equal(ordinary, V - VOCAB_N_SPECIAL, top);
     if (logits[VOCAB_UNK] > logits[best]) best = VOCAB_UNK;
     return best;
 }

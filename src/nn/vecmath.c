@@ -49,6 +49,18 @@ float vec_max(const float *x, int n) {
     return m;
 }
 
+int vec_first_equal(const float *x, int n, float v) {
+    int i = 0;
+    for (; i + VEC_LANES <= n; i += VEC_LANES) {
+        int hit = 0; /* the whole block, no early exit: the form that vectorises */
+        for (int k = 0; k < VEC_LANES; k++) hit |= x[i + k] == v;
+        if (hit) break;
+    }
+    for (; i < n; i++)
+        if (x[i] == v) return i;
+    return n;
+}
+
 /* The lane loops: element i goes to lane i % VEC_LANES, the tail included, and the lanes
  * are added 0, 1, ... at the end. */
 float vec_sum(const float *x, int n) {

@@ -24,6 +24,10 @@ void vec_exp(float *out, const float *in, float shift, int n);
 /* The largest of x[0..n), -inf for n == 0. Exact (a maximum does not depend on order). */
 float vec_max(const float *x, int n);
 
+/* The first i < n with x[i] == v (-0 and +0 equal), or n if there is none: a row's
+ * argmax as vec_max's value found again, a block of VEC_LANES compared at a time. */
+int vec_first_equal(const float *x, int n, float v);
+
 /* The sum of x[0..n): in float lanes, and in double lanes (for long rows whose sum must
  * not lose the small terms, a softmax normaliser over a vocabulary). 0 for n == 0. */
 float vec_sum(const float *x, int n);
