@@ -550,10 +550,11 @@ static void test_vec_first_equal(void) {
 
 /* head_prod_bt (C = alpha A B^T, B's rows along the inner index: the scores' shape)
  * against the same fmaf chains bit for bit, over the shapes above: key counts ending in
- * each of its blocks of 16, inner sums up to its largest; nothing outside C's window is
+ * each of its blocks of 16 (a padded last block for those not a multiple of 4), inner sums
+ * up to its largest, query counts past its tiles of 32 rows; nothing outside C's window is
  * written. */
 static void test_head_products_bt(void) {
-    static const int ms[] = {1, 3, 4, 5, 9}, ns[] = {1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 28, 33},
+    static const int ms[] = {1, 3, 4, 5, 9, 37}, ns[] = {1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 28, 33},
                      ks[] = {1, 5, 40, HEAD_PROD_BT_MAX_K};
     enum { PAD = 3 };
     Rng r = {92};
