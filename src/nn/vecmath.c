@@ -14,7 +14,7 @@
  * (floorf does not vectorise without -ffast-math). */
 static inline float exp_one(float x) {
     float xc = x < EXP_LO ? EXP_LO : x;
-    xc = xc > EXP_HI ? EXP_HI : xc;
+    xc = xc <= EXP_HI ? xc : EXP_HI; /* NaN too: converting NaN to an int is undefined */
     float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = xc - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
@@ -30,7 +30,7 @@ static inline float exp_one(float x) {
         float f;
     } two_n = {.i = ((int32_t)n + 127) << 23};
     float y = p * two_n.f;
-    return x < EXP_LO ? 0.0f : y;
+    return x < EXP_LO ? 0.0f : x == x ? y : x; /* a NaN stays NaN */
 }
 
 void vec_exp(float *out, const float *in, float shift, int n) {
