@@ -409,11 +409,6 @@ static void test_vec_exp(void) {
     }
     free(x), free(y);
     CHECK(worst < 2e-7, "exp's largest relative error %.3g (at %g) is over 2e-7", worst, (double)at);
-    /* a NaN argument (a diverged run's logits) gives NaN, by defined operations only */
-    float nan_in[3] = {NAN, 0.0f, NAN}, nan_out[3];
-    vec_exp(nan_out, nan_in, 0.0f, 3);
-    CHECK(isnan(nan_out[0]) && nan_out[1] == 1.0f && isnan(nan_out[2]), "exp of NaN: %g %g %g", (double)nan_out[0],
-          (double)nan_out[1], (double)nan_out[2]);
     float in[6] = {0.0f, 1.0f, -100.0f, -INFINITY, NAN, 3.0f}, out[6];
     vec_exp(out, in, 1.0f, 6); /* shifted by 1: exp(-1), 1, ~0, 0, NaN, exp(2) */
     CHECK(out[1] == 1.0f, "exp(0) = %.9g, not 1", (double)out[1]);

@@ -73,8 +73,8 @@ void head_prod_bt(float *c, int ldc, const float *a, int lda, const float *b, in
         /* A last block of keys not a multiple of 4 wide (most sequences' last): the whole
          * width of 16 is computed, a tile of rows at a time, and its w columns kept, instead
          * of blocks of 8 and 4 and one of a width known only at run time, which keeps its
-         * sums in memory. 10 keys of a head of 32 took 0.90 us that way, 0.60 like this; 14
-         * keys 1.35 and 0.55. Each kept element is the same chain as before: the zero
+         * sums in memory. 10 keys of a head of 32 took 0.60 us that way, 0.45 like this; 14
+         * keys 1.55 and 0.50. Each kept element is the same chain as before: the zero
          * columns are sums of their own. */
         enum { TILE = 32 };
         float tile[TILE * BC];
