@@ -346,6 +346,25 @@ static const char *event_where(char *buf, size_t n, const char *name, const yaml
     return buf;
 }
 
+/* "name:line:col: YAML syntax error: ..." for a failed parse. A reader error (bytes that are
+ * not UTF-8, a control character) has no mark, only the byte offset where it stopped: its
+ * line and column (in characters, as the marks count) come from the text itself, so the
+ * user is not sent to 1:1. */
+static int yaml_syntax_error(const yaml_parser_t *p, const char *text, size_t len, const char *name) {
+    const char *problem = p->problem ? p->problem : "unreadable";
+    if (p->error != YAML_READER_ERROR)
+        return err_set("%s:%zu:%zu: YAML syntax error: %s", name, p->problem_mark.line + 1, p->problem_mark.column + 1,
+                       problem);
+    size_t at = p->problem_offset < len ? p->problem_offset : len, line = 1, col = 1;
+    for (size_t i = 0; i < at; i++)
+        if (text[i] == '\n') line++, col = 1;
+        else if (((unsigned char)text[i] & 0xC0) != 0x80) col++; /* a continuation byte is no new character */
+    if (p->problem_value >= 0)
+        return err_set("%s:%zu:%zu: YAML syntax error: %s (byte 0x%02x)", name, line, col, problem,
+                       (unsigned)p->problem_value & 0xFFu);
+    return err_set("%s:%zu:%zu: YAML syntax error: %s", name, line, col, problem);
+}
+
 /* One document of bounded depth and size whose scalars hold no NUL (a "\0" escape would
  * cut the string short unseen); nothing after it, not even after "...". -1 with the error
  * set, syntax errors included. */
@@ -360,8 +379,7 @@ static int yaml_prescan(const char *text, size_t len, const char *name) {
     for (long n = 0; rc == 0; n++) {
         yaml_event_t e;
         if (!yaml_parser_parse(&p, &e)) { /* anywhere: the loader would stop reading after the first document */
-            rc = err_set("%s:%zu:%zu: YAML syntax error: %s", name, p.problem_mark.line + 1, p.problem_mark.column + 1,
-                         p.problem ? p.problem : "unreadable");
+            rc = yaml_syntax_error(&p, text, len, name);
             break;
         }
         yaml_event_type_t type = e.type;
@@ -393,8 +411,7 @@ int config_parse(Config *c, const char *text, size_t len, const char *name) {
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     int rc = 0;
     if (!yaml_parser_load(&parser, &doc)) {
-        rc = err_set("%s:%zu:%zu: YAML syntax error: %s", name, parser.problem_mark.line + 1,
-                     parser.problem_mark.column + 1, parser.problem ? parser.problem : "unreadable");
+        rc = yaml_syntax_error(&parser, text, len, name);
         yaml_parser_delete(&parser);
         return rc;
     }

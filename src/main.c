@@ -15,8 +15,8 @@ int main(int argc, char **argv) {
     /* past a file size limit (ulimit -f) a write fails with EFBIG, reported as one line
      * with the tmp file removed, rather than the process dying half-way through it */
     signal(SIGXFSZ, SIG_IGN);
-    if (argc < 2) {
-        cmd_help(0, NULL);
+    if (argc < 2) { /* a usage error: the list goes where errors go, as the status says */
+        command_list(stderr);
         return 2;
     }
     const char *name = argv[1];

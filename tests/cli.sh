@@ -42,6 +42,14 @@ expect_error "toy_data_unknown_task" 2 "^qkv: unknown toy task 'sideways'" "$QKV
 
 # ---- commands and configs ------------------------------------------------------------------
 expect_error "unknown_command" 2 "^qkv: 'trian' is not a command; see 'qkv --help'" "$QKV" trian
+# no command is a usage error: the list goes to stderr, like every error, and stdout stays empty
+out=$(timeout 10 "$QKV" 2>"$T/usage.err")
+rc=$?
+if [[ $rc -eq 2 && -z $out ]] && head -1 "$T/usage.err" | grep -q "^usage: qkv COMMAND" && grep -q "^  translate " "$T/usage.err"; then
+    ok "no_command_lists_the_commands_on_stderr"
+else
+    bad "no_command_lists_the_commands_on_stderr" "exit $rc, stdout '${out:0:60}', stderr '$(head -c 60 "$T/usage.err")'"
+fi
 expect_error "config_missing_file" 2 "^qkv: $T/none.yaml: No such file" "$QKV" train "$T/none.yaml"
 
 base="data:
@@ -159,7 +167,8 @@ if [[ $rc -eq 0 && $(printf '%s\n' "$out" | wc -l) -eq 5 && -z $(printf '%s\n' "
 else
     bad "translate_keeps_lines_and_empty_lines" "exit $rc, output: $out"
 fi
-head -c 20000 /dev/urandom >"$T/garbage.src"
+# random bytes, NUL bytes taken out: those are refused (below), everything else is a line
+head -c 20000 /dev/urandom | tr -d '\000' >"$T/garbage.src"
 lines=$(awk 'END{print NR}' "$T/garbage.src")
 # the output goes to a file, not down a pipe: a pipeline's status inside $( ) is lost
 # (PIPESTATUS read afterwards describes the assignment), and a crash must fail the test
@@ -167,6 +176,18 @@ lines=$(awk 'END{print NR}' "$T/garbage.src")
 rc=$?
 out_lines=$(wc -l <"$T/garbage.hyp")
 [[ $rc -eq 0 && $out_lines -eq $lines ]] && ok "translate_survives_binary_input" || bad "translate_survives_binary_input" "exit $rc, $out_lines of $lines lines"
+# a NUL byte would end its line's text unseen: refused with its line, from a file and down a pipe
+printf 'ein haus\nein h\000aus\n' >"$T/nul.src"
+expect_error "translate_refuses_a_nul_byte" 2 "^qkv: standard input: line 2 holds a NUL byte: not text$" \
+    timeout 60 "$QKV" translate "$run" <"$T/nul.src"
+# down a pipe the lines are taken as they come, after the note naming the checkpoint
+out=$(cat "$T/nul.src" | timeout 60 "$QKV" translate "$run" 2>"$T/nul.err")
+rc=$?
+if [[ $rc -eq 2 && -z $out && $(tail -1 "$T/nul.err") == "qkv: standard input: line 2 holds a NUL byte: not text" ]]; then
+    ok "translate_refuses_a_nul_byte_arriving"
+else
+    bad "translate_refuses_a_nul_byte_arriving" "exit $rc, stdout '$out', stderr '$(tail -1 "$T/nul.err")'"
+fi
 awk 'BEGIN{for(i=0;i<500;i++) printf "a "; print ""}' >"$T/long.src"
 "$QKV" translate "$run" <"$T/long.src" >"$T/long.hyp" 2>/dev/null
 rc=$?

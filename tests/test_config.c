@@ -144,6 +144,10 @@ static void test_errors_name_line_and_column(void) {
     EXPECT_ERROR(DATA "model: [1, 2]\n", "model must be a mapping", ":3:8:");
     EXPECT_ERROR(DATA "model:\n  d_model: 64\n  d_model: 32\n", "duplicate key 'model.d_model'", ":5:3:");
     EXPECT_ERROR(DATA "model:\n  d_model: [64\n", "YAML syntax error", cfg_path());
+    /* bytes that are not UTF-8 have no mark of libyaml's: their place is counted from the
+     * text, in characters (the two bytes of the e-acute are one column) */
+    EXPECT_ERROR(DATA "model:\n  d_model: 64\nname: \"h\xc3\xa9h\xff\"\n",
+                 "YAML syntax error: invalid leading UTF-8 octet", ":5:11: ");
     EXPECT_ERROR(DATA "train:\n  lr: {schedule: noam, warmup: 0}\n", "train.lr.warmup: 0 is out of range", ":4:32:");
 }
 

@@ -1,9 +1,11 @@
 /* Files qkv writes and reads: tmp files named per process and swept only when their
  * writer is gone; a checkpoint's header length judged before the file is read; a
- * directory's files published whole or not at all; lines read as they arrive. */
+ * directory's files published whole or not at all; lines read as they arrive; a NUL byte
+ * in them refused. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/staged_dir.h"
 
 /* A pid that no process has now: a child that has exited and been reaped. */
@@ -227,7 +230,7 @@ static int arrive(int fds[2], const char *piece, char **pending, size_t *pending
     if (piece && write(fds[1], piece, strlen(piece)) != (ssize_t)strlen(piece)) return -1;
     if (!piece) close(fds[1]), fds[1] = -1;
     int n;
-    char **lines = read_lines_arriving(fds[0], "pipe", pending, pending_len, &n, done);
+    char **lines = read_lines_arriving(fds[0], "pipe", 0, pending, pending_len, &n, done);
     if (!lines) return -1;
     got[0] = '\0';
     for (int i = 0; i < n; i++) snprintf(got + strlen(got), size - strlen(got), "%s%s", i ? "|" : "", lines[i]);
@@ -273,7 +276,7 @@ static void test_long_line_arriving_in_pieces(void) {
     for (int i = 0; i < PIECES && n >= 0; i++) {
         n = write(fds[1], piece, PIECE) == PIECE ? 0 : -1;
         int k = 0;
-        char **lines = n < 0 ? NULL : read_lines_arriving(fds[0], "pipe", &pending, &pending_len, &k, &done);
+        char **lines = n < 0 ? NULL : read_lines_arriving(fds[0], "pipe", 0, &pending, &pending_len, &k, &done);
         if (!lines) n = -1;
         early += k;
         if (lines) free_lines(lines, k);
@@ -284,7 +287,7 @@ static void test_long_line_arriving_in_pieces(void) {
     char *line = NULL;
     if (n >= 0 && write(fds[1], "\nend", 4) == 4) {
         int k;
-        char **lines = read_lines_arriving(fds[0], "pipe", &pending, &pending_len, &k, &done);
+        char **lines = read_lines_arriving(fds[0], "pipe", 0, &pending, &pending_len, &k, &done);
         if (lines && k == 1) line_len = strlen(lines[0]), line = lines[0], lines[0] = NULL;
         if (lines) free_lines(lines, k);
         nl = k;
@@ -303,6 +306,56 @@ static void test_long_line_arriving_in_pieces(void) {
     CHECK(took < 0.2, "%.2f s for a line of %d KiB in %d reads", took, PIECE * PIECES / 1024, PIECES);
 }
 
+/* A NUL byte in the input is refused with its line's number, where a C string would end
+ * the line at it and drop the rest unseen: read whole (the second line of three), and as
+ * lines arrive (the NUL in the fifth line overall, two lines after the seven taken before,
+ * behind a partial line that waited). Text without one reads as before. */
+static void test_nul_byte_refused_with_its_line(void) {
+    static const char whole[] = "one\ntw\0o\nthree\n";
+    FILE *f = fmemopen((void *)whole, sizeof whole - 1, "r");
+    int n = -1;
+    char **lines = f ? read_lines_checked(f, "in.txt", &n) : NULL;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s", lines ? "" : err_msg());
+    if (lines) free_lines(lines, n);
+    if (f) fclose(f);
+    CHECK(!lines && strcmp(msg, "in.txt: line 2 holds a NUL byte: not text") == 0, "read whole: %s", msg);
+    CHECK(err_status() == 2, "a NUL byte is bad input, exit %d", err_status());
+
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    char *pending = NULL;
+    size_t pending_len = 0;
+    int done = 0, k = -1;
+    lines = write(fds[1], "a\nb\nc", 5) == 5 ? read_lines_arriving(fds[0], "pipe", 7, &pending, &pending_len, &k, &done)
+                                             : NULL;
+    int first = lines ? k : -1;
+    if (lines) free_lines(lines, k);
+    lines = write(fds[1], "c\nd\0d\n", 7) == 7
+                ? read_lines_arriving(fds[0], "pipe", 7 + first, &pending, &pending_len, &k, &done)
+                : NULL;
+    snprintf(msg, sizeof msg, "%s", lines ? "" : err_msg());
+    if (lines) free_lines(lines, k);
+    close(fds[0]), close(fds[1]), free(pending);
+    CHECK(first == 2 && !lines && strcmp(msg, "pipe: line 11 holds a NUL byte: not text") == 0,
+          "arriving: %d lines first, then %s", first, msg);
+}
+
+/* json_fmt keeps a number's printed digits however long the text: a diverging run's
+ * valid_ppl of 1.05e308 as "%.4f" is 314 characters, and a cut buffer wrote 1.05e62. */
+static void test_json_numbers_keep_their_size(void) {
+    static const double v[] = {1.0517e308, 3.25e59, 12.5, -7.125e200};
+    for (int i = 0; i < 4; i++) {
+        json_t *j = json_fmt("%.4f", v[i]);
+        double got = j ? json_real_value(j) : 0.0;
+        json_decref(j);
+        CHECK(got == v[i], "%.6g written as %.6g", v[i], got);
+    }
+    json_t *inf = json_fmt("%.4f", INFINITY);
+    CHECK(json_is_null(inf), "infinity is not null");
+    json_decref(inf);
+}
+
 const TestCase files_tests[] = {
     {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
@@ -310,5 +363,7 @@ const TestCase files_tests[] = {
     {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
     {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
+    {"files_nul_byte_refused_with_its_line", test_nul_byte_refused_with_its_line},
+    {"files_json_numbers_keep_their_size", test_json_numbers_keep_their_size},
     {NULL, NULL},
 };

@@ -35,7 +35,7 @@ const CmdSpec cmd_help_spec = {
     .example = "qkv help translate",
 };
 
-static void list_commands(FILE *out) {
+void command_list(FILE *out) {
     fprintf(out, "usage: qkv COMMAND [ARGS]   (qkv help COMMAND, or qkv COMMAND --help, for its options)\n\n");
     for (int i = 0; i < n_commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].spec->name, commands[i].spec->summary);
@@ -45,7 +45,7 @@ int cmd_help(int argc, char **argv) {
     int c = argc > 0 ? cmd_option_next(&cmd_help_spec, argc, argv) : CMD_OPTIONS_END;
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (argc <= 0 || optind == argc) {
-        list_commands(stdout);
+        command_list(stdout);
         return 0;
     }
     if (optind != argc - 1) return cmd_usage_of(&cmd_help_spec);

@@ -11,6 +11,8 @@
 #ifndef QKV_COMMANDS_H
 #define QKV_COMMANDS_H
 
+#include <stdio.h>
+
 #include "cmdlib/options.h"
 
 typedef struct {
@@ -22,6 +24,8 @@ extern const Command commands[];
 extern const int n_commands;
 /* The command named name, or NULL. */
 const Command *command_find(const char *name);
+/* The usage line and every command with its summary, to out. */
+void command_list(FILE *out);
 
 int cmd_train(int argc, char **argv);  /* train.c */
 int cmd_resume(int argc, char **argv); /* train.c */

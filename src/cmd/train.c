@@ -186,7 +186,10 @@ static void on_log(void *ctx, const TrainProgress *p) {
     Screen *s = ctx;
     char vbuf[96] = "", eta[32];
     int bleu = p->validated && !isnan(p->valid_bleu);
-    if (p->validated) snprintf(vbuf, sizeof vbuf, "  valid %.4f (ppl %.2f)", p->valid_loss, exp(p->valid_loss));
+    double ppl = p->validated ? exp(p->valid_loss) : 0.0; /* a diverging run's has 300 digits: then 3 of them */
+    if (p->validated)
+        snprintf(vbuf, sizeof vbuf, ppl < 1e6 ? "  valid %.4f (ppl %.2f)" : "  valid %.4f (ppl %.3g)", p->valid_loss,
+                 ppl);
     if (bleu) snprintf(vbuf + strlen(vbuf), sizeof vbuf - strlen(vbuf), "  BLEU %.2f", p->valid_bleu);
     format_duration(eta, sizeof eta, p->eta_s);
     if (s->tty) printf("\r\033[K");

@@ -52,7 +52,7 @@ static int translate_as_lines_arrive(Run *r, const TranslateOptions *o, int *tru
     int done = 0, first = 0, rc = 0;
     while (!done) {
         int n;
-        char **lines = read_lines_arriving(STDIN_FILENO, "standard input", &pending, &pending_len, &n, &done);
+        char **lines = read_lines_arriving(STDIN_FILENO, "standard input", first, &pending, &pending_len, &n, &done);
         if (!lines) {
             rc = -1;
             break;

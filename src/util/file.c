@@ -97,9 +97,20 @@ char *read_file_max(const char *path, size_t max, size_t *len_out) {
 
 char *read_file(const char *path, size_t *len_out) { return read_file_max(path, READ_FILE_ANY, len_out); }
 
+/* "<name>: line N holds a NUL byte: not text", N counted from line0 + 1, if text[from..len)
+ * holds one; else 0. A C string ends at a NUL, so a line with one would lose what follows
+ * it without a word: translate would drop half a sentence and still answer a line for a line. */
+static int refuse_nul(const char *name, const char *text, size_t from, size_t len, int line0) {
+    const char *nul = memchr(text + from, '\0', len - from);
+    if (!nul) return 0;
+    int line = line0 + 1;
+    for (const char *p = text; (p = memchr(p, '\n', (size_t)(nul - p))) != NULL; p++) line++;
+    return err_set("%s: line %d holds a NUL byte: not text", name, line);
+}
+
 /* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
  * file written on Windows reads the same); a last line without '\n' still counts. Each
- * line is copied out (a NUL inside a line ends its copy). */
+ * line is copied out (a NUL inside a line ends its copy: the readers that take input refuse one). */
 static char **split_lines(char *text, size_t len, int *n_out) {
     int n = 0, cap = 256;
     char **lines = xmalloc(sizeof(char *) * (size_t)cap);
@@ -126,7 +137,8 @@ char **read_lines(FILE *f, int *n_out) {
     return lines;
 }
 
-char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pending_len, int *n_out, int *done) {
+char **read_lines_arriving(int fd, const char *name, int line0, char **pending, size_t *pending_len, int *n_out,
+                           int *done) {
     enum { READ = 1 << 16 };
     /* The buffer's size follows from its length, so no call need keep it: the least power
      * of two from 2 * READ with room for a read and a NUL past the length. It doubles as the
@@ -146,6 +158,7 @@ char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pen
     len += (size_t)got;
     while (grown < len + READ + 1) grown *= 2;
     if (grown > size) *pending = xrealloc(*pending, grown);
+    if (refuse_nul(name, *pending, had, len, line0) != 0) return NULL;
     /* the complete lines: up to the last '\n' (all of it at the end of input). The bytes
      * that waited hold none (each call keeps only what follows the last one), so only this
      * read's are searched: a line arriving in many reads is searched once, not at each */
@@ -169,6 +182,7 @@ char **read_lines_checked(FILE *f, const char *name, int *n_out) {
         free(text);
         return err_set("%s: read failed: %s", name, strerror(failed)), err_io(failed), NULL;
     }
+    if (refuse_nul(name, text, 0, len, 0) != 0) return free(text), NULL;
     char **lines = split_lines(text, len, n_out);
     free(text);
     return lines;

@@ -33,7 +33,8 @@ FILE *fopen_regular(const char *path, const char *mode, const char *doing);
  * one); free_lines frees them. A read error ends the lines early. */
 char **read_lines(FILE *f, int *n_out);
 /* The same, but a read error is an error: NULL with it set ("<name>: read failed: ...",
- * an I/O fault, exit 1), and none of the lines. */
+ * an I/O fault, exit 1), and none of the lines; so is a NUL byte ("<name>: line N holds a
+ * NUL byte: not text", bad input). */
 char **read_lines_checked(FILE *f, const char *name, int *n_out);
 /* The same from the file at path, for text files: NULL with the error set, naming the
  * path, if it cannot be read or holds a NUL byte. */
@@ -44,8 +45,11 @@ void free_lines(char **lines, int n);
  * line waits in *pending for the next call (start it NULL and 0, let only this function
  * size it, free it after). Linear: each byte is copied and searched a bounded number of
  * times, however many reads a line takes. At the end of input the partial line comes too,
- * and *done is set. NULL with the error set ("<name>: read failed: ...") on a read error. */
-char **read_lines_arriving(int fd, const char *name, char **pending, size_t *pending_len, int *n_out, int *done);
+ * and *done is set. NULL with the error set ("<name>: read failed: ...") on a read error,
+ * or on a NUL byte ("<name>: line N holds a NUL byte: not text", N counted after the
+ * line0 lines the caller has taken before). */
+char **read_lines_arriving(int fd, const char *name, int line0, char **pending, size_t *pending_len, int *n_out,
+                           int *done);
 
 /* mkdir -p; 0 or -1 with the error set. */
 int make_dirs(const char *path);

@@ -10,9 +10,17 @@
 
 json_t *json_fmt(const char *fmt, double v) {
     if (!isfinite(v)) return json_null(); /* JSON has no inf or nan; readers skip a null */
-    char buf[64];
-    snprintf(buf, sizeof buf, fmt, v);
-    return json_real(strtod(buf, NULL));
+    /* "%.6f" of a diverging run's 1e308 is 316 characters: a fixed buffer would cut
+     * its digits and change the number, so a long one gets its own */
+    char small[64], *buf = small;
+    int n = snprintf(small, sizeof small, fmt, v);
+    if (n >= (int)sizeof small) {
+        buf = xmalloc((size_t)n + 1);
+        snprintf(buf, (size_t)n + 1, fmt, v);
+    }
+    json_t *j = json_real(strtod(buf, NULL));
+    if (buf != small) free(buf);
+    return j;
 }
 
 json_t *json_ints(const int *v, int n) {
