@@ -1,5 +1,7 @@
 /* Checkpoints: exact round trip, and every kind of damage rejected with one message
  * naming the file, never a crash and never a partly loaded model. */
+#include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -257,6 +259,79 @@ static void test_foreign_files_and_other_configs(void) {
     free_saved(&s);
 }
 
+/* A checkpoint's bytes with tensor `name`'s header shape replaced by `shape` (its byte
+ * count kept, so the file still parses), both checksums made right again: a crafted file
+ * only the shape check can catch. malloc'd; *n_out its length. */
+static char *with_shape(const char *bytes, size_t len, const char *name, const char *shape, size_t *n_out) {
+    uint64_t hlen;
+    memcpy(&hlen, bytes, 8);
+    json_t *root = json_loadb(bytes + 8, (size_t)hlen, 0, NULL);
+    json_object_set_new(json_object_get(root, name), "shape", json_loads(shape, 0, NULL));
+    json_object_set_new(json_object_get(root, "__metadata__"), "header_checksum", json_string("0000000000000000"));
+    char *header = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    size_t hl = strlen(header), padded = (hl + 7) & ~(size_t)7, data = len - 8 - (size_t)hlen;
+    char *out = xmalloc(8 + padded + data);
+    uint64_t n = padded;
+    memcpy(out, &n, 8);
+    memcpy(out + 8, header, hl);
+    memset(out + 8 + hl, ' ', padded - hl);
+    memcpy(out + 8 + padded, bytes + 8 + hlen, data);
+    free(header);
+    char digits[17];
+    snprintf(digits, sizeof digits, "%016" PRIx64, checksum64(out + 8, padded));
+    memcpy(strstr(out + 8, "\"header_checksum\":\"") + strlen("\"header_checksum\":\""), digits, 16);
+    *n_out = 8 + padded + data;
+    return out;
+}
+
+/* A shape mismatch names every dimension of both shapes, a rank-3 one included. */
+static void test_shape_mismatch_names_every_dimension(void) {
+    Saved s;
+    save_one(&s, 5);
+    const TensorInfo *t = NULL;
+    for (int i = 0; i < s.m.n_tensors && !t; i++)
+        if (s.m.tensors[i].ndim == 2 && s.m.tensors[i].shape[1] % 2 == 0) t = &s.m.tensors[i];
+    CHECK(t, "no matrix with an even second dimension in the small model");
+    char name[128], shape[64], want[320];
+    snprintf(name, sizeof name, "optim.m.%s", t->name);
+    snprintf(shape, sizeof shape, "[%d, %d, 2]", t->shape[0], t->shape[1] / 2);
+    size_t len, n;
+    char *bytes = read_file(s.path, &len), *bad = with_shape(bytes, len, name, shape, &n);
+    const char *why;
+    CHECK(rejected_bytes(s.path, bad, n, &why), "a rank-3 %s: %s (%s)", name, why, err_msg());
+    snprintf(want, sizeof want, "tensor '%s' has shape %s, this config needs [%d, %d]", name, shape, t->shape[0],
+             t->shape[1]);
+    CHECK(strstr(err_msg(), want), "'%s' does not say '%s'", err_msg(), want);
+    free(bytes), free(bad);
+    free_saved(&s);
+}
+
+/* Adam's second moments are squares: a negative one (a crafted file; its checksums
+ * right) is refused, in one line naming the tensor, before the model is touched. */
+static void test_negative_second_moment_rejected(void) {
+    Saved s;
+    save_one(&s, 6);
+    s.adam.v[s.m.n_params - 3] = -0.5f;
+    CkptMeta meta = {.step = 1, .config = ""};
+    CHECK(ckpt_save(s.path, &s.m, &s.adam, &meta) == 0, "%s", err_msg());
+    const char *why;
+    CHECK(rejected(s.path, &why), "a negative second moment: %s", why ? why : "loaded");
+    CHECK(strstr(err_msg(), "tensor 'optim.v.") && strstr(err_msg(), "-0.5") && strstr(err_msg(), "never negative"),
+          "'%s'", err_msg());
+    /* a negative first moment is an ordinary value */
+    s.adam.v[s.m.n_params - 3] = 0.5f, s.adam.m[0] = -0.5f;
+    CHECK(ckpt_save(s.path, &s.m, &s.adam, &meta) == 0, "%s", err_msg());
+    Model m;
+    Adam a;
+    model_init(&m, &small);
+    adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
+    CHECK(ckpt_load(s.path, &m, &a, NULL) == 0, "negative first moment refused: %s", err_msg());
+    adam_free(&a);
+    model_free(&m);
+    free_saved(&s);
+}
+
 /* The checksum of data fed in parts (as a checkpoint is saved: header, then each buffer
  * where it lies) equals the checksum of the same bytes at once, for cuts anywhere, word
  * boundaries or not; and it still sees a flipped bit. */
@@ -288,5 +363,7 @@ const TestCase checkpoint_tests[] = {
     {"checkpoint_truncated_anywhere_rejected", test_truncated_at_every_header_byte_and_across_data},
     {"checkpoint_flipped_byte_anywhere_rejected", test_flipped_byte_anywhere},
     {"checkpoint_foreign_files_and_other_configs_rejected", test_foreign_files_and_other_configs},
+    {"checkpoint_shape_mismatch_names_every_dimension", test_shape_mismatch_names_every_dimension},
+    {"checkpoint_negative_second_moment_rejected", test_negative_second_moment_rejected},
     {NULL, NULL},
 };

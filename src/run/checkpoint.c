@@ -396,6 +396,15 @@ void ckpt_meta_free(CkptMeta *meta) {
     meta->config = meta->src_vocab = meta->tgt_vocab = NULL;
 }
 
+/* "[2, 3, 4]" into buf: every dimension, however many */
+static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t at = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && at < n; d++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (at < n) snprintf(buf + at, n - at, "]");
+    return buf;
+}
+
 static const CkptTensor *find(const CkptFile *f, const char *name) {
     for (int i = 0; i < f->n_tensors; i++)
         if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
@@ -425,18 +434,23 @@ int ckpt_read(const CkptFile *f, Model *m, Adam *adam) {
             int same = c->ndim == t->ndim;
             for (int d = 0; same && d < t->ndim; d++) same = c->shape[d] == t->shape[d];
             if (!same) {
-                rc = fault(cf, "tensor '%s' has shape [%lld%s%.0lld], this config needs [%d%s%.0d]", name,
-                           (long long)c->shape[0], c->ndim > 1 ? ", " : "", c->ndim > 1 ? (long long)c->shape[1] : 0,
-                           t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? t->shape[1] : 0);
+                int64_t want[4] = {0};
+                for (int d = 0; d < t->ndim; d++) want[d] = t->shape[d];
+                char has[96], needs[96];
+                rc = fault(cf, "tensor '%s' has shape %s, this config needs %s", name,
+                           shape_text(has, sizeof has, c->shape, c->ndim),
+                           shape_text(needs, sizeof needs, want, t->ndim));
                 break;
             }
             float *dst = staged + (size_t)g * m->n_params + t->offset;
             memcpy(dst, f->data + c->begin, 4 * t->size);
-            for (size_t k = 0; k < t->size; k++)
-                if (!isfinite(dst[k])) {
-                    rc = fault(cf, "tensor '%s' holds NaN or infinity", name);
-                    break;
-                }
+            for (size_t k = 0; k < t->size && rc == 0; k++)
+                if (!isfinite(dst[k])) rc = fault(cf, "tensor '%s' holds NaN or infinity", name);
+                /* a second moment is a running mean of squares: a negative one would make
+                 * Adam's sqrt(v) NaN at the first step after the resume */
+                else if (g == 2 && dst[k] < 0)
+                    rc = fault(cf, "tensor '%s' holds %g at [%zu]: Adam's second moments are never negative", name,
+                               (double)dst[k], k);
         }
     }
     if (rc == 0) {
