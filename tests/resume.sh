@@ -207,6 +207,45 @@ train "$T/othervocab" 10 --set data.train.src="$T/other/train.src" --set data.tr
 cp "$T/othervocab/ckpt/step-000010.safetensors" "$T/nockpt/ckpt/step-000099.safetensors"
 expect_error "translate_rejects_other_vocabulary" 2 "^qkv: $T/nockpt/ckpt/step-000099.safetensors: its vocabularies differ" "$QKV" translate "$T/nockpt"
 
+# ---- checkpoint names and the steps they hold -------------------------------------------------
+# a checkpoint copied in under a later step's name: refused in one line naming it, and the
+# run's real checkpoints stay (resuming from it would restart at its step, and rotation
+# then deleted the newer real ones)
+cp -r "$T/straight" "$T/renamed"
+cp "$T/renamed/ckpt/step-000030.safetensors" "$T/renamed/ckpt/step-001000.safetensors"
+expect_error "resume_refuses_a_checkpoint_named_for_another_step" 2 \
+    "^qkv: $T/renamed/ckpt/step-001000.safetensors: holds step 30, not the step 1000 its name says" \
+    "$QKV" resume "$T/renamed" --steps 70
+expect_error "translate_refuses_a_checkpoint_named_for_another_step" 2 \
+    "^qkv: $T/renamed/ckpt/step-001000.safetensors: holds step 30, not the step 1000 its name says" \
+    "$QKV" translate "$T/renamed/ckpt/step-001000.safetensors" </dev/null
+kept=$(cd "$T/renamed/ckpt" && ls step-*.safetensors | tr '\n' ' ')
+[[ $kept == "step-000030.safetensors step-000040.safetensors step-000050.safetensors step-001000.safetensors " ]] &&
+    ok "refused_renamed_checkpoint_leaves_the_run_alone" || bad "refused_renamed_checkpoint_leaves_the_run_alone" "$kept"
+# one dropped in under a later name while the run trains: rotation neither counts it nor
+# deletes it, so the newest train.keep_checkpoints real ones stay
+dir="$T/dropped"
+"$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=200 >"$dir.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [[ -f $dir/ckpt/step-000010.safetensors ]] && break; sleep 0.02; done
+cp "$T/straight/ckpt/step-000030.safetensors" "$dir/ckpt/step-009999.safetensors"
+wait $pid
+kept=$(cd "$dir/ckpt" && ls step-*.safetensors | tr '\n' ' ')
+[[ $kept == "step-000180.safetensors step-000190.safetensors step-000200.safetensors step-009999.safetensors " ]] &&
+    ok "rotation_keeps_real_checkpoints_past_a_renamed_one" || bad "rotation_keeps_real_checkpoints_past_a_renamed_one" "$kept; $(tail -1 "$dir.log")"
+# a name without the zero padding qkv writes is the step it says: resumed from, by its name
+cp -r "$T/straight" "$T/unpadded"
+mv "$T/unpadded/ckpt/step-000050.safetensors" "$T/unpadded/ckpt/step-50.safetensors"
+out=$(timeout 120 "$QKV" resume "$T/unpadded" --steps 60 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^resuming $T/unpadded from $T/unpadded/ckpt/step-50.safetensors (step 50 of 60)" <<<"$out" &&
+    [[ -f $T/unpadded/ckpt/step-000060.safetensors ]] && ok "resume_from_an_unpadded_name" ||
+    bad "resume_from_an_unpadded_name" "exit $rc: $(tail -2 <<<"$out")"
+cp "$T/unpadded/ckpt/step-000060.safetensors" "$T/unpadded/ckpt/step-60.safetensors"
+expect_error "two_names_for_the_latest_step_refused" 2 \
+    "^qkv: $T/unpadded/ckpt: step-000060.safetensors and step-60.safetensors are both step 60: remove one$" \
+    "$QKV" resume "$T/unpadded" --steps 70
+
 # ---- one process per run: a live run is locked ------------------------------------------------
 "$QKV" train "$T/r.yaml" --set run_dir="$T/live" --set train.steps=100000 >"$T/live.log" 2>&1 &
 live=$!

@@ -332,6 +332,41 @@ static void test_negative_second_moment_rejected(void) {
     free_saved(&s);
 }
 
+/* The header alone: the metadata of a whole file; a cut or damaged header refused in one
+ * line naming the file, as a whole read would refuse it. */
+static void test_peek_reads_the_header_alone(void) {
+    Saved s;
+    save_one(&s, 7);
+    CkptMeta meta = {0};
+    CHECK(ckpt_peek(s.path, &meta) == 0, "%s", err_msg());
+    CHECK(meta.step == 42 && meta.epoch == 3 && strcmp(meta.config, "name: x\n") == 0, "step %lld",
+          (long long)meta.step);
+    ckpt_meta_free(&meta);
+    size_t len;
+    char *bytes = read_file(s.path, &len);
+    uint64_t hlen;
+    memcpy(&hlen, bytes, 8);
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s.peek", s.path);
+    const size_t cuts[] = {0, 5, 8, 9, 8 + (size_t)hlen / 2, 8 + (size_t)hlen - 1};
+    for (size_t k = 0; k < sizeof cuts / sizeof *cuts; k++) {
+        write_bytes(bad, bytes, cuts[k]);
+        CHECK(ckpt_peek(bad, &meta) != 0 && strncmp(err_msg(), bad, strlen(bad)) == 0 && !strchr(err_msg(), '\n'),
+              "cut at %zu: '%s'", cuts[k], err_msg());
+    }
+    bytes[8 + hlen / 3] ^= 0x20;
+    write_bytes(bad, bytes, len);
+    CHECK(ckpt_peek(bad, &meta) != 0 && strstr(err_msg(), "header"), "flipped header byte: '%s'", err_msg());
+    bytes[8 + hlen / 3] ^= 0x20;
+    bytes[len - 1] ^= 0x20; /* the data is not read: a peek does not see its damage */
+    write_bytes(bad, bytes, len);
+    CHECK(ckpt_peek(bad, &meta) == 0 && meta.step == 42, "flipped data byte: '%s'", err_msg());
+    ckpt_meta_free(&meta);
+    unlink(bad);
+    free(bytes);
+    free_saved(&s);
+}
+
 /* The checksum of data fed in parts (as a checkpoint is saved: header, then each buffer
  * where it lies) equals the checksum of the same bytes at once, for cuts anywhere, word
  * boundaries or not; and it still sees a flipped bit. */
@@ -365,5 +400,6 @@ const TestCase checkpoint_tests[] = {
     {"checkpoint_foreign_files_and_other_configs_rejected", test_foreign_files_and_other_configs},
     {"checkpoint_shape_mismatch_names_every_dimension", test_shape_mismatch_names_every_dimension},
     {"checkpoint_negative_second_moment_rejected", test_negative_second_moment_rejected},
+    {"checkpoint_peek_reads_the_header_alone", test_peek_reads_the_header_alone},
     {NULL, NULL},
 };

@@ -274,6 +274,86 @@ int ckpt_open(CkptFile *f, const char *path) {
     return ckpt_parse(f, path, bytes, len);
 }
 
+/* The header of f: its length against file_len (the whole file's, of which f->bytes
+ * may hold only the length and the header), its checksum, its JSON, the metadata into
+ * f->meta. *root gets the parsed header (the caller's) even on failure. */
+static int parse_header(CkptFile *f, size_t file_len, json_t **root) {
+    *root = NULL;
+    if (file_len < 8) return fault(f, "too short to be a checkpoint (%zu bytes)", file_len);
+    uint64_t hlen;
+    memcpy(&hlen, f->bytes, 8);
+    if (hlen < 2 || hlen > HEADER_MAX || hlen > file_len - 8 || hlen > f->len - 8)
+        return fault(f,
+                     "header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, or "
+                     "truncated",
+                     (unsigned long long)hlen, file_len, HEADER_MAX);
+    char *header = f->bytes + 8;
+    if (header[0] != '{') return fault(f, "no JSON header: not a checkpoint");
+    /* the header checksum first: any flipped header byte is caught here */
+    char *hc = memmem(header, (size_t)hlen, HC_KEY, strlen(HC_KEY));
+    if (!hc || hc + strlen(HC_KEY) + 16 > header + hlen)
+        return fault(f, "header has no header_checksum: not a qkv checkpoint, or damaged");
+    hc += strlen(HC_KEY);
+    char stored[17], saved[16];
+    memcpy(stored, hc, 16);
+    stored[16] = '\0';
+    memcpy(saved, hc, 16);
+    memset(hc, '0', 16);
+    uint64_t want = checksum64(header, (size_t)hlen);
+    memcpy(hc, saved, 16);
+    char *end;
+    errno = 0;
+    uint64_t got = strtoull(stored, &end, 16);
+    if (*end || errno || got != want) return fault(f, "header checksum mismatch: the header is damaged");
+    json_error_t jerr;
+    *root = json_loadb(header, (size_t)hlen, 0, &jerr);
+    if (!*root || !json_is_object(*root))
+        return fault(f, "header is not a JSON object: %s", *root ? "wrong type" : jerr.text);
+    f->data = header + hlen;
+    f->data_len = file_len - 8 - (size_t)hlen;
+    json_t *md = json_object_get(*root, "__metadata__");
+    if (!json_is_object(md)) return fault(f, "header has no __metadata__");
+    return parse_meta(f, md);
+}
+
+int ckpt_peek(const char *path, CkptMeta *meta) {
+    CkptFile f = {0};
+    snprintf(f.path, sizeof f.path, "%s", path);
+    size_t size;
+    int fd = open_regular(path, READ_FILE_ANY, &size);
+    if (fd < 0) return -1;
+    uint64_t hlen = 0;
+    size_t want = 8, have = 0;
+    int rc = 0;
+    /* the length, then the header it gives (bounded by the file and the limit) */
+    for (int part = 0; part < 2 && rc == 0; part++) {
+        if (part == 1) {
+            memcpy(&hlen, f.bytes, 8);
+            want = size >= 8 && hlen <= HEADER_MAX && hlen <= size - 8 ? 8 + (size_t)hlen : 8;
+        }
+        f.bytes = xrealloc(f.bytes, want);
+        while (have < want) {
+            ssize_t got = pread(fd, f.bytes + have, want - have, (off_t)have);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) {
+                int e = errno;
+                rc = (err_set("%s: %s", path, strerror(e)), err_io(e));
+            }
+            if (got <= 0) break;
+            have += (size_t)got;
+        }
+        f.len = have;
+        if (rc == 0 && have < 8) rc = fault(&f, "too short to be a checkpoint (%zu bytes)", have);
+    }
+    close(fd);
+    json_t *root = NULL;
+    if (rc == 0) rc = parse_header(&f, size, &root);
+    json_decref(root);
+    if (rc == 0) *meta = ckpt_meta_take(&f);
+    ckpt_close(&f);
+    return rc;
+}
+
 int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
@@ -281,60 +361,8 @@ int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len) {
     f->len = len;
     json_t *root = NULL;
     int rc = -1;
-    if (f->len < 8) {
-        fault(f, "too short to be a checkpoint (%zu bytes)", f->len);
-        goto done;
-    }
-    uint64_t hlen;
-    memcpy(&hlen, f->bytes, 8);
-    if (hlen < 2 || hlen > HEADER_MAX || hlen > f->len - 8) {
-        fault(f,
-              "header length %llu does not fit the file (%zu bytes, headers up to %u): not a checkpoint, or truncated",
-              (unsigned long long)hlen, f->len, HEADER_MAX);
-        goto done;
-    }
-    char *header = f->bytes + 8;
-    if (header[0] != '{') {
-        fault(f, "no JSON header: not a checkpoint");
-        goto done;
-    }
-    /* the header checksum first: any flipped header byte is caught here */
-    char *hc = memmem(header, (size_t)hlen, HC_KEY, strlen(HC_KEY));
-    if (!hc || hc + strlen(HC_KEY) + 16 > header + hlen) {
-        fault(f, "header has no header_checksum: not a qkv checkpoint, or damaged");
-        goto done;
-    }
-    hc += strlen(HC_KEY);
-    char stored[17], zeros[16];
-    memcpy(stored, hc, 16);
-    stored[16] = '\0';
-    memset(zeros, '0', 16);
-    char saved[16];
-    memcpy(saved, hc, 16);
-    memcpy(hc, zeros, 16);
-    uint64_t want = checksum64(header, (size_t)hlen);
-    memcpy(hc, saved, 16);
-    char *end;
-    errno = 0;
-    uint64_t got = strtoull(stored, &end, 16);
-    if (*end || errno || got != want) {
-        fault(f, "header checksum mismatch: the header is damaged");
-        goto done;
-    }
-    json_error_t jerr;
-    root = json_loadb(header, (size_t)hlen, 0, &jerr);
-    if (!root || !json_is_object(root)) {
-        fault(f, "header is not a JSON object: %s", root ? "wrong type" : jerr.text);
-        goto done;
-    }
-    f->data = header + hlen;
-    f->data_len = f->len - 8 - (size_t)hlen;
+    if (parse_header(f, len, &root) != 0) goto done;
     json_t *md = json_object_get(root, "__metadata__");
-    if (!json_is_object(md)) {
-        fault(f, "header has no __metadata__");
-        goto done;
-    }
-    if (parse_meta(f, md) != 0) goto done;
     f->tensors = xmalloc(sizeof(CkptTensor) * (json_object_size(root) + 1));
     const char *key;
     json_t *value;

@@ -64,6 +64,10 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
 
 /* Reads and verifies a file without a model (for `qkv info` and ckpt_load). */
 int ckpt_open(CkptFile *f, const char *path);
+/* The metadata of a file, from its header alone (its length, checksum and metadata
+ * checked; the data not read): what a listing of checkpoints needs to know of each.
+ * meta's strings are the caller's (ckpt_meta_free). -1 with the error set. */
+int ckpt_peek(const char *path, CkptMeta *meta);
 /* The same over bytes already in memory (malloc'd; f owns them from here, even on
  * failure); path names them in errors. */
 int ckpt_parse(CkptFile *f, const char *path, char *bytes, size_t len);

@@ -51,49 +51,68 @@ const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long 
 
 uint64_t run_vocab_hash(const Vocab *src, const Vocab *tgt) { return hash64(vocab_hash(src), vocab_hash(tgt)); }
 
-/* 1 if name is a step checkpoint's file name, its step in *step. */
+/* 1 if name is a step checkpoint's file name, step-<digits>.safetensors (zero-padded as
+ * qkv writes them or not), its step in *step. */
 static int step_name(const char *name, long long *step) {
-    char tail[32];
-    return sscanf(name, "step-%lld.safetensor%31s", step, tail) == 2 && strcmp(tail, "s") == 0 && *step >= 0;
+    int end = 0;
+    return strlen(name) < sizeof((StepFile *)0)->name && sscanf(name, "step-%lld.safetensors%n", step, &end) == 1 &&
+           end > 0 && name[end] == '\0' && name[5] >= '0' && name[5] <= '9' && *step >= 0;
 }
 
-/* Step numbers of the run's step checkpoints, ascending; returns the count. */
-static int list_steps(const char *dir, long long **steps_out) {
+static int by_step(const void *a, const void *b) {
+    const StepFile *x = a, *y = b;
+    return x->step != y->step ? (x->step > y->step) - (x->step < y->step) : strcmp(x->name, y->name);
+}
+
+/* The run's step checkpoints as their names give them, by step; returns the count. The
+ * files are listed by the names they have: step-40.safetensors is not step-000040. */
+static int list_steps(const char *dir, StepFile **out) {
     char ck[CONFIG_PATH_MAX + 16];
     run_path(ck, sizeof ck, dir, RUN_CKPT_DIR);
     DIR *d = opendir(ck);
     int n = 0, cap = 16;
-    long long *steps = xmalloc(sizeof(long long) * (size_t)cap);
+    StepFile *files = xmalloc(sizeof(StepFile) * (size_t)cap);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d))) {
             long long s;
-            if (step_name(e->d_name, &s)) {
-                if (n == cap) steps = xrealloc(steps, sizeof(long long) * (size_t)(cap *= 2));
-                steps[n++] = s;
-            }
+            if (!step_name(e->d_name, &s)) continue;
+            if (n == cap) files = xrealloc(files, sizeof(StepFile) * (size_t)(cap *= 2));
+            files[n].step = s;
+            snprintf(files[n++].name, sizeof files->name, "%s", e->d_name); /* fits: step_name */
         }
         closedir(d);
     }
-    for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
-        for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
-            long long t = steps[j];
-            steps[j] = steps[j - 1], steps[j - 1] = t;
-        }
-    *steps_out = steps;
+    qsort(files, (size_t)n, sizeof *files, by_step);
+    *out = files;
     return n;
 }
 
+/* "<dir>/ckpt/<name>" into buf */
+static const char *ckpt_file_path(char *buf, size_t n, const char *dir, const char *name) {
+    snprintf(buf, n, "%s/" RUN_CKPT_DIR "/%s", dir, name);
+    return buf;
+}
+
 int run_step_checkpoints(const char *dir, char ***paths) {
-    long long *steps;
-    int n = list_steps(dir, &steps);
+    StepFile *files;
+    int n = list_steps(dir, &files);
     *paths = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
-        char p[CONFIG_PATH_MAX + 64];
-        (*paths)[i] = xstrdup(run_step_checkpoint(p, sizeof p, dir, steps[i]));
+        char p[CONFIG_PATH_MAX + 96];
+        (*paths)[i] = xstrdup(ckpt_file_path(p, sizeof p, dir, files[i].name));
     }
-    free(steps);
+    free(files);
     return n;
+}
+
+int run_check_step_name(const char *path, int64_t step) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    long long named;
+    if (!step_name(base, &named) || named == step) return 0;
+    return err_set("%s: holds step %lld, not the step %lld its name says (renamed?); resume, rotation and "
+                   "'latest' go by the names: remove it, or rename it step-%06lld.safetensors",
+                   path, (long long)step, named, (long long)step);
 }
 
 int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths) {
@@ -156,23 +175,33 @@ int run_is_own_checkpoint(const char *dir, const char *path) {
 }
 
 int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
-    long long *steps;
-    int count = list_steps(dir, &steps);
-    if (count == 0) {
-        free(steps);
-        return err_set("%s: no checkpoint in %s/ckpt (train first)", dir, dir);
-    }
-    run_step_checkpoint(buf, n, dir, steps[count - 1]);
-    free(steps);
-    return 0;
+    StepFile *files;
+    int count = list_steps(dir, &files), rc = 0;
+    if (count == 0) rc = err_set("%s: no checkpoint in %s/ckpt (train first)", dir, dir);
+    else if (count > 1 && files[count - 2].step == files[count - 1].step)
+        rc = err_set("%s/" RUN_CKPT_DIR ": %s and %s are both step %lld: remove one", dir, files[count - 2].name,
+                     files[count - 1].name, files[count - 1].step);
+    else ckpt_file_path(buf, n, dir, files[count - 1].name);
+    free(files);
+    return rc;
 }
 
 void run_rotate_checkpoints(const char *dir, int keep) {
-    long long *steps;
-    int count = list_steps(dir, &steps);
-    char p[CONFIG_PATH_MAX + 64];
-    for (int i = 0; i + keep < count; i++) unlink(run_step_checkpoint(p, sizeof p, dir, steps[i]));
-    free(steps);
+    StepFile *files;
+    int count = list_steps(dir, &files);
+    char p[CONFIG_PATH_MAX + 96];
+    /* the newest `keep` whose header holds the step their name says stay; one that holds
+     * another step (renamed, or copied in under a later name) is neither counted nor
+     * removed, so it never pushes the run's real checkpoints out. keep 0: all go */
+    for (int i = count - 1, kept = 0; i >= 0 && count > keep; i--) {
+        CkptMeta meta = {0};
+        ckpt_file_path(p, sizeof p, dir, files[i].name);
+        int read = keep > 0 && ckpt_peek(p, &meta) == 0, truthful = read && meta.step == files[i].step;
+        ckpt_meta_free(&meta);
+        if (kept < keep) kept += truthful;
+        else if (truthful || !read) unlink(p); /* past the kept ones: the run's old step, or damaged */
+    }
+    free(files);
     char ck[CONFIG_PATH_MAX + 16];
     DIR *d = opendir(run_path(ck, sizeof ck, dir, RUN_CKPT_DIR));
     if (!d) return;
@@ -251,9 +280,9 @@ long run_lock_holder(const char *dir) {
 static int has_checkpoint(const char *dir) {
     char p[CONFIG_PATH_MAX + 64];
     struct stat st;
-    long long *steps;
-    int n = list_steps(dir, &steps);
-    free(steps);
+    StepFile *files;
+    int n = list_steps(dir, &files);
+    free(files);
     return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0;
 }
 
@@ -366,7 +395,8 @@ int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *me
     if (!config_same_model(&theirs, &r->cfg, what, sizeof what))
         return err_set("%s: trained with a different %s than %s/config.yaml says: a checkpoint of another config",
                        ckpt_path, what, r->dir);
-    return 0;
+    /* last: a checkpoint of another run is that first, whatever its name */
+    return run_check_step_name(ckpt_path, meta->step);
 }
 
 /* One side's vocabulary from exported weights: the vocabulary file's text, or the

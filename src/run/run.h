@@ -22,6 +22,12 @@ typedef struct {
     CkptMeta meta;
 } Run;
 
+/* A step checkpoint's file name in <run>/ckpt and the step the name says. */
+typedef struct {
+    long long step;
+    char name[64];
+} StepFile;
+
 /* The model's shape from the config and the vocabulary sizes. */
 ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
 
@@ -54,8 +60,13 @@ int run_set_steps(Run *r, int steps);
 /* Loads the run's config.yaml and vocabularies (no model). */
 int run_load_config_and_vocab(Run *r, const char *dir);
 
-/* Checks a checkpoint's metadata against the run's vocabularies and config. */
+/* Checks a checkpoint's metadata against the run's vocabularies and config, and its file
+ * name's step (a step-N name must hold step N). */
 int run_check_checkpoint(const Run *r, const char *ckpt_path, const CkptMeta *meta);
+
+/* 0 unless path's file name is a step checkpoint's whose step is not `step` (the step its
+ * header holds): then -1 with the error set, naming both. */
+int run_check_step_name(const char *path, int64_t step);
 
 /* The pid of the process training the run in dir (holding its lock), 0 when none is. */
 long run_lock_holder(const char *dir);
@@ -75,9 +86,12 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
  * as one of its step checkpoints or best.safetensors, or names one of those in its
  * ckpt/ (however the directory is spelled), there yet or not. */
 int run_is_own_checkpoint(const char *dir, const char *path);
-/* The highest-step checkpoint of a run; -1 (error set) when there is none. */
+/* The highest-step checkpoint of a run, by the steps the names say (whatever their
+ * padding); -1 (error set) when there is none, or two names say that step. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);
-/* Deletes step checkpoints beyond the newest `keep`, and the .tmp files of ckpt/ that
+/* Deletes step checkpoints beyond the newest `keep` that hold the step their name says
+ * (one that holds another is neither counted nor deleted; keep 0 deletes every one), and
+ * the .tmp files of ckpt/ that
  * are this process' own or a dead process' (never a live writer's). */
 void run_rotate_checkpoints(const char *dir, int keep);
 /* Makes ckpt/best.safetensors the same file as `ckpt_path` (atomically). */
