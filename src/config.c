@@ -473,6 +473,33 @@ int config_same_model(const Config *a, const Config *b, char *what, size_t n) {
     return 1;
 }
 
+void config_copy_keys(Config *dst, const Config *src, const char *const *paths) {
+    for (; *paths; paths++) {
+        int i = find_key(*paths);
+        if (i < 0) continue;
+        const KeySpec *k = &keys[i];
+        size_t size = k->type == KEY_STRING  ? k->size
+                      : k->type == KEY_INT64 ? sizeof(int64_t)
+                      : k->type == KEY_FLOAT ? sizeof(double)
+                      : k->type == KEY_WATCH ? sizeof dst->train.watch
+                                             : sizeof(int);
+        memcpy((char *)dst + k->offset, (const char *)src + k->offset, size);
+        if (k->type == KEY_WATCH) dst->train.n_watch = src->train.n_watch;
+        dst->set_line[i] = src->set_line[i], dst->set_col[i] = src->set_col[i];
+    }
+}
+
+int config_differences(const Config *a, const Config *b, const char *const *skip, char *what, size_t n) {
+    int count = 0;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        int skipped = 0;
+        for (const char *const *s = skip; s && *s && !skipped; s++) skipped = strcmp(*s, keys[i].path) == 0;
+        if (skipped || key_equal(&keys[i], a, b)) continue;
+        if (count++ == 0) snprintf(what, n, "%s", keys[i].path);
+    }
+    return count;
+}
+
 int config_set(Config *c, const char *assignment) {
     char where[300];
     snprintf(where, sizeof where, "--set %s", assignment);

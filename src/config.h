@@ -103,6 +103,11 @@ int config_parse(Config *c, const char *text, size_t len, const char *name);
 /* 1 if a and b describe the same model (model.* but dropout, tokenizer, shared vocab);
  * else 0 with the first differing key in what. */
 int config_same_model(const Config *a, const Config *b, char *what, size_t n);
+/* How many keys hold different values in a and b, leaving out those named in skip (a
+ * NULL-terminated list; NULL: none); the first that differs (in table order) in what. */
+int config_differences(const Config *a, const Config *b, const char *const *skip, char *what, size_t n);
+/* The keys named in paths (a NULL-terminated list) from src into dst. */
+void config_copy_keys(Config *dst, const Config *src, const char *const *paths);
 /* Applies one "a.b=value" override with the same checks as the file. */
 int config_set(Config *c, const char *assignment);
 /* Cross-key checks and required keys; check_files also checks the data files exist. */

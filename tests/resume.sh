@@ -292,4 +292,22 @@ ck=$(ls "$T/edited"/ckpt/step-*.safetensors | tail -1)
 grep -aq '"rng":"counter-based: dropout = hash(seed, step, site, index); batch order = hash(seed, epoch)"' "$ck" &&
     ok "rng_metadata_whole" || bad "rng_metadata_whole" "$(grep -ao '"rng":"[^"]*"' "$ck")"
 
+# ---- a resume goes on with the checkpoint's config, whatever config.yaml says now ---------
+# (but for where the data is, train.steps and train.threads: the data is moved here, and
+# the goal raised in config.yaml rather than with --steps)
+dir="$T/edited-keys"
+cp -r "$T/data" "$T/data-a"
+train "$dir" 20 --set data.train.src="$T/data-a/train.src" --set data.train.tgt="$T/data-a/train.tgt" \
+    --set data.valid.src="$T/data-a/valid.src" --set data.valid.tgt="$T/data-a/valid.tgt"
+mv "$T/data-a" "$T/data-b"
+sed -i "s|$T/data-a/|$T/data-b/|; s/^seed: .*/seed: 7/; s/^  clip_norm: .*/  clip_norm: 0.25/; s/^  steps: .*/  steps: $N/" "$dir/config.yaml"
+err=$(timeout 120 "$QKV" resume "$dir" 2>&1 >"$dir.resume.log")
+rc=$?
+[[ $rc -eq 0 && $err == "qkv: warning: $dir/config.yaml: seed and 1 other key differ from the config $dir/ckpt/step-000020.safetensors was trained with: a resume goes on with the checkpoint's, and config.yaml is rewritten to it (a new run takes new settings)" ]] &&
+    ok "resume_says_which_edited_key_it_overrules" || bad "resume_says_which_edited_key_it_overrules" "exit $rc: $err"
+same_tensors "$dir/ckpt/step-0000$N.safetensors" "$straight" && ok "resume_trains_with_the_checkpoints_seed_and_keys" ||
+    bad "resume_trains_with_the_checkpoints_seed_and_keys" "weights or moments differ; $(tail -2 "$dir.resume.log")"
+grep -q '^seed: 1$' "$dir/config.yaml" && grep -q '^  clip_norm: 1$' "$dir/config.yaml" && grep -q "^    src: \"$T/data-b/train.src\"$" "$dir/config.yaml" &&
+    ok "config_yaml_rewritten_to_the_config_in_use" || bad "config_yaml_rewritten_to_the_config_in_use" "$(grep -E '^seed|clip_norm|train.src' "$dir/config.yaml")"
+
 finish

@@ -495,11 +495,13 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     char ckpt[CONFIG_PATH_MAX + 64] = "";
     int trained, lead = dist_rank() == 0, rc;
     const Config *cfg = &t->run.cfg;
+    RunEdits edits = {0};
     snprintf(t->run.dir, sizeof t->run.dir, "%s", dir);
-    if ((rc = agree(lead && run_open_for_training(&t->run, dir, ckpt, sizeof ckpt) != 0 ? 2 : 0))) return rc;
+    if ((rc = agree(lead && run_open_for_training(&t->run, dir, ckpt, sizeof ckpt, &edits) != 0 ? 2 : 0))) return rc;
     if ((rc = agree(trainer_share_config(t) != 0 ? 1 : 0))) return rc;
     int goal = steps > 0 ? steps : cfg->train.steps, per_process = threads > 0 ? threads : cfg->train.threads;
-    int changed = goal != cfg->train.steps || per_process != cfg->train.threads;
+    /* config.yaml says what the run trains with: edits in it that the checkpoint overrules go */
+    int changed = goal != cfg->train.steps || per_process != cfg->train.threads || edits.count > 0;
     t->run.cfg.train.threads = per_process;
     if ((rc = read_data(t, 0)) || (rc = agree(setup(t))) || (rc = restore(t, ckpt, &trained))) return rc;
     /* a goal already reached leaves the run as it is: config.yaml included */
@@ -510,6 +512,17 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
                "longer)\n",
                dir, (long long)t->step, past, (long long)t->step);
         return 0;
+    }
+    if (lead && edits.count > 0) {
+        char which[128];
+        if (edits.count == 1) snprintf(which, sizeof which, "%s differs", edits.first);
+        else
+            snprintf(which, sizeof which, "%s and %d other key%s differ", edits.first, edits.count - 1,
+                     edits.count == 2 ? "" : "s");
+        fprintf(stderr,
+                "qkv: warning: %s/config.yaml: %s from the config %s was trained with: a resume goes on with the "
+                "checkpoint's, and config.yaml is rewritten to it (a new run takes new settings)\n",
+                dir, which, ckpt);
     }
     int shards = dist_size() * cfg->train.threads;
     if (lead && trained != shards)

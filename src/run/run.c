@@ -346,8 +346,36 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
     return rc;
 }
 
-int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
+/* The keys a resume takes from config.yaml rather than the checkpoint: where the run and
+ * its data are (the training text is held to the checkpoint's data hash all the same), how
+ * far it goes and on how many threads (what resume's --steps and --threads record there). */
+static const char *const resume_own_keys[] = {"run_dir",        "data.train.src", "data.train.tgt", "data.valid.src",
+                                              "data.valid.tgt", "train.steps",    "train.threads",  NULL};
+
+/* The run's config becomes the one ckpt was trained with, but for resume_own_keys; the
+ * keys config.yaml says otherwise counted in *edits. */
+static int take_checkpoint_config(Run *r, const char *ckpt, RunEdits *edits) {
+    CkptMeta meta = {0};
+    if (ckpt_peek(ckpt, &meta) != 0) return -1;
+    Config *theirs = xmalloc(sizeof *theirs);
+    config_defaults(theirs);
+    /* its vocabularies, its model and the step its name says first: they say more */
+    int rc = run_check_checkpoint(r, ckpt, &meta);
+    if (rc == 0) rc = config_parse(theirs, meta.config, strlen(meta.config), ckpt);
+    if (rc == 0) {
+        edits->count = config_differences(&r->cfg, theirs, resume_own_keys, edits->first, sizeof edits->first);
+        config_copy_keys(theirs, &r->cfg, resume_own_keys);
+        rc = config_validate(theirs, 0);
+    }
+    if (rc == 0) r->cfg = *theirs;
+    free(theirs);
+    ckpt_meta_free(&meta);
+    return rc;
+}
+
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n, RunEdits *edits) {
     struct stat st;
+    edits->count = 0, edits->first[0] = '\0';
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_lock(dir) != 0) return -1;
     char p[CONFIG_PATH_MAX + 32];
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
@@ -359,7 +387,8 @@ int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n) {
         return err_set("%s: no checkpoint yet: the run stopped before its first one; start it over with "
                        "'qkv train %s/config.yaml --set run_dir=%s'",
                        dir, dir, dir);
-    return run_latest_checkpoint(dir, ckpt, n);
+    if (run_latest_checkpoint(dir, ckpt, n) != 0) return -1;
+    return take_checkpoint_config(r, ckpt, edits);
 }
 
 int run_set_steps(Run *r, int steps) {

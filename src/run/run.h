@@ -50,10 +50,18 @@ void run_abandon(const char *dir, int made);
 /* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
  * resolved config.yaml and both vocabularies. -1 with the error set. */
 int run_write_files(const Run *r);
-/* The run in dir, for training on: config and vocabularies loaded, the directory given
- * here recorded as the run's (it wins over the one in config.yaml), stale .tmp files
- * of a killed run swept, and its latest checkpoint's path in ckpt. -1 with the error set. */
-int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n);
+/* Keys of config.yaml that differ from the checkpoint's config. */
+typedef struct {
+    int count;
+    char first[64]; /* the first of them, in config.h's table order */
+} RunEdits;
+/* The run in dir, for training on: vocabularies loaded, stale .tmp files of a killed run
+ * swept, its latest checkpoint's path in ckpt, and the config that checkpoint was trained
+ * with as the run's: a resume goes on with it whatever config.yaml says now, but for the
+ * directory given here, the data files' paths (the data is held to the checkpoint's hash),
+ * train.steps and train.threads, which come from config.yaml. The other keys config.yaml
+ * gives other values are in *edits. -1 with the error set. */
+int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n, RunEdits *edits);
 /* Moves the run's goal to `steps` and records it in its config.yaml. */
 int run_set_steps(Run *r, int steps);
 
