@@ -273,6 +273,27 @@ err=$("$QKV" train "$T/r.yaml" --set run_dir="$T/failed" --set data.min_freq=100
 rc=$?
 [[ $rc -eq 2 && ! -e $T/failed ]] && ok "failed_train_leaves_no_run_directory" || bad "failed_train_leaves_no_run_directory" "exit $rc, $(ls "$T/failed" 2>&1): $err"
 
+# a directory holding the user's own files of a run's names (a config.yaml to train from,
+# notes), and no run: a failed train removes only what it wrote, and calls it no stopped run
+mkdir -p "$T/mine"
+sed "s|^name: r$|name: r\nrun_dir: $T/mine|" "$T/r.yaml" >"$T/mine/config.yaml"
+echo "my notes" >"$T/mine/curves.svg"
+echo "my words" >"$T/mine/src.vocab"
+cp "$T/mine/config.yaml" "$T/mine.config.before"
+out=$(timeout 120 "$QKV" train "$T/mine/config.yaml" --set data.min_freq=1000000 2>&1)
+rc=$?
+left=$(cd "$T/mine" && ls | tr '\n' ' ')
+[[ $rc -eq 2 && $left == "config.yaml curves.svg src.vocab " ]] && cmp -s "$T/mine/config.yaml" "$T/mine.config.before" &&
+    grep -qx "my notes" "$T/mine/curves.svg" && grep -qx "my words" "$T/mine/src.vocab" && ! grep -q "stopped before" <<<"$out" &&
+    ok "failed_train_leaves_files_it_did_not_write" || bad "failed_train_leaves_files_it_did_not_write" "exit $rc, left: $left; $out"
+
+# checkpoints without a config.yaml beside them are still a run's: not cleared without --force
+cp -r "$T/straight" "$T/noconfig" && rm "$T/noconfig/config.yaml"
+expect_error "train_refuses_checkpoints_without_config_yaml" 2 "^qkv: $T/noconfig: already holds a run" \
+    "$QKV" train "$T/r.yaml" --set run_dir="$T/noconfig" --set train.steps=5
+[[ -f $T/noconfig/ckpt/step-000050.safetensors ]] && ok "refused_train_keeps_the_checkpoints" ||
+    bad "refused_train_keeps_the_checkpoints" "$(ls "$T/noconfig/ckpt")"
+
 # ---- a run whose directory name needs quoting in YAML (quote, backslash, non-ASCII) -------
 odd="$T/odd \"run\" \\ é"
 "$QKV" train "$T/r.yaml" --set run_dir="$odd" --set train.steps=4 >"$T/odd.log" 2>&1 &&

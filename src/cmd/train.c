@@ -401,17 +401,18 @@ static int run_loop(Trainer *t, int *began) {
  * rank 0 alone makes and writes the run directory. */
 static int train_new(Trainer *t, int force) {
     const Config *cfg = &t->run.cfg;
-    int lead = dist_rank() == 0, made = 0, created = lead ? run_create(cfg, force, &made) : 0, rc;
+    RunFresh fresh = {0};
+    int lead = dist_rank() == 0, created = lead ? run_create(cfg, force, &fresh) : 0, rc;
     if ((rc = agree(created < 0 ? 2 : 0))) return rc;
     if (created == 1) printf("%s: the run there stopped before its first checkpoint; starting it over\n", cfg->run_dir);
     /* a failure before training starts leaves nothing behind that would block the next train */
     if ((rc = read_data(t, 1)) || (rc = agree(lead && run_write_files(&t->run) != 0 ? err_status() : 0)) ||
         (rc = agree(setup(t))) || (rc = agree(trainer_open_metrics(t, 0) != 0 ? err_status() : 0))) {
-        if (lead) run_abandon(cfg->run_dir, made);
+        if (lead) run_abandon(cfg->run_dir, &fresh);
         return rc;
     }
     int began;
-    if ((rc = run_loop(t, &began)) != 0 && !began && lead) run_abandon(cfg->run_dir, made); /* refused: as above */
+    if ((rc = run_loop(t, &began)) != 0 && !began && lead) run_abandon(cfg->run_dir, &fresh); /* refused: as above */
     return rc;
 }
 

@@ -286,30 +286,43 @@ static int has_checkpoint(const char *dir) {
     return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0;
 }
 
-int run_create(const Config *cfg, int force, int *made) {
+/* The files a train writes before its first step: what run_abandon may take back. */
+static const char *const early_files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM,
+                                          RUN_TGT_SPM, RUN_METRICS,   RUN_CURVES,    RUN_LOCK};
+#define N_EARLY (sizeof early_files / sizeof early_files[0])
+_Static_assert(N_EARLY <= 8 * sizeof(unsigned), "RunFresh.had holds a bit per file");
+
+int run_create(const Config *cfg, int force, RunFresh *fresh) {
     char p[CONFIG_PATH_MAX + 32];
     struct stat st;
-    *made = stat(cfg->run_dir, &st) != 0;
-    if (make_dirs(cfg->run_dir) != 0 || run_lock(cfg->run_dir) != 0) return -1;
+    memset(fresh, 0, sizeof *fresh);
+    fresh->made = stat(cfg->run_dir, &st) != 0;
+    if (make_dirs(cfg->run_dir) != 0) return -1;
+    /* what is there before this train writes anything (the lock included) is not its own */
+    for (size_t i = 0; i < N_EARLY; i++)
+        if (lstat(run_path(p, sizeof p, cfg->run_dir, early_files[i]), &st) == 0) fresh->had |= 1u << i;
+    fresh->had_ckpt_dir = lstat(run_path(p, sizeof p, cfg->run_dir, RUN_CKPT_DIR), &st) == 0;
+    if (run_lock(cfg->run_dir) != 0) return -1;
     if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, RUN_METRICS)) != 0) return -1;
-    if (stat(run_path(p, sizeof p, cfg->run_dir, RUN_CONFIG), &st) != 0) return 0;
-    /* a run stopped before its first checkpoint has nothing to resume from or to lose */
-    if (!has_checkpoint(cfg->run_dir)) return 1;
-    if (!force)
-        return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
-                       cfg->run_dir, cfg->run_dir);
-    return 0;
+    if (has_checkpoint(cfg->run_dir)) {
+        if (!force)
+            return err_set("%s: already holds a run; resume it with 'qkv resume %s', or pass --force to start over",
+                           cfg->run_dir, cfg->run_dir);
+        return 0;
+    }
+    /* a run stopped before its first checkpoint (its ckpt/ is made before its config.yaml)
+     * has nothing to resume from or to lose; a config.yaml alone is someone's file */
+    return fresh->had_ckpt_dir && (fresh->had & 1u) ? 1 : 0;
 }
 
-void run_abandon(const char *dir, int made) {
+void run_abandon(const char *dir, const RunFresh *fresh) {
     if (has_checkpoint(dir)) return;
-    static const char *const files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM,
-                                        RUN_TGT_SPM, RUN_METRICS,   RUN_CURVES,    RUN_LOCK};
     char p[CONFIG_PATH_MAX + 32];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(run_path(p, sizeof p, dir, files[i]));
+    for (size_t i = 0; i < N_EARLY; i++)
+        if (!(fresh->had & 1u << i)) unlink(run_path(p, sizeof p, dir, early_files[i]));
     run_rotate_checkpoints(dir, 0); /* this process' tmp files */
-    rmdir(run_path(p, sizeof p, dir, RUN_CKPT_DIR));
-    if (made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
+    if (!fresh->had_ckpt_dir) rmdir(run_path(p, sizeof p, dir, RUN_CKPT_DIR));
+    if (fresh->made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
 }
 
 int run_write_files(const Run *r) {

@@ -37,16 +37,24 @@ ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
 int run_open(Run *r, const char *path);
 void run_close(Run *r);
 
-/* A new run in cfg->run_dir: makes the directory (*made: it was not there before) and
- * locks it for this process (a second train or resume of a live run is refused, naming
- * its pid); refuses a directory that holds a run with checkpoints unless force (they
- * go when run_write_files runs). 0: a new run; 1: a run that stopped before its first
- * checkpoint, to be started over; -1 with the error set (a user error). */
-int run_create(const Config *cfg, int force, int *made);
-/* After a train that failed before its first checkpoint: removes the files it wrote
- * (and the directory if it made it and it is empty), so nothing blocks the next train.
- * Leaves a run with checkpoints alone. */
-void run_abandon(const char *dir, int made);
+/* What was in a run directory before a train wrote to it: run_abandon leaves it there. */
+typedef struct {
+    int made;         /* the directory itself was not there */
+    int had_ckpt_dir; /* nor (when 0) its ckpt/ */
+    unsigned had;     /* a bit per file a train writes before its first step, set when it was there */
+} RunFresh;
+/* A new run in cfg->run_dir: makes the directory, notes in *fresh what was there before
+ * and locks it for this process (a second train or resume of a live run is refused,
+ * naming its pid); refuses a directory that holds a run with checkpoints unless force
+ * (they go when run_write_files runs). 0: a new run (files of other names, or a
+ * config.yaml alone, may be there); 1: a run that stopped before its first checkpoint, to
+ * be started over; -1 with the error set (a user error). */
+int run_create(const Config *cfg, int force, RunFresh *fresh);
+/* After a train that failed before its first checkpoint: removes the files it created
+ * (never one that was there before run_create, such as the user's own config.yaml) and
+ * the directory if it made it and it is empty, so nothing blocks the next train. Leaves a
+ * run with checkpoints alone. */
+void run_abandon(const char *dir, const RunFresh *fresh);
 /* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
  * resolved config.yaml and both vocabularies. -1 with the error set. */
 int run_write_files(const Run *r);
