@@ -148,6 +148,19 @@ wait $pid
 same_tensors "$dir/ckpt/step-000$M.safetensors" "$T/killref/ckpt/step-000$M.safetensors" &&
     ok "resume_after_sigkill_is_byte_identical" || bad "resume_after_sigkill_is_byte_identical" "$(tail -3 "$dir.log")"
 
+# metrics.jsonl after a kill: records logged past the checkpoint a resume goes on from are
+# dropped (the resume logs those steps again), and so is a last line the kill cut short
+dir="$T/killed-metrics"
+train "$dir" 30 --set train.log_every=5
+rm "$dir/ckpt/step-000030.safetensors" "$dir/ckpt/best.safetensors" # killed after logging step 30, before its checkpoint
+printf '{"step": 3' >>"$dir/metrics.jsonl"
+"$QKV" resume "$dir" --steps 40 >"$dir.resume.log" 2>&1
+steps=$(grep -o '^{"step": [0-9]*' "$dir/metrics.jsonl" | grep -o '[0-9]*$' | tr '\n' ' ')
+cut=$(grep -cv '^{"step": [0-9]*, .*}$' "$dir/metrics.jsonl")
+[[ $steps == "5 10 15 20 25 30 35 40 " && $cut -eq 0 ]] && ok "resume_drops_metrics_past_its_checkpoint" ||
+    bad "resume_drops_metrics_past_its_checkpoint" "steps: $steps; $cut lines not whole records; $(tail -1 "$dir.resume.log")"
+[[ -z $(find "$dir" -name '*.tmp') ]] && ok "metrics_cut_leaves_no_tmp_file" || bad "metrics_cut_leaves_no_tmp_file" "$(find "$dir" -name '*.tmp')"
+
 # ---- a full disk: the write fails, the old checkpoint stays, training stops with exit 1 ----
 dir="$T/full"
 train "$dir" 10
@@ -163,6 +176,10 @@ else
     bad "disk_full_keeps_old_checkpoint_and_stops" "exit $rc: $err"
 fi
 "$QKV" resume "$dir" --steps 30 >/dev/null 2>&1 && ok "resume_after_disk_full" || bad "resume_after_disk_full" "could not resume"
+# the failed resume logged step 20 before its checkpoint failed; the next resume logs it
+# again, and metrics.jsonl holds it once
+steps=$(grep -o '^{"step": [0-9]*' "$dir/metrics.jsonl" | grep -o '[0-9]*$' | tr '\n' ' ')
+[[ $steps == "10 20 30 " ]] && ok "metrics_hold_each_step_once_after_disk_full" || bad "metrics_hold_each_step_once_after_disk_full" "steps: $steps"
 # the same without `trap '' XFSZ`: qkv itself ignores SIGXFSZ, so the write fails (EFBIG)
 # with one line and exit 1 rather than the process dying (153) and leaving its tmp file
 err=$(ulimit -f $((size_kb / 2)); timeout 120 "$QKV" resume "$dir" --steps 50 2>&1 >/dev/null)

@@ -4,6 +4,7 @@
 
 #include "data/spm.h"
 #include "run/files.h"
+#include "util/atomic_file.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "run/average.h"
 #include "run/checkpoint.h"
@@ -469,9 +471,37 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;
 }
 
+/* metrics.jsonl as it stands at `step`: without the records of later steps (logged after
+ * the checkpoint a resume goes on from, by a run then killed or stopped by a full disk,
+ * which the resume logs again) and without a last line a kill cut short (the next record
+ * would be glued to it). Rewritten atomically, and only when something goes; a line that
+ * is not a record with a step is kept as it is. -1 with the error set. */
+static int cut_metrics(const char *path, int64_t step) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0; /* none yet: nothing to cut */
+    size_t len, kept = 0;
+    char *text = read_file_max(path, CURVES_METRICS_MAX, &len);
+    if (!text) return -1;
+    for (size_t at = 0; at < len;) {
+        char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (text + at)) + 1 : len - at;
+        json_t *o = nl ? json_loadb(text + at, n - 1, 0, NULL) : NULL;
+        json_t *s = json_object_get(o, "step");
+        int keep = nl && !(json_is_integer(s) && json_integer_value(s) > step);
+        json_decref(o);
+        if (keep) memmove(text + kept, text + at, n), kept += n;
+        at += n;
+    }
+    int rc = kept == len ? 0 : write_file_atomic(path, text, kept);
+    free(text);
+    return rc;
+}
+
 int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
     if (dist_rank() != 0) return 0;
+    run_path(p, sizeof p, t->run.cfg.run_dir, RUN_METRICS);
+    if (append && cut_metrics(p, t->step) != 0) return -1;
     /* never blocks on a FIFO put there, and refuses anything but a regular file */
     t->metrics = fopen_regular(run_path(p, sizeof p, t->run.cfg.run_dir, RUN_METRICS), append ? "a" : "w",
                                "cannot open for writing");

@@ -94,7 +94,9 @@ int trainer_share_vocabs(Trainer *t);
  * rank 0's. -1 with the error set: *bad_input when they differ, else the ranks could
  * not talk. */
 int trainer_check_ranks(Trainer *t, int *bad_input);
-/* Opens the run's metrics.jsonl, appending or starting over. -1 with the error set. */
+/* Opens the run's metrics.jsonl, starting over, or appending after the records of the
+ * steps up to t->step (those past it, logged after the checkpoint restored, are dropped,
+ * atomically). -1 with the error set. */
 int trainer_open_metrics(Trainer *t, int append);
 void trainer_free(Trainer *t);
 
