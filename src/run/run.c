@@ -360,10 +360,19 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
 }
 
 /* The keys a resume takes from config.yaml rather than the checkpoint: where the run and
- * its data are (the training text is held to the checkpoint's data hash all the same), how
+ * its data are (the training text is held to the checkpoint's data hash all the same; the
+ * SentencePiece models a resume uses are the run's own copies), how
  * far it goes and on how many threads (what resume's --steps and --threads record there). */
-static const char *const resume_own_keys[] = {"run_dir",        "data.train.src", "data.train.tgt", "data.valid.src",
-                                              "data.valid.tgt", "train.steps",    "train.threads",  NULL};
+static const char *const resume_own_keys[] = {"run_dir",
+                                              "data.train.src",
+                                              "data.train.tgt",
+                                              "data.valid.src",
+                                              "data.valid.tgt",
+                                              "data.spm_model.src",
+                                              "data.spm_model.tgt",
+                                              "train.steps",
+                                              "train.threads",
+                                              NULL};
 
 /* The run's config becomes the one ckpt was trained with, but for resume_own_keys; the
  * keys config.yaml says otherwise counted in *edits. */
