@@ -369,6 +369,37 @@ static void test_gate_refusals(void) {
     free(line), free(hdr);
 }
 
+/* What libmicrohttpd keeps an entry for besides header lines: query arguments and
+ * cookies, counted up to their bounds and refused past them. */
+static void test_gate_counts_arguments_and_cookies(void) {
+    char args[2048], cookies[2048];
+    GateVerdict v;
+    for (int extra = 0; extra < 2; extra++) {
+        int at = snprintf(args, sizeof args, "GET /v1/health?a=1");
+        for (int i = 1; i < GATE_ARGUMENTS_MAX + extra; i++)
+            at += snprintf(args + at, sizeof args - (size_t)at, "%sb", i % 2 ? "&" : ";");
+        snprintf(args + at, sizeof args - (size_t)at, " HTTP/1.1\r\nHost: a\r\n\r\n");
+        /* two Cookie headers, ';' and ',' apart: counted together */
+        at = snprintf(cookies, sizeof cookies, "GET / HTTP/1.1\r\nHost: a\r\nCookie: a=1");
+        for (int i = 1; i < GATE_COOKIES_MAX + extra; i++)
+            at += snprintf(cookies + at, sizeof cookies - (size_t)at, "%s",
+                           i == GATE_COOKIES_MAX / 2 ? "\r\nCookie: b"
+                           : i % 2                   ? "; b=2"
+                                                     : ",c");
+        snprintf(cookies + at, sizeof cookies - (size_t)at, "\r\n\r\n");
+        int decided = head(args, &v);
+        CHECK(decided == 1 && v.status == (extra ? 414 : 0) &&
+                  (!extra || strcmp(v.error, "the request's target has more than 100 query arguments") == 0),
+              "%d query arguments: %d %d '%s'", GATE_ARGUMENTS_MAX + extra, decided, v.status, v.error);
+        decided = head(cookies, &v);
+        CHECK(decided == 1 && v.status == (extra ? 431 : 0) &&
+                  (!extra || strcmp(v.error, "the request has more than 100 cookies") == 0),
+              "%d cookies: %d %d '%s'", GATE_COOKIES_MAX + extra, decided, v.status, v.error);
+    }
+    CHECK(head("GET /a&b;c,d HTTP/1.1\r\nHost: a\r\nX-Not-A-Cookie: a;b\r\n\r\n", &v) == 1 && v.status == 0,
+          "separators outside a query or a Cookie: %d %s", v.status, v.error);
+}
+
 /* A refusal's answer is a whole HTTP response whose body is the API's error JSON, of the
  * length it says, and it closes the connection. */
 static void test_gate_answer(void) {
@@ -394,6 +425,7 @@ const TestCase serve_tests[] = {
     {"serve_gate_good_heads", test_gate_good_heads},
     {"serve_gate_waits_for_the_head", test_gate_waits_for_the_head},
     {"serve_gate_refusals", test_gate_refusals},
+    {"serve_gate_counts_arguments_and_cookies", test_gate_counts_arguments_and_cookies},
     {"serve_gate_answer", test_gate_answer},
     {NULL, NULL},
 };

@@ -40,6 +40,14 @@ static size_t method_end(const char *s, size_t n) {
     return m;
 }
 
+/* How many pieces s[0..n) holds, cut at any of the bytes in seps: what libmicrohttpd
+ * would keep an entry for each of (empty pieces counted too: more, never fewer). */
+static size_t pieces(const char *s, size_t n, const char *seps) {
+    size_t k = n > 0;
+    for (size_t i = 0; i < n; i++) k += strchr(seps, s[i]) != NULL;
+    return k;
+}
+
 /* The request line line[0..n) (no line end): 0, or 1 with the refusal in v. */
 static int check_request_line(const char *line, size_t n, int *http11, GateVerdict *v) {
     size_t m = method_end(line, n);
@@ -49,6 +57,15 @@ static int check_request_line(const char *line, size_t n, int *http11, GateVerdi
     while (t < n && (unsigned char)line[t] > 0x20 && (unsigned char)line[t] < 0x7f) t++;
     if (t == target || t == n || line[t] != ' ')
         return refuse(v, 400, "the request line is not METHOD TARGET HTTP/1.1");
+    const char *query = memchr(line + target, '?', t - target);
+    if (query) { /* libmicrohttpd splits it at '&' (';' too, by an older convention: counted alike) */
+        query++;
+        if (pieces(query, (size_t)(line + t - query), "&;") > GATE_ARGUMENTS_MAX) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the request's target has more than %d query arguments", GATE_ARGUMENTS_MAX);
+            return refuse(v, 414, msg);
+        }
+    }
     const char *ver = line + t + 1;
     size_t vn = n - t - 1;
     if (vn == 8 && memcmp(ver, "HTTP/1.", 7) == 0 && (ver[7] == '0' || ver[7] == '1')) {
@@ -78,7 +95,7 @@ static int is_name(const char *name, size_t n, const char *want) {
  * reads a value (Content-Length), it is read as strictly as libmicrohttpd does (no space
  * after it), so that no head passes here that the library would answer with a page of its
  * own. */
-static int check_header(const char *line, size_t n, int *host, int *content_length, GateVerdict *v) {
+static int check_header(const char *line, size_t n, int *host, int *content_length, size_t *cookies, GateVerdict *v) {
     size_t m = 0;
     while (m < n && tchar((unsigned char)line[m])) m++;
     if (m == 0 || m == n || line[m] != ':') return refuse(v, 400, "a header line is not NAME: VALUE");
@@ -106,6 +123,12 @@ static int check_header(const char *line, size_t n, int *host, int *content_leng
         /* a chunked body would be read by libmicrohttpd, whose faults there (a bad chunk
          * size, data past it) get pages of its own: a body comes whole, its length said */
         return refuse(v, 411, "send the body whole, with its Content-Length: no Transfer-Encoding is taken");
+    } else if (is_name(line, m, "Cookie")) { /* a cookie a piece, cut at ';' (',' too: counted alike) */
+        if ((*cookies += pieces(value, vn, ";,")) > GATE_COOKIES_MAX) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the request has more than %d cookies", GATE_COOKIES_MAX);
+            return refuse(v, 431, msg);
+        }
     } else if (is_name(line, m, "Expect")) {
         if (vn == 12 && strncasecmp(value, "100-continue", 12) == 0) v->expect_continue = 1;
     }
@@ -132,6 +155,7 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
     int http11 = 0;
     if (check_request_line(head, without_cr(head, (size_t)(eol - head)), &http11, v)) return 1;
     int host = 0, content_length = 0, lines = 0;
+    size_t cookies = 0;
     for (const char *at = eol + 1;;) {
         size_t left = (size_t)(head + n - at);
         const char *end = line_end(at, left);
@@ -147,7 +171,7 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
             snprintf(msg, sizeof msg, "the request has more than %d header lines", GATE_HEADERS_MAX);
             return refuse(v, 431, msg);
         }
-        if (check_header(at, len, &host, &content_length, v)) return 1;
+        if (check_header(at, len, &host, &content_length, &cookies, v)) return 1;
         at = end + 1;
     }
     if (http11 && !host) return refuse(v, 400, "the request names no Host");

@@ -21,9 +21,20 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#define GATE_LINE_MAX 8192                /* bytes of a request line: past it, 414 */
-#define GATE_HEAD_MAX 16384               /* bytes of a request's head: past it, 431 */
-#define GATE_HEADERS_MAX 100              /* header lines of a request: past it, 431 */
+#define GATE_LINE_MAX 8192   /* bytes of a request line: past it, 414 */
+#define GATE_HEAD_MAX 16384  /* bytes of a request's head: past it, 431 */
+#define GATE_HEADERS_MAX 100 /* header lines of a request: past it, 431 */
+/* libmicrohttpd keeps an entry for every header line, query argument and cookie of a
+ * request in the connection's fixed memory (HTTP_CONNECTION_MEMORY, 64 KiB), beside the
+ * head itself; a head within the bounds above with a thousand '&' in its target or ';' in
+ * a Cookie ran it out, and the client got the library's HTML 431, or no answer at all. So
+ * these are counted here too. Measured with libmicrohttpd 0.9.75: a 16 KiB head of 100
+ * header lines fits with 200 query arguments and 200 cookies and not with 250 of each,
+ * so 100 of each leaves twice the room. Counting is the bound that holds whatever the
+ * library's entries cost; a larger pool would only move the count it breaks at, for
+ * every one of the 512 connections. */
+#define GATE_ARGUMENTS_MAX 100            /* query arguments of a request's target ('&' or ';' apart): past it, 414 */
+#define GATE_COOKIES_MAX 100              /* cookies of a request, its Cookie headers together: past it, 431 */
 #define GATE_DRAIN_MAX ((size_t)64 << 20) /* bytes read and dropped after a refusal */
 #define GATE_DRAIN_SECONDS 10             /* and for at most so long */
 
@@ -37,8 +48,9 @@ typedef struct {
 
 /* Reads head[0..n), what has arrived of a connection so far. 0: nothing decided yet (more
  * must arrive); 1: decided, *v filled. A head is refused when its request line is not
- * METHOD TARGET HTTP/1.x (400; another version 505), longer than GATE_LINE_MAX (414), the
- * head longer than GATE_HEAD_MAX or of more than GATE_HEADERS_MAX lines (431), a header
+ * METHOD TARGET HTTP/1.x (400; another version 505), longer than GATE_LINE_MAX or of more
+ * than GATE_ARGUMENTS_MAX query arguments (414), the head longer than GATE_HEAD_MAX, of more
+ * than GATE_HEADERS_MAX lines or GATE_COOKIES_MAX cookies (431), a header
  * line is not NAME: VALUE, Content-Length is not a number (digits alone) or said twice
  * apart (400), a Transfer-Encoding comes (411: a body comes whole), an HTTP/1.1 request
  * names no Host (400), or the body it declares is over body_max (413). */

@@ -487,7 +487,7 @@ HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, co
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)HTTP_RECEIVE_SECONDS, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)HTTP_MAX_CONNECTIONS + 16, /* never reached: the gate hands on at most the max */
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
                             on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
         close(fd);

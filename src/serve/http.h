@@ -25,7 +25,8 @@
 
 #define HTTP_RECEIVE_SECONDS 10
 #define HTTP_MAX_CONNECTIONS 512
-#define HTTP_RETRY_AFTER "1" /* seconds, in a 503's Retry-After */
+#define HTTP_CONNECTION_MEMORY ((size_t)64 << 10) /* libmicrohttpd's memory per connection (serve/gate.h) */
+#define HTTP_RETRY_AFTER "1"                      /* seconds, in a 503's Retry-After */
 
 typedef struct HttpServer HttpServer;
 
