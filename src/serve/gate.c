@@ -287,7 +287,8 @@ static void on_data(Gate *g, Waiting *w) {
     if (v.status == 0) {
         atomic_fetch_add(&g->handed, 1); /* before the unlink, which may start accepting again */
         unlink_waiting(g, w);
-        if (g->hand_on(g->ctx, w->fd, (struct sockaddr *)&w->addr, w->addr_len) != 0) atomic_fetch_sub(&g->handed, 1);
+        if (g->hand_on(g->ctx, w->fd, (struct sockaddr *)&w->addr, w->addr_len, w->since) != 0)
+            atomic_fetch_sub(&g->handed, 1);
         free(w);
         return;
     }

@@ -61,10 +61,11 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
 char *gate_answer(const GateVerdict *v, size_t *len);
 
 typedef struct Gate Gate;
-/* Takes a connection whose head is well-formed: 0 when it did (the fd is its own from then
- * on, and gate_handed_closed is called once it closes), -1 when it could not (the fd is
- * closed). */
-typedef int (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len);
+/* Takes a connection whose head is well-formed, accepted at now_seconds() accepted (its
+ * bound on receiving the request counts from then, not from the hand-on): 0 when it did
+ * (the fd is its own from then on, and gate_handed_closed is called once it closes), -1
+ * when it could not (the fd is closed). */
+typedef int (*GateHandOn)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len, double accepted);
 
 /* Accepts on listen_fd (listening, the gate's from now on) until gate_close. At most
  * max_connections are open at once, those waiting for their head here and those handed on

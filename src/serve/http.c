@@ -28,7 +28,9 @@
 #include "util/text.h"
 
 /* One connection: its socket and since when it has been receiving a request (0: not
- * receiving, its request is being answered). On the list the reaper walks. */
+ * receiving, its request is being answered): from its acceptance by the gate, so that the
+ * time its head took there counts. On the list the reaper walks; between the hand-on and
+ * libmicrohttpd's start of it, on the list of those handed on. */
 typedef struct Conn {
     int fd;
     double receiving_since;
@@ -62,6 +64,7 @@ struct HttpServer {
     atomic_int stopping, in_flight;
     pthread_mutex_t conns_lock;
     Conn *conns;
+    Conn *handed; /* handed on, not started yet (next only): their acceptance times */
     pthread_t reaper;
     int reaper_started;
     atomic_int reaper_stop;
@@ -256,15 +259,30 @@ static void set_receiving(HttpServer *s, Conn *c, double since) {
     pthread_mutex_unlock(&s->conns_lock);
 }
 
+/* The connection handed on with socket fd, taken off that list (under conns_lock);
+ * NULL when none is there. */
+static Conn *take_handed(HttpServer *s, int fd) {
+    for (Conn **p = &s->handed; *p; p = &(*p)->next)
+        if ((*p)->fd == fd) {
+            Conn *c = *p;
+            *p = c->next, c->next = NULL;
+            return c;
+        }
+    return NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
     HttpServer *s = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-        Conn *c = xcalloc(1, sizeof *c);
-        c->fd = info ? info->connect_fd : -1;
-        c->receiving_since = now_seconds();
+        int fd = info ? info->connect_fd : -1;
         pthread_mutex_lock(&s->conns_lock);
+        Conn *c = take_handed(s, fd);
+        if (!c) { /* never: every connection comes through the gate */
+            c = xcalloc(1, sizeof *c);
+            c->fd = fd, c->receiving_since = now_seconds();
+        }
         c->next = s->conns;
         if (s->conns) s->conns->prev = c;
         s->conns = c;
@@ -404,10 +422,24 @@ static char *live_page(const char *model, const json_t *heads) {
     return page.buf;
 }
 
-/* The gate's hand-on: a connection whose head is well-formed, to libmicrohttpd. */
-static int hand_on(void *ctx, int fd, const struct sockaddr *addr, socklen_t len) {
+/* The gate's hand-on: a connection whose head is well-formed, to libmicrohttpd, which
+ * starts it on its own thread later (on_connection). Its acceptance time waits for it on
+ * the list of those handed on: the request must be whole within HTTP_RECEIVE_SECONDS of
+ * that, not of the hand-on, or a client slow to send its head and then its body would
+ * have the bound twice. */
+static int hand_on(void *ctx, int fd, const struct sockaddr *addr, socklen_t len, double accepted) {
     HttpServer *s = ctx;
-    return MHD_add_connection(s->d, fd, addr, len) == MHD_YES ? 0 : -1; /* it closes fd when it cannot take it */
+    pthread_mutex_lock(&s->conns_lock);
+    Conn *c = take_handed(s, fd); /* one libmicrohttpd closed without starting: its fd is taken again */
+    if (!c) c = xcalloc(1, sizeof *c);
+    c->fd = fd, c->receiving_since = accepted;
+    c->next = s->handed, s->handed = c;
+    pthread_mutex_unlock(&s->conns_lock);
+    if (MHD_add_connection(s->d, fd, addr, len) == MHD_YES) return 0;
+    pthread_mutex_lock(&s->conns_lock); /* it closed fd: it cannot take it */
+    free(take_handed(s, fd));
+    pthread_mutex_unlock(&s->conns_lock);
+    return -1;
 }
 
 /* A listening socket on addr, non-blocking; -1 with errno set. */
@@ -439,6 +471,7 @@ static void split_allow(HttpServer *s, const char *list) {
 }
 
 static void free_server(HttpServer *s) {
+    while (s->handed) free(take_handed(s, s->handed->fd));
     for (int i = 0; i < s->n_allow; i++) free(s->allow[i]);
     free(s->allow), free(s->model_json), free(s->page);
     pthread_mutex_destroy(&s->conns_lock);

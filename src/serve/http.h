@@ -15,8 +15,8 @@
  * answer closes its connection.
  *
  * Bounds on clients: a request must arrive whole (headers and body) within
- * HTTP_RECEIVE_SECONDS of its first byte, or of the previous answer on a kept-alive
- * connection, else its socket is shut; at most HTTP_MAX_CONNECTIONS at once. */
+ * HTTP_RECEIVE_SECONDS of its connection's acceptance (the time its head took at the gate
+ * counts), else its socket is shut; at most HTTP_MAX_CONNECTIONS at once. */
 #ifndef QKV_SERVE_HTTP_H
 #define QKV_SERVE_HTTP_H
 
