@@ -720,6 +720,26 @@ server_pid=""
     grep -q 'SIGINT again: already stopping' "$T/server3.log" && ok serve_repeated_signals_drop_nothing ||
     bad serve_repeated_signals_drop_nothing "exit $rc, $(tail -c 100 "$T/heavy2.out"): $(tail -3 "$T/server3.log")"
 
+# ---- the queue's deadline, on a short --queue-wait ------------------------------------------------
+# One worker held 8 s by a slow checkpoint load (tests/shim/slow_open.c). A request queued
+# behind it gets its 503 at its 1 s deadline, not when the worker comes free
+LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload QKV_SLOW_OPEN_MS=8000 "$QKV" serve "$T/u" --port 0 --workers 1 --queue-wait 1 2>"$T/server4.log" &
+server_pid=$!
+wait_for "$T/server4.log" "serving .* on http://127.0.0.1:[0-9]*/" 60 || { echo "server did not start: $(cat "$T/server4.log")"; exit 1; }
+port=$(grep -o '127.0.0.1:[0-9]*' "$T/server4.log" | head -1 | cut -d: -f2)
+"$BOUNDED" curl -s --max-time 30 -w '\n%{http_code}' -H 'Content-Type: application/json' --data-binary '{"src": ["a red bird"], "checkpoint": "slowload"}' \
+    "http://127.0.0.1:$port/v1/translate" >"$T/held.out" 2>&1 &
+held=$!
+for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
+out=$("$BOUNDED" curl -s --max-time 30 -w '\n%{http_code} %{time_total}' -H 'Content-Type: application/json' --data-binary '{"src": ["a"]}' "http://127.0.0.1:$port/v1/translate")
+read -r code took <<<"$(tail -1 <<<"$out")"
+[[ $code == 503 ]] && grep -q '^{"error":"the request waited past its deadline in the queue' <<<"$out" &&
+    awk -v t="$took" 'BEGIN { exit !(t >= 0.9 && t < 3) }' && kill -0 $held 2>/dev/null &&
+    ok serve_queued_request_gets_503_at_its_deadline || bad serve_queued_request_gets_503_at_its_deadline "after ${took}s: $out"
+kill -KILL $server_pid
+wait $server_pid $held
+server_pid=""
+
 # the address bound is the one printed; beyond loopback, a warning says so
 for h in "::1:\[::1\]:" "::\[::\]:warning"; do
     IFS=: read -r _ <<<""
@@ -748,6 +768,7 @@ for h in "::1:\[::1\]:" "::\[::\]:warning"; do
 done
 
 expect_error serve_bad_port 2 "--port" "$QKV" serve "$T/w" --port 70000
+expect_error serve_bad_queue_wait 2 "--queue-wait" "$QKV" serve "$T/w" --queue-wait 0 --port 0
 expect_error serve_bad_host 2 "--host: 'nowhere' is not an IPv4" "$QKV" serve "$T/w" --host nowhere --port 0
 expect_error serve_missing_run 2 "nope" "$QKV" serve "$T/nope" --port 0
 finish

@@ -30,6 +30,7 @@ static const CmdOption options[] = {
     {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
     {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
     {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
+    {'W', "queue-wait", "SECONDS", "how long a request may wait for a worker; then 503", "30"},
     {'g', "max-gflop", "N",
      "the most work one explain, whatif or patch request may ask (estimated before it starts); past it, 413", "300"},
     {'a', "allow-host", "NAMES",
@@ -91,13 +92,15 @@ static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIG
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *allow = NULL;
     int port = 8080, workers = fanout_threads(), queue = JOBS_QUEUE_MAX, c;
-    double max_gflop = JOBS_MAX_GFLOP;
+    double max_gflop = JOBS_MAX_GFLOP, queue_wait = JOBS_DEADLINE_SECONDS;
     while ((c = cmd_option_next(&cmd_serve_spec, argc, argv)) >= 0) {
         if (c == 'H') host = optarg;
         else if (c == 'p' && cmd_int("--port", "a port", optarg, 0, 65535, &port) != 0) return cmd_fail(2);
         else if (c == 'w' && cmd_int("--workers", "a thread count", optarg, 1, 64, &workers) != 0) return cmd_fail(2);
         else if (c == 'q' && cmd_int("--queue", "a request count", optarg, 1, 100000, &queue) != 0) return cmd_fail(2);
         else if (c == 'g' && cmd_double("--max-gflop", "a work bound in GFLOP", optarg, 1e-6, 1e9, &max_gflop) != 0)
+            return cmd_fail(2);
+        else if (c == 'W' && cmd_double("--queue-wait", "a time in seconds", optarg, 0.1, 86400, &queue_wait) != 0)
             return cmd_fail(2);
         else if (c == 'a') allow = optarg;
     }
@@ -111,7 +114,7 @@ int cmd_serve(int argc, char **argv) {
     ServedModels models;
     if (served_open(&models, argv[optind]) != 0) return cmd_fail(err_status());
     openblas_set_num_threads(1); /* the workers decode side by side, a core each */
-    Jobs *jobs = jobs_start(&models, workers, queue, max_gflop);
+    Jobs *jobs = jobs_start(&models, workers, queue, max_gflop, queue_wait);
     if (!jobs) return served_close(&models), cmd_fail(1);
     char heads_path[CONFIG_PATH_MAX + 32];
     json_t *heads = NULL;

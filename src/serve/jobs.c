@@ -3,9 +3,11 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attention/attnmap.h"
 #include "data/batch.h"
@@ -35,12 +37,16 @@ typedef struct {
 struct Jobs {
     ServedModels *models;
     pthread_mutex_t lock;
-    pthread_cond_t more;
-    Job *head, *tail;
+    pthread_cond_t more;   /* the workers': a job came, or the stop */
+    pthread_cond_t queued; /* the reaper's: a job came, or the reaper's end (CLOCK_MONOTONIC) */
+    Job *head, *tail;      /* in the order they came: the head is the oldest */
     int waiting, working, stopping, n, queue_max;
     double max_gflop; /* a request's estimated work, at most */
+    double deadline;  /* seconds a job may wait in the queue */
     pthread_t tid[MAX_WORKERS];
     Worker w[MAX_WORKERS];
+    pthread_t reaper;
+    int reaper_started, reaper_end;
 };
 
 void job_free(Job *job) {
@@ -650,6 +656,40 @@ static int take(struct Jobs *j, Job **batch) {
     return nb;
 }
 
+static void refuse_late(Job *job) {
+    refuse(job, 503, "%s", "the request waited past its deadline in the queue: try again");
+}
+
+/* The reaper: answers each job still queued at its deadline, when it falls due, not when
+ * a worker comes free (behind long decodings, minutes later). It waits on the queue's
+ * oldest job, the head. */
+static void *reap(void *arg) {
+    struct Jobs *j = arg;
+    pthread_mutex_lock(&j->lock);
+    while (!j->reaper_end) {
+        Job *first = j->head;
+        if (!first) {
+            pthread_cond_wait(&j->queued, &j->lock);
+            continue;
+        }
+        double due = first->queued_at + j->deadline;
+        if (now_seconds() < due) {
+            struct timespec at = {(time_t)due, (long)((due - (double)(time_t)due) * 1e9)};
+            pthread_cond_timedwait(&j->queued, &j->lock, &at);
+            continue;
+        }
+        j->head = first->next;
+        if (!j->head) j->tail = NULL;
+        first->next = NULL;
+        j->waiting--;
+        pthread_mutex_unlock(&j->lock);
+        refuse_late(first); /* its done callback, not under the lock */
+        pthread_mutex_lock(&j->lock);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
 static void *work(void *arg) {
     Worker *w = arg;
     struct Jobs *j = w->jobs;
@@ -666,9 +706,8 @@ static void *work(void *arg) {
         pthread_mutex_unlock(&j->lock);
         double now = now_seconds();
         int live = 0;
-        for (int i = 0; i < nb; i++)
-            if (now - batch[i]->queued_at > JOBS_DEADLINE_SECONDS)
-                refuse(batch[i], 503, "%s", "the request waited past its deadline in the queue: try again");
+        for (int i = 0; i < nb; i++) /* one the reaper has not come to yet */
+            if (now - batch[i]->queued_at > j->deadline) refuse_late(batch[i]);
             else batch[live++] = batch[i];
         if (live > 0 && batch[0]->req.kind == API_TRANSLATE) run_translate(w, batch, live);
         else if (live > 0 && batch[0]->req.kind == API_EXPLAIN) run_explain(w, batch[0]);
@@ -682,15 +721,40 @@ static void *work(void *arg) {
     return NULL;
 }
 
-Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop) {
+static void end_reaper(struct Jobs *j) {
+    pthread_mutex_lock(&j->lock);
+    j->reaper_end = 1;
+    pthread_cond_signal(&j->queued);
+    pthread_mutex_unlock(&j->lock);
+    if (j->reaper_started) pthread_join(j->reaper, NULL);
+}
+
+static void free_jobs(struct Jobs *j) {
+    pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more), pthread_cond_destroy(&j->queued);
+    free(j);
+}
+
+Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop, double deadline) {
     if (n < 1) n = 1;
     if (n > MAX_WORKERS) n = MAX_WORKERS;
     struct Jobs *j = xcalloc(1, sizeof *j);
     j->models = models;
     j->queue_max = queue_max > 0 ? queue_max : JOBS_QUEUE_MAX;
     j->max_gflop = max_gflop > 0 ? max_gflop : JOBS_MAX_GFLOP;
+    j->deadline = deadline > 0 ? deadline : JOBS_DEADLINE_SECONDS;
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->more, NULL);
+    pthread_condattr_t monotonic; /* the deadlines are on now_seconds()'s clock */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->queued, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    if (pthread_create(&j->reaper, NULL, reap, j) != 0) {
+        free_jobs(j);
+        err_set("cannot start the thread that answers requests past their deadline");
+        return NULL;
+    }
+    j->reaper_started = 1;
     for (int i = 0; i < n; i++) {
         j->w[i] = (Worker){j, xcalloc((size_t)models->n, sizeof(Model)), xcalloc((size_t)models->n, sizeof(int))};
         if (pthread_create(&j->tid[i], NULL, work, &j->w[i]) != 0) {
@@ -700,7 +764,8 @@ Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop) {
         j->n++;
     }
     if (j->n == 0) {
-        pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more), free(j);
+        end_reaper(j);
+        free_jobs(j);
         err_set("cannot start a worker thread");
         return NULL;
     }
@@ -720,6 +785,7 @@ int jobs_submit(Jobs *j, Job *job) {
     j->tail = job;
     j->waiting++;
     pthread_cond_signal(&j->more);
+    if (j->head == job) pthread_cond_signal(&j->queued); /* the reaper waits on the head */
     pthread_mutex_unlock(&j->lock);
     return 0;
 }
@@ -742,6 +808,6 @@ void jobs_stop(Jobs *j) {
             if (j->w[i].made[k]) model_free(&j->w[i].replica[k]);
         free(j->w[i].replica), free(j->w[i].made);
     }
-    pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more);
-    free(j);
+    end_reaper(j); /* after the workers, who leave the queue empty */
+    free_jobs(j);
 }

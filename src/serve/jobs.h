@@ -15,8 +15,9 @@
  * minutes. Each worker decodes on replicas of its own (one per checkpoint it has used), so
  * no two threads share an arena; they multiply on one OpenBLAS thread each.
  *
- * When a job is done (answered or refused), the worker fills its status and body and calls
- * its done callback, once. jobs_stop lets the workers finish every queued job, then joins
+ * When a job is done (answered or refused), the worker (or, for a job still queued at its
+ * deadline, the thread that watches the deadlines) fills its status and body and calls its
+ * done callback, once. jobs_stop lets the workers finish every queued job, then joins
  * them. */
 #ifndef QKV_SERVE_JOBS_H
 #define QKV_SERVE_JOBS_H
@@ -45,9 +46,11 @@ typedef struct Job {
 typedef struct Jobs Jobs;
 
 /* n workers (1..64) over the models, at most queue_max jobs waiting (0: JOBS_QUEUE_MAX), a
- * request's estimated work at most max_gflop (0: JOBS_MAX_GFLOP); NULL with the error set
- * when no thread starts. */
-Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop);
+ * request's estimated work at most max_gflop (0: JOBS_MAX_GFLOP), a job answered 503 when
+ * it is still queued deadline seconds after it came (0: JOBS_DEADLINE_SECONDS), at that
+ * moment, whether or not a worker is free (a thread of its own watches the queue); NULL
+ * with the error set when no thread starts. */
+Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop, double deadline);
 /* 0: queued (done will be called); -1: the queue is full or stopping (done will not be). */
 int jobs_submit(Jobs *j, Job *job);
 /* Jobs waiting now, and jobs the workers are on. */
