@@ -720,9 +720,11 @@ server_pid=""
     grep -q 'SIGINT again: already stopping' "$T/server3.log" && ok serve_repeated_signals_drop_nothing ||
     bad serve_repeated_signals_drop_nothing "exit $rc, $(tail -c 100 "$T/heavy2.out"): $(tail -3 "$T/server3.log")"
 
-# ---- the queue's deadline, on a short --queue-wait ------------------------------------------------
+# ---- the queue's deadline and the stop's bound, on a short --queue-wait -------------------------
 # One worker held 8 s by a slow checkpoint load (tests/shim/slow_open.c). A request queued
-# behind it gets its 503 at its 1 s deadline, not when the worker comes free
+# behind it gets its 503 at its 1 s deadline, not when the worker comes free; then a SIGTERM
+# gives up at its 2 s bound (twice the wait) on the request still being worked on, says it
+# left exactly that one unanswered (not the one answered 503 meanwhile), and exits 0
 LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload QKV_SLOW_OPEN_MS=8000 "$QKV" serve "$T/u" --port 0 --workers 1 --queue-wait 1 2>"$T/server4.log" &
 server_pid=$!
 wait_for "$T/server4.log" "serving .* on http://127.0.0.1:[0-9]*/" 60 || { echo "server did not start: $(cat "$T/server4.log")"; exit 1; }
@@ -736,9 +738,20 @@ read -r code took <<<"$(tail -1 <<<"$out")"
 [[ $code == 503 ]] && grep -q '^{"error":"the request waited past its deadline in the queue' <<<"$out" &&
     awk -v t="$took" 'BEGIN { exit !(t >= 0.9 && t < 3) }' && kill -0 $held 2>/dev/null &&
     ok serve_queued_request_gets_503_at_its_deadline || bad serve_queued_request_gets_503_at_its_deadline "after ${took}s: $out"
-kill -KILL $server_pid
-wait $server_pid $held
+(call POST /v1/translate <(printf '{"src": ["a"]}') >"$T/late.out") &
+late=$!
+for _ in $(seq 200); do grep -q '"queued":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
+start=$SECONDS
+kill -TERM $server_pid
+wait $server_pid
+rc=$?
 server_pid=""
+stopped_in=$((SECONDS - start))
+wait $held $late
+[[ $rc -eq 0 && $stopped_in -le 4 ]] && grep -q '^qkv: stopped at its 2 s bound with 1 request unanswered: a worker was still on it' "$T/server4.log" &&
+    ! grep -q 'not sent whole' "$T/server4.log" && [[ $(tail -1 "$T/late.out") == 503 && $(tail -1 "$T/held.out") == 000 ]] &&
+    ok serve_stop_gives_up_at_its_bound_and_counts_only_the_unanswered ||
+    bad serve_stop_gives_up_at_its_bound_and_counts_only_the_unanswered "exit $rc after ${stopped_in}s; held $(tail -1 "$T/held.out"), late $(tail -1 "$T/late.out"): $(tail -3 "$T/server4.log")"
 
 # the address bound is the one printed; beyond loopback, a warning says so
 for h in "::1:\[::1\]:" "::\[::\]:warning"; do

@@ -1,6 +1,7 @@
 /* serve: `qkv serve RUN|WEIGHTS [--host H] [--port P] [--workers N]`: the live viewer
  * and a JSON API over HTTP (serve/http.h), until SIGINT or SIGTERM; then it stops
- * accepting, answers what is in flight, and exits 0. A repeated signal drops nothing. */
+ * accepting, answers what is in flight (within a bound: STOP_WAIT_FACTOR), and exits 0. A
+ * repeated signal drops nothing. */
 #include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,18 +20,25 @@
 #include "serve/http.h"
 #include "serve/jobs.h"
 #include "serve/models.h"
+#include "util/clock.h"
 #include "util/err.h"
 
-/* How long a stop waits for the requests in flight: a queued one is answered within the
- * queue's deadline; past this, the rest are cut. */
-#define STOP_WAIT_SECONDS (JOBS_DEADLINE_SECONDS + 30)
+/* A stop waits for the requests in flight at most twice the queue's wait (60 s by
+ * default): a queued one is answered within the queue's wait (503 at its deadline at the
+ * latest), and one a worker has taken by then has as long again. A decoding cannot be
+ * interrupted, so past the bound the requests still being worked on are given up on (said,
+ * with how many) and the process ends under their workers; answers already made have
+ * STOP_SEND_SECONDS more to go out whole. */
+#define STOP_WAIT_FACTOR 2
+#define STOP_SEND_SECONDS 2
 
 static const CmdOption options[] = {
     {'H', "host", "ADDR", "the address to listen on (loopback unless you say otherwise)", "127.0.0.1"},
     {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
     {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
     {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
-    {'W', "queue-wait", "SECONDS", "how long a request may wait for a worker; then 503", "30"},
+    {'W', "queue-wait", "SECONDS",
+     "how long a request may wait for a worker; then 503 (a stop waits at most twice this)", "30"},
     {'g', "max-gflop", "N",
      "the most work one explain, whatif or patch request may ask (estimated before it starts); past it, 413", "300"},
     {'a', "allow-host", "NAMES",
@@ -45,10 +53,11 @@ const CmdSpec cmd_serve_spec = {
              "attention map of the translation, and change the model to see what changes. POST\n"
              "/v1/translate, /v1/attention, /v1/explain, /v1/whatif and /v1/patch take JSON\n"
              "(the README lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
-             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight, and exits 0;\n"
-             "a second Ctrl-C drops nothing. Requests must name this server in their Host (a\n"
-             "loopback name or the address; --allow-host adds names), come from no other site's\n"
-             "page (Origin), and send JSON; no request names a file.",
+             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight (waiting at\n"
+             "most twice --queue-wait), and exits 0; a second Ctrl-C drops nothing. Requests must\n"
+             "name this server in their Host (a loopback name or the address; --allow-host adds\n"
+             "names), come from no other site's page (Origin), and send JSON; no request names a\n"
+             "file.",
     .options = options,
     .example = "qkv serve runs/toy --port 8080   # then open http://127.0.0.1:8080/",
 };
@@ -88,6 +97,17 @@ static int next_stop_signal(int ms) {
 }
 
 static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+/* Waits (up to seconds) until at most n requests are in flight, saying so of each stop
+ * signal meanwhile: the work in flight is answered all the same. */
+static void wait_in_flight(HttpServer *http, int n, double seconds) {
+    for (double until = now_seconds() + seconds; http_in_flight(http) > n && now_seconds() < until;) {
+        int sig = next_stop_signal(50);
+        if (sig)
+            fprintf(stderr, "qkv: %s again: already stopping; still answering the %d in flight\n", signal_name(sig),
+                    http_in_flight(http));
+    }
+}
 
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *allow = NULL;
@@ -142,15 +162,32 @@ int cmd_serve(int argc, char **argv) {
     int sig = next_stop_signal(-1);
     fprintf(stderr, "qkv: %s: no new requests; answering the %d in flight\n", signal_name(sig), http_in_flight(http));
     http_quiesce(http);
-    for (int i = 0; i < STOP_WAIT_SECONDS * 20 && http_in_flight(http) > 0; i++)
-        if ((sig = next_stop_signal(50)) != 0) /* the work in flight is answered all the same */
-            fprintf(stderr, "qkv: %s again: already stopping; still answering the %d in flight\n", signal_name(sig),
-                    http_in_flight(http));
-    int left = http_in_flight(http);
-    jobs_stop(jobs); /* every queued job answered (or refused past its deadline) */
+    double stop_bound = STOP_WAIT_FACTOR * queue_wait;
+    wait_in_flight(http, 0, stop_bound);
+    int cut = 0;
+    if (http_in_flight(http) > 0) {
+        cut = http_abandon(http); /* these get no answer now, whatever their workers do */
+        wait_in_flight(http, cut, STOP_SEND_SECONDS);
+    }
+    int unsent = http_in_flight(http) - cut; /* answered, and not yet taken whole by their clients */
+    if (cut > 0) {
+        /* their workers are still decoding and use the models, the jobs and the requests:
+         * nothing is freed under them, and the process ends without its exit handlers
+         * (OpenBLAS's would free its buffers under them) */
+        fprintf(stderr,
+                "qkv: stopped at its %g s bound with %d request%s unanswered: %s (a decoding cannot be interrupted)\n",
+                stop_bound, cut, cut == 1 ? "" : "s",
+                cut == 1 ? "a worker was still on it" : "workers were still on them");
+        if (unsent > 0) fprintf(stderr, "qkv: and %d answer%s not sent whole\n", unsent, unsent == 1 ? "" : "s");
+        fflush(stdout), fflush(stderr);
+        _exit(0);
+    }
+    jobs_stop(jobs); /* no job left: the workers are idle */
     http_stop(http);
     served_close(&models);
-    if (left) fprintf(stderr, "qkv: stopped with %d requests unanswered after %d s\n", left, STOP_WAIT_SECONDS);
+    if (unsent > 0)
+        fprintf(stderr, "qkv: stopped after %g s with %d answer%s not sent whole\n", stop_bound + STOP_SEND_SECONDS,
+                unsent, unsent == 1 ? "" : "s");
     else fprintf(stderr, "qkv: stopped\n");
     return 0;
 }

@@ -46,7 +46,8 @@ typedef struct {
     Job *job;
     struct MHD_Connection *mc; /* to resume once the job is answered */
     atomic_int answered;       /* set by the worker before it resumes the connection */
-    int status;                /* a refusal decided while suspended (503 full queue) */
+    struct HttpServer *server;
+    int status; /* a refusal decided while suspended (503 full queue) */
     char *error;
 } Request;
 
@@ -62,6 +63,9 @@ struct HttpServer {
     char *page;       /* the live viewer page */
     char *model_json; /* GET /v1/model */
     atomic_int stopping, in_flight;
+    pthread_mutex_t answer_lock; /* over the two below */
+    int unanswered;              /* requests queued whose job no worker has answered */
+    int abandoned;               /* the stop gave up on those: no answer is sent any more */
     pthread_mutex_t conns_lock;
     Conn *conns;
     Conn *handed; /* handed on, not started yet (next only): their acceptance times */
@@ -308,9 +312,16 @@ static Conn *conn_of(struct MHD_Connection *mc) {
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
-/* On a worker's thread: the answer is in job; the polling thread sends it. */
+/* On a worker's thread: the answer is in job; the polling thread sends it. Unless the
+ * stop has given up on it (http_abandon): then it is not sent, and counted unanswered. */
 static void job_done(Job *job) {
     Request *q = job->conn;
+    HttpServer *s = q->server;
+    pthread_mutex_lock(&s->answer_lock);
+    int send = !s->abandoned;
+    if (send) s->unanswered--;
+    pthread_mutex_unlock(&s->answer_lock);
+    if (!send) return; /* its connection stays suspended until the process ends */
     atomic_store(&q->answered, 1);
     MHD_resume_connection(q->mc);
 }
@@ -346,8 +357,14 @@ static enum MHD_Result submit(HttpServer *s, struct MHD_Connection *mc, Request 
     job->conn = q;
     q->job = job, q->mc = mc;
     atomic_fetch_add(&s->in_flight, 1);
+    pthread_mutex_lock(&s->answer_lock);
+    s->unanswered++;
+    pthread_mutex_unlock(&s->answer_lock);
     MHD_suspend_connection(mc); /* before the job can be answered: a resume never precedes it */
     if (jobs_submit(s->jobs, job) != 0) {
+        pthread_mutex_lock(&s->answer_lock);
+        s->unanswered--;
+        pthread_mutex_unlock(&s->answer_lock);
         q->status = 503;
         q->error = xstrdup(atomic_load(&s->stopping) ? "the server is stopping" : "the queue is full: try again");
         MHD_resume_connection(mc);
@@ -363,6 +380,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     if (!q) { /* the headers are in (the gate let the body pass: its Content-Length within API_MAX_BODY) */
         q = xcalloc(1, sizeof *q);
         *con_cls = q;
+        q->server = s;
         q->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
         /* answered once the body is read, not now: an answer before it would close the
          * connection under a client still sending, which then reads a reset */
@@ -474,7 +492,7 @@ static void free_server(HttpServer *s) {
     while (s->handed) free(take_handed(s, s->handed->fd));
     for (int i = 0; i < s->n_allow; i++) free(s->allow[i]);
     free(s->allow), free(s->model_json), free(s->page);
-    pthread_mutex_destroy(&s->conns_lock);
+    pthread_mutex_destroy(&s->conns_lock), pthread_mutex_destroy(&s->answer_lock);
     free(s);
 }
 
@@ -482,7 +500,7 @@ HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, co
                        const char *allow_hosts, int *bound) {
     HttpServer *s = xcalloc(1, sizeof *s);
     s->models = models, s->jobs = jobs;
-    pthread_mutex_init(&s->conns_lock, NULL);
+    pthread_mutex_init(&s->conns_lock, NULL), pthread_mutex_init(&s->answer_lock, NULL);
     s->model_json = model_json(models);
     s->page = live_page(s->model_json, heads);
     split_allow(s, allow_hosts);
@@ -542,6 +560,14 @@ void http_quiesce(HttpServer *s) {
 }
 
 int http_in_flight(HttpServer *s) { return atomic_load(&s->in_flight); }
+
+int http_abandon(HttpServer *s) {
+    pthread_mutex_lock(&s->answer_lock);
+    s->abandoned = 1;
+    int n = s->unanswered;
+    pthread_mutex_unlock(&s->answer_lock);
+    return n;
+}
 const char *http_address(const HttpServer *s) { return s->host; }
 int http_loopback(const HttpServer *s) { return s->host_loopback; }
 

@@ -43,6 +43,11 @@ int http_loopback(const HttpServer *s);
 void http_quiesce(HttpServer *s);
 /* Requests queued or being answered. */
 int http_in_flight(HttpServer *s);
+/* Gives up on the requests in flight that no worker has answered yet: an answer that comes
+ * for one later is not sent. Returns how many: exactly those that will get no answer (the
+ * caller ends the process without http_stop, which would free them under their workers;
+ * the others, answered, are sent as before and leave http_in_flight's count). */
+int http_abandon(HttpServer *s);
 void http_stop(HttpServer *s);
 
 #endif
