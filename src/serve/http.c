@@ -545,7 +545,11 @@ HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, co
         err_set("cannot start the HTTP server");
         return free_server(s), NULL;
     }
+    /* under the lock that hand_on takes first: the gate's thread hands nothing on before
+     * s->gate is set, which on_connection reads when a connection closes */
+    pthread_mutex_lock(&s->conns_lock);
     s->gate = gate_start(fd, API_MAX_BODY, HTTP_RECEIVE_SECONDS, HTTP_MAX_CONNECTIONS, hand_on, s);
+    pthread_mutex_unlock(&s->conns_lock);
     if (!s->gate) {
         MHD_stop_daemon(s->d);
         return free_server(s), NULL;
