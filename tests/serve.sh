@@ -439,11 +439,14 @@ server_pid=""
 [[ $rc -eq 0 ]] && grep -q "qkv: stopped" "$T/server.log" && ok serve_sigterm_when_idle_exits_0 ||
     bad serve_sigterm_when_idle_exits_0 "exit $rc: $(tail -2 "$T/server.log")"
 
-# ---- the work bound: a server that admits little refuses whatif and patch with a 413 -----------
+# ---- the work bound: a server that admits little refuses translate, whatif and patch with a 413 -----------
 start_server "$T/server-cap.log" --workers 1 --max-gflop 0.0001 || exit 1
 expect_status serve_whatif_past_the_work_bound_is_413 413 'this whatif is about [0-9.e+-]+ GFLOP, more than the 0.0001 one request may ask' POST /v1/whatif "$T/wi.json"
 expect_status serve_patch_past_the_work_bound_is_413 413 'patching 8 source and [0-9]+ target positions is about [0-9.e+-]+ GFLOP, more than the 0.0001' POST /v1/patch "$T/pa.json"
 expect_status serve_explain_past_a_set_work_bound_is_413 413 'explaining [0-9]+ target tokens' POST /v1/explain "$T/ex.json"
+# a translation is judged before its search begins (a search once begun runs to its end)
+printf '{"src": ["a b c", "d e"], "beam": 4}' >"$T/tr-cap.json"
+expect_status serve_translate_past_the_work_bound_is_413 413 'this translation is about [0-9.e+-]+ GFLOP, more than the 0.0001 one request may ask: send fewer or shorter sentences, or a smaller \\"beam\\"' POST /v1/translate "$T/tr-cap.json"
 kill -TERM $server_pid
 wait $server_pid
 server_pid=""

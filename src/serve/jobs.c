@@ -142,6 +142,29 @@ static char *dump(json_t *o) {
     return s;
 }
 
+/* The GFLOP of one forced pass over S source and T decoder positions: the model's products
+ * per position and attention's own (QK^T and PV, length squared). */
+static double pass_gflop(const ModelConfig *c, int S, int T) {
+    double fs, ft;
+    model_position_flops(c, &fs, &ft);
+    double attn = 4.0 * c->d_model *
+                  ((double)c->encoder_layers * S * S + (double)c->decoder_layers * ((double)T * T + (double)T * S));
+    return (S * fs + T * ft + attn) / 1e9;
+}
+
+/* The GFLOP a search of one sentence of len source tokens may take, at most: the encoder
+ * once, and the decoder once per hypothesis over the longest target the options allow (the
+ * incremental steps together cost about a forced pass over the whole). A request's
+ * sentences add up. An upper bound: most sentences end well before their longest. */
+static double translate_gflop(const Model *m, const DecodeOptions *o, int len) {
+    const ModelConfig *c = &m->cfg;
+    double fs, ft, S = len + 1.0, T = decode_max_len(m, o, len) + 1.0;
+    model_position_flops(c, &fs, &ft);
+    double encoder = S * fs + 4.0 * c->d_model * c->encoder_layers * S * S;
+    double decoder = T * ft + 4.0 * c->d_model * c->decoder_layers * (T * T + T * S);
+    return (encoder + o->beam * decoder) / 1e9;
+}
+
 /* Translate jobs of one checkpoint, options and mask, as one batch. */
 static void run_translate(Worker *w, Job **batch, int nb) {
     ServedModels *sm = w->jobs->models;
@@ -163,14 +186,27 @@ static void run_translate(Worker *w, Job **batch, int nb) {
     int kept = 0;
     for (int j = 0; j < nb; j++) {
         int bad = -1;
-        for (int i = 0; i < batch[j]->req.n && bad < 0; i++)
-            if (token_count(batch[j]->req.src[i], tok, &r->src_vocab, max) < 0) bad = i;
+        double work = 0.0;
+        for (int i = 0; i < batch[j]->req.n && bad < 0; i++) {
+            int len = token_count(batch[j]->req.src[i], tok, &r->src_vocab, max);
+            if (len < 0) bad = i;
+            else work += translate_gflop(&r->model, &batch[j]->req.o.decode, len);
+        }
         if (bad >= 0) {
             char what[64];
             snprintf(what, sizeof what, "\"src\"[%d]", bad);
             char msg[160];
             snprintf(msg, sizeof msg, "%%s has more tokens than the %d this model has positions for", max);
             refuse(batch[j], 413, msg, what);
+            continue;
+        }
+        if (work > w->jobs->max_gflop) { /* checked before any decoding: a search once begun runs to its end */
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "this translation is about %.3g GFLOP, more than the %g one request may ask: send fewer or "
+                     "shorter sentences, or a smaller \"beam\"",
+                     work, w->jobs->max_gflop);
+            refuse(batch[j], 413, "%s", msg);
             continue;
         }
         ok[kept++] = batch[j], n += batch[j]->req.n;
@@ -287,16 +323,6 @@ static char *with_model_keys(char *json, const ServedCheckpoint *c) {
     sb_printf(&sb, ",\"checkpoint\":%s,\"step\":%lld}", quoted ? quoted : "null", (long long)c->run.meta.step);
     free(quoted), free(json);
     return sb.buf;
-}
-
-/* The GFLOP of one forced pass over S source and T decoder positions: the model's products
- * per position and attention's own (QK^T and PV, length squared). */
-static double pass_gflop(const ModelConfig *c, int S, int T) {
-    double fs, ft;
-    model_position_flops(c, &fs, &ft);
-    double attn = 4.0 * c->d_model *
-                  ((double)c->encoder_layers * S * S + (double)c->decoder_layers * ((double)T * T + (double)T * S));
-    return (S * fs + T * ft + attn) / 1e9;
 }
 
 /* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
