@@ -216,6 +216,23 @@ expect_error "whatif_pin_out_of_range" 2 "^qkv: pin: this model's cross-attentio
     "$QKV" whatif "$T/run" --text "$text" --pin 5.0.1=1
 expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \
     "$QKV" whatif "$T/run" --text "$text" --pin 1.0.1=30
+# --out replaces what is there: never a FIFO (a device is refused by the same check, and is
+# left out here: a failing test would replace a system's device node), or a file the run keeps
+mkfifo "$T/whatif.fifo"
+cp "$T/run/config.yaml" "$T/config.before"
+ckpt=$(ls "$T/run/ckpt/"step-*.safetensors | tail -1)
+cp "$ckpt" "$T/ckpt.before"
+expect_error "whatif_out_refuses_a_fifo" 2 "^qkv: $T/whatif.fifo: a FIFO, not a regular file" \
+    timeout 60 "$QKV" whatif "$T/run" --text "$text" --out "$T/whatif.fifo"
+expect_error "whatif_out_refuses_the_runs_config" 2 "^qkv: $T/run/config.yaml: --out is a file of the run $T/run, which the whatif would replace" \
+    timeout 60 "$QKV" whatif "$T/run" --text "$text" --out "$T/run/config.yaml"
+expect_error "whatif_out_refuses_a_checkpoint" 2 "^qkv: $ckpt: --out is a checkpoint of the run $T/run, which the whatif would replace" \
+    timeout 60 "$QKV" whatif "$T/run" --text "$text" --out "$ckpt"
+if [[ -p $T/whatif.fifo ]] && cmp -s "$T/config.before" "$T/run/config.yaml" && cmp -s "$T/ckpt.before" "$ckpt"; then
+    ok "whatif_out_refused_leaves_them_as_they_were"
+else
+    bad "whatif_out_refused_leaves_them_as_they_were" "the FIFO, config.yaml or $ckpt changed"
+fi
 
 # ---- the page in a real browser ----------------------------------------------------------------
 browser=$(command -v chromium || command -v chromium-browser || true)

@@ -36,27 +36,6 @@ static int average_last(Run *r, int n) {
     return 0;
 }
 
-/* 1 (the error set) when writing out would replace a file the export reads or the run keeps:
- * a checkpoint of the run (there yet or not), the very weights read (an export given as
- * the source), or any file already in the run's directory (its config, metrics, vocabularies) */
-static int replaces_own_file(const Run *r, const char *out) {
-    char cfg[CONFIG_PATH_MAX + 32];
-    struct stat o, w, st;
-    if (run_is_own_checkpoint(r->dir, out))
-        return err_set("%s: --out is a checkpoint of the run %s, which the export would replace: choose another file",
-                       out, r->dir),
-               1;
-    if (stat(out, &o) == 0 && stat(r->weights, &w) == 0 && o.st_dev == w.st_dev && o.st_ino == w.st_ino)
-        return err_set("%s: --out is the weights file the export reads (%s): choose another file", out, r->weights), 1;
-    /* an exported file read alone has no run: its directory is anyone's */
-    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
-    if (is_run && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
-        return err_set("%s: --out is a file of the run %s, which the export would replace: choose another file", out,
-                       r->dir),
-               1;
-    return 0;
-}
-
 /* One side's vocabulary as the export stores it: the vocabulary file, or the model in hex. */
 static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->spm_model, v->spm_len) : vocab_text(v); }
 
@@ -88,7 +67,7 @@ int cmd_export(int argc, char **argv) {
     if (regular_or_absent(out) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
-    if (replaces_own_file(&r, out)) {
+    if (run_out_replaces_own_file(&r, out, "the export")) {
         run_close(&r);
         return cmd_fail(2);
     }

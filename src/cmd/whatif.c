@@ -25,6 +25,7 @@
 #include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/text.h"
@@ -232,8 +233,11 @@ int cmd_whatif(int argc, char **argv) {
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !o.text) return cmd_usage_of(&cmd_whatif_spec);
     if (o.out && o.out[0] == '\0') return err_set("--out: an empty file name"), cmd_fail(2);
+    /* the rename would put the JSON in place of a FIFO or a device node */
+    if (o.out && regular_or_absent(o.out) != 0) return cmd_fail(2);
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    if (o.out && run_out_replaces_own_file(&r, o.out, "the whatif")) return run_close(&r), cmd_fail(2);
     openblas_set_num_threads(1); /* one sentence's products: threads would only wait */
     int rc = run_whatif(&r, &o);
     if (rc) cmd_fail(rc);

@@ -149,6 +149,24 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
     return err_set("%s: the run's checkpoints kept vanishing while being opened", dir);
 }
 
+int run_out_replaces_own_file(const Run *r, const char *out, const char *writer) {
+    char cfg[CONFIG_PATH_MAX + 32];
+    struct stat o, w, st;
+    if (run_is_own_checkpoint(r->dir, out))
+        return err_set("%s: --out is a checkpoint of the run %s, which %s would replace: choose another file", out,
+                       r->dir, writer),
+               1;
+    if (stat(out, &o) == 0 && stat(r->weights, &w) == 0 && o.st_dev == w.st_dev && o.st_ino == w.st_ino)
+        return err_set("%s: --out is the weights file %s reads (%s): choose another file", out, writer, r->weights), 1;
+    /* an exported file read alone has no run: its directory is anyone's */
+    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
+    if (is_run && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
+        return err_set("%s: --out is a file of the run %s, which %s would replace: choose another file", out, r->dir,
+                       writer),
+               1;
+    return 0;
+}
+
 int run_is_own_checkpoint(const char *dir, const char *path) {
     char ck[CONFIG_PATH_MAX + 16], p[CONFIG_PATH_MAX + 64];
     struct stat st, ck_st, other;

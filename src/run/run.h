@@ -102,6 +102,11 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
  * as one of its step checkpoints or best.safetensors, or names one of those in its
  * ckpt/ (however the directory is spelled), there yet or not. */
 int run_is_own_checkpoint(const char *dir, const char *path);
+/* 1 (the error set, naming writer: "the export") when writing out would replace a file
+ * that r reads or its run keeps: a checkpoint of the run (there yet or not), the very
+ * weights read (an exported file given as the source), or any file already in the run's
+ * directory (its config, metrics, vocabularies). A new file there is fine. */
+int run_out_replaces_own_file(const Run *r, const char *out, const char *writer);
 /* The highest-step checkpoint of a run, by the steps the names say (whatever their
  * padding); -1 (error set) when there is none, or two names say that step. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);
