@@ -356,6 +356,29 @@ static void test_json_numbers_keep_their_size(void) {
     json_decref(inf);
 }
 
+/* A name or a line that is not UTF-8 keeps its key in a JSON file, each bad byte U+FFFD
+ * (json_string gives NULL for it, and json_put would drop the key); good text, a cut-off
+ * sequence at the end and an overlong form included. */
+static void test_json_utf8_keeps_the_key(void) {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {{"s\xff"
+                  "5.src",
+                  "s\xef\xbf\xbd"
+                  "5.src"},
+                 {"caf\xc3\xa9", "caf\xc3\xa9"},
+                 {"ab\xe2\x82", "ab\xef\xbf\xbd\xef\xbf\xbd"},
+                 {"\xc0\xafx", "\xef\xbf\xbd\xef\xbf\xbdx"},
+                 {"", ""}};
+    for (int i = 0; i < 5; i++) {
+        json_t *o = json_object();
+        json_put(o, "src", json_utf8(cases[i].in));
+        const char *got = json_string_value(json_object_get(o, "src"));
+        CHECK(got && strcmp(got, cases[i].want) == 0, "case %d: '%s'", i, got ? got : "(no key)");
+        json_decref(o);
+    }
+}
+
 const TestCase files_tests[] = {
     {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
@@ -365,5 +388,6 @@ const TestCase files_tests[] = {
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
     {"files_nul_byte_refused_with_its_line", test_nul_byte_refused_with_its_line},
     {"files_json_numbers_keep_their_size", test_json_numbers_keep_their_size},
+    {"files_json_utf8_keeps_the_key", test_json_utf8_keeps_the_key},
     {NULL, NULL},
 };

@@ -359,7 +359,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_put(r, "beam5_sentences_per_s", json_fmt("%.1f", nd / t_beam));
     json_put(r, "final_loss", json_fmt("%.4f", tr->loss));
     json_put(r, "arena_mb", json_fmt("%.1f", t->m.arena_floats * 4.0 / (1 << 20)));
-    json_put(r, "weights", json_string(weights));
+    json_put(r, "weights", json_utf8(weights));
     for (int i = 0; i < PROF_N; i++) json_put(b, prof_names[i], json_fmt("%.3f", 1e3 * prof_seconds[0][i] / o->steps));
     json_put(b, "other", json_fmt("%.3f", 1e3 * (secs - prof_total) / o->steps));
     json_put(r, "breakdown_ms", b);
@@ -420,7 +420,7 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
         put_decode_sources(dump, dc, nd);
         json_put(dump, "decode_out_tokens", json_integer(out_tokens));
         json_put(dump, "steps", json_integer(o->steps));
-        json_put(dump, "weights", json_string(weights));
+        json_put(dump, "weights", json_utf8(weights));
         if (finish_dump(dump, df) != 0) fprintf(stderr, "qkv: %s: write failed\n", o->dump);
     }
     print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
@@ -437,14 +437,14 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     }
     put_decode_sources(dump, dc, decode_count(o, dc));
     json_put(dump, "steps", json_integer(o->steps));
-    json_put(dump, "batches_file", json_string(batches_path));
+    json_put(dump, "batches_file", json_utf8(batches_path));
     int bad = fclose(bf) != 0;
     bad |= finish_dump(dump, df) != 0;
     json_decref(dump);
     if (bad) return err_set("%s: write failed", o->dump), cmd_fail(1);
     json_t *r = json_object();
     json_put(r, "batches", json_integer(o->warmup + o->steps));
-    json_put(r, "dump", json_string(o->dump));
+    json_put(r, "dump", json_utf8(o->dump));
     char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
@@ -489,7 +489,7 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
     if (bf && fclose(bf) != 0) fprintf(stderr, "qkv: %s: write failed\n", batches_path);
-    if (dump) json_put(dump, "batches_file", json_string(batches_path));
+    if (dump) json_put(dump, "batches_file", json_utf8(batches_path));
     decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
     json_decref(dump);
     free_times(&tr);

@@ -171,9 +171,9 @@ static void record_samples(const Screen *s, const TrainProgress *p) {
     for (int k = 0; k < s->n_samples; k++) {
         json_t *one = json_object();
         json_put(one, "line", json_integer(s->sample_line[k] + 1));
-        json_put(one, "src", json_string(s->vsrc[s->sample_line[k]]));
-        json_put(one, "ref", json_string(s->vref[s->sample_line[k]]));
-        json_put(one, "hyp", json_string(s->sample_hyp[k]));
+        json_put(one, "src", json_utf8(s->vsrc[s->sample_line[k]]));
+        json_put(one, "ref", json_utf8(s->vref[s->sample_line[k]]));
+        json_put(one, "hyp", json_utf8(s->sample_hyp[k]));
         json_array_append_new(list, one);
     }
     json_put(o, "samples", list);

@@ -66,9 +66,9 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
                warm);
     json_t *j = json_object();
     json_put(j, "impl", json_string("qkv"));
-    json_put(j, "weights", json_string(r.weights));
+    json_put(j, "weights", json_utf8(r.weights));
     json_put(j, "step", json_integer((json_int_t)r.meta.step));
-    json_put(j, "source", json_string(src_path));
+    json_put(j, "source", json_utf8(src_path));
     json_put(j, "sentences", json_integer(n));
     json_put(j, "corename", json_string(openblas_get_corename()));
     if (kernels_openblas_picked()) json_put(j, "openblas_chose", json_string(kernels_openblas_picked()));

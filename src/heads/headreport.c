@@ -47,7 +47,7 @@ json_t *heads_json_array(const HeadReport *r) {
         json_put(o, "rare", json_fmt("%.4f", h->rare));
         json_put(o, "sink", json_fmt("%.4f", h->sink));
         json_put(o, "aer", json_fmt("%.4f", h->aer));
-        json_put(o, "role", json_string(h->role));
+        json_put(o, "role", json_utf8(h->role));
         json_put(o, "roles", role_list(h, ~0));
         json_put(rules, "voita", role_list(h, HEAD_ROLES_VOITA));
         json_put(rules, "relative", role_list(h, HEAD_ROLES_RELATIVE));
@@ -93,7 +93,7 @@ json_t *heads_curve_json(const HeadReport *r) {
             json_put(po, "removed", json_integer(p->removed));
             json_put(po, "bleu", json_fmt("%.4f", p->bleu));
             json_put(po, "nll", json_fmt("%.5f", p->nll));
-            json_put(po, "mask", json_string(p->mask));
+            json_put(po, "mask", json_utf8(p->mask));
             json_array_append_new(points, po);
         }
         json_put(co, "points", points);
@@ -107,12 +107,12 @@ json_t *heads_report_json(const HeadReport *r) {
     json_t *root = json_object(), *model = json_object(), *set = json_object(), *th = json_object(),
            *secs = json_object();
     json_put(root, "format", json_string("qkv-heads-1"));
-    json_put(model, "weights", json_string(r->weights));
+    json_put(model, "weights", json_utf8(r->weights));
     json_put(model, "step", json_integer(r->step));
     json_put(root, "model", model);
-    json_put(set, "src", json_string(r->src_path));
-    json_put(set, "ref", json_string(r->ref_path));
-    json_put(set, "gold", r->gold_path ? json_string(r->gold_path) : json_null());
+    json_put(set, "src", json_utf8(r->src_path));
+    json_put(set, "ref", json_utf8(r->ref_path));
+    json_put(set, "gold", r->gold_path ? json_utf8(r->gold_path) : json_null());
     json_put(set, "sentences", json_integer(r->sentences));
     json_put(set, "skipped", json_integer(r->skipped));
     json_put(set, "ref_tokens", json_integer(r->ref_tokens));
@@ -127,7 +127,7 @@ json_t *heads_report_json(const HeadReport *r) {
              json_string("per-token reference NLL over the set with this head alone masked (gate 0), minus the "
                          "same with no head masked"));
     json_put(root, "entropy_unit", json_string("nats"));
-    json_put(root, "rare_frequencies", r->freq_path ? json_string(r->freq_path) : json_null());
+    json_put(root, "rare_frequencies", r->freq_path ? json_utf8(r->freq_path) : json_null());
     json_put(th, "previous", json_real(HEADS_POSITIONAL_SHARE));
     json_put(th, "current", json_real(HEADS_POSITIONAL_SHARE));
     json_put(th, "next", json_real(HEADS_POSITIONAL_SHARE));

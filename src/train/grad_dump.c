@@ -27,7 +27,7 @@
 static int write_batch_json(const char *path, const Run *r, const ModelBatch *mb, double loss, double nll, int tokens) {
     const ModelConfig *mc = &r->model.cfg;
     json_t *o = json_object();
-    json_put(o, "checkpoint", json_string(r->weights));
+    json_put(o, "checkpoint", json_utf8(r->weights));
     json_put(o, "loss", json_fmt("%.9g", loss));
     json_put(o, "nll_sum", json_fmt("%.9g", nll));
     json_put(o, "tokens", json_integer(tokens));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/mem.h"
+#include "util/text.h"
 
 json_t *json_fmt(const char *fmt, double v) {
     if (!isfinite(v)) return json_null(); /* JSON has no inf or nan; readers skip a null */
@@ -20,6 +21,23 @@ json_t *json_fmt(const char *fmt, double v) {
     }
     json_t *j = json_real(strtod(buf, NULL));
     if (buf != small) free(buf);
+    return j;
+}
+
+json_t *json_utf8(const char *s) {
+    json_t *j = json_string(s);
+    if (j) return j;
+    /* a byte that starts no well-formed character becomes U+FFFD; the rest is kept */
+    StrBuf sb = {0};
+    sb_append(&sb, "", 0);
+    for (size_t i = 0, n = strlen(s); i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (len && i + len <= n && utf8_valid(s + i, len)) sb_append(&sb, s + i, len), i += len;
+        else sb_append(&sb, "\xEF\xBF\xBD", 3), i++;
+    }
+    j = xcheck(json_string(sb.buf));
+    free(sb.buf);
     return j;
 }
 

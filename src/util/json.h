@@ -14,6 +14,10 @@
  * keeps the precision it means to, without the noise of the last binary digits.
  * null when v is not finite (JSON has no inf or nan). */
 json_t *json_fmt(const char *fmt, double v);
+/* s as a JSON string, each byte that starts no well-formed UTF-8 character replaced by
+ * U+FFFD: jansson's json_string gives NULL for such text, and json_put would then drop
+ * the key unseen (a file name that is not UTF-8 lost "src" from eval.jsonl). */
+json_t *json_utf8(const char *s);
 /* An array of n ints. */
 json_t *json_ints(const int *v, int n);
 /* root as text ending in a newline (malloc'd), with flags; takes root's reference. */
