@@ -415,6 +415,7 @@ const CmdSpec cmd_explain_spec = {
 int cmd_explain(int argc, char **argv) {
     Options o = {.out = "explain", .ig_steps = 32, .max_sentences = 500, .random_orders = 10};
     int c, bad = 0;
+    const char *corpus_sizes = NULL; /* a corpus-only option given: with --text it would change nothing */
     while (!bad && (c = cmd_option_next(&cmd_explain_spec, argc, argv)) >= 0) {
         switch (c) {
         case 't': o.text = optarg; break;
@@ -425,21 +426,28 @@ int cmd_explain(int argc, char **argv) {
         case 'a': o.gold = optarg; break;
         case 'o': o.out = optarg; break;
         case 'm': o.mask_heads = optarg; break;
-        case 'n': bad = cmd_int("--max-sentences", "a sentence count", optarg, 0, 100000000, &o.max_sentences); break;
+        case 'n':
+            bad = cmd_int("--max-sentences", "a sentence count", optarg, 0, 100000000, &o.max_sentences);
+            corpus_sizes = "max-sentences";
+            break;
         case 'i': bad = cmd_int("--ig-steps", "a step count (0..1024)", optarg, 0, 1024, &o.ig_steps); break;
-        case 'R': bad = cmd_int("--random-orders", "a count (1..1000)", optarg, 1, 1000, &o.random_orders); break;
+        case 'R':
+            bad = cmd_int("--random-orders", "a count (1..1000)", optarg, 1, 1000, &o.random_orders);
+            corpus_sizes = "random-orders";
+            break;
         }
     }
     if (bad) return cmd_fail(2);
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || (!o.text) == !o.src) return cmd_usage_of(&cmd_explain_spec);
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
-    if (o.text && (o.ref || o.gold)) return err_set("--%s goes with --src", o.ref ? "ref" : "gold"), cmd_fail(2);
+    const char *src_only = o.ref ? "ref" : o.gold ? "gold" : corpus_sizes;
+    if (o.text && src_only) return err_set("--%s goes with --src", src_only), cmd_fail(2);
     if (o.src && (o.target || o.contrast))
         return err_set("--%s goes with --text", o.target ? "target" : "contrast"), cmd_fail(2);
     if (o.gold && !o.ref) return err_set("--gold aligns the source with --ref: give both"), cmd_fail(2);
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     /* a sentence's products are small: OpenBLAS's threads would only wait on each other

@@ -119,9 +119,12 @@ static int run_patch(Run *r, const Options *o) {
         int worst = 0;
         for (int i = 1; i < t.n; i++)
             if (fabs(t.c[i].effect - t.c[i].atp) > fabs(t.c[worst].effect - t.c[worst].atp)) worst = i;
-        printf("\nattribution patching against patching: Spearman rho %.3f over %d components; the largest miss %s "
+        char rho[48]; /* undefined when every effect is one value (clean equal to corrupt): patch.json's null */
+        if (isnan(t.rho)) snprintf(rho, sizeof rho, "undefined (every effect the same)");
+        else snprintf(rho, sizeof rho, "%.3f", t.rho);
+        printf("\nattribution patching against patching: Spearman rho %s over %d components; the largest miss %s "
                "(effect %+.4f, estimate %+.4f)\n",
-               t.rho, t.n, t.c[worst].name, t.c[worst].effect, t.c[worst].atp);
+               rho, t.n, t.c[worst].name, t.c[worst].effect, t.c[worst].atp);
         printf("wrote %s/patch.json and %s/patch.svg\n", o->out, o->out);
         free(sorted);
         rc = 0;
@@ -162,7 +165,7 @@ const CmdSpec cmd_patch_spec = {
 
 int cmd_patch(int argc, char **argv) {
     Options o = {.out = "patch", .top = 15};
-    int c, bad = 0;
+    int c, bad = 0, at_given = 0;
     while (!bad && (c = cmd_option_next(&cmd_patch_spec, argc, argv)) >= 0) {
         switch (c) {
         case 'c': o.clean = optarg; break;
@@ -171,7 +174,7 @@ int cmd_patch(int argc, char **argv) {
         case 'k': o.compare = optarg; break;
         case 'o': o.out = optarg; break;
         case 'm': o.mask_heads = optarg; break;
-        case 'a': bad = cmd_int("--at", "a target position", optarg, 0, 100000, &o.at) != 0; break;
+        case 'a': bad = cmd_int("--at", "a target position", optarg, 0, 100000, &o.at) != 0, at_given = 1; break;
         case 'n': bad = cmd_int("--top", "a count", optarg, 0, 100000, &o.top) != 0; break;
         }
     }
@@ -179,8 +182,10 @@ int cmd_patch(int argc, char **argv) {
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !o.clean || !o.corrupt) return cmd_usage_of(&cmd_patch_spec);
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    /* alone, --at would be taken and change nothing (the API refuses it too) */
+    if (at_given && !o.compare) return err_set("--at is the position of --compare: give both"), cmd_fail(2);
     Run r;
-    if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     openblas_set_num_threads(1); /* one sentence's products: threads would only wait */

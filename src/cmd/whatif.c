@@ -221,7 +221,10 @@ int cmd_whatif(int argc, char **argv) {
         case 't': o.text = optarg; break;
         case 'g': o.target = optarg; break;
         case 'm': o.mask_heads = optarg; break;
-        case 'p': o.pin = optarg; break;
+        case 'p': /* the last would win unseen */
+            if (o.pin) bad = (err_set("--pin: one pin at a time (given twice)"), 1);
+            o.pin = optarg;
+            break;
         case 'l': o.lens = 1; break;
         case 'b': o.tree = 1; break;
         case 'o': o.out = optarg; break;
