@@ -220,6 +220,11 @@ expect_error "whatif_pin_malformed" 2 "^qkv: --pin: '1.0.2' is not LAYER.HEAD.TA
     "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2
 expect_error "whatif_pin_out_of_range" 2 "^qkv: pin: this model's cross-attention has layers 0..1 and heads 0..3" \
     "$QKV" whatif "$T/run" --text "$text" --pin 5.0.1=1
+long_text=$(printf 'vida %.0s' $(seq 300))
+expect_error "whatif_text_past_the_positions" 2 "^qkv: --text: more than the [0-9]+ tokens this model has positions for$" \
+    timeout 60 "$QKV" whatif "$T/run" --text "$long_text"
+expect_error "patch_clean_past_the_positions_names_clean" 2 "^qkv: --clean: more than the [0-9]+ tokens this model has positions for$" \
+    timeout 60 "$QKV" patch "$T/run" --clean "$long_text" --corrupt "$long_text" --out "$T/x"
 expect_error "whatif_pin_twice" 2 "^qkv: --pin: one pin at a time \\(given twice\\)$" \
     timeout 60 "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2=1 --pin 1.0.1=1
 expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \

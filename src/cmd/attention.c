@@ -97,7 +97,7 @@ static int one_sentence(Run *r, Options *o, int masked) {
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     AttnMaps maps = {0};
     SentenceFiles files = {&maps, 0};
-    if (cmd_sentence_ids(r, o->text, o->target, src, &n_src, tgt, &n_tgt) != 0) goto done;
+    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &n_src, tgt, &n_tgt) != 0) goto done;
     attnmap_capture(&r->model, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &maps);
     attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
     if (o->query >= 0 && check_query(&maps, o) != 0) goto done;

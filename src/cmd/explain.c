@@ -81,7 +81,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     char *json = NULL;
     ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
     if (o->contrast && (eo.foil = cmd_target_token(r, "--contrast", o->contrast)) < 0) goto done;
-    if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
+    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
     double t0 = now_seconds();
     explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, src, ns, tgt, nt, &eo, &e);
     double secs = now_seconds() - t0;

@@ -76,7 +76,7 @@ static int run_whatif(Run *r, const Options *o) {
     json_t *root = NULL;
     char *text = NULL, *shown = NULL, *changed_text = NULL, *best_text = NULL;
     if (o->pin && parse_pin(o->pin, &pl, &ph, &pt, &pj) != 0) goto done;
-    if (cmd_sentence_ids(r, o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
+    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
     if (o->pin && pt > nt) {
         err_set("--pin: target position %d: the target has positions 0..%d", pt, nt);
         goto done;

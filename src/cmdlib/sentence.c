@@ -49,14 +49,15 @@ static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *
     return n;
 }
 
-int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int *n_src, int *tgt, int *n_tgt) {
+int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
+                     int *tgt, int *n_tgt) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
     StrBuf unknown = {0};
     *n_src = encode_checked(text, tok, &r->src_vocab, src, max + 1, &unknown);
-    if (*n_src == 0) return sb_free(&unknown), err_set("--text: nothing to attend to: the text is empty");
+    if (*n_src == 0) return sb_free(&unknown), err_set("%s: nothing to attend to: the text is empty", text_option);
     if (*n_src > max)
-        return sb_free(&unknown),
-               err_set("--text: %d tokens, more than the %d this model has positions for", *n_src, max);
+        return sb_free(&unknown), err_set("%s: more than the %d tokens this model has positions for", text_option,
+                                          max); /* read up to max + 1 only */
     if (unknown.len) fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", unknown.buf);
     sb_free(&unknown);
     if (target) {
@@ -67,8 +68,7 @@ int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int
             sb_free(&bad);
             return -1;
         }
-        if (*n_tgt > max)
-            return err_set("--target: %d tokens, more than the %d this model has positions for", *n_tgt, max);
+        if (*n_tgt > max) return err_set("--target: more than the %d tokens this model has positions for", max);
         return 0;
     }
     *n_tgt = greedy_ids(&r->model, src, *n_src, tgt, max);

@@ -8,10 +8,11 @@
 
 /* The source ids of text and the target ids of target, or of the greedy translation when
  * target is NULL; src and tgt have room for max_positions - 1 ids. Warns on stderr of
- * source words read as <unk>; -1 with the error set (named --text/--target) for an
+ * source words read as <unk>; -1 with the error set (naming the option) for an
  * empty text, a side longer than the model's positions, or a target word the vocabulary
- * lacks. */
-int cmd_sentence_ids(Run *r, const char *text, const char *target, int *src, int *n_src, int *tgt, int *n_tgt);
+ * lacks. text_option names the text's option in those ("--text", patch's "--clean"). */
+int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
+                     int *tgt, int *n_tgt);
 
 /* The id of a word given to `option` that must be one token of the target vocabulary
  * (--contrast, --compare); -1 with the error set ("<option>: 'w' is N tokens ..., not one",
