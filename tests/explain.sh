@@ -225,6 +225,18 @@ expect_error "whatif_text_past_the_positions" 2 "^qkv: --text: more than the [0-
     timeout 60 "$QKV" whatif "$T/run" --text "$long_text"
 expect_error "patch_clean_past_the_positions_names_clean" 2 "^qkv: --clean: more than the [0-9]+ tokens this model has positions for$" \
     timeout 60 "$QKV" patch "$T/run" --clean "$long_text" --corrupt "$long_text" --out "$T/x"
+# a text's control bytes reach the terminal spelled (\x1b, \x07), as errors spell them: never raw
+ctl_text=$'the \e[31mold\a farmer'
+for cmd in whatif attention explain; do
+    timeout 120 "$QKV" $cmd "$T/run" --text "$ctl_text" --out "$T/ctl-$cmd" >"$T/ctl-$cmd.out" 2>/dev/null
+    rc=$?
+    if [[ $rc -eq 0 ]] && ! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/ctl-$cmd.out" &&
+        grep -qF 'source: the \x1b[31mold\x07 farmer' "$T/ctl-$cmd.out"; then
+        ok "${cmd}_spells_control_bytes_on_the_terminal"
+    else
+        bad "${cmd}_spells_control_bytes_on_the_terminal" "exit $rc: $(head -3 "$T/ctl-$cmd.out" | cat -v)"
+    fi
+done
 expect_error "whatif_pin_twice" 2 "^qkv: --pin: one pin at a time \\(given twice\\)$" \
     timeout 60 "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2=1 --pin 1.0.1=1
 expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \

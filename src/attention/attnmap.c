@@ -62,7 +62,7 @@ static void put_label(FILE *f, const char *s, int width, int max, int right) {
     for (size_t k; *end && n < max; end += k ? k : 1, n++) k = attnmap_utf8_char(end);
     int pad = width > n ? width - n : 0;
     if (right) fprintf(f, "%*s", pad, "");
-    fwrite(s, 1, (size_t)(end - s), f);
+    fput_spelled(f, s, (size_t)(end - s)); /* a control byte then takes its spelling's columns */
     if (!right) fprintf(f, "%*s", pad, "");
 }
 
@@ -546,10 +546,10 @@ void attnmap_print_terminal(const AttnMaps *a, FILE *f) {
             fputs(shades[level], f);
             if (p > avg[(size_t)t * cols + best]) best = j;
         }
-        fprintf(f, "  -> %s\n", a->src[best]);
+        fputs("  -> ", f), fput_spelled(f, a->src[best], strlen(a->src[best])), fputc('\n', f);
     }
     fprintf(f, "%*s ", w, "");
-    for (int j = 0; j < cols; j++) fprintf(f, "%s%d=%s", j ? "  " : "", j, a->src[j]);
+    for (int j = 0; j < cols; j++) fprintf(f, "%s%d=", j ? "  " : "", j), fput_spelled(f, a->src[j], strlen(a->src[j]));
     fprintf(f, "\nshades: '  ' < 0.05 <= '░░' < 0.25 <= '▒▒' < 0.5 <= '▓▓' < 0.75 <= '██'\n");
     free(avg);
 }

@@ -109,7 +109,9 @@ static int one_sentence(Run *r, Options *o, int masked) {
     /* what the terminal shows is UTF-8 too, as the files are: a bad byte is U+FFFD */
     char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, n_tgt, tok, &r->tgt_vocab),
          *shown = attnmap_utf8(words);
-    printf("source: %s\n%s: %s\n\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    cmd_print_text("source: ", text);
+    cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
+    putchar('\n');
     free(text), free(words), free(shown);
     if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
     else attnmap_print_terminal(&maps, stdout);

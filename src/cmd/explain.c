@@ -95,7 +95,8 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
     putchar('\n');
     char *text = attnmap_utf8(o->text), *words = decode_ids(tgt, nt, tok, &r->tgt_vocab), *shown = attnmap_utf8(words);
-    printf("source: %s\n%s: %s\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    cmd_print_text("source: ", text);
+    cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
     free(text), free(words), free(shown);
     int L = e.contrib.dec_layers, S = e.S, T = e.T;
     char last_avg[EXPLAIN_NAME_MAX];

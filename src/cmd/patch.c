@@ -100,8 +100,10 @@ static int run_patch(Run *r, const Options *o) {
     rc = 1;
     int ok = staged_dir_write(o->out, "--out", write_files, &files, export_file) == 0;
     if (ok) {
-        printf("clean:   %s\ncorrupt: %s\ntarget%s: %s\nmetric:  %s\n", c_text, x_text,
-               o->target ? " (forced)" : " (greedy)", t_text, metric_name);
+        cmd_print_text("clean:   ", c_text);
+        cmd_print_text("corrupt: ", x_text);
+        cmd_print_text(o->target ? "target (forced): " : "target (greedy): ", t_text);
+        cmd_print_text("metric:  ", metric_name);
         printf("         clean %.4f, corrupt %.4f, the encoder's output patched everywhere %.4f\n\n", t.clean,
                t.corrupt, t.everything);
         PatchComponent *sorted = xmalloc(sizeof(PatchComponent) * (size_t)t.n);

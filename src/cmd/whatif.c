@@ -94,7 +94,8 @@ static int run_whatif(Run *r, const Options *o) {
     const WhatifSteps *now = changed ? &after : &base;
     char *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
     text = attnmap_utf8(o->text), shown = attnmap_utf8(words);
-    printf("source: %s\n%s: %s\n", text, o->target ? "target (forced)" : "translation (greedy)", shown);
+    cmd_print_text("source: ", text);
+    cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
     free(words);
     if (masked > 0) {
         /* heads off: the translation again, as the changed model writes it */

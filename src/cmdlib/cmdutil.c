@@ -86,14 +86,26 @@ int cmd_read_aligned(const char *hyp_path, const char *ref_path, const char *wha
     return 0;
 }
 
+void cmd_print_text(const char *prefix, const char *s) {
+    fputs(prefix, stdout);
+    fput_spelled(stdout, s, strlen(s));
+    putchar('\n');
+}
+
 void cmd_print_column(const char *s, int width) {
     int n = 0;
-    const char *p = s;
-    while (*p && n < width) {
-        p++;
+    for (const char *p = s; *p && n < width;) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch < 0x20 || ch == 0x7f) { /* spelled, as cmd_print_text does: cut whole */
+            char spelled[8];
+            int k = spell_control(spelled, ch);
+            if (n + k > width) break;
+            fputs(spelled, stdout), n += k, p++;
+            continue;
+        }
+        const char *start = p++;
         while ((*p & 0xC0) == 0x80) p++; /* the rest of one character */
-        n++;
+        fwrite(start, 1, (size_t)(p - start), stdout), n++;
     }
-    fwrite(s, 1, (size_t)(p - s), stdout);
     for (; n < width; n++) putchar(' ');
 }

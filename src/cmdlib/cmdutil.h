@@ -21,6 +21,10 @@ int cmd_int(const char *where, const char *what, const char *arg, int lo, int hi
 /* The same for a finite real number in [lo, hi]. */
 int cmd_double(const char *where, const char *what, const char *arg, double lo, double hi, double *out);
 
+/* Prints prefix, then s with its control bytes spelled as error messages spell them (\n,
+ * \t, \xNN: a user's text must not move the cursor, colour or ring the terminal), then a
+ * newline, to stdout. */
+void cmd_print_text(const char *prefix, const char *s);
 /* Prints s in a column `width` characters wide (UTF-8 characters, not bytes: a subword
  * label's "▁" is one), cut to the width and padded with spaces. */
 void cmd_print_column(const char *s, int width);

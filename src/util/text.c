@@ -82,6 +82,20 @@ int hex_decode(const char *hex, char **out, size_t *n) {
     return 0;
 }
 
+int spell_control(char out[8], unsigned char ch) {
+    if (ch == '\t' || ch == '\n') return snprintf(out, 8, "%s", ch == '\t' ? "\\t" : "\\n");
+    return snprintf(out, 8, "\\x%02x", ch);
+}
+
+void fput_spelled(FILE *f, const char *s, size_t n) {
+    char spelled[8];
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != 0x7f) fputc(ch, f);
+        else spell_control(spelled, ch), fputs(spelled, f);
+    }
+}
+
 int utf8_valid(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;

@@ -3,6 +3,7 @@
 #define QKV_UTIL_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Formats into a growing heap string (for building files in memory). */
 typedef struct {
@@ -20,6 +21,13 @@ void sb_free(StrBuf *sb);
 /* Bytes as lower-case hex (malloc'd), and back (*out malloc'd; -1 on a bad digit). */
 char *hex_encode(const void *data, size_t n);
 int hex_decode(const char *hex, char **out, size_t *n);
+
+/* A control byte (below 0x20, or 0x7f) as error messages spell it: "\n", "\t", "\xNN",
+ * into out; its length. A user's text must not move a terminal's cursor, colour it or
+ * ring it. */
+int spell_control(char out[8], unsigned char ch);
+/* s[0..n) to f, each control byte spelled. */
+void fput_spelled(FILE *f, const char *s, size_t n);
 
 /* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t n);
