@@ -152,6 +152,13 @@ else
     bad "train_draws_curves_svg" "no curves.svg with both curves"
 fi
 expect_error "plot_without_metrics" 2 "^qkv: $T/nowhere/metrics.jsonl: No such file" "$QKV" plot "$T/nowhere"
+# a file of nothing but bad lines is damaged, not empty: its first bad line is named
+mkdir -p "$T/badplot" && printf '\n{"step": 100, "loss": "x"}\n[1, 2]\n' >"$T/badplot/metrics.jsonl"
+expect_error "plot_damaged_metrics_names_the_line" 2 "^qkv: $T/badplot/metrics.jsonl:2: not a metrics record" \
+    timeout 10 "$QKV" plot "$T/badplot"
+mkdir -p "$T/emptyplot" && : >"$T/emptyplot/metrics.jsonl"
+expect_error "plot_empty_metrics_is_no_metrics_yet" 2 "^qkv: $T/emptyplot/metrics.jsonl: no metrics to plot yet$" \
+    timeout 10 "$QKV" plot "$T/emptyplot"
 if grep -q 'steps: 60' "$run/config.yaml" && grep -q 'd_model: 64' "$run/config.yaml" && grep -q 'warmup: 400' "$run/config.yaml"; then
     ok "train_writes_resolved_config"
 else

@@ -87,11 +87,16 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
 
 int curves_svg(char *text, const char *what, StrBuf *svg) {
     Series train = {0}, valid = {0}, bleu = {0};
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        json_t *o = json_loads(line, 0, NULL);
+    int line_no = 0, first_bad = 0; /* a file of none but bad lines is damaged, not empty */
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        line_no++;
+        json_t *o = line[0] ? json_loads(line, 0, NULL) : NULL;
+        json_t *step = json_object_get(o, "step"), *loss = json_object_get(o, "loss");
+        if (line[0] && !(json_is_number(step) && json_is_number(loss)) && !first_bad) first_bad = line_no;
         if (!o) continue; /* a line cut by a kill: skip it */
-        json_t *step = json_object_get(o, "step"), *loss = json_object_get(o, "loss"),
-               *vl = json_object_get(o, "valid_loss");
+        json_t *vl = json_object_get(o, "valid_loss");
         json_t *vb = json_object_get(o, "valid_bleu");
         if (json_is_number(step) && json_is_number(loss))
             series_push(&train, json_number_value(step), json_number_value(loss));
@@ -102,6 +107,11 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
         json_decref(o);
     }
     int rc = -1;
+    if (train.n == 0 && first_bad) {
+        err_set("%s:%d: not a metrics record (a JSON object with a numeric step and loss), and no line is", what,
+                first_bad);
+        goto done;
+    }
     if (train.n == 0) {
         err_set("%s: no metrics to plot yet", what);
         goto done;
