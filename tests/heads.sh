@@ -233,6 +233,25 @@ expect_error "heads_foreign_file_in_masks_refused" 2 "masks/notes\.md: not a mas
     "$QKV" heads "$T/run" "${small[@]}" --out "$T/s2"
 [[ $(ls "$T/s2/masks" | wc -l) -eq 261 && -z $(ls -d "$T"/s2.partial-* 2>/dev/null) ]] && ok "heads_refused_export_leaves_old_files" ||
     bad "heads_refused_export_leaves_old_files" "$(ls "$T/s2/masks" | wc -l) files in masks; $(ls -d "$T"/s2.* 2>/dev/null)"
+# two exports into one --out at once, a few times: each publishes whole (the last one's masks/
+# stands, never a mix), both succeed, and no staging directory stays behind
+race_rcs=""
+for round in 1 2 3 4; do
+    timeout 120 "$QKV" heads "$T/run" "${small[@]}" --out "$T/race" >"$T/race1.log" 2>&1 &
+    p1=$!
+    timeout 120 "$QKV" heads "$T/run" "${small[@]}" --out "$T/race" >"$T/race2.log" 2>&1 &
+    p2=$!
+    wait $p1
+    r1=$?
+    wait $p2
+    race_rcs+="$r1,$? "
+done
+if [[ $race_rcs == "0,0 0,0 0,0 0,0 " && $(ls "$T/race/masks" | wc -l) -eq 260 && -s $T/race/heads.json &&
+    -z $(ls -d "$T"/race.partial-* "$T"/race/masks/.old-* 2>/dev/null) ]]; then
+    ok "heads_two_at_once_on_one_out"
+else
+    bad "heads_two_at_once_on_one_out" "exits $race_rcs; $(ls "$T/race/masks" 2>/dev/null | wc -l) masks; $(ls -d "$T"/race.* 2>/dev/null | tr '\n' ' ') $(tail -n 1 "$T/race1.log" "$T/race2.log" | tr '\n' ' ')"
+fi
 
 # ---- bad inputs, one line each ----------------------------------------------------------------------
 head -n 5 "$D/test.tgt" >"$T/five.tgt"

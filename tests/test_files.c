@@ -223,6 +223,71 @@ static void test_staged_dir_whole_or_not_at_all(void) {
     CHECK(left == 0, "%d staging directories left behind", left);
 }
 
+/* A set of one file and a subdirectory sub/ holding one file (sub NULL: no sub/). */
+typedef struct {
+    const char *sub;  /* the file's name in sub/ */
+    const char *text; /* what both hold */
+    int fail;         /* fail once written, as a full disk would */
+} StageSub;
+
+static int stage_sub_fill(const char *dir, void *arg) {
+    const StageSub *f = arg;
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/a.txt", dir);
+    if (write_file_atomic(path, f->text, strlen(f->text)) != 0) return -1;
+    if (f->sub) {
+        snprintf(path, sizeof path, "%s/sub", dir);
+        if (mkdir(path, 0777) != 0) return err_set("%s: cannot create", path);
+        snprintf(path, sizeof path, "%s/sub/%s", dir, f->sub);
+        if (write_file_atomic(path, f->text, strlen(f->text)) != 0) return -1;
+    }
+    return f->fail ? err_set("%s: write failed: no space left on device", dir) : 0;
+}
+
+static int stage_sub_replaces(const char *name) {
+    return strcmp(name, "a.txt") == 0 || strcmp(name, "sub") == 0 || strcmp(name, "link") == 0;
+}
+
+/* A subdirectory is replaced whole: the old one's files go, the new one's come, a failed
+ * write leaves the old one, a set without it removes it, and a link is removed, not followed. */
+static void test_staged_dir_subdirectory_replaced(void) {
+    char base[64], out[128], path[192], target[128];
+    snprintf(base, sizeof base, "/tmp/qkv-staged-sub-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/out", base);
+    snprintf(path, sizeof path, "%s/sub", out);
+    StageSub one = {"x.txt", "one", 0}, two = {"y.txt", "two", 0}, three = {"z.txt", "three", 1};
+    StageSub none = {NULL, "four", 0};
+    int rc1 = staged_dir_write(out, "--out", stage_sub_fill, &one, stage_sub_replaces);
+    int rc2 = staged_dir_write(out, "--out", stage_sub_fill, &two, stage_sub_replaces);
+    char msg2[256];
+    snprintf(msg2, sizeof msg2, "%s", rc2 ? err_msg() : "");
+    int status2 = rc2 ? err_status() : 0;
+    int ok2 = holds(path, "y.txt", "two") && holds(path, "x.txt", NULL) && staging_left(base) == 0;
+    int rc3 = staged_dir_write(out, "--out", stage_sub_fill, &three, stage_sub_replaces);
+    int ok3 = holds(path, "y.txt", "two") && holds(path, "z.txt", NULL) && staging_left(base) == 0;
+    /* a link to someone else's directory, claimed and not in the new set: the link goes */
+    snprintf(target, sizeof target, "%s/theirs", base);
+    make_dirs(target);
+    char theirs[192], link_path[192];
+    snprintf(theirs, sizeof theirs, "%s/keep.txt", target);
+    touch(theirs);
+    snprintf(link_path, sizeof link_path, "%s/link", out);
+    int linked = symlink(target, link_path) == 0;
+    int rc4 = staged_dir_write(out, "--out", stage_sub_fill, &none, stage_sub_replaces);
+    struct stat st;
+    int ok4 = holds(out, "a.txt", "four") && stat(path, &st) != 0 && lstat(link_path, &st) != 0 &&
+              holds(target, "keep.txt", "") && staging_left(base) == 0;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", base);
+    CHECK(rc1 == 0, "first write: %s", err_msg());
+    CHECK(rc2 == 0 && ok2, "sub/ replaced: rc %d (exit %d), %s; x.txt gone, y.txt new, no staging left: %d", rc2,
+          status2, msg2, ok2);
+    CHECK(rc3 == -1 && ok3, "a failed write: rc %d; the old sub/ whole, no staging left: %d", rc3, ok3);
+    CHECK(linked && rc4 == 0 && ok4, "a set without sub/: rc %d; sub/ and the link gone, their file kept: %d", rc4,
+          ok4);
+}
+
 /* One call of read_lines_arriving after piece (NULL: the writer closes the pipe) goes in:
  * its lines joined with '|', into got. */
 static int arrive(int fds[2], const char *piece, char **pending, size_t *pending_len, int *done, char *got,
@@ -384,6 +449,7 @@ const TestCase files_tests[] = {
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
     {"files_checkpoint_header_length_judged_first", test_header_length_judged_first},
     {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
+    {"files_staged_dir_subdirectory_replaced", test_staged_dir_subdirectory_replaced},
     {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
     {"files_nul_byte_refused_with_its_line", test_nul_byte_refused_with_its_line},

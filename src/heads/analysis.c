@@ -106,7 +106,8 @@ typedef struct {
 } Files;
 /* Files an export writes: what a new export replaces and clears out of an old one. */
 static int export_file(const char *name) {
-    return strcmp(name, "heads.json") == 0 || strcmp(name, "heads.svg") == 0 || strcmp(name, "index.html") == 0;
+    return strcmp(name, "heads.json") == 0 || strcmp(name, "heads.svg") == 0 || strcmp(name, "index.html") == 0 ||
+           strcmp(name, "masks") == 0;
 }
 
 /* A mask file's name as the curve names them: ORDER-... or default-..., .txt */
@@ -119,9 +120,9 @@ static int mask_file(const char *name) {
     return strcmp(order, "default") == 0 || heads_order_of(order) >= 0;
 }
 
-/* Removes dir/masks/ (check_only: only looks). A file there that is not a mask's (or a
- * masks that is no directory) is an error, and nothing is removed; no masks/ is none. */
-static int clear_masks(const char *dir, int check_only) {
+/* Whether dir/masks/ holds only masks: a file there that is not a mask's (or a masks that
+ * is no directory) is an error; no masks/ is none. The masks go as the new set moves in. */
+static int check_masks(const char *dir) {
     char path[STAGED_DIR_MAX + 256];
     snprintf(path, sizeof path, "%s/masks", dir);
     DIR *d = opendir(path);
@@ -130,15 +131,10 @@ static int clear_masks(const char *dir, int check_only) {
     int rc = 0;
     while ((e = readdir(d)) && rc == 0) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char file[STAGED_DIR_MAX + 512];
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
         if (!mask_file(e->d_name))
-            rc = err_set("%s: not a mask file of qkv heads: left alone, so --out is not written", file);
-        else if (!check_only) unlink(file);
+            rc = err_set("%s/%s: not a mask file of qkv heads: left alone, so --out is not written", path, e->d_name);
     }
     closedir(d);
-    if (rc == 0 && !check_only && rmdir(path) != 0 && errno != ENOENT)
-        rc = err_set("%s: cannot remove the old masks: %s", path, strerror(errno));
     return rc;
 }
 
@@ -153,7 +149,7 @@ static int write_files(const char *dir, void *arg) {
         snprintf(path, sizeof path, "%s/heads.svg", dir);
         if (write_file_atomic(path, f->svg, strlen(f->svg)) != 0) return -1;
     }
-    if (clear_masks(f->out, 1) != 0) return -1;
+    if (check_masks(f->out) != 0) return -1;
     int nh = f->curves ? f->curves->n_heads : 0, rc = 0;
     if (f->curves) {
         snprintf(path, sizeof path, "%s/masks", dir);
@@ -179,16 +175,8 @@ static int write_files(const char *dir, void *arg) {
                 }
                 sb_free(&sb);
             }
-        if (rc != 0) { /* the staging directory is removed file by file: its masks/ first */
-            clear_masks(dir, 0);
-            return -1;
-        }
     }
-    /* the old masks go as the new set moves in (a directory cannot be renamed over one
-     * that holds files), as staged_dir removes the old files the new set lacks */
-    if (clear_masks(f->out, 0) == 0) return 0;
-    clear_masks(dir, 0);
-    return -1;
+    return rc; /* the old masks/ goes as the new set moves in, or with it when it has none */
 }
 
 int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInput *in, int *masks) {

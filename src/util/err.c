@@ -34,9 +34,11 @@ int err_set(const char *fmt, ...) {
 
 int err_io(int errnum) {
     /* out of space or quota, a file past its size limit, a failing device: the machine's;
+     * a directory a concurrent writer keeps filling (ENOTEMPTY) is the machine's too;
      * anything else (no such directory, not a directory, permission, a read-only file
      * system) says the place the user named cannot hold the file */
-    err_runtime = errnum == ENOSPC || errnum == EDQUOT || errnum == EFBIG || errnum == EIO || errnum == ENOMEM;
+    err_runtime = errnum == ENOSPC || errnum == EDQUOT || errnum == EFBIG || errnum == EIO || errnum == ENOMEM ||
+                  errnum == ENOTEMPTY;
     return -1;
 }
 

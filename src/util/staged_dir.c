@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,19 +16,29 @@
 
 /* The directory, '/', a name of up to 255 bytes. */
 #define ENTRY_MAX (STAGED_DIR_MAX + 256)
+/* The staging directory, a subdirectory, a file in it. */
+#define TREE_MAX (STAGED_DIR_MAX + 512)
+/* How often a subdirectory's move into place is tried, another writer's moved aside between. */
+#define MOVE_TRIES 8
 
-static void remove_dir(const char *dir) {
-    DIR *d = opendir(dir);
+/* Removes path: a file or link itself (a link is never followed), a directory with what it
+ * holds, down to levels of subdirectories; what lies deeper stays, and so does its parent. */
+static void remove_tree(const char *path, int levels) {
+    if (unlink(path) == 0 || (errno != EISDIR && errno != EPERM)) return;
+    int fd = levels > 0 ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : -1;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d) close(fd);
     struct dirent *e;
-    char path[ENTRY_MAX];
+    char sub[TREE_MAX];
     while (d && (e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub) remove_tree(sub, levels - 1);
     }
     if (d) closedir(d);
-    rmdir(dir);
+    rmdir(path);
 }
+
+static void remove_dir(const char *dir) { remove_tree(dir, STAGED_DIR_LEVELS); }
 
 /* A new, empty directory beside out for the files being written, its name into tmp. */
 static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
@@ -52,7 +64,26 @@ static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
     return 0;
 }
 
-/* Moves every file of tmp into out (made if missing) and removes the old files that
+/* Moves the staged subdirectory from to to. A directory already there (the old set's, or a
+ * concurrent writer's just published) cannot be renamed over while it holds files: it is
+ * moved aside into tmp, to go with it; as another writer may move its own in between, a few
+ * tries. The last writer's subdirectory stands whole, never a mix of two. */
+static int move_dir(const char *from, const char *to, const char *tmp) {
+    char aside[ENTRY_MAX];
+    int err = 0;
+    for (int i = 0; i < MOVE_TRIES; i++) {
+        if (rename(from, to) == 0) return 0;
+        if ((err = errno) != ENOTEMPTY && err != EEXIST) break;
+        snprintf(aside, sizeof aside, "%s/.old-%d", tmp, i);
+        if (rename(to, aside) != 0 && (err = errno) != ENOENT) break;
+        err = ENOTEMPTY;
+    }
+    return err_set("%s: cannot move into place: %s", to, strerror(err)), err_io(err);
+}
+
+static int not_dots(const struct dirent *e) { return strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0; }
+
+/* Moves every entry of tmp into out (made if missing) and removes the old entries that
  * replaces claims and the new set does not have; tmp is gone afterwards. */
 static int publish(const char *tmp, const char *out, int (*replaces)(const char *name)) {
     int rc = 0;
@@ -66,23 +97,32 @@ static int publish(const char *tmp, const char *out, int (*replaces)(const char 
     }
     char from[ENTRY_MAX], to[ENTRY_MAX];
     struct dirent *e;
-    while ((e = readdir(d))) { /* stale files of the old set first */
+    struct stat st;
+    while ((e = readdir(d))) { /* stale entries of the old set first */
         snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
         snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-        if (replaces && replaces(e->d_name) && access(from, F_OK) != 0) unlink(to);
+        if (replaces && not_dots(e) && replaces(e->d_name) && lstat(from, &st) != 0)
+            remove_tree(to, STAGED_DIR_LEVELS - 1);
     }
     closedir(d);
-    d = opendir(tmp);
-    while (d && (e = readdir(d)) && rc == 0) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(from, sizeof from, "%s/%s", tmp, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", out, e->d_name);
-        if (rename(from, to) != 0) {
+    /* the names listed before any moves, as the moves aside add entries to tmp */
+    struct dirent **names = NULL;
+    int n = scandir(tmp, &names, not_dots, NULL);
+    for (int i = 0; i < n; i++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, names[i]->d_name);
+        snprintf(to, sizeof to, "%s/%s", out, names[i]->d_name);
+        if (rc == 0 && lstat(from, &st) == 0 && S_ISDIR(st.st_mode)) rc = move_dir(from, to, tmp);
+        else if (rc == 0 && rename(from, to) != 0) {
             int err = errno;
             rc = err_set("%s: cannot move into place: %s", to, strerror(err)), err_io(err);
         }
+        free(names[i]);
     }
-    if (d) closedir(d);
+    free(names);
+    if (n < 0) {
+        int err = errno;
+        rc = err_set("%s: cannot open: %s", tmp, strerror(err)), err_io(err);
+    }
     remove_dir(tmp);
     return rc;
 }

@@ -3,7 +3,8 @@
  * The files are written into a fresh directory beside the destination, "<out>.partial-<pid>",
  * and moved into place only when all are written: a full disk leaves the old files whole,
  * and a new set never shows beside the files of an old one. Renames within one file system
- * cannot run out of space. Plain files only: the staging directory holds no subdirectory.
+ * cannot run out of space. Files and one level of subdirectories of files: a subdirectory
+ * replaces the one of its name whole (removed with it, never followed where it is a link).
  * Single files written whole are atomic_file's. */
 #ifndef QKV_UTIL_STAGED_DIR_H
 #define QKV_UTIL_STAGED_DIR_H
@@ -11,9 +12,11 @@
 /* Room for a staging directory's name, NUL included: a destination of up to
  * STAGED_DIR_MAX - 33 bytes is taken; a writer's "<dir>/<file>" fits STAGED_DIR_MAX + 256. */
 #define STAGED_DIR_MAX 1088
+/* How deep a staging directory goes: its files, and the files of its subdirectories. */
+#define STAGED_DIR_LEVELS 2
 
 /* Writes out's files through fill(dir, arg) (0, or -1 with the error set) into a staging
- * directory, then moves each into out (made if missing, its parents too); a file out
+ * directory, then moves each into out (made if missing, its parents too); an entry out
  * already holds that replaces(name) claims (NULL: none) and the new set lacks is removed,
  * any other is left. Stop signals are held throughout (signals_hold). 0, or -1 with the
  * error set, fill's or one naming out (what, e.g. "--out", opens the messages about its
