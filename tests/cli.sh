@@ -411,6 +411,17 @@ rm -f "$T/export.fifo" "$T/null.safetensors" "$T/config.before" "$T/self.safeten
 err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)
 rc=$?
 [[ $rc -eq 1 && $err == *"write failed: File too large" && $(wc -l <<<"$err") -eq 1 ]] && ok "export_write_fault_is_runtime" || bad "export_write_fault_is_runtime" "exit $rc: $err"
+# an eval result cut short by a file size limit (1 KiB, the old lines 1000 bytes) is taken
+# back: eval.jsonl holds the old lines only, never the start of a new one
+[[ -e $run/eval.jsonl ]] && mv "$run/eval.jsonl" "$T/eval.saved"
+printf '{"pad": "%s"}\n' "$(printf 'x%.0s' $(seq 987))" >"$run/eval.jsonl" && cp "$run/eval.jsonl" "$T/eval.before"
+err=$(trap '' XFSZ; ulimit -f 1; timeout 120 "$QKV" eval "$run" --src "$T/al.src" --ref "$T/al.src" --greedy 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 1 && $err == "qkv: $run/eval.jsonl: cannot append the result: File too large" ]] && cmp -s "$run/eval.jsonl" "$T/eval.before" &&
+    ok "eval_cut_result_line_taken_back" ||
+    bad "eval_cut_result_line_taken_back" "exit $rc: $err; $(wc -c <"$run/eval.jsonl") bytes, was $(wc -c <"$T/eval.before")"
+rm -f "$run/eval.jsonl" "$T/eval.before"
+[[ -e $T/eval.saved ]] && mv "$T/eval.saved" "$run/eval.jsonl"
 # a small address-space limit: OpenBLAS's threads would spin for ever on buffers they
 # cannot map (every command hung, even help); now help runs, and work that multiplies
 # matrices is refused in one line, exit 1 (sanitizer runtimes reserve more than any such

@@ -190,6 +190,19 @@ if [[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $dir/ckpt/step-0000
 else
     bad "file_size_limit_without_trap_stops_with_one_line" "exit $rc: $err; $(find "$dir" -name '*.tmp')"
 fi
+# a journal line cut short by a file size limit (K KiB, the old lines 10 bytes short of it)
+# is taken back: journal.jsonl holds whole lines only, the failure said as a warning
+dir="$T/journalcut"
+train "$dir" 10
+j=$dir/journal.jsonl
+k=$(($(wc -c <"$j") / 1024 + 2))
+printf '{"pad": "%s"}\n' "$(printf 'x%.0s' $(seq $((k * 1024 - 22 - $(wc -c <"$j")))))" >>"$j" && cp "$j" "$T/journal.before"
+err=$(trap '' XFSZ; ulimit -f $k; timeout 120 "$QKV" resume "$dir" --steps 20 2>&1 >/dev/null)
+if cmp -s "$j" "$T/journal.before" && grep -q "^qkv: warning: $j: cannot append to it: File too large$" <<<"$err"; then
+    ok "journal_cut_line_taken_back"
+else
+    bad "journal_cut_line_taken_back" "$(wc -c <"$j") bytes, was $(wc -c <"$T/journal.before"); $(grep journal <<<"$err" | head -1)"
+fi
 
 # ---- bad checkpoints through the command line -----------------------------------------------
 ck="$T/straight/ckpt/step-000040.safetensors"

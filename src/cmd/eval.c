@@ -114,15 +114,9 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "chrf_signature", json_string(CHRF_SIGNATURE));
     char *line = xcheck(json_dumps(j, JSON_WRITE_FLAGS));
     json_decref(j);
-    FILE *f = fopen_regular(path, "a", "cannot append the result");
-    if (!f) return free(line), -1;
-    int ok = fprintf(f, "%s\n", line) > 0;
-    ok = fclose(f) == 0 && ok;
-    int errnum = errno;
+    int rc = append_line(path, line, "cannot append the result");
     free(line);
-    if (ok) return 0;
-    err_set("%s: cannot append the result: %s", path, strerror(errnum));
-    return err_io(errnum);
+    return rc;
 }
 
 static const CmdOption options[] = {

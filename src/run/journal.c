@@ -89,12 +89,8 @@ int journal_append(const char *dir, const char *file, json_t *line) {
     snprintf(path, sizeof path, "%s/%s", dir, file);
     char *text = json_dumps(line, JSON_WRITE_FLAGS);
     json_decref(line);
-    FILE *f = text ? fopen_regular(path, "a", "cannot append to it") : NULL;
-    int rc = -1;
-    if (!text) err_set("%s: a line that would not serialise", path);
-    else if (f && fprintf(f, "%s\n", text) > 0 && fflush(f) == 0) rc = 0;
-    else if (f) err_set("%s: write failed", path);
-    if (f && fclose(f) != 0 && rc == 0) rc = err_set("%s: write failed", path);
+    int rc = text ? append_line(path, text, "cannot append to it")
+                  : err_set("%s: a line that would not serialise", path);
     free(text);
     return rc;
 }

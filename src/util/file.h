@@ -28,6 +28,11 @@ int regular_or_absent(const char *path);
  * never truncated. NULL with the error set: "<path>: a FIFO, not a regular file" (bad
  * input), or "<path>: <doing>: <strerror>" for a failed open (err_io judged). */
 FILE *fopen_regular(const char *path, const char *mode, const char *doing);
+/* Appends text and a '\n' to the regular file at path (made if missing) in one write, or
+ * not at all: a write cut short (a full disk, a file size limit) is truncated back to the
+ * old end. 0, or -1 with the error set: fopen_regular's, or "<path>: <doing>: <strerror>"
+ * (err_io judged). */
+int append_line(const char *path, const char *text, const char *doing);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
  * one); free_lines frees them. A read error ends the lines early. */
