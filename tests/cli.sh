@@ -422,6 +422,14 @@ rc=$?
     bad "eval_cut_result_line_taken_back" "exit $rc: $err; $(wc -c <"$run/eval.jsonl") bytes, was $(wc -c <"$T/eval.before")"
 rm -f "$run/eval.jsonl" "$T/eval.before"
 [[ -e $T/eval.saved ]] && mv "$T/eval.saved" "$run/eval.jsonl"
+# a source longer than the model's positions is cut, said in one line as translate says it
+awk 'BEGIN{for(i=0;i<300;i++) printf "a "; print ""}' >"$T/long.src"
+cp "$T/long.src" "$T/long2.src" && cat "$T/al.src" >>"$T/long2.src"
+cat "$T/al.src" "$T/al.src" >"$T/long2.ref"
+err=$(timeout 120 "$QKV" eval "$run" --src "$T/long2.src" --ref "$T/long2.ref" --greedy 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 0 && $(grep -c "^qkv: warning: 1 lines longer than [0-9]* tokens were truncated$" <<<"$err") -eq 1 ]] &&
+    ok "eval_says_sources_truncated" || bad "eval_says_sources_truncated" "exit $rc: $err"
 # a small address-space limit: OpenBLAS's threads would spin for ever on buffers they
 # cannot map (every command hung, even help); now help runs, and work that multiplies
 # matrices is refused in one line, exit 1 (sanitizer runtimes reserve more than any such

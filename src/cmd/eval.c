@@ -30,7 +30,7 @@ typedef struct {
     BleuStats bs;
     double chrf, exact, nll, ppl, unk_rate, seconds;
     long long ref_tokens;
-    int n;
+    int n, truncated; /* sentences; sources cut to the position table */
 } EvalResult;
 
 /* The reference's NLL under the model, over the pairs whose source is not empty. */
@@ -66,7 +66,7 @@ static void evaluate(Run *r, char **src, char **ref, int n, const TranslateOptio
         chrf_add(&cs, hyp[i], ref[i]);
         exact += strcmp(hyp[i], ref[i]) == 0;
     }
-    e->n = n;
+    e->n = n, e->truncated = st.truncated;
     e->bleu = bleu_compute(&e->bs, 0);
     e->chrf = chrf_compute(&cs);
     e->exact = n ? 100.0 * exact / n : 0.0;
@@ -176,6 +176,7 @@ int cmd_eval(int argc, char **argv) {
     printf("exact match %.1f%% of %d; reference NLL %.4f per token (perplexity %.2f, %lld tokens); unknown source "
            "tokens %.2f%%; %.1f sentences/s\n",
            e.exact, e.n, e.nll, e.ppl, e.ref_tokens, e.unk_rate, e.seconds > 0 ? e.n / e.seconds : 0.0);
+    cmd_warn_truncated(e.truncated, r.model.cfg.max_positions - 1);
     int rc = append_json(&r, src_path, ref_path, &o, &mask, &e);
     if (rc == 0) printf("appended to %s/eval.jsonl\n", r.dir);
     free_lines(src, n), free_lines(ref, n), sb_free(&heads);

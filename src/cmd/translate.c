@@ -116,9 +116,7 @@ int cmd_translate(int argc, char **argv) {
     fputc('\n', stderr);
     if (streaming && translate_as_lines_arrive(&r, &o, &truncated) != 0) return run_close(&r), cmd_fail(err_status());
     if (!streaming) translate_and_print(&r, &o, lines, n, 0, &truncated), free_lines(lines, n);
-    if (truncated)
-        fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", truncated,
-                r.model.cfg.max_positions - 1);
+    cmd_warn_truncated(truncated, r.model.cfg.max_positions - 1);
     run_close(&r);
     return 0;
 }

@@ -109,3 +109,7 @@ void cmd_print_column(const char *s, int width) {
     }
     for (; n < width; n++) putchar(' ');
 }
+
+void cmd_warn_truncated(int n, int max) {
+    if (n) fprintf(stderr, "qkv: warning: %d lines longer than %d tokens were truncated\n", n, max);
+}

@@ -29,6 +29,10 @@ void cmd_print_text(const char *prefix, const char *s);
  * label's "▁" is one), cut to the width and padded with spaces. */
 void cmd_print_column(const char *s, int width);
 
+/* The one line that says n source lines (none: nothing said) were cut to max tokens, the
+ * model's positions: translate and eval say it the same way, on stderr. */
+void cmd_warn_truncated(int n, int max);
+
 /* Two files' lines, line-aligned and UTF-8 (what names the first file's role in the
  * message: "a translation"), or -1 with the error set. */
 int cmd_read_aligned(const char *a_path, const char *b_path, const char *what, char ***a, char ***b, int *n);
