@@ -421,6 +421,15 @@ rc=$?
     ok "eval_cut_result_line_taken_back" ||
     bad "eval_cut_result_line_taken_back" "exit $rc: $err; $(wc -c <"$run/eval.jsonl") bytes, was $(wc -c <"$T/eval.before")"
 rm -f "$run/eval.jsonl" "$T/eval.before"
+# a source file whose name is not UTF-8 keeps its key in eval.jsonl, the bad byte as U+FFFD
+cp "$T/al.src" "$T/al"$'\xff'".src"
+if timeout 120 "$QKV" eval "$run" --src "$T/al"$'\xff'".src" --ref "$T/al.src" --greedy >/dev/null 2>&1 &&
+    tail -1 "$run/eval.jsonl" | grep -qF "\"src\": \"$T/al"$'\xef\xbf\xbd'".src\""; then
+    ok "eval_src_name_not_utf8_keeps_its_key"
+else
+    bad "eval_src_name_not_utf8_keeps_its_key" "$(tail -1 "$run/eval.jsonl" | head -c 300)"
+fi
+rm -f "$run/eval.jsonl" "$T/al"$'\xff'".src"
 [[ -e $T/eval.saved ]] && mv "$T/eval.saved" "$run/eval.jsonl"
 # a source longer than the model's positions is cut, said in one line as translate says it
 awk 'BEGIN{for(i=0;i<300;i++) printf "a "; print ""}' >"$T/long.src"

@@ -89,10 +89,10 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     char path[CONFIG_PATH_MAX + 32];
     run_path(path, sizeof path, r->dir, RUN_EVAL);
     json_t *j = json_object();
-    json_put(j, "weights", json_string(r->weights));
+    json_put(j, "weights", json_utf8(r->weights));
     json_put(j, "step", json_integer(r->meta.step));
-    json_put(j, "src", json_string(src));
-    json_put(j, "ref", json_string(ref));
+    json_put(j, "src", json_utf8(src));
+    json_put(j, "ref", json_utf8(ref));
     json_put(j, "sentences", json_integer(e->n));
     json_put(j, "beam", json_integer(o->decode.beam));
     json_put(j, "length_penalty", json_real(o->decode.length_penalty));
