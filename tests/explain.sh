@@ -122,6 +122,15 @@ else
 fi
 
 # ---- a corpus: faithfulness, tau, shares, AER ----------------------------------------------------
+# --out that cannot be a directory is refused before a corpus's work (nothing printed first)
+: >"$T/afile"
+printed=$(timeout 60 "$QKV" explain "$T/run" --src "$T/data/test.src" --max-sentences 12 --out "$T/afile" 2>"$T/afile.err")
+rc=$?
+if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: --out: $T/afile exists and is not a directory" ]]; then
+    ok "explain_out_a_file_refused_before_the_work"
+else
+    bad "explain_out_a_file_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out, $(head -c 200 "$T/afile.err")"
+fi
 # the same tables on one thread and on two (each pair's sums added in the pairs' order)
 for th in 1 2; do
     OPENBLAS_NUM_THREADS=$th "$QKV" explain "$T/run" --src "$T/data/test.src" --ref "$T/data/test.tgt" \

@@ -201,6 +201,15 @@ changed=$(paste -d'\t' "$T/plain.txt" "$T/masked.txt" | awk -F'\t' '$1 != $2' | 
 
 # ---- options and re-exports ---------------------------------------------------------------------
 small=(--src "$D/test.src" --ref "$D/test.tgt" --sentences 10 --greedy)
+# --out that cannot be a directory is refused before the analysis, not after it
+: >"$T/afile"
+printed=$(timeout 60 "$QKV" heads "$T/run" "${small[@]}" --out "$T/afile" 2>"$T/afile.err")
+rc=$?
+if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: --out: $T/afile exists and is not a directory" ]]; then
+    ok "heads_out_a_file_refused_before_the_work"
+else
+    bad "heads_out_a_file_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out, $(head -c 200 "$T/afile.err")"
+fi
 "$QKV" heads "$T/run" "${small[@]}" --seed 1 --out "$T/s1" >/dev/null 2>&1
 "$QKV" heads "$T/run" "${small[@]}" --seed 2 --out "$T/s2" >/dev/null 2>&1
 seeds=$("$PY" - "$T/s1" "$T/s2" <<'EOF' 2>&1

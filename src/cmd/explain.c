@@ -451,6 +451,8 @@ int cmd_explain(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
+    /* --out before the work: a corpus's can take minutes */
+    if (staged_dir_usable(o.out, "--out") != 0) return run_close(&r), cmd_fail(2);
     /* a sentence's products are small: OpenBLAS's threads would only wait on each other
      * (measured on 2 cores: one sentence of the toy model 0.19 s on one thread, 2.2 s on two
      * beside a training run) */

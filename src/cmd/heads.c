@@ -30,6 +30,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
+#include "util/staged_dir.h"
 #include "util/text.h"
 
 typedef struct {
@@ -270,7 +271,8 @@ int cmd_heads(int argc, char **argv) {
         /* beside the run by default, where qkv serve and qkv report look for it */
         char out[sizeof r.dir + 8];
         if (!o.out) o.out = run_path(out, sizeof out, r.dir, RUN_HEADS_DIR);
-        rc = analyse(&r, &o, &to, src, ref, gold, n);
+        if (staged_dir_usable(o.out, "--out") != 0) rc = 2; /* before the analysis, not after it */
+        else rc = analyse(&r, &o, &to, src, ref, gold, n);
         if (rc) cmd_fail(rc);
         run_close(&r);
     }

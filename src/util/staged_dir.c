@@ -40,15 +40,22 @@ static void remove_tree(const char *path, int levels) {
 
 static void remove_dir(const char *dir) { remove_tree(dir, STAGED_DIR_LEVELS); }
 
+int staged_dir_usable(const char *out, const char *what) {
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/') len--;
+    if (len == 0 || len + 32 >= STAGED_DIR_MAX) return err_set("%s: '%s' is not a usable directory name", what, out);
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, out);
+    return 0;
+}
+
 /* A new, empty directory beside out for the files being written, its name into tmp. */
 static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
     size_t len = strlen(out);
     while (len > 1 && out[len - 1] == '/') len--;
-    if (len == 0 || len + 32 >= n) return err_set("%s: '%s' is not a usable directory name", what, out);
+    if (n < STAGED_DIR_MAX || staged_dir_usable(out, what) != 0) return -1; /* tmp has room for a usable name */
     snprintf(tmp, n, "%.*s.partial-%d", (int)len, out, (int)getpid());
     remove_dir(tmp); /* a leftover of this pid's predecessor */
-    struct stat st;
-    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, out);
     char parent[STAGED_DIR_MAX];
     snprintf(parent, sizeof parent, "%s", tmp);
     char *slash = strrchr(parent, '/');
