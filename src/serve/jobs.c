@@ -20,6 +20,7 @@
 #include "explain/patch_view.h"
 #include "explain/patching.h"
 #include "explain/whatif_json.h"
+#include "serve/work.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/json.h"
@@ -142,29 +143,6 @@ static char *dump(json_t *o) {
     return s;
 }
 
-/* The GFLOP of one forced pass over S source and T decoder positions: the model's products
- * per position and attention's own (QK^T and PV, length squared). */
-static double pass_gflop(const ModelConfig *c, int S, int T) {
-    double fs, ft;
-    model_position_flops(c, &fs, &ft);
-    double attn = 4.0 * c->d_model *
-                  ((double)c->encoder_layers * S * S + (double)c->decoder_layers * ((double)T * T + (double)T * S));
-    return (S * fs + T * ft + attn) / 1e9;
-}
-
-/* The GFLOP a search of one sentence of len source tokens may take, at most: the encoder
- * once, and the decoder once per hypothesis over the longest target the options allow (the
- * incremental steps together cost about a forced pass over the whole). A request's
- * sentences add up. An upper bound: most sentences end well before their longest. */
-static double translate_gflop(const Model *m, const DecodeOptions *o, int len) {
-    const ModelConfig *c = &m->cfg;
-    double fs, ft, S = len + 1.0, T = decode_max_len(m, o, len) + 1.0;
-    model_position_flops(c, &fs, &ft);
-    double encoder = S * fs + 4.0 * c->d_model * c->encoder_layers * S * S;
-    double decoder = T * ft + 4.0 * c->d_model * c->decoder_layers * (T * T + T * S);
-    return (encoder + o->beam * decoder) / 1e9;
-}
-
 /* Translate jobs of one checkpoint, options and mask, as one batch. */
 static void run_translate(Worker *w, Job **batch, int nb) {
     ServedModels *sm = w->jobs->models;
@@ -190,7 +168,7 @@ static void run_translate(Worker *w, Job **batch, int nb) {
         for (int i = 0; i < batch[j]->req.n && bad < 0; i++) {
             int len = token_count(batch[j]->req.src[i], tok, &r->src_vocab, max);
             if (len < 0) bad = i;
-            else work += translate_gflop(&r->model, &batch[j]->req.o.decode, len);
+            else work += work_translate_gflop(&r->model, &batch[j]->req.o.decode, len);
         }
         if (bad >= 0) {
             char what[64];
@@ -325,15 +303,6 @@ static char *with_model_keys(char *json, const ServedCheckpoint *c) {
     return sb.buf;
 }
 
-/* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
- * forward and a backward (twice the forward) for each gradient row, T per integration
- * point, the input and the baseline, for y_t and the foil; one forward per leave-one-out
- * row and for the maps. */
-static double explain_gflop(const ModelConfig *c, int S, int T, int ig_steps, int foil) {
-    double pass = pass_gflop(c, S, T), rows = (double)T * (ig_steps + 2) * (foil ? 2 : 1);
-    return 3.0 * rows * pass + (S + 1.0) * pass;
-}
-
 /* One sentence explained as `qkv explain --text` explains it: the forced target or the
  * greedy translation, every method's scores, explain.json's object as the answer. */
 static void run_explain(Worker *w, Job *job) {
@@ -382,11 +351,11 @@ static void run_explain(Worker *w, Job *job) {
     if (!forced) n_tgt = greedy_ids(m, src, n_src, tgt, max);
     const ModelConfig *mc = &r->model.cfg;
     int S = n_src + 1, T = n_tgt + 1, ig = job->req.ig_steps, foil = eo.foil >= 0;
-    double work = explain_gflop(mc, S, T, ig, foil);
+    double work = work_explain_gflop(mc, S, T, ig, foil);
     double cap = w->jobs->max_gflop;
     if (work > cap) {
         int fit = -1; /* the most steps that fit */
-        while (fit < ig && explain_gflop(mc, S, T, fit + 1, foil) <= cap) fit++;
+        while (fit < ig && work_explain_gflop(mc, S, T, fit + 1, foil) <= cap) fit++;
         model_set_head_gates(m, NULL);
         free(src), free(tgt), free(gates);
         if (fit >= 0)
@@ -398,7 +367,7 @@ static void run_explain(Worker *w, Job *job) {
             snprintf(err, sizeof err,
                      "explaining %d target tokens from %d source tokens is about %.0f GFLOP even without "
                      "integrated gradients, more than the %g one request may ask: send a shorter sentence",
-                     T, S, explain_gflop(mc, S, T, 0, foil), cap);
+                     T, S, work_explain_gflop(mc, S, T, 0, foil), cap);
         return refuse(job, 413, "%s", err);
     }
     PairExplanation e;
@@ -430,18 +399,6 @@ static int request_ids(Job *job, const Run *r, const char *text, const char *wha
     }
     encode_line(text, tok, v, ids, max + 1);
     return 0;
-}
-
-/* The work of a whatif (whatif.h) over S source and T forced positions: a forced pass as
- * trained and one as changed, each with the lens (an output projection per decoder layer
- * and position); a greedy decoding for an unforced target and for heads off, and a beam
- * search of beam for the tree (each at most the decoding's length, one pass per
- * hypothesis, as the incremental step costs about a forced pass over the whole). */
-static double whatif_gflop(const ModelConfig *c, int S, int T, int forced, int changed, int masked, int beam,
-                           int longest) {
-    double lens = 2.0 * c->decoder_layers * T * (double)c->d_model * c->tgt_vocab / 1e9;
-    double forward = pass_gflop(c, S, T) + lens, decoding = pass_gflop(c, S, longest);
-    return (1 + changed) * forward + (!forced + masked + beam) * decoding;
 }
 
 /* One sentence changed and read out, as `qkv whatif` does it: whatif.json's object. */
@@ -486,8 +443,8 @@ static void run_whatif(Worker *w, Job *job) {
      * switched off then changes nothing, which a client can see */
     int longest = decode_max_len(&r->model, &d, ns), masked = gates != NULL,
         changed = masked || q->pin || q->mask_heads;
-    double work = whatif_gflop(mc, S, (q->tgt ? nt : longest) + 1, q->tgt != NULL, changed, masked,
-                               q->tree ? q->o.decode.beam : 0, longest);
+    double work = work_whatif_gflop(mc, S, (q->tgt ? nt : longest) + 1, q->tgt != NULL, changed, masked,
+                                    q->tree ? q->o.decode.beam : 0, longest);
     if (work > w->jobs->max_gflop) {
         snprintf(err, sizeof err,
                  "this whatif is about %.3g GFLOP, more than the %g one request may ask: send a shorter sentence, "
@@ -556,14 +513,6 @@ done:
     free(src), free(tgt), free(gates), free(pin_w), free(shown), free(changed_text), free(best_text);
 }
 
-/* The work of a patch table: a forced pass per component (every head, every encoder
- * layer's stream at every source position), the clean, corrupted and fully patched runs,
- * and a forward and a backward of each run for attribution patching's gradient. */
-static double patch_gflop(const ModelConfig *c, int S, int T) {
-    int heads = c->heads * (c->encoder_layers + 2 * c->decoder_layers), n = heads + c->encoder_layers * S;
-    return (n + 3.0 + 2 * 3.0) * pass_gflop(c, S, T);
-}
-
 /* One target word of "compare": its id, or -1 with the job refused. */
 static int compare_word(Job *job, const Run *r, int i) {
     const char *word = job->req.compare[i];
@@ -610,7 +559,7 @@ static void run_patch(Worker *w, Job *job) {
     int S = ns + 1;
     DecodeOptions d = decode_defaults();
     int T = (q->tgt ? nt : decode_max_len(&r->model, &d, ns)) + 1;
-    double work = patch_gflop(&r->model.cfg, S, T);
+    double work = work_patch_gflop(&r->model.cfg, S, T);
     if (work > w->jobs->max_gflop) {
         snprintf(err, sizeof err,
                  "patching %d source and %d target positions is about %.3g GFLOP, more than the %g one request may "

@@ -1,0 +1,33 @@
+/* work: what a request to qkv serve asks of the machine, in GFLOP, estimated from its
+ * sizes before it runs: a worker refuses one past --max-gflop with a 413 rather than
+ * start a search or a table it cannot stop. Estimates, not counts: each is at least the
+ * work it names (a search at its longest), so a bound on them bounds the time. */
+#ifndef QKV_SERVE_WORK_H
+#define QKV_SERVE_WORK_H
+
+#include "decode/search.h"
+#include "nn/model.h"
+
+/* The GFLOP a search of one sentence of len source tokens may take, at most: the encoder
+ * once, and the decoder once per hypothesis over the longest target the options allow (the
+ * incremental steps together cost about a forced pass over the whole). A request's
+ * sentences add up. An upper bound: most sentences end well before their longest. */
+double work_translate_gflop(const Model *m, const DecodeOptions *o, int len);
+/* The GFLOP explain_pair runs for S source and T decoder positions (EOS and BOS in): a
+ * forward and a backward (twice the forward) for each gradient row, T per integration
+ * point, the input and the baseline, for y_t and the foil; one forward per leave-one-out
+ * row and for the maps. */
+double work_explain_gflop(const ModelConfig *c, int S, int T, int ig_steps, int foil);
+/* The work of a whatif (whatif.h) over S source and T forced positions: a forced pass as
+ * trained and one as changed, each with the lens (an output projection per decoder layer
+ * and position); a greedy decoding for an unforced target and for heads off, and a beam
+ * search of beam for the tree (each at most the decoding's length, one pass per
+ * hypothesis, as the incremental step costs about a forced pass over the whole). */
+double work_whatif_gflop(const ModelConfig *c, int S, int T, int forced, int changed, int masked, int beam,
+                         int longest);
+/* The work of a patch table: a forced pass per component (every head, every encoder
+ * layer's stream at every source position), the clean, corrupted and fully patched runs,
+ * and a forward and a backward of each run for attribution patching's gradient. */
+double work_patch_gflop(const ModelConfig *c, int S, int T);
+
+#endif
