@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "util/text.h"
 
 static char err_buf[1024];
 static int err_runtime; /* the last error is the machine's fault, not the input's */
@@ -20,12 +23,11 @@ int err_set(const char *fmt, ...) {
     for (const char *s = tmp; *s && o + 5 < sizeof err_buf; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch >= 0x20 && ch != 0x7f) err_buf[o++] = (char)ch;
-        else
-            o += (size_t)snprintf(err_buf + o, sizeof err_buf - o,
-                                  ch == '\n'   ? "\\n"
-                                  : ch == '\t' ? "\\t"
-                                               : "\\x%02x",
-                                  ch);
+        else {
+            char spelled[8]; /* at most 4 bytes: o + 5 < size leaves room for them and the NUL */
+            int k = spell_control(spelled, ch);
+            memcpy(err_buf + o, spelled, (size_t)k), o += (size_t)k;
+        }
     }
     err_buf[o] = '\0';
     err_runtime = 0;
