@@ -72,6 +72,12 @@ if want kernelsets; then
         suite "kernels $set" env OPENBLAS_CORETYPE="$set" "$QKV_TEST" _grad
     done
 fi
+# Decoding where OpenBLAS multiplies the step's products (nn/panels.h: AVX-512 kernels, or
+# QKV_DECODE_PANELS=0), on a CPU where it would take panels: the step and search tests again.
+if want decode-sgemm; then
+    suite "decoding by sgemm" env QKV_DECODE_PANELS=0 "$QKV_TEST" decode
+    suite "decoding steps by sgemm" env QKV_DECODE_PANELS=0 "$QKV_TEST" model_step
+fi
 for s in house format fuzz cli resume progress attention heads explain translate serve report bundle threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"
 done

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "nn/panels.h"
 #include "util/cpu.h"
 
 /* feature sets, as CPUID and XGETBV report them */
@@ -79,6 +80,38 @@ static void test_kernels_choose_table(void) {
               got ? got : "(OpenBLAS's choice)", c->want ? c->want : "(OpenBLAS's choice)");
         /* never a set the CPU cannot run, never a weaker one */
         if (got) CHECK(kernels_rank(got) > kernels_rank(c->picked), "%s: %s is no upgrade", c->what, got);
+    }
+}
+
+/* Where decoding multiplies by panels (nn/panels.h): an AVX2 and FMA CPU while OpenBLAS
+ * runs a set no wider than AVX2; OpenBLAS's own AVX-512 kernels stay. */
+static void test_panels_rule_table(void) {
+    CpuFeatures no_ymm = cpu("GenuineIntel", 6, 183, AVX2, 0);
+    no_ymm.os_ymm = 0;
+    struct {
+        const char *what;
+        CpuFeatures f;
+        const char *kernels;
+        int want;
+    } cases[] = {
+        {"Zen 3, Zen", cpu("AuthenticAMD", 25, 1, AVX2, 0), "Zen", 1},
+        {"Haswell, Haswell", cpu("GenuineIntel", 6, 63, AVX2, 0), "Haswell", 1},
+        {"AVX2 CPU left on Prescott by the user", cpu("GenuineIntel", 6, 183, AVX2, 0), "Prescott", 1},
+        {"Xeon family 6 model 207, Cooperlake", cpu("GenuineIntel", 6, 207, AVX512_BF16, 1), "Cooperlake", 0},
+        {"Skylake-SP, SkylakeX", cpu("GenuineIntel", 6, 85, AVX512, 1), "SkylakeX", 0},
+        {"Zen 5 with OPENBLAS_CORETYPE=Haswell", cpu("AuthenticAMD", 26, 2, AVX512_BF16, 1), "Haswell", 1},
+        {"Zen 4, Cooperlake", cpu("AuthenticAMD", 25, 17, AVX512_BF16, 1), "Cooperlake", 0},
+        {"a later library's set", cpu("GenuineIntel", 6, 207, AVX512_BF16, 1), "SapphireRapids", 0},
+        {"a name not known here", cpu("AuthenticAMD", 25, 1, AVX2, 0), "Zen9", 0},
+        {"no name", cpu("AuthenticAMD", 25, 1, AVX2, 0), NULL, 0},
+        {"AVX-only CPU", cpu("GenuineIntel", 6, 42, AVX, 0), "Sandybridge", 0},
+        {"SSE-only CPU", cpu("GenuineIntel", 6, 92, SSE, 0), "Prescott", 0},
+        {"AVX2 without YMM state", no_ymm, "Prescott", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int got = panels_rule(&cases[i].f, cases[i].kernels);
+        CHECK(got == cases[i].want, "%s: panels %s, want %s", cases[i].what, got ? "taken" : "not taken",
+              cases[i].want ? "taken" : "not taken");
     }
 }
 
@@ -206,6 +239,7 @@ static void test_cpu_features_read_this_cpu(void) {
 const TestCase cpu_tests[] = {
     {"kernels_choose_table", test_kernels_choose_table},
     {"kernels_rank_orders_the_sets", test_kernels_rank_orders_the_sets},
+    {"panels_rule_table", test_panels_rule_table},
     {"kernels_marker_names_qkv_s_choice", test_kernels_marker},
     {"kernels_note_says_who_chose", test_kernels_note},
     {"cpu_features_read_this_cpu", test_cpu_features_read_this_cpu},

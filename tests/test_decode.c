@@ -128,21 +128,21 @@ static void test_step_matches_full_forward(void) {
         }
 }
 
-/* A model that keeps its output table turned (a server's) lends it to every decoding
- * state, its replicas' too, which neither turn their own nor free it; the steps' logits
- * are those of a state that turned its own, bit for bit. */
-static void test_kept_generator_is_lent(void) {
+/* A model that keeps its step weights laid out (a server's) lends them to every decoding
+ * state, its replicas' too, which neither lay out their own nor free them; the steps'
+ * logits are those of a state that laid out its own, bit for bit. */
+static void test_kept_step_weights_are_lent(void) {
     Model m, r;
     step_model(&m, 0, 1);
     int one = 1, V = m.cfg.tgt_vocab;
     ModelBatch b = {SB, SS, 1, step_src, step_src_len, step_tgt, NULL, &one, 0};
     DecodeState own = {0}, lent = {0};
     model_step_begin(&m, &own, &b, 1);
-    model_keep_generator_turned(&m);
+    model_keep_step_weights(&m);
     model_init_replica(&r, &m);
     model_step_begin(&r, &lent, &b, 1);
-    CHECK(lent.generator_t == m.generator_t && own.generator_t != m.generator_t,
-          "the state did not take the model's kept table, or the first state had it before it was kept");
+    CHECK(lent.weights.buf == m.step_weights->buf && own.weights.buf != m.step_weights->buf,
+          "the state did not take the model's kept weights, or the first state had them before they were kept");
     int differ = 0;
     for (int t = 0; t < ST; t++) {
         int tok[SB];
@@ -150,9 +150,9 @@ static void test_kept_generator_is_lent(void) {
         const float *a = model_step(&m, &own, tok), *z = model_step(&r, &lent, tok);
         differ += memcmp(a, z, sizeof(float) * SB * V) != 0;
     }
-    CHECK(differ == 0, "%d of %d steps' logits differ with the kept table", differ, ST);
+    CHECK(differ == 0, "%d of %d steps' logits differ with the kept weights", differ, ST);
     model_step_end(&own), model_step_end(&lent);
-    CHECK(m.generator_t != NULL, "ending a state freed the model's kept table");
+    CHECK(m.step_weights && m.step_weights->buf, "ending a state freed the model's kept weights");
     model_free(&r);
     model_free(&m);
 }
@@ -554,6 +554,6 @@ const TestCase decode_tests[] = {
     {"decode_cached_matches_full_forward", test_cached_decoding_matches_full_forward},
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},
     {"model_step_reorder_follows_the_chosen_rows", test_step_reorder},
-    {"model_step_uses_the_kept_output_table", test_kept_generator_is_lent},
+    {"model_step_uses_the_kept_step_weights", test_kept_step_weights_are_lent},
     {NULL, NULL},
 };

@@ -8,6 +8,7 @@
 #include "nn/headprod.h"
 #include "nn/kernels.h"
 #include "nn/multihead.h"
+#include "nn/panels.h"
 #include "nn/vecmath.h"
 #include "util/mem.h"
 #include "util/rng.h"
@@ -484,6 +485,68 @@ static void test_head_products(void) {
     CHECK(bad_outside == 0, "%d elements outside the m x n window were written", bad_outside);
 }
 
+/* ---- panels (nn/panels.h): a decoding step's products ---- */
+/* Each element of x . W + bias is one fmaf chain over k from zero, then the bias: the same
+ * bits whatever the row count, the row's place, a partial last panel, a short last tile of
+ * rows. The exact product bounds it too (a chain in the wrong order still agrees with
+ * that; a wrong index does not). */
+static void test_panels_product_is_its_fma_chains(void) {
+    CpuFeatures f;
+    cpu_features_read(&f);
+    static const int ms[] = {1, 2, 5, 6, 7, 13, 60}, ks[] = {1, 3, 16, 33, 192}, ns[] = {1, 15, 16, 17, 40, 200};
+    Rng r = {93};
+    int bad_bits = 0, bad_value = 0, bad_alone = 0, cases = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+            int K = ks[ki], N = ns[ni];
+            float *w = alloc_normal((size_t)K * N, &r, 1), *bias = alloc_normal((size_t)N, &r, 1);
+            float *panels = xmalloc(sizeof(float) * panels_floats(K, N));
+            panels_pack(panels, w, K, N);
+            /* the packing: column c of row k at panel c / 16, row k, place c % 16; zeros past N */
+            for (int k = 0; k < K; k++)
+                for (int c = 0; c < (N + 15) / 16 * 16; c++) {
+                    float got = panels[((size_t)(c / 16) * K + k) * 16 + c % 16];
+                    bad_bits += memcmp(&got, c < N ? &w[(size_t)k * N + c] : &(float){0.0f}, sizeof got) != 0;
+                }
+            for (size_t mi = 0; mi < sizeof ms / sizeof *ms && panels_can_run(&f); mi++)
+                for (int with_bias = 0; with_bias < 2; with_bias++) {
+                    int M = ms[mi];
+                    const float *b = with_bias ? bias : NULL;
+                    float *x = alloc_normal((size_t)M * K, &r, 1), *out = xmalloc(sizeof(float) * (size_t)M * N),
+                          *one = xmalloc(sizeof(float) * (size_t)N);
+                    panels_product(out, x, panels, b, M, K, N);
+                    for (int i = 0; i < M; i++) {
+                        panels_product(one, x + (size_t)i * K, panels, b, 1, K, N); /* the row alone */
+                        bad_alone += memcmp(one, out + (size_t)i * N, sizeof(float) * (size_t)N) != 0;
+                        for (int c = 0; c < N; c++) {
+                            float chain = 0.0f;
+                            double exact = b ? b[c] : 0.0;
+                            for (int k = 0; k < K; k++) {
+                                chain = fmaf(x[(size_t)i * K + k], w[(size_t)k * N + c], chain);
+                                exact += (double)x[(size_t)i * K + k] * w[(size_t)k * N + c];
+                            }
+                            if (b) chain += b[c];
+                            bad_bits += memcmp(&chain, &out[(size_t)i * N + c], sizeof chain) != 0;
+                            bad_value += fabs(out[(size_t)i * N + c] - exact) > 1e-5 * (K + 1) * (1 + fabs(exact));
+                        }
+                    }
+                    cases++;
+                    free(x), free(out), free(one);
+                }
+            /* the output table's packing: from the transpose, the same panels */
+            float *wt = xmalloc(sizeof(float) * (size_t)K * N), *from_t = xmalloc(sizeof(float) * panels_floats(K, N));
+            for (int k = 0; k < K; k++)
+                for (int c = 0; c < N; c++) wt[(size_t)c * K + k] = w[(size_t)k * N + c];
+            panels_pack_transposed(from_t, wt, K, N);
+            bad_bits += memcmp(from_t, panels, sizeof(float) * panels_floats(K, N)) != 0;
+            free(w), free(bias), free(panels), free(wt), free(from_t);
+        }
+    CHECK(bad_bits == 0, "%d elements differ from their fmaf chains (or packed wrong) in %d products", bad_bits, cases);
+    CHECK(bad_value == 0, "%d elements differ from the exact product", bad_value);
+    CHECK(bad_alone == 0, "%d rows differ from the same row multiplied alone", bad_alone);
+    if (!panels_can_run(&f)) printf("note: this CPU has no AVX2 and FMA: the panel kernel's products were not run\n");
+}
+
 static void test_vec_sums_in_lanes(void) {
     Rng r = {77};
     float a[101], b[101];
@@ -648,5 +711,6 @@ const TestCase kernel_tests[] = {
     {"attention_cross_one_key_grad", test_attention_cross_one_key},
     {"head_products_are_their_chains", test_head_products},
     {"head_products_bt_are_their_chains", test_head_products_bt},
+    {"panels_product_is_its_fma_chains", test_panels_product_is_its_fma_chains},
     {NULL, NULL},
 };

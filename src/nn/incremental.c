@@ -7,6 +7,7 @@
 #define QKV_NN_INTERNAL /* the pieces of model.c it runs (model.h) */
 #include "nn/model.h"
 #include "nn/multihead.h"
+#include "nn/panels.h"
 #include "util/mem.h"
 
 /* The step's activations: B rows. Nothing runs backward, so every sub-layer of every
@@ -37,6 +38,9 @@ static size_t carve_step(const Model *m, DecodeState *st, float *base) {
         e->cross_attn.k = carver_take(&cv, (size_t)sources * st->S * d);
         e->cross_attn.v = carver_take(&cv, (size_t)sources * st->S * d);
         e->ffn = (FfnActs){.hidden = hidden, .out = shared.out};
+        memcpy(e->self_attn.panels, st->weights.self[l], sizeof e->self_attn.panels);
+        memcpy(e->cross_attn.panels, st->weights.cross[l], sizeof e->cross_attn.panels);
+        memcpy(e->ffn.panels, st->weights.ffn[l], sizeof e->ffn.panels);
     }
     carve_stack(&cv, &st->tgt, (size_t)B, d);
     st->kv_new = carver_take(&cv, 2 * (size_t)B * d);
@@ -72,27 +76,58 @@ static double step_flops(const ModelConfig *c, int B, int t, int S) {
 enum { SELF_TILE = 16 };
 static int round_to_tile(int t) { return (t + SELF_TILE - 1) / SELF_TILE * SELF_TILE; }
 
-/* The output table by column, once per state: a decoding step's few rows against the
- * whole vocabulary go 1.2-1.5 times faster against it (kernels.h). */
-static float *turned_generator(const Model *m) {
+/* The step's weights laid out (StepWeights), once per state or once per served model.
+ * In panels: what a step multiplies, every decoder layer's self-attention W_Q, W_K, W_V,
+ * W_O, cross-attention W_Q and W_O (its keys and values are projected once a group, by
+ * sgemm over all the source positions), W_1 and W_2, and the output table. Otherwise the
+ * output table by column: a step's few rows against the whole vocabulary go 1.2-1.5 times
+ * faster against it through sgemm (kernels.h). */
+static void lay_out_step_weights(const Model *m, StepWeights *w) {
     const ModelConfig *c = &m->cfg;
-    float *t = xmalloc(sizeof(float) * (size_t)c->d_model * c->tgt_vocab);
-    table_turn(t, m->p.generator, c->tgt_vocab, c->d_model);
-    return t;
+    int d = c->d_model, ff = c->d_ff, V = c->tgt_vocab;
+    memset(w, 0, sizeof *w);
+    w->panels = panels_enabled();
+    if (!w->panels) {
+        w->buf = xmalloc(sizeof(float) * (size_t)d * V);
+        table_turn(w->buf, m->p.generator, V, d);
+        w->generator = w->buf;
+        return;
+    }
+    size_t layer = 6 * panels_floats(d, d) + panels_floats(d, ff) + panels_floats(ff, d);
+    float *at = w->buf = xmalloc(sizeof(float) * (c->decoder_layers * layer + panels_floats(d, V)));
+#define LAY_OUT(slot, weight, K, N) (panels_pack(at, weight, K, N), slot = at, at += panels_floats(K, N))
+    for (int l = 0; l < c->decoder_layers; l++) {
+        const DecoderLayerParams *p = &m->p.dec[l];
+        LAY_OUT(w->self[l][0], p->self_attn.w_q, d, d);
+        LAY_OUT(w->self[l][1], p->self_attn.w_k, d, d);
+        LAY_OUT(w->self[l][2], p->self_attn.w_v, d, d);
+        LAY_OUT(w->self[l][3], p->self_attn.w_o, d, d);
+        LAY_OUT(w->cross[l][0], p->cross_attn.w_q, d, d);
+        LAY_OUT(w->cross[l][3], p->cross_attn.w_o, d, d);
+        LAY_OUT(w->ffn[l][0], p->ffn.w_1, d, ff);
+        LAY_OUT(w->ffn[l][1], p->ffn.w_2, ff, d);
+    }
+#undef LAY_OUT
+    panels_pack_transposed(at, m->p.generator, d, V);
+    w->generator = at;
 }
 
-static void turn_generator(const Model *m, DecodeState *st) {
-    if (st->generator_t) return;
-    st->generator_kept = m->generator_t != NULL;
-    st->generator_t = st->generator_kept ? m->generator_t : turned_generator(m);
+static void prepare_step_weights(const Model *m, DecodeState *st) {
+    if (st->weights.generator) return;
+    const StepWeights *kept = m->step_weights;
+    st->weights_kept = kept != NULL;
+    if (kept) st->weights = *kept;
+    else lay_out_step_weights(m, &st->weights);
 }
 
-void model_keep_generator_turned(Model *m) {
-    if (!m->generator_t && !m->is_replica) m->generator_t = turned_generator(m);
+void model_keep_step_weights(Model *m) {
+    if (m->step_weights || m->is_replica) return;
+    m->step_weights = xmalloc(sizeof *m->step_weights);
+    lay_out_step_weights(m, m->step_weights);
 }
 
 void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
-    turn_generator(m, st);
+    prepare_step_weights(m, st);
     DecodeState shape = {.B = G * copies, .S = S, .max_len = round_to_tile(m->cfg.max_positions), .widen = copies};
     size_t need = carve_step(m, &shape, NULL);
     if (need > st->buf_floats) free(st->buf), st->buf = xmalloc(sizeof(float) * need), st->buf_floats = need;
@@ -110,9 +145,9 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     float *buf = st->buf;
     size_t cap = st->buf_floats;
     double flops = st->flops;
-    turn_generator(m, st);
-    float *generator_t = st->generator_t;
-    int generator_kept = st->generator_kept;
+    prepare_step_weights(m, st);
+    StepWeights weights = st->weights;
+    int weights_kept = st->weights_kept;
     /* carved for every copy; one row per source until model_step_widen */
     *st = (DecodeState){.B = G * copies,
                         .S = S,
@@ -120,8 +155,8 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
                         .copies = 1,
                         .widen = copies,
                         .flops = flops,
-                        .generator_t = generator_t,
-                        .generator_kept = generator_kept};
+                        .weights = weights,
+                        .weights_kept = weights_kept};
     size_t need = carve_step(m, st, NULL);
     /* a state not reserved for its largest group grows as groups need more: by half again */
     if (need > cap) free(buf), cap = need + need / 2, buf = xmalloc(sizeof(float) * cap);
@@ -187,7 +222,7 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);
-    decoder_head(m, &st->tgt, x, B, st->generator_t, st->logits);
+    decoder_head(m, &st->tgt, x, B, &st->weights, st->logits);
     st->flops += step_flops(c, B, t, st->S);
     st->t++;
     return st->logits;
@@ -265,6 +300,6 @@ void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n) {
 void model_step_end(DecodeState *st) {
     if (!st) return;
     free(st->buf);
-    if (!st->generator_kept) free(st->generator_t);
+    if (!st->weights_kept) free(st->weights.buf);
     memset(st, 0, sizeof *st);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "nn/panels.h"
 #include "nn/profile.h"
 #include "nn/vecmath.h"
 #include "util/err.h"
@@ -37,6 +38,12 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cout, Cin, 1.0f, inp, Cin, w, Cout, bias ? 1.0f : 0.0f,
                 out, Cout);
     prof_stop(PROF_MATMUL, t0_);
+}
+
+void matmul_forward_with(float *out, const float *inp, const float *w, const float *w_panels, const float *bias, int N,
+                         int Cin, int Cout) {
+    if (w_panels) panels_product(out, inp, w_panels, bias, N, Cin, Cout);
+    else matmul_forward(out, inp, w, bias, N, Cin, Cout);
 }
 
 /* dinp = dout . w^T + dinp_beta * dinp, and the weight and bias gradients added to */

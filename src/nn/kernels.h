@@ -18,6 +18,10 @@ int blas_room_check(int callers);
 
 /* out (N, Cout) = inp (N, Cin) . w (Cin, Cout) + bias (Cout); bias may be NULL. */
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int Cin, int Cout);
+/* The same against w_panels, w laid out in panels (nn/panels.h), when it is not NULL (w is
+ * then not read); else matmul_forward. A decoding step's projections. */
+void matmul_forward_with(float *out, const float *inp, const float *w, const float *w_panels, const float *bias, int N,
+                         int Cin, int Cout);
 /* dinp += dout . w^T; dw += inp^T . dout; dbias += colsum(dout). dinp/dbias may be NULL. */
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w, int N,
                      int Cin, int Cout);

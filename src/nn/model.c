@@ -181,7 +181,8 @@ void model_free(Model *m) {
         free(m->tensors);
         free(m->params);
         free(m->pos_table);
-        free(m->generator_t);
+        if (m->step_weights) free(m->step_weights->buf);
+        free(m->step_weights);
     }
     free(m->head_gate); /* a replica's are its own: it starts without */
     free(m->head_gate_grad);
@@ -414,9 +415,9 @@ static void residual_in_backward(Residual *r, const NormParams *n, NormParams *g
 }
 
 static void ffn_forward(FfnActs *f, const FfnParams *w, const float *x, int N, int d, int ff) {
-    matmul_forward(f->hidden, x, w->w_1, w->b_1, N, d, ff);
+    matmul_forward_with(f->hidden, x, w->w_1, f->panels[0], w->b_1, N, d, ff);
     relu_forward(f->hidden, f->hidden, (size_t)N * ff);
-    matmul_forward(f->out, f->hidden, w->w_2, w->b_2, N, ff, d);
+    matmul_forward_with(f->out, f->hidden, w->w_2, f->panels[1], w->b_2, N, ff, d);
 }
 
 static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhidden, const FfnActs *f,
@@ -508,7 +509,9 @@ const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, c
     const float *in = residual_in(&e->r1, &w->norm1, x, N, d, pre);
     if (st) {
         float *k_new = st->kv_new, *v_new = st->kv_new + (size_t)N * d;
-        attention_project_kv(k_new, v_new, &w->self_attn, in, N, d);
+        const AttnParams *a = &w->self_attn;
+        matmul_forward_with(k_new, in, a->w_k, e->self_attn.panels[1], a->b_k, N, d, d);
+        matmul_forward_with(v_new, in, a->w_v, e->self_attn.panels[2], a->b_v, N, d, d);
         for (int b = 0; b < N; b++) {
             size_t block = (size_t)b * st->max_len * d;
             float *k = e->self_attn.k + block;
@@ -538,9 +541,10 @@ static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
 }
 
 /* The stack's output and all N rows of logits (decoding: no loss, N is small). */
-void decoder_head(const Model *m, StackActs *s, const float *x, int N, const float *generator_t, float *logits) {
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, const StepWeights *w, float *logits) {
     decoder_out(m, s, x, N);
-    logits_forward_by_column(logits, s->out, generator_t, N, m->cfg.d_model, m->cfg.tgt_vocab);
+    if (w->panels) matmul_forward_with(logits, s->out, NULL, w->generator, NULL, N, m->cfg.d_model, m->cfg.tgt_vocab);
+    else logits_forward_by_column(logits, s->out, w->generator, N, m->cfg.d_model, m->cfg.tgt_vocab);
 }
 
 static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t seed, uint64_t step) {

@@ -85,8 +85,9 @@ typedef struct {
 } Residual;
 
 typedef struct {
-    float *hidden; /* (N, ff) after ReLU */
-    float *out;    /* (N, d) */
+    float *hidden;          /* (N, ff) after ReLU */
+    float *out;             /* (N, d) */
+    const float *panels[2]; /* NULL, or a decoding step's W_1 and W_2 in panels (AttnActs.panels) */
 } FfnActs;
 
 typedef struct {
@@ -154,10 +155,10 @@ typedef struct {
     float *arena;
     size_t arena_floats;
     Acts a;
-    int B, S, T;        /* the shape the arena is carved for now */
-    int lean;           /* and whether for the encoder alone (model_encode_lean) */
-    float *generator_t; /* NULL, or the output table by column, kept for decoding by
-                           model_keep_generator_turned (shared with replicas) */
+    int B, S, T;                      /* the shape the arena is carved for now */
+    int lean;                         /* and whether for the encoder alone (model_encode_lean) */
+    struct StepWeights *step_weights; /* NULL, or the decoding step's weights laid out, kept by
+                                         model_keep_step_weights (shared with replicas) */
     /* results of the last model_forward */
     double loss_sum, nll_sum;
     int n_tokens;
@@ -360,6 +361,18 @@ void model_head_gate_grads_by_row(Model *m, float *rows, int nrows);
  * goes through the same attention, residual and feed-forward code as training (one query
  * row per sequence); its self-attention keys and values join a per-layer cache, and the
  * cross-attention keys and values are computed once from the encoder output. */
+/* A decoding step's weights as its products read them, laid out once from weights that
+ * must not change while it lives. Where panels_enabled() (nn/panels.h): every decoder
+ * layer's W_Q, W_K, W_V, W_O (self- and cross-attention), W_1, W_2 and the output table in
+ * panels. Elsewhere the output table by column (kernels.h: logits_forward_by_column), and
+ * the layers' weights multiplied by sgemm as they lie. */
+typedef struct StepWeights {
+    float *buf; /* the one allocation behind the pointers below */
+    int panels;
+    const float *self[QKV_MAX_LAYERS][4], *cross[QKV_MAX_LAYERS][4], *ffn[QKV_MAX_LAYERS][2];
+    const float *generator; /* (d_model, tgt_vocab) in panels, or by column */
+} StepWeights;
+
 typedef struct {
     int B, S, max_len;                      /* sequences, source width, positions the cache holds (cfg.max_positions) */
     int copies;                             /* decoder rows per source */
@@ -375,14 +388,12 @@ typedef struct {
     float *scratch;                         /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                             /* the one allocation behind all of the above */
     size_t buf_floats;
-    float *generator_t; /* (d_model, tgt_vocab): the output table by column for the logits
-                           (kernels.h: logits_forward_by_column), turned at the state's first
-                           reserve or begin, or the model's kept one: the weights must not
-                           change while it lives */
-    int generator_kept; /* generator_t is the model's (model_keep_generator_turned) */
-    double flops;       /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
-                           shapes computed: padded sources, every row of the step): kept across
-                           begins, for decoding's GFLOP/s */
+    StepWeights weights; /* laid out at the state's first reserve or begin, or the model's
+                            kept ones: the weights must not change while the state lives */
+    int weights_kept;    /* weights are the model's (model_keep_step_weights): not freed */
+    double flops;        /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
+                            shapes computed: padded sources, every row of the step): kept across
+                            begins, for decoding's GFLOP/s */
 } DecodeState;
 
 /* st must be zeroed before its first begin; it may be begun again for the next group of
@@ -415,10 +426,11 @@ void model_step_reorder(DecodeState *st, const Model *m, const int *from);
  * beside the others. */
 void model_step_keep(DecodeState *st, const Model *m, const int *keep, int n);
 void model_step_end(DecodeState *st);
-/* Turns the output table by column once for every later decoding state of m and its
- * replicas, which would otherwise each turn their own (2.5 ms and 6 MiB for 8,000 words of
- * 192, at every decode call): for a model whose weights no longer change, as a server's. */
-void model_keep_generator_turned(Model *m); /* on the model itself: a replica's is its parent's */
+/* Lays out the decoding step's weights (StepWeights) once for every later decoding state
+ * of m and its replicas, which would otherwise each lay out their own (12 MiB and a few ms
+ * on the Multi30k recipe's model, at every decode call): for a model whose weights no
+ * longer change, as a server's. */
+void model_keep_step_weights(Model *m); /* on the model itself: a replica's is its parent's */
 
 /* ---- inside nn/ only: the pieces of model.c that the decoding step (incremental.c) runs too,
  * so the step goes through the same layer code as training. model.c and incremental.c define
@@ -463,9 +475,9 @@ void stack_embed(const Model *m, StackActs *s, const float *table, const int *to
 const float *decoder_layer_forward(const Model *m, int l, DecoderLayerActs *e, const float *x, const float *mem,
                                    const AttnShape *self, const AttnShape *cross, DecodeState *st, float p,
                                    const DropKeys *keys);
-/* The stack's output and all N rows of logits, against the output table by column
- * (the decoding step's generator_t). */
-void decoder_head(const Model *m, StackActs *s, const float *x, int N, const float *generator_t, float *logits);
+/* The stack's output and all N rows of logits, against the decoding step's output table
+ * (StepWeights.generator). */
+void decoder_head(const Model *m, StackActs *s, const float *x, int N, const StepWeights *w, float *logits);
 
 #endif /* QKV_NN_INTERNAL */
 

@@ -187,7 +187,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     int B = s->B, Tq = s->Tq, Tk = s->Tk, d = s->d, H = s->heads, dh = d / H, nq_all = query_rows(s);
     size_t kv_rows = (size_t)(s->kv_stride ? s->kv_stride : Tk);
     float scale = 1.0f / sqrtf((float)dh);
-    matmul_forward(a->q, xq, w->w_q, w->b_q, nq_all, d, d);
+    matmul_forward_with(a->q, xq, w->w_q, a->panels[0], w->b_q, nq_all, d, d);
     if (xkv) attention_project_kv(a->k, a->v, w, xkv, key_rows(s), d);
     double t0 = prof_start();
     if (Tq == 1 && !s->q) {
@@ -196,7 +196,7 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
         attention_one_query(a, s, kv_rows, scale);
         prof_stop(PROF_ATTENTION, t0);
         if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)B, d, H);
-        matmul_forward(a->out, a->ctx, w->w_o, w->b_o, B, d, d);
+        matmul_forward_with(a->out, a->ctx, w->w_o, a->panels[3], w->b_o, B, d, d);
         return;
     }
     int by_hand = !blas_has_small_kernels();

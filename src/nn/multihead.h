@@ -102,6 +102,8 @@ typedef struct {
                                 cached keys: cross-attention's in one tile of all S (written once a
                                 sentence), self-attention's in tiles of 16, so a prefix of positions is
                                 whole tiles, one copy when beams reorder. attn_key_at places key i. */
+    const float *panels[4];  /* NULL, or a decoding step's W_Q, W_K, W_V, W_O in panels (nn/panels.h), which
+                                its projections then multiply by instead of sgemm; NULL ones use sgemm */
 } AttnActs;
 
 /* Where column c of key i sits in a sequence's keys of width d stored with tile (k_tile). */

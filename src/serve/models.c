@@ -91,7 +91,7 @@ int served_open(ServedModels *s, const char *path) {
     char name[96];
     if (!weights_name(first.weights, name, sizeof name)) snprintf(name, sizeof name, "%s", first.which);
     add(s, name, first.weights);
-    model_keep_generator_turned(&first.model); /* a served model's weights never change */
+    model_keep_step_weights(&first.model); /* a served model's weights never change */
     s->ck[0].run = first, s->ck[0].state = 1;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -120,7 +120,7 @@ const Run *served_get(ServedModels *s, int i, char *err, size_t errn) {
     pthread_mutex_lock(&c->lock);
     if (c->state == 0) {
         served_error_lock();
-        if (run_open(&c->run, c->path) == 0) c->state = 1, model_keep_generator_turned(&c->run.model);
+        if (run_open(&c->run, c->path) == 0) c->state = 1, model_keep_step_weights(&c->run.model);
         else c->state = -1, snprintf(c->error, sizeof c->error, "%s", err_msg());
         served_error_unlock();
     }
