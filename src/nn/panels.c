@@ -2,6 +2,7 @@
 #include "nn/panels.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,14 +15,18 @@ int panels_rule(const CpuFeatures *f, const char *kernels) {
     return panels_can_run(f) && rank >= 0 && rank <= 2;
 }
 
+static int enabled;
+static pthread_once_t decided = PTHREAD_ONCE_INIT;
+
+static void decide(void) {
+    CpuFeatures f;
+    cpu_features_read(&f);
+    const char *env = getenv("QKV_DECODE_PANELS");
+    enabled = panels_rule(&f, openblas_get_corename()) && !(env && strcmp(env, "0") == 0);
+}
+
 int panels_enabled(void) {
-    static int enabled = -1; /* a race here writes the same value twice */
-    if (enabled < 0) {
-        CpuFeatures f;
-        cpu_features_read(&f);
-        const char *env = getenv("QKV_DECODE_PANELS");
-        enabled = panels_rule(&f, openblas_get_corename()) && !(env && strcmp(env, "0") == 0);
-    }
+    pthread_once(&decided, decide); /* a server's workers may ask first at once */
     return enabled;
 }
 
