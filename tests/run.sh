@@ -72,11 +72,15 @@ if want kernelsets; then
         suite "kernels $set" env OPENBLAS_CORETYPE="$set" "$QKV_TEST" _grad
     done
 fi
-# Decoding where OpenBLAS multiplies the step's products (nn/panels.h: AVX-512 kernels, or
-# QKV_DECODE_PANELS=0), on a CPU where it would take panels: the step and search tests again.
-if want decode-sgemm; then
-    suite "decoding by sgemm" env QKV_DECODE_PANELS=0 "$QKV_TEST" decode
-    suite "decoding steps by sgemm" env QKV_DECODE_PANELS=0 "$QKV_TEST" model_step
+# Decoding's step and search tests again, its products by sgemm (as where OpenBLAS runs
+# AVX-512 kernels: nn/panels.h), then by panels wherever the CPU can run them (as where it
+# runs AVX2 kernels): each way is tested on any CPU, whichever this one takes by itself.
+if want decode-ways; then
+    for way in 0 1; do
+        name=$([[ $way == 0 ]] && echo sgemm || echo panels)
+        suite "decoding by $name" env QKV_DECODE_PANELS=$way "$QKV_TEST" decode
+        suite "decoding steps by $name" env QKV_DECODE_PANELS=$way "$QKV_TEST" model_step
+    done
 fi
 for s in house format fuzz cli resume progress attention heads explain translate serve report bundle threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"

@@ -10,6 +10,7 @@
 #include "decode/decode.h"
 #include "fixture.h"
 #include "nn/model.h"
+#include "nn/panels.h"
 #include "util/mem.h"
 #include "util/rng.h"
 
@@ -155,6 +156,34 @@ static void test_kept_step_weights_are_lent(void) {
     CHECK(m.step_weights && m.step_weights->buf, "ending a state freed the model's kept weights");
     model_free(&r);
     model_free(&m);
+}
+
+/* A decoding state's projections carry the laid-out weights (nn/panels.h) exactly where
+ * panels_enabled() says, every one a step multiplies; else none, and sgemm multiplies.
+ * Nothing else would tell: the two agree to rounding. */
+static void test_step_takes_panels_where_enabled(void) {
+    Model m;
+    step_model(&m, 1, 0);
+    int one = 1, on = panels_enabled();
+    ModelBatch b = {SB, SS, 1, step_src, step_src_len, step_tgt, NULL, &one, 0};
+    DecodeState st = {0};
+    model_step_begin(&m, &st, &b, 1);
+    int wrong = st.weights.panels != on;
+    for (int l = 0; l < m.cfg.decoder_layers; l++) {
+        const DecoderLayerActs *e = &st.layer[l];
+        for (int i = 0; i < 4; i++) {
+            wrong += e->self_attn.panels[i] != (on ? st.weights.self[l][i] : NULL) || (on && !e->self_attn.panels[i]);
+            int cross_used = i == 0 || i == 3; /* its keys and values are projected once a group */
+            wrong += e->cross_attn.panels[i] != (on && cross_used ? st.weights.cross[l][i] : NULL) ||
+                     (on && cross_used && !e->cross_attn.panels[i]);
+        }
+        for (int i = 0; i < 2; i++)
+            wrong += e->ffn.panels[i] != (on ? st.weights.ffn[l][i] : NULL) || (on && !e->ffn.panels[i]);
+    }
+    wrong += st.weights.generator == NULL;
+    model_step_end(&st);
+    model_free(&m);
+    CHECK(wrong == 0, "%d of the step's weights are not laid out as panels_enabled() = %d says", wrong, on);
 }
 
 /* Reordering the cache (as beam search does) continues each sequence exactly as a state
@@ -555,5 +584,6 @@ const TestCase decode_tests[] = {
     {"model_step_logits_equal_full_forward", test_step_matches_full_forward},
     {"model_step_reorder_follows_the_chosen_rows", test_step_reorder},
     {"model_step_uses_the_kept_step_weights", test_kept_step_weights_are_lent},
+    {"model_step_takes_panels_where_enabled", test_step_takes_panels_where_enabled},
     {NULL, NULL},
 };

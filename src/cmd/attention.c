@@ -278,6 +278,8 @@ int cmd_attention(int argc, char **argv) {
         return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     int rc = o.watch ? watched(&r, &o) : one_sentence(&r, &o, masked);

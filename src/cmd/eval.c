@@ -158,8 +158,8 @@ int cmd_eval(int argc, char **argv) {
     }
     Run r;
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
-    model_keep_step_weights(
-        &r.model); /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     StrBuf heads = {0};
     int masked = decode_options_mask_heads(&r.model, mask_heads, &heads);
     if (masked < 0) return free_lines(src, n), free_lines(ref, n), run_close(&r), cmd_fail(err_status());

@@ -449,6 +449,8 @@ int cmd_explain(int argc, char **argv) {
     if (o.gold && !o.ref) return err_set("--gold aligns the source with --ref: give both"), cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     int masked = decode_options_mask_heads(&r.model, o.mask_heads, NULL);
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     /* --out before the work: a corpus's can take minutes */

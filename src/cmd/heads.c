@@ -268,6 +268,8 @@ int cmd_heads(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) {
         rc = cmd_fail(err_status());
     } else {
+        /* fixed weights: the decoding step's laid out once, for every worker and batch */
+        model_keep_step_weights(&r.model);
         /* beside the run by default, where qkv serve and qkv report look for it */
         char out[sizeof r.dir + 8];
         if (!o.out) o.out = run_path(out, sizeof out, r.dir, RUN_HEADS_DIR);

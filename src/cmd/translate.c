@@ -101,8 +101,8 @@ int cmd_translate(int argc, char **argv) {
     if (check_stdin() != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
-    model_keep_step_weights(
-        &r.model); /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     struct stat in;

@@ -241,6 +241,8 @@ int cmd_whatif(int argc, char **argv) {
     if (o.out && regular_or_absent(o.out) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     if (o.out && run_out_replaces_own_file(&r, o.out, "the whatif")) return run_close(&r), cmd_fail(2);
     openblas_set_num_threads(1); /* one sentence's products: threads would only wait */
     int rc = run_whatif(&r, &o);

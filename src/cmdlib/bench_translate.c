@@ -56,8 +56,8 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
     if (!lines) return cmd_fail(err_status());
     Run r;
     if (run_open(&r, run_path) != 0) return free_lines(lines, n), cmd_fail(err_status());
-    model_keep_step_weights(
-        &r.model); /* fixed weights: the decoding step's laid out once, for every worker and batch, as qkv translate */
+    /* fixed weights: the decoding step's laid out once, for every worker and batch */
+    model_keep_step_weights(&r.model);
     TranslateOptions greedy = decode_options_defaults(), beam = greedy; /* translate's defaults */
     greedy.decode.beam = 1;
     /* warm-up: the first lines once, untimed */

@@ -94,7 +94,10 @@ static void lay_out_step_weights(const Model *m, StepWeights *w) {
         return;
     }
     size_t layer = 6 * panels_floats(d, d) + panels_floats(d, ff) + panels_floats(ff, d);
-    float *at = w->buf = xmalloc(sizeof(float) * (c->decoder_layers * layer + panels_floats(d, V)));
+    /* on a cache line, as each panel is whole lines (panels.h); malloc gives 16 bytes */
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, sizeof(float) * (c->decoder_layers * layer + panels_floats(d, V))) != 0) buf = NULL;
+    float *at = w->buf = xcheck(buf);
 #define LAY_OUT(slot, weight, K, N) (panels_pack(at, weight, K, N), slot = at, at += panels_floats(K, N))
     for (int l = 0; l < c->decoder_layers; l++) {
         const DecoderLayerParams *p = &m->p.dec[l];

@@ -363,9 +363,10 @@ void model_head_gate_grads_by_row(Model *m, float *rows, int nrows);
  * cross-attention keys and values are computed once from the encoder output. */
 /* A decoding step's weights as its products read them, laid out once from weights that
  * must not change while it lives. Where panels_enabled() (nn/panels.h): every decoder
- * layer's W_Q, W_K, W_V, W_O (self- and cross-attention), W_1, W_2 and the output table in
- * panels. Elsewhere the output table by column (kernels.h: logits_forward_by_column), and
- * the layers' weights multiplied by sgemm as they lie. */
+ * layer's self-attention W_Q, W_K, W_V, W_O, cross-attention W_Q and W_O (its keys and
+ * values are projected once a group), W_1, W_2 and the output table in panels. Elsewhere
+ * the output table by column (kernels.h: logits_forward_by_column), and the layers'
+ * weights multiplied by sgemm as they lie. */
 typedef struct StepWeights {
     float *buf; /* the one allocation behind the pointers below */
     int panels;

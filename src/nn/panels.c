@@ -8,7 +8,13 @@
 
 #include "nn/profile.h"
 
-int panels_can_run(const CpuFeatures *f) { return f->avx2 && f->fma && f->os_ymm; }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PANELS_BUILT 1
+#else
+#define PANELS_BUILT 0 /* no kernel here (32-bit x86 has the features but not this build of it) */
+#endif
+
+int panels_can_run(const CpuFeatures *f) { return PANELS_BUILT && f->avx2 && f->fma && f->os_ymm; }
 
 int panels_rule(const CpuFeatures *f, const char *kernels) {
     int rank = kernels ? kernels_rank(kernels) : -1;
@@ -22,7 +28,9 @@ static void decide(void) {
     CpuFeatures f;
     cpu_features_read(&f);
     const char *env = getenv("QKV_DECODE_PANELS");
-    enabled = panels_rule(&f, openblas_get_corename()) && !(env && strcmp(env, "0") == 0);
+    if (env && strcmp(env, "0") == 0) enabled = 0;
+    else if (env && strcmp(env, "1") == 0) enabled = panels_can_run(&f);
+    else enabled = panels_rule(&f, openblas_get_corename());
 }
 
 int panels_enabled(void) {
@@ -54,7 +62,7 @@ void panels_pack_transposed(float *panels, const float *wt, int K, int N) {
         }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if PANELS_BUILT
 #include <immintrin.h>
 
 #define PANELS_TARGET __attribute__((target("avx2,fma")))

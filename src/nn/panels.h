@@ -11,14 +11,18 @@
  * Where: x86-64 CPUs with AVX2 and FMA, while OpenBLAS runs a kernel set no wider than
  * AVX2 (Haswell, Zen, or weaker: panels_rule). Where OpenBLAS runs its AVX-512 kernels,
  * they do twice the work per instruction of this AVX2 kernel, and decoding keeps them.
- * QKV_DECODE_PANELS=0 in the environment keeps sgemm anywhere (for comparing the two).
+ * QKV_DECODE_PANELS=0 in the environment keeps sgemm anywhere, and QKV_DECODE_PANELS=1
+ * takes panels on any CPU that can run them (for comparing the two, and for testing the
+ * kernel where the rule would not take it).
  *
  * What it computes: out = x . W + bias, every element one chain of fused multiply-adds over
  * k = 0, 1, ..., K-1 from zero, then the bias added: the same bits as C's fmaf in that order
  * (a test checks), whatever the row's place among the rows or how many rows there are. So
- * a sentence decodes to the same bits alone and in a batch. sgemm's bits differ from these
- * in the last place for some elements (OpenBLAS's Zen kernels round by a row's place among
- * the rows of the call), so the logits move by rounding when panels are taken. */
+ * a step's products give a hypothesis the same bits alone and in a batch (the encoder's
+ * products, still sgemm's over all of a group's source positions, need not). sgemm's bits
+ * differ from these in the last place for some elements (OpenBLAS's Zen kernels round by a
+ * row's place among the rows of the call), so the logits move by rounding when panels are
+ * taken. The panels start on a 64-byte line: each panel row of 16 floats is one line. */
 #ifndef QKV_PANELS_H
 #define QKV_PANELS_H
 
@@ -39,7 +43,8 @@ int panels_can_run(const CpuFeatures *f);
 int panels_rule(const CpuFeatures *f, const char *kernels);
 
 /* Whether this process uses panels for decoding: panels_rule for this CPU and the kernels
- * OpenBLAS runs, and QKV_DECODE_PANELS is not "0". Read once. */
+ * OpenBLAS runs, unless QKV_DECODE_PANELS is "0" (no) or "1" (wherever panels_can_run).
+ * Decided once. */
 int panels_enabled(void);
 
 /* Floats the panels of a (K, N) matrix take: N rounded up to whole panels, times K. */
