@@ -175,7 +175,8 @@ if [[ " ${QKV_BENCH_SIZES:-multi30k} " == *" multi30k "* && -f $M30K/test_2016_f
 import json, sys
 r = json.load(open(sys.argv[1]))
 print()
-print(f"decoding {r['sentences']} sentences of {r['source']} with {r['weights']} (step {r['step']}), {r['threads']} threads:")
+print(f"decoding {r['sentences']} sentences of {r['source']} with {r['weights']} (step {r['step']}), {r['threads']} threads, "
+      f"each step's products by {r['step_products']}:")
 print(f"{'search':8s} {'seconds':>8s} {'sent/s':>8s} {'tgt tok/s':>10s} {'GFLOP':>8s} {'GFLOP/s':>8s} {'of peak':>8s}")
 for k in ("greedy", "beam"):
     s = r[k]

@@ -84,6 +84,18 @@ else
     bad bench_translate_counts_what_translate_outputs "$(cat "$T/bench.json" "$T/bench.err" | tail -3)"
 fi
 
+# the products each decoding step ran by are named: sgemm when told, panels when told and
+# the CPU has AVX2 and FMA (nn/panels.h)
+head -5 "$T/many.src" >"$T/five.src"
+flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+want_panels=sgemm
+[[ $flags == *" avx2 "* && $flags == *" fma "* ]] && want_panels=panels
+step_products() { QKV_DECODE_PANELS=$1 "$QKV" bench "$T/w" --translate "$T/five.src" --ceiling 50 2>/dev/null |
+    /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["step_products"])'; }
+got0=$(step_products 0) got1=$(step_products 1)
+[[ $got0 == sgemm && $got1 == "$want_panels" ]] && ok bench_translate_names_its_step_products ||
+    bad bench_translate_names_its_step_products "QKV_DECODE_PANELS=0: $got0, =1: $got1 (want sgemm, $want_panels)"
+
 # ---- a pipe that a person types into: each line's translation comes before the next is sent --
 if "$BOUNDED" /usr/bin/python3 - "$QKV" "$T/w" "$T/data/test.src" "$T/greedy.txt" <<'PYEOF'; then
 import select, subprocess, sys

@@ -25,6 +25,7 @@
 #include "cmdlib/options.h"
 #include "config.h"
 #include "decode/decode.h"
+#include "nn/panels.h"
 #include "nn/profile.h"
 #include "run/checkpoint.h"
 #include "train/parallel.h" /* shard_batch, pass_rows, the timeline's marks */
@@ -353,6 +354,7 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     /* the share of the rows every linear layer runs over that are padding */
     json_put(r, "padding_share", json_fmt("%.4f", tr->padded_rows ? 1.0 - (double)tr->tokens / tr->padded_rows : 0.0));
     json_put(r, "peak_rss_mb", json_fmt("%.1f", ru.ru_maxrss / 1024.0));
+    json_put(r, "decode_step_products", json_string(panels_enabled() ? "panels" : "sgemm"));
     json_put(r, "decode_sentences_per_s", json_fmt("%.1f", nd / t_decode));
     json_put(r, "decoded", json_integer(nd));
     json_put(r, "decoded_tokens", json_integer(out_tokens));

@@ -17,6 +17,7 @@
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/decode_options.h"
 #include "decode/translator.h"
+#include "nn/panels.h"
 #include "run/run.h"
 #include "util/clock.h"
 #include "util/cpu.h"
@@ -75,6 +76,7 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
     json_put(j, "corename", json_string(openblas_get_corename()));
     if (kernels_openblas_picked()) json_put(j, "openblas_chose", json_string(kernels_openblas_picked()));
     json_put(j, "threads", json_integer(openblas_get_num_threads()));
+    json_put(j, "step_products", json_string(panels_enabled() ? "panels" : "sgemm")); /* nn/panels.h */
     json_put(j, "peak_gflops", json_fmt("%.1f", peak));
     json_put(j, "greedy", time_search(&r, lines, n, &greedy, peak));
     json_put(j, "beam", time_search(&r, lines, n, &beam, peak));
