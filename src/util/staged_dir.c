@@ -40,9 +40,15 @@ static void remove_tree(const char *path, int levels) {
 
 static void remove_dir(const char *dir) { remove_tree(dir, STAGED_DIR_LEVELS); }
 
-int staged_dir_usable(const char *out, const char *what) {
+/* out's length without its trailing slashes (a lone "/" kept) */
+static size_t name_length(const char *out) {
     size_t len = strlen(out);
     while (len > 1 && out[len - 1] == '/') len--;
+    return len;
+}
+
+int staged_dir_usable(const char *out, const char *what) {
+    size_t len = name_length(out);
     if (len == 0 || len + 32 >= STAGED_DIR_MAX) return err_set("%s: '%s' is not a usable directory name", what, out);
     struct stat st;
     if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, out);
@@ -51,8 +57,7 @@ int staged_dir_usable(const char *out, const char *what) {
 
 /* A new, empty directory beside out for the files being written, its name into tmp. */
 static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/') len--;
+    size_t len = name_length(out);
     if (n < STAGED_DIR_MAX || staged_dir_usable(out, what) != 0) return -1; /* tmp has room for a usable name */
     snprintf(tmp, n, "%.*s.partial-%d", (int)len, out, (int)getpid());
     remove_dir(tmp); /* a leftover of this pid's predecessor */
