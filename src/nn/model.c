@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nn/kernels.h"
+#include "nn/panels.h"
 #include "nn/profile.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -543,7 +544,7 @@ static void decoder_out(const Model *m, StackActs *s, const float *x, int N) {
 /* The stack's output and all N rows of logits (decoding: no loss, N is small). */
 void decoder_head(const Model *m, StackActs *s, const float *x, int N, const StepWeights *w, float *logits) {
     decoder_out(m, s, x, N);
-    if (w->panels) matmul_forward_with(logits, s->out, NULL, w->generator, NULL, N, m->cfg.d_model, m->cfg.tgt_vocab);
+    if (w->panels) panels_product(logits, s->out, w->generator, NULL, N, m->cfg.d_model, m->cfg.tgt_vocab);
     else logits_forward_by_column(logits, s->out, w->generator, N, m->cfg.d_model, m->cfg.tgt_vocab);
 }
 
