@@ -267,6 +267,30 @@ static void test_crossentropy(void) {
     CHECK(fabs(plain - nll) < 1e-9, "eps=0 loss %g != nll %g", plain, nll);
 }
 
+/* The training path's one pass per row gives the loss and the gradient of the forward and
+ * backward apart, bit for bit: a vocabulary of no whole vector width, a pad row, a scale
+ * not 1, in place as the classifier calls it. */
+static void test_crossentropy_forward_backward_is_both(void) {
+    enum { N = 5, V = 37 };
+    Rng r = {11};
+    float logits[N * V], probs[N * V], d[N * V], fused[N * V];
+    int tgt[N] = {36, 0, 7, 0, 19}; /* rows 1 and 3 are padding */
+    fill_normal(logits, N * V, 3, &r);
+    memcpy(fused, logits, sizeof fused);
+    fill_normal(d, N * V, 1, &r); /* the pad rows must be written, not left as they were */
+    int count, count2;
+    double nll, nll2;
+    double apart = crossentropy_forward(probs, logits, tgt, N, V, 0.1f, 0, &count, &nll);
+    crossentropy_backward(d, probs, tgt, N, V, 0.1f, 0, 0.37f);
+    double both = crossentropy_forward_backward(fused, fused, tgt, N, V, 0.1f, 0, 0.37f, &count2, &nll2);
+    CHECK(count == 3 && count2 == 3, "counted %d and %d rows, not 3", count, count2);
+    CHECK(apart == both && nll == nll2, "loss %.17g / nll %.17g apart, %.17g / %.17g in one pass", apart, nll, both,
+          nll2);
+    int differ = 0;
+    for (int i = 0; i < N * V; i++) differ += memcmp(&d[i], &fused[i], sizeof(float)) != 0;
+    CHECK(differ == 0, "%d of %d gradient elements differ from forward then backward", differ, N * V);
+}
+
 /* ---- the fused classifier: 7 rows in chunks of 3 (the last one short), a pad row ---- */
 typedef struct {
     float *x, *table;
@@ -705,6 +729,7 @@ const TestCase kernel_tests[] = {
     {"kernel_dropout_grad_and_rate", test_dropout},
     {"kernel_embedding_grad", test_embedding},
     {"kernel_crossentropy_grad", test_crossentropy},
+    {"crossentropy_forward_backward_is_both", test_crossentropy_forward_backward_is_both},
     {"attention_encoder_self_grad", test_attention_encoder_self},
     {"attention_decoder_masked_grad", test_attention_decoder_masked},
     {"attention_cross_grad", test_attention_cross},

@@ -310,21 +310,39 @@ void embedding_backward(float *dtable, const float *dout, const int *tokens, flo
     prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
-double crossentropy_forward(float *probs, const float *logits, const int *targets, int N, int V, float eps, int pad,
-                            int *count, double *nll_out) {
+/* The forward's rows, and with backward set the backward's too: each row's softmax turned
+ * into its gradient while the row is still in the cache. A chunk of logits (512 rows of a
+ * real vocabulary: 16 MB) does not stay there between a forward over all rows and a
+ * backward over all rows. The gradient is crossentropy_backward's, operation for
+ * operation: (p * inv - eps / V) * scale rounded as there, so the bits are the same. */
+static double crossentropy_rows(float *out, const float *logits, const int *targets, int N, int V, float eps, int pad,
+                                int backward, float scale, int *count, double *nll_out) {
     double t0_ = prof_start();
     double loss = 0.0, nll = 0.0;
     int counted = 0;
+    float off = eps / (float)V;
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
-        float *p = probs + (size_t)n * V;
+        float *p = out + (size_t)n * V;
+        if (backward && targets[n] == pad) {
+            memset(p, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
         float maxv = vec_max(z, V);
         float z_target = targets[n] == pad ? 0.0f : z[targets[n]]; /* read before probs overwrite it */
         double zsum = vec_sum_double(z, V);
         vec_exp(p, z, maxv, V);
         double sum = vec_sum_double(p, V);
         float inv = (float)(1.0 / sum);
-        for (int v = 0; v < V; v++) p[v] *= inv;
+        if (backward) {
+            for (int v = 0; v < V; v++) {
+                float q = p[v] * inv;
+                p[v] = (q - off) * scale;
+            }
+            p[targets[n]] -= (1.0f - eps) * scale;
+        } else {
+            for (int v = 0; v < V; v++) p[v] *= inv;
+        }
         if (targets[n] == pad) continue;
         double logz = maxv + log(sum);
         double nll_row = logz - z_target;
@@ -337,6 +355,16 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
     if (nll_out) *nll_out = nll;
     prof_stop(PROF_EMBED_LOSS, t0_);
     return loss;
+}
+
+double crossentropy_forward(float *probs, const float *logits, const int *targets, int N, int V, float eps, int pad,
+                            int *count, double *nll_out) {
+    return crossentropy_rows(probs, logits, targets, N, V, eps, pad, 0, 0.0f, count, nll_out);
+}
+
+double crossentropy_forward_backward(float *dlogits, const float *logits, const int *targets, int N, int V, float eps,
+                                     int pad, float scale, int *count, double *nll_out) {
+    return crossentropy_rows(dlogits, logits, targets, N, V, eps, pad, 1, scale, count, nll_out);
 }
 
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
@@ -374,10 +402,12 @@ double classifier_forward_backward(const ClassifierScratch *s, const float *inp,
         prof_stop(PROF_EMBED_LOSS, t0);
         if (n == 0) break;
         logits_forward(s->logits, s->x, table, n, C, V);
-        loss += crossentropy_forward(s->logits, s->logits, s->labels, n, V, eps, pad, &c, &chunk_nll);
+        if (dinp)
+            loss += crossentropy_forward_backward(s->logits, s->logits, s->labels, n, V, eps, pad, scale, &c,
+                                                  &chunk_nll);
+        else loss += crossentropy_forward(s->logits, s->logits, s->labels, n, V, eps, pad, &c, &chunk_nll);
         nll += chunk_nll, counted += c;
         if (!dinp) continue;
-        crossentropy_backward(s->logits, s->logits, s->labels, n, V, eps, pad, scale);
         memset(s->dx, 0, sizeof(float) * (size_t)n * C);
         logits_backward(s->dx, dtable, s->logits, s->x, table, n, C, V);
         t0 = prof_start();

@@ -95,6 +95,11 @@ double crossentropy_forward(float *probs, const float *logits, const int *target
  * (it may alias probs) because the logits gradient has no other contributor. */
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
                            float scale);
+/* Both at once, row by row: the loss as crossentropy_forward returns it, and dlogits as
+ * crossentropy_backward writes it after that forward, bit for bit (may alias logits);
+ * no probabilities are kept. */
+double crossentropy_forward_backward(float *dlogits, const float *logits, const int *targets, int N, int V, float eps,
+                                     int pad, float scale, int *count, double *nll_out);
 
 /* Where the fused classifier works: chunk rows at a time, never an (N, V) matrix. */
 typedef struct {
