@@ -226,7 +226,7 @@ EOF
 )
 [[ $seeds == ok ]] && ok "heads_seed_moves_only_the_random_order" || bad "heads_seed_moves_only_the_random_order" "$seeds"
 # --no-curve into a directory that held a full export: the old curve's files go
-"$QKV" heads "$T/run" "${small[@]}" --no-curve --out "$T/s1" >"$T/nc.log" 2>&1
+"$QKV" heads "$T/run" "${small[@]:0:6}" --no-curve --out "$T/s1" >"$T/nc.log" 2>&1
 rc=$?
 # and the default falls back to delta_nll, said so
 if [[ $rc -eq 0 && -s $T/s1/heads.json && ! -e $T/s1/heads.svg && ! -e $T/s1/masks ]] && grep -q '"curve": null' "$T/s1/heads.json" &&
@@ -276,6 +276,15 @@ expect_error "heads_no_run" 2 "nope-run: No such file" "$QKV" heads "$T/nope-run
 expect_error "heads_bad_sentences" 2 "^qkv: --sentences: '0' is not a count" "$QKV" heads "$T/run" "${small[@]}" --sentences 0
 expect_error "heads_mask_heads_refused" 2 "^qkv: --mask-heads: qkv heads masks heads itself" \
     "$QKV" heads "$T/run" "${small[@]}" --mask-heads cross.0.0
+# options taken and ignored would pass for figures of a search nobody ran: refused
+expect_error "heads_nbest_refused" 2 "^qkv: --nbest 2: qkv heads scores each sentence's best hypothesis alone" \
+    "$QKV" heads "$T/run" "${small[@]}" --beam 3 --nbest 2
+expect_error "heads_no_curve_refuses_decoding_options" 2 "^qkv: --beam: qkv heads --no-curve draws no curve" \
+    "$QKV" heads "$T/run" "${small[@]:0:6}" --no-curve --beam 3
+expect_error "heads_no_curve_refuses_seed" 2 "^qkv: --seed: qkv heads --no-curve draws no curve" \
+    "$QKV" heads "$T/run" "${small[@]:0:6}" --seed 7 --no-curve
+"$QKV" heads --help | grep -qE -- "^  --(nbest|mask-heads) " && bad heads_help_lists_what_it_takes "$("$QKV" heads --help)" ||
+    ok heads_help_lists_what_it_takes
 expect_error "heads_empty_out" 2 "^qkv: --out: an empty directory name" "$QKV" heads "$T/run" "${small[@]}" --out ""
 expect_error "heads_bad_freq_file" 2 "nope\.txt: No such file" "$QKV" heads "$T/run" "${small[@]}" --freq "$T/nope.txt"
 

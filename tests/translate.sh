@@ -145,6 +145,8 @@ rm -f "$T/long.src"
 awk -F' [|][|][|] ' 'NF != 3 || $1 != int((NR - 1) / 3) { bad = 1 } END { exit bad || NR != 180 }' "$T/nbest.txt" &&
     ok "translate_nbest_format" || bad "translate_nbest_format" "$(head -3 "$T/nbest.txt")"
 expect_error "translate_nbest_over_beam" 2 "--nbest: 5 is not between 1 and the beam \(4\)" "$QKV" translate "$T/w" --beam 4 --nbest 5
+expect_error "eval_nbest_refused" 2 "^qkv: --nbest 3: qkv eval scores each sentence's best hypothesis alone" \
+    "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 4 --nbest 3
 expect_error "translate_bad_beam" 2 "--beam: '0' is not a beam size" "$QKV" translate "$T/w" --beam 0
 expect_error "translate_bad_length_penalty" 2 "--length-penalty: 'x' is not a number" "$QKV" translate "$T/w" --length-penalty x
 # standard input that is no text: refused at once, not read as an empty input (exit 0)

@@ -129,10 +129,10 @@ const CmdSpec cmd_eval_spec = {
     .operands = "RUN_DIR|WEIGHTS --src SOURCE.txt --ref REFERENCE.txt [options]",
     .summary = "translate a test set and score it: BLEU, chrF, reference NLL",
     .about = "Scores as sacrebleu does with its defaults, and appends the result, with the search\n"
-             "options and any heads --mask-heads masked, to RUN_DIR/eval.jsonl. --nbest is always\n"
-             "1 here.",
+             "options and any heads --mask-heads masked, to RUN_DIR/eval.jsonl.",
     .options = options,
     .shared = decode_options,
+    .unlisted = (const char *const[]){"nbest", NULL},
     .example = "qkv eval runs/toy --src data/toy/test.src --ref data/toy/test.tgt --greedy",
 };
 
@@ -147,7 +147,11 @@ int cmd_eval(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !src_path || !ref_path) return cmd_usage_of(&cmd_eval_spec);
-    o.decode.nbest = 1;
+    if (o.decode.nbest != 1)
+        return err_set("--nbest %d: qkv eval scores each sentence's best hypothesis alone (qkv translate --nbest "
+                       "prints more)",
+                       o.decode.nbest),
+               cmd_fail(2);
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
     int n;
     char **src, **ref;

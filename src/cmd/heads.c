@@ -128,10 +128,10 @@ const CmdSpec cmd_heads_spec = {
              "(importance, importance_raw, delta_nll) and at random; the score whose curve keeps the\n"
              "most BLEU ranks the table (delta_nll with --no-curve). Writes DIR/heads.json, heads.svg,\n"
              "index.html (a viewer) and masks/ORDER-SCOPE-PCT.txt (for --mask-heads @FILE). The\n"
-             "decoding options are translate's; --nbest is 1 here, and --mask-heads is refused (the\n"
-             "curve masks heads itself).",
+             "decoding options, translate's, set the curve's search: --no-curve takes none of them.",
     .options = options,
     .shared = decode_options,
+    .unlisted = (const char *const[]){"nbest", "mask-heads", NULL},
     .example = "qkv heads runs/toy --src data/toy/test.src --ref data/toy/test.tgt --gold data/toy/test.align",
 };
 
@@ -229,6 +229,7 @@ int cmd_heads(int argc, char **argv) {
     TranslateOptions to = decode_options_defaults();
     const char *mask_heads = NULL;
     int c, bad = 0;
+    const char *for_curve = NULL; /* the last option given that only the curve reads */
     while (!bad && (c = cmd_option_next(&cmd_heads_spec, argc, argv)) >= 0) {
         switch (c) {
         case 's': o.src = optarg; break;
@@ -237,9 +238,15 @@ int cmd_heads(int argc, char **argv) {
         case 'o': o.out = optarg; break;
         case 'f': o.freq = optarg; break;
         case 'C': o.curve = 0; break;
-        case 'S': bad = cmd_long("--seed", "a seed from 0 to 2^62", optarg, 0, 1L << 62, &o.seed) != 0; break;
+        case 'S':
+            bad = cmd_long("--seed", "a seed from 0 to 2^62", optarg, 0, 1L << 62, &o.seed) != 0;
+            for_curve = "seed";
+            break;
         case 'N': bad = cmd_int("--sentences", "a count from 1", optarg, 1, 1 << 30, &o.max_sentences) != 0; break;
-        default: bad = decode_options_apply(c, optarg, &to, &mask_heads) != 0; break;
+        default:
+            bad = decode_options_apply(c, optarg, &to, &mask_heads) != 0;
+            if (c != 'm') for_curve = decode_options_name(c);
+            break;
         }
     }
     if (bad) return cmd_fail(2);
@@ -247,10 +254,18 @@ int cmd_heads(int argc, char **argv) {
     /* every measure here is of the whole model, each mask of the curve its own */
     if (mask_heads)
         return err_set("--mask-heads: qkv heads masks heads itself (the curve's masks go to DIR/masks/)"), cmd_fail(2);
+    if (to.decode.nbest != 1)
+        return err_set("--nbest %d: qkv heads scores each sentence's best hypothesis alone", to.decode.nbest),
+               cmd_fail(2);
+    /* taken and then ignored would let a user believe the figures came from that search */
+    if (!o.curve && for_curve)
+        return err_set("--%s: qkv heads --no-curve draws no curve (--seed and the decoding options set the curve's "
+                       "order and search)",
+                       for_curve),
+               cmd_fail(2);
     if (optind != argc - 1) return cmd_usage_of(&cmd_heads_spec);
     if (!o.src || !o.ref) return err_set("--%s is required (the held-out set)", o.src ? "ref" : "src"), cmd_fail(2);
     if (o.out && o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
-    to.decode.nbest = 1;
     if (decode_check(&to.decode) != 0) return cmd_fail(2);
     int n = 0, n_gold = 0;
     char **src, **ref, **gold = NULL;

@@ -11,7 +11,7 @@
 const CmdOption decode_options[] = {
     {'b', "beam", "K", "hypotheses kept per sentence, 1 to 64", "5"},
     {'g', "greedy", NULL, "greedy search: the same as --beam 1", NULL},
-    {'n', "nbest", "N", "hypotheses printed per sentence, 1 to the beam (translate only)", "1"},
+    {'n', "nbest", "N", "hypotheses printed per sentence, 1 to the beam", "1"},
     {'l', "length-penalty", "A", "a finished hypothesis scores log P / length^A; 0 ranks by log P", "1"},
     {'a', "max-len-a", "A", "at most A * source length + B target tokens", "2"},
     {'B', "max-len-b", "B", "(see --max-len-a)", "10"},
@@ -41,6 +41,12 @@ int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char
     case 'm': *mask_heads = arg; return 0;
     default: return 1;
     }
+}
+
+const char *decode_options_name(int key) {
+    for (const CmdOption *o = decode_options; o->key; o++)
+        if (o->key == key) return o->name;
+    return NULL;
 }
 
 int decode_options_mask_heads(Model *m, const char *spec, StrBuf *masked) {

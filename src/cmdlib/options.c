@@ -46,8 +46,15 @@ int cmd_option_next(const CmdSpec *spec, int argc, char **argv) {
 
 int cmd_option_status(int c) { return c == CMD_OPTIONS_HELP ? 0 : 2; }
 
-static void print_rows(const CmdOption *t, FILE *out) {
+static int unlisted(const char *const *names, const char *name) {
+    for (int i = 0; names && names[i]; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
+static void print_rows(const CmdOption *t, const char *const *skip, FILE *out) {
     for (int i = 0; t && t[i].key; i++) {
+        if (unlisted(skip, t[i].name)) continue;
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", t[i].name, t[i].value ? " " : "", t[i].value ? t[i].value : "");
         fprintf(out, "  %-24s %s", left, t[i].help);
@@ -60,8 +67,8 @@ void cmd_help_print(const CmdSpec *spec, FILE *out) {
     fprintf(out, "usage: qkv %s %s\n\n%s\n", spec->name, spec->operands, spec->summary);
     if (spec->about) fprintf(out, "\n%s\n", spec->about);
     fprintf(out, "\noptions:\n");
-    print_rows(spec->options, out);
-    print_rows(spec->shared, out);
+    print_rows(spec->options, NULL, out);
+    print_rows(spec->shared, spec->unlisted, out);
     fprintf(out, "  %-24s %s\n", "-h, --help", "this help");
     fprintf(out, "\nexample:\n  %s\n", spec->example);
 }

@@ -24,14 +24,16 @@ typedef struct {
 } CmdOption;
 
 typedef struct {
-    const char *name;         /* the command, as typed: "translate" */
-    const char *operands;     /* the usage line after the name: "RUN_DIR|WEIGHTS [options] < SOURCE.txt" */
-    const char *summary;      /* one line for `qkv help`'s list */
-    const char *about;        /* a few lines on what it does, or NULL */
-    const CmdOption *options; /* ended by a row whose key is 0 */
-    const CmdOption *shared;  /* a second table another command parses too (translate's and eval's
-                                 decoding options), or NULL */
-    const char *example;      /* one command line */
+    const char *name;            /* the command, as typed: "translate" */
+    const char *operands;        /* the usage line after the name: "RUN_DIR|WEIGHTS [options] < SOURCE.txt" */
+    const char *summary;         /* one line for `qkv help`'s list */
+    const char *about;           /* a few lines on what it does, or NULL */
+    const CmdOption *options;    /* ended by a row whose key is 0 */
+    const CmdOption *shared;     /* a second table another command parses too (translate's and eval's
+                                    decoding options), or NULL */
+    const char *const *unlisted; /* names of shared rows this command parses only to refuse them with
+                                    its own reason: left out of its help (ended by NULL), or NULL */
+    const char *example;         /* one command line */
 } CmdSpec;
 
 enum {
