@@ -166,6 +166,27 @@ else
 fi
 expect_error "train_refuses_existing_run" 2 "^qkv: $run: already holds a run; resume it with" "$QKV" train configs/toy.yaml --set run_dir="$run" \
     "${copy_data[@]}"
+# a directory that holds no run but files of a run's names (someone's metrics.jsonl, a
+# report.html of their own, run_dir: . in a project): refused, nothing touched, no lock
+# left; --force writes there
+mkdir -p "$T/theirs" && echo precious >"$T/theirs/metrics.jsonl" && echo mine >"$T/theirs/notes.txt"
+expect_error "train_refuses_someones_files" 2 "^qkv: $T/theirs: holds metrics.jsonl and no run: a new run would write over it; pass --force" \
+    timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/theirs" --set train.steps=2 "${copy_data[@]}"
+[[ $(cat "$T/theirs/metrics.jsonl") == precious && $(ls "$T/theirs" | tr '\n' ' ') == "metrics.jsonl notes.txt " ]] &&
+    ok train_refused_leaves_someones_files_as_they_were ||
+    bad train_refused_leaves_someones_files_as_they_were "$(ls -A "$T/theirs"; cat "$T/theirs/metrics.jsonl")"
+if timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/theirs" --set train.steps=2 --set train.valid_every=2 \
+    --set train.checkpoint_every=2 "${copy_data[@]}" --force >/dev/null 2>&1 &&
+    [[ -f $T/theirs/ckpt/step-000002.safetensors && $(cat "$T/theirs/notes.txt") == mine ]]; then
+    ok train_force_writes_there
+else
+    bad train_force_writes_there "$(ls -A "$T/theirs")"
+fi
+# ... but the config.yaml trained from, put in the run directory, is the run's to rewrite
+mkdir -p "$T/own" && cp configs/toy.yaml "$T/own/config.yaml"
+timeout 60 "$QKV" train "$T/own/config.yaml" --set run_dir="$T/own" --set train.steps=2 --set train.valid_every=2 \
+    --set train.checkpoint_every=2 "${copy_data[@]}" >"$T/own.log" 2>&1 && [[ -f $T/own/ckpt/step-000002.safetensors ]] &&
+    ok train_from_the_config_in_its_run_directory || bad train_from_the_config_in_its_run_directory "$(cat "$T/own.log")"
 printf 'a b c\n\nzzz unknown words\n   \nb\n' >"$T/odd.src"
 out=$("$QKV" translate "$run" --greedy <"$T/odd.src" 2>/dev/null)
 rc=$?

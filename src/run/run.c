@@ -310,6 +310,26 @@ static const char *const early_files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VO
 #define N_EARLY (sizeof early_files / sizeof early_files[0])
 _Static_assert(N_EARLY <= 8 * sizeof(unsigned), "RunFresh.had holds a bit per file");
 
+/* The names a new train writes (or appends to) in its directory, checkpoints aside;
+ * config.yaml first, which someones_file looks at twice. */
+static const char *const run_names[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM, RUN_TGT_SPM,
+                                        RUN_METRICS, RUN_CURVES,    RUN_REPORT,    RUN_JOURNAL, RUN_SAMPLES,
+                                        RUN_EVAL,    RUN_WATCH_DIR, RUN_HEADS_DIR, RUN_AVERAGE};
+
+/* The first of them in dir, or NULL: in a directory that holds no run, someone's file;
+ * but the config this train reads (source), put there to train from. */
+static const char *someones_file(const char *dir, const char *source) {
+    char p[CONFIG_PATH_MAX + 64];
+    struct stat st, src;
+    int from_dir = stat(source, &src) == 0;
+    for (size_t i = 0; i < sizeof run_names / sizeof *run_names; i++) {
+        if (lstat(run_path(p, sizeof p, dir, run_names[i]), &st) != 0) continue;
+        if (i == 0 && from_dir && st.st_dev == src.st_dev && st.st_ino == src.st_ino) continue;
+        return run_names[i];
+    }
+    return NULL;
+}
+
 int run_create(const Config *cfg, int force, RunFresh *fresh) {
     char p[CONFIG_PATH_MAX + 32];
     struct stat st;
@@ -320,6 +340,16 @@ int run_create(const Config *cfg, int force, RunFresh *fresh) {
     for (size_t i = 0; i < N_EARLY; i++)
         if (lstat(run_path(p, sizeof p, cfg->run_dir, early_files[i]), &st) == 0) fresh->had |= 1u << i;
     fresh->had_ckpt_dir = lstat(run_path(p, sizeof p, cfg->run_dir, RUN_CKPT_DIR), &st) == 0;
+    /* a file of a run's name where no run is (run_dir: . in a project, a folder of one's
+     * own) is not this train's to write over unasked; checked before the lock, which
+     * would leave a file of ours there */
+    const char *theirs = NULL;
+    if (!force && !(fresh->had_ckpt_dir && (fresh->had & 1u)) && !has_checkpoint(cfg->run_dir))
+        theirs = someones_file(cfg->run_dir, cfg->source);
+    if (theirs)
+        return err_set("%s: holds %s and no run: a new run would write over it; pass --force, or choose another "
+                       "run_dir",
+                       cfg->run_dir, theirs);
     if (run_lock(cfg->run_dir) != 0) return -1;
     if (regular_or_absent(run_path(p, sizeof p, cfg->run_dir, RUN_METRICS)) != 0) return -1;
     if (has_checkpoint(cfg->run_dir)) {
