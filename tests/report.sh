@@ -188,7 +188,14 @@ head -c $((size - 20)) "$T/short/metrics.jsonl" >"$T/cut/metrics.jsonl" # the la
 : >"$T/cut/metrics.jsonl"
 "$QKV" report "$T/cut" >/dev/null 2>&1 && grep -q 'No metrics yet: metrics.jsonl is empty' "$T/cut/report.html" &&
     ok report_of_an_empty_metrics_file_says_so || bad report_of_an_empty_metrics_file_says_so "$(grep -c . "$T/cut/report.html")"
-rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl"
+# lines that are no record: said so, not called empty or cut (eval.jsonl too)
+echo 'hello world' >"$T/cut/metrics.jsonl" && printf 'hello\n[1]\n' >"$T/cut/eval.jsonl"
+"$QKV" report "$T/cut" >/dev/null 2>&1 &&
+    grep -q 'No metrics yet: metrics.jsonl holds 1 line and no record qkv wrote' "$T/cut/report.html" &&
+    grep -q 'No evaluations: eval.jsonl holds 2 lines and no record qkv wrote' "$T/cut/report.html" &&
+    ok report_of_files_of_no_record_says_so ||
+    bad report_of_files_of_no_record_says_so "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
+rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl" "$T/cut/eval.jsonl"
 "$QKV" report "$T/cut" >/dev/null 2>&1 && grep -q 'No metrics yet: metrics.jsonl is missing' "$T/cut/report.html" &&
     grep -q 'The machine is unknown' "$T/cut/report.html" && ok report_of_a_run_without_metrics_or_journal ||
     bad report_of_a_run_without_metrics_or_journal "$(grep -o 'class="missing">[^<]*' "$T/cut/report.html")"
@@ -261,7 +268,7 @@ grep -q "<b>stopped at step [0-9]*</b>" "$T/live/report.html" &&
 # ---- training goes on when the page cannot be written ---------------------------------------
 mkdir -p "$T/blocked/report.html" # a directory where the page goes: no rename can replace it
 tiny_config "$T/blocked.yaml" blocked "$D" 'steps: 40, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
-"$QKV" train "$T/blocked.yaml" --set run_dir="$T/blocked" >"$T/blocked.log" 2>&1
+"$QKV" train "$T/blocked.yaml" --set run_dir="$T/blocked" --force >"$T/blocked.log" 2>&1
 rc=$?
 [[ $rc -eq 0 && -f $T/blocked/ckpt/step-000040.safetensors ]] && grep -q "qkv: warning: .*report.html" "$T/blocked.log" &&
     ok report_unwritable_is_a_warning_and_training_goes_on || bad report_unwritable_is_a_warning_and_training_goes_on "exit $rc: $(tail -3 "$T/blocked.log")"

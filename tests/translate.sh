@@ -170,6 +170,23 @@ fi
 want=$("$QKV" score "$T/beam3.txt" "$T/data/test.tgt" | sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p')
 got=$(sed -n 's/^BLEU|[^=]*= \([0-9.]*\) .*/\1/p' "$T/eval.txt")
 [[ -n $got && $got == "$want" ]] && ok "eval_bleu_equals_translate_then_score" || bad "eval_bleu_equals_translate_then_score" "$got vs $want"
+# every search option that moves the score is in the record, and the run's page shows
+# those away from their defaults
+"$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy --max-len-a 0 --max-len-b 2 \
+    --no-repeat-ngram 3 --no-replace-unk >/dev/null 2>&1
+if /usr/bin/python3 -c '
+import json, sys
+lines = open(sys.argv[1]).readlines()
+e, before = json.loads(lines[-1]), json.loads(lines[-2])
+assert (e["max_len_a"], e["max_len_b"], e["no_repeat_ngram"], e["replace_unk"]) == (0, 2, 3, False), e
+assert (before["max_len_a"], before["max_len_b"], before["no_repeat_ngram"], before["replace_unk"]) == (2, 10, 0, True), before' "$T/w/eval.jsonl" &&
+    "$QKV" report "$T/w" --out "$T/w-report.html" >/dev/null 2>&1 &&
+    grep -q 'beam 1, length penalty 1, at most 0 x source + 2 tokens, no repeated 3-gram, &lt;unk&gt; kept' "$T/w-report.html" &&
+    [[ $(grep -c 'at most 0 x source' "$T/w-report.html") -eq 1 ]]; then
+    ok eval_records_every_search_option
+else
+    bad eval_records_every_search_option "$(tail -1 "$T/w/eval.jsonl")"
+fi
 
 # ---- --mask-heads -----------------------------------------------------------------------
 # an empty SPEC masks nothing and changes nothing: the same bytes (the speed apart) and the

@@ -96,6 +96,11 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "sentences", json_integer(e->n));
     json_put(j, "beam", json_integer(o->decode.beam));
     json_put(j, "length_penalty", json_real(o->decode.length_penalty));
+    /* every option that moves the score: two records that differ only in them must say so */
+    json_put(j, "max_len_a", json_real(o->decode.max_len_a));
+    json_put(j, "max_len_b", json_integer(o->decode.max_len_b));
+    json_put(j, "no_repeat_ngram", json_integer(o->decode.no_repeat_ngram));
+    json_put(j, "replace_unk", json_boolean(o->replace_unk));
     if (mask->spec) { /* only when masking: the records of plain runs stay as they were */
         json_put(j, "mask_heads", json_string(mask->spec));
         json_t *heads = json_array();

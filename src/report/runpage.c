@@ -13,6 +13,7 @@
 #include "attention/attnmap.h"
 #include "attention/watch.h"
 #include "config.h"
+#include "decode/search.h"
 #include "heads/headreport.h"
 #include "report/chart.h"
 #include "run/curves.h"
@@ -100,6 +101,14 @@ static void text(StrBuf *sb, const char *s) {
             sb_append_xml(sb, one);
         }
     }
+}
+
+/* "<file> is empty", or that none of its lines could be read: it is not empty then */
+static void no_records(StrBuf *sb, const char *file, const JsonLines *l) {
+    if (l->bad == 0) sb_printf(sb, "%s is empty", file);
+    else
+        sb_printf(sb, "%s holds %d line%s and no record qkv wrote (a line cut by a kill, or another program's)", file,
+                  l->bad, l->bad == 1 ? "" : "s");
 }
 
 /* "<file> is missing", or what is wrong with what is there */
@@ -304,7 +313,7 @@ static void curves_section(StrBuf *sb, const Story *st) {
     if (st->metrics.absent || st->metrics.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
         if (st->metrics.absent) absence(sb, RUN_METRICS, &st->metrics);
-        else sb_printf(sb, "metrics.jsonl is %s", st->metrics.bad ? "cut short (no whole line)" : "empty");
+        else no_records(sb, RUN_METRICS, &st->metrics);
         sb_printf(sb, ".</p>\n");
         return;
     }
@@ -365,14 +374,25 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path ? path : "?";
 }
 
+/* The search options of an eval record that are not translate's defaults (records older
+ * than these keys have none of them) */
+static void search_beyond_defaults(StrBuf *sb, const json_t *e) {
+    DecodeOptions d = decode_defaults();
+    double a = num(e, "max_len_a"), b = num(e, "max_len_b"), n = num(e, "no_repeat_ngram");
+    if ((!isnan(a) && a != d.max_len_a) || (!isnan(b) && b != d.max_len_b))
+        sb_printf(sb, ", at most %g x source + %g tokens", isnan(a) ? d.max_len_a : a, isnan(b) ? d.max_len_b : b);
+    if (!isnan(n) && n > 0) sb_printf(sb, ", no repeated %.0f-gram", n);
+    if (json_is_false(json_object_get(e, "replace_unk"))) sb_printf(sb, ", &lt;unk&gt; kept");
+}
+
 static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
     if (st->evals.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No evaluations: ");
         if (st->evals.why[0]) absence(sb, RUN_EVAL, &st->evals);
-        else
-            sb_printf(sb, "eval.jsonl is %s (<code>qkv eval RUN --src F --ref F</code> adds a line)",
-                      st->evals.absent ? "missing" : "empty");
+        else if (st->evals.absent) sb_printf(sb, "eval.jsonl is missing");
+        else no_records(sb, RUN_EVAL, &st->evals);
+        if (!st->evals.why[0]) sb_printf(sb, " (<code>qkv eval RUN --src F --ref F</code> adds a line)");
         sb_printf(sb, ".</p>\n");
         return;
     }
@@ -388,6 +408,7 @@ static void evals_section(StrBuf *sb, const Story *st) {
                   "</td><td>%.0f</td><td><b>%.2f</b></td><td>%.2f</td><td>%.4f</td><td>beam %.0f, length penalty %g",
                   num(e, "sentences"), num(e, "bleu"), num(e, "chrf"), num(e, "nll"), num(e, "beam"),
                   num(e, "length_penalty"));
+        search_beyond_defaults(sb, e);
         if (str(e, "mask_heads")) sb_printf(sb, ", heads masked: "), text(sb, str(e, "mask_heads"));
         sb_printf(sb, "</td><td>%.1f</td></tr>\n", num(e, "sentences_per_s"));
     }
