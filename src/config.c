@@ -611,6 +611,21 @@ int config_validate(Config *c, int check_files) {
         return err_set("%s: data.spm_model needs both src and tgt (or data.shared_vocab: true and src alone)",
                        where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
                                 sizeof w));
+    /* a schedule's key given on the command line to a schedule that does not read it would
+     * be ignored unseen (a file may hold both schedules' keys, to switch between them) */
+    static const char *const noam_keys[] = {"train.lr.factor", "train.lr.warmup"}, *const constant_keys[] = {
+                                                                                       "train.lr.value"};
+    int noam = c->train.lr.schedule == LR_NOAM;
+    const char *const *unread = noam ? constant_keys : noam_keys;
+    for (int i = 0; i < (noam ? 1 : 2); i++)
+        if (c->set_line[find_key(unread[i])] < 0)
+            return err_set("--set %s: read by train.lr.schedule: %s alone (the schedule here is %s)", unread[i],
+                           noam ? "constant" : "noam", noam ? "noam" : "constant");
+    /* the BLEU is the validation set's: without one, nothing would be decoded, and with
+     * best_by: bleu no checkpoint would ever be best. Checked for a new run, as above */
+    if (check_files && c->train.valid_bleu && c->data.valid.src[0] == '\0')
+        return err_set("%s: train.valid_bleu: true needs data.valid (the BLEU is of its translations)",
+                       where_is(c, "train.valid_bleu", w, sizeof w));
     if (check_files) {
         if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt))
             return -1;

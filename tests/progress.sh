@@ -89,6 +89,13 @@ expect_error "best_by_bleu_needs_valid_bleu" 2 "^qkv: --set train.best_by: train
 printf 'data:\n  train: {src: %s/data/train.src, tgt: %s/data/train.tgt}\ntrain:\n  best_by: bleu\n' "$T" "$T" >"$T/b.yaml"
 expect_error "best_by_bleu_needs_valid_bleu_in_file" 2 "^qkv: $T/b.yaml:4:12: train.best_by: bleu needs train.valid_bleu: true$" \
     "$QKV" train "$T/b.yaml" --set run_dir="$T/nope"
+expect_error "valid_bleu_needs_valid_data" 2 "^qkv: --set train.valid_bleu: train.valid_bleu: true needs data.valid \(the BLEU is of its translations\)$" \
+    "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set data.valid.src= --set data.valid.tgt= --set train.valid_bleu=true \
+    --set train.best_by=bleu
+expect_error "lr_value_under_noam_refused" 2 "^qkv: --set train.lr.value: read by train.lr.schedule: constant alone \(the schedule here is noam\)$" \
+    "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set train.lr.schedule=noam --set train.lr.value=0.1
+expect_error "lr_warmup_under_constant_refused" 2 "^qkv: --set train.lr.warmup: read by train.lr.schedule: noam alone \(the schedule here is constant\)$" \
+    "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set train.lr.warmup=10
 [[ ! -e $T/nope ]] && ok "refused_config_makes_no_run" || bad "refused_config_makes_no_run" "$T/nope exists"
 
 finish

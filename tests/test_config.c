@@ -201,6 +201,24 @@ static void test_set_overrides(void) {
           "cross-key check after --set: %s", err_msg());
 }
 
+/* A schedule's key given on the command line to the other schedule is refused; the same
+ * keys in the file are not (a file may hold both schedules' keys, to switch by --set). */
+static void test_schedule_keys_set_for_the_other_schedule(void) {
+    Config c;
+    CHECK(load(&c, DATA "train:\n  lr: {schedule: noam, factor: 2.0, warmup: 100, value: 0.001}\n") == 0, "%s",
+          err_msg());
+    CHECK(config_validate(&c, 0) == 0, "both schedules' keys in the file: %s", err_msg());
+    CHECK(config_set(&c, "train.lr.schedule=constant") == 0 && config_set(&c, "train.lr.value=0.002") == 0 &&
+              config_validate(&c, 0) == 0,
+          "--set schedule=constant and its value over a noam file: %s", err_msg());
+    CHECK(config_set(&c, "train.lr.factor=3") == 0 && config_validate(&c, 0) != 0 &&
+              strstr(err_msg(), "--set train.lr.factor: read by train.lr.schedule: noam alone"),
+          "--set factor under constant: %s", err_msg());
+    CHECK(load(&c, DATA) == 0 && config_set(&c, "train.lr.value=0.1") == 0 && config_validate(&c, 0) != 0 &&
+              strstr(err_msg(), "--set train.lr.value: read by train.lr.schedule: constant alone"),
+          "--set value under noam: %s", err_msg());
+}
+
 static void test_resolved_config_round_trip(void) {
     Config a, b;
     CHECK(load(&a, DATA "model:\n  dropout: 0.3\n  norm: pre\ntrain:\n  lr: {schedule: constant, value: 0.00025}\n") ==
@@ -302,6 +320,7 @@ const TestCase config_tests[] = {
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
     {"config_yaml_limits", test_yaml_limits},
     {"config_set_overrides", test_set_overrides},
+    {"config_schedule_keys_set_for_the_other_schedule", test_schedule_keys_set_for_the_other_schedule},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
     {"config_resolved_floats_read_back_exactly", test_resolved_floats_read_back_exactly},
     {"config_resolved_odd_strings_round_trip", test_resolved_config_odd_strings},

@@ -68,9 +68,9 @@ for n in 2 4; do
     cp -r "$T/done$n" "$T/nometrics$n"
     rm "$T/nometrics$n/metrics.jsonl" && mkdir "$T/nometrics$n/metrics.jsonl"
     late "resume_without_metrics_file_refused" $n 2 "metrics.jsonl: a directory" "$QKV" resume "$T/nometrics$n" --steps 9 --threads $n
-    mkdir -p "$T/fresh$n/metrics.jsonl"
+    mkdir -p "$T/fresh$n/metrics.jsonl" # --force: past the refusal of a folder with a run's names, to this one
     late "train_without_metrics_file_refused" $n 2 "metrics.jsonl: a directory" \
-        "$QKV" train "$T/c.yaml" --set run_dir="$T/fresh$n" --set train.threads=$n
+        "$QKV" train "$T/c.yaml" --set run_dir="$T/fresh$n" --set train.threads=$n --force
     # and a run that does train, from start to end, with every thread late
     late "train_with_late_threads_finishes" $n 0 "" "$QKV" train "$T/c.yaml" --set run_dir="$T/full$n" --set train.threads=$n
 done
