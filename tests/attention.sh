@@ -172,6 +172,8 @@ expect_error "align_method_unknown" 2 "^qkv: --method: 'bogus' is not one of out
 expect_error "align_method_with_head" 2 "^qkv: --layer/--head pick a head for --method output" "$QKV" align "$T/run" \
     --src "$T/five.src" --tgt "$T/five.tgt" --method contrib --head 1
 expect_error "align_ragged_input" 2 "must be line-aligned" "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/train.tgt"
+expect_error "align_ragged_gold_names_its_count" 2 "^qkv: $T/five.src has 5 lines, $T/five.tgt 5, $T/data/test.align 50: they must be line-aligned$" \
+    "$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --gold "$T/data/test.align"
 expect_error "align_bad_head" 2 "^qkv: --layer/--head: this model has layers 0..1 and heads 0..3" "$QKV" align "$T/run" \
     --src "$T/data/test.src" --tgt "$T/data/test.tgt" --head 9
 

@@ -39,6 +39,8 @@ else
     bad "toy_data_reverse_task" "target is not the reversed source"
 fi
 expect_error "toy_data_unknown_task" 2 "^qkv: unknown toy task 'sideways'" "$QKV" toy-data "$T/x" --task sideways
+expect_error "toy_data_bad_seed_names_it" 2 "^qkv: --seed: '-1' is not a seed from 0 to 10000000$" "$QKV" toy-data "$T/x" --seed -1
+expect_error "toy_data_bad_count_names_it" 2 "^qkv: --valid: 'x' is not a count from 0 to 10000000$" "$QKV" toy-data "$T/x" --valid x
 
 # ---- commands and configs ------------------------------------------------------------------
 expect_error "unknown_command" 2 "^qkv: 'trian' is not a command; see 'qkv --help'" "$QKV" trian

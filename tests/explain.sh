@@ -246,6 +246,8 @@ for cmd in whatif attention explain; do
         bad "${cmd}_spells_control_bytes_on_the_terminal" "exit $rc: $(head -3 "$T/ctl-$cmd.out" | cat -v)"
     fi
 done
+expect_error "whatif_beam_without_tree" 2 "^qkv: --beam goes with --tree \(the beam search tree\)$" \
+    "$QKV" whatif "$T/run" --text "$text" --beam 3
 expect_error "whatif_pin_twice" 2 "^qkv: --pin: one pin at a time \\(given twice\\)$" \
     timeout 60 "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2=1 --pin 1.0.1=1
 expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \

@@ -286,6 +286,9 @@ expect_error "heads_no_curve_refuses_seed" 2 "^qkv: --seed: qkv heads --no-curve
 "$QKV" heads --help | grep -qE -- "^  --(nbest|mask-heads) " && bad heads_help_lists_what_it_takes "$("$QKV" heads --help)" ||
     ok heads_help_lists_what_it_takes
 expect_error "heads_empty_out" 2 "^qkv: --out: an empty directory name" "$QKV" heads "$T/run" "${small[@]}" --out ""
+: >"$T/empty-freq.txt"
+expect_error "heads_empty_freq_file" 2 "^qkv: $T/empty-freq.txt: --freq: no source token in it to count" \
+    "$QKV" heads "$T/run" "${small[@]:0:6}" --no-curve --freq "$T/empty-freq.txt"
 expect_error "heads_bad_freq_file" 2 "nope\.txt: No such file" "$QKV" heads "$T/run" "${small[@]}" --freq "$T/nope.txt"
 
 # the page in headless Chromium (tests/heads_view.sh on this run's real index.html): the

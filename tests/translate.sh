@@ -31,6 +31,19 @@ else
 fi
 n=$("$QKV" score "$SC/short.txt" "$SC/reference.txt" --sentence | grep -cE '^[0-9]+'$'\t')
 [[ $n -eq 1000 ]] && ok "score_sentence_lines" || bad "score_sentence_lines" "$n per-sentence lines for 1000"
+# --sentence with --json: the same per-line figures, inside the JSON
+"$QKV" score "$SC/short.txt" "$SC/reference.txt" --sentence >"$T/sent.txt"
+if "$QKV" score "$SC/short.txt" "$SC/reference.txt" --sentence --json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()[1:] if l[:1].isdigit()]
+assert len(d["sentences"]) == len(rows) == 1000 and d["sentence_bleu_signature"], len(d["sentences"])
+for s, r in zip(d["sentences"], rows):
+    assert "%.2f" % s["bleu"] == r[1] and "%.2f" % s["chrf"] == r[2], (s, r)' "$T/sent.txt"; then
+    ok score_sentence_json_has_every_line
+else
+    bad score_sentence_json_has_every_line "no or different per-sentence scores in the JSON"
+fi
 head -n 3 "$SC/reference.txt" >"$T/three.txt"
 printf 'caf\xe9\n' >"$T/latin1.txt"
 expect_error "score_ragged_files" 2 "three.txt has 3 lines, .*reference.txt 1000" "$QKV" score "$T/three.txt" "$SC/reference.txt"
@@ -95,6 +108,18 @@ step_products() { QKV_DECODE_PANELS=$1 "$QKV" bench "$T/w" --translate "$T/five.
 got0=$(step_products 0) got1=$(step_products 1)
 [[ $got0 == sgemm && $got1 == "$want_panels" ]] && ok bench_translate_names_its_step_products ||
     bad bench_translate_names_its_step_products "QKV_DECODE_PANELS=0: $got0, =1: $got1 (want sgemm, $want_panels)"
+# an option the mode would not read is refused, not ignored; an empty file is no benchmark
+expect_error "bench_translate_refuses_training_options" 2 "^qkv: --steps goes with the training benchmark, not --translate$" \
+    "$QKV" bench "$T/w" --translate "$T/five.src" --ceiling 50 --steps 5
+expect_error "bench_translate_refuses_set" 2 "^qkv: --set goes with the training benchmark, not --translate$" \
+    "$QKV" bench "$T/w" --translate "$T/five.src" --ceiling 50 --set train.threads=1
+expect_error "bench_translate_refuses_peak" 2 "^qkv: --peak goes with a config, not --translate$" \
+    "$QKV" bench "$T/w" --translate "$T/five.src" --peak
+expect_error "bench_peak_refuses_dump" 2 "^qkv: --dump goes with the training benchmark, not --peak$" \
+    "$QKV" bench configs/toy.yaml --peak --batches-only --dump "$T/peak-dump.json"
+: >"$T/none.src"
+expect_error "bench_translate_empty_file" 2 "^qkv: $T/none.src: no line to translate$" \
+    "$QKV" bench "$T/w" --translate "$T/none.src" --ceiling 50
 
 # ---- a pipe that a person types into: each line's translation comes before the next is sent --
 if "$BOUNDED" /usr/bin/python3 - "$QKV" "$T/w" "$T/data/test.src" "$T/greedy.txt" <<'PYEOF'; then
@@ -319,6 +344,10 @@ size_ckpt=$(stat -c %s "$T/w/ckpt/best.safetensors")
 size_exp=$(stat -c %s "$T/w.safetensors")
 ((size_exp * 2 < size_ckpt)) && "$QKV" info "$T/w.safetensors" | grep -q "^exported weights" && ok "export_has_no_moments" ||
     bad "export_has_no_moments" "$size_exp bytes vs $size_ckpt"
+expect_error "export_average_of_one_file" 2 "^qkv: --average takes a run directory \(the mean of its last N step checkpoints\), not the one file $T/w.safetensors$" \
+    "$QKV" export "$T/w.safetensors" --average 2 --out "$T/avg-of-one.safetensors"
+[[ ! -e $T/avg-of-one.safetensors ]] && ok export_average_of_one_file_writes_nothing ||
+    bad export_average_of_one_file_writes_nothing "$T/avg-of-one.safetensors written"
 "$QKV" export "$T/w" --average 3 --out "$T/avg.safetensors" >"$T/avg.log" 2>&1
 /usr/bin/python3 - "$T" <<'PY' && ok "export_average_is_the_mean" || bad "export_average_is_the_mean" "$(cat "$T/avg.log")"
 import json, struct, sys, glob

@@ -193,8 +193,10 @@ int cmd_align(int argc, char **argv) {
     aligner_picks(L, H, picks);
     if (!src || !tgt || (gold_path && !gold)) goto done;
     if (n_src != n_tgt || (gold && n_gold != n_src)) {
-        err_set("%s has %d lines, %s %d%s%s%s: they must be line-aligned", src_path, n_src, tgt_path, n_tgt,
-                gold ? ", " : "", gold ? gold_path : "", gold ? "" : "");
+        if (gold)
+            err_set("%s has %d lines, %s %d, %s %d: they must be line-aligned", src_path, n_src, tgt_path, n_tgt,
+                    gold_path, n_gold);
+        else err_set("%s has %d lines, %s %d: they must be line-aligned", src_path, n_src, tgt_path, n_tgt);
         goto done;
     }
     int tok = r.cfg.data.tokenizer;

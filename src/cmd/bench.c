@@ -98,7 +98,9 @@ const CmdSpec cmd_bench_spec = {
 static int parse_options(int argc, char **argv, BenchOpts *o) {
     *o = (BenchOpts){.steps = 50, .warmup = 5, .n_decode = 200};
     int c, rc = 0;
+    char given[128] = {0}; /* by key: the options on the command line */
     while (rc == 0 && (c = cmd_option_next(&cmd_bench_spec, argc, argv)) >= 0) {
+        given[c & 127] = 1;
         switch (c) {
         case 's':
             if (o->n_sets == 64) return err_set("--set: more than 64 overrides; put them in the config"), cmd_fail(2);
@@ -119,6 +121,16 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_bench_spec);
     if (o->batches_only && !o->dump) return err_set("--batches-only writes a dump: give --dump FILE.json"), cmd_fail(2);
+    /* each mode reads some options: one given to a mode that would not read it is refused,
+     * not ignored (a figure would seem to come from a run it did not) */
+    const char *training_only = "snwkdbl", *what = o->translate ? "--translate" : o->peak_only ? "--peak" : NULL;
+    for (const char *k = training_only; what && *k; k++) {
+        if (!given[(int)*k] || (*k == 's' && !o->translate)) continue; /* --peak reads --set (the threads) */
+        for (const CmdOption *row = options; row->key; row++)
+            if (row->key == *k)
+                return err_set("--%s goes with the training benchmark, not %s", row->name, what), cmd_fail(2);
+    }
+    if (o->translate && o->peak_only) return err_set("--peak goes with a config, not --translate"), cmd_fail(2);
     o->config = argv[optind];
     return -1;
 }

@@ -63,6 +63,11 @@ int cmd_export(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !out) return cmd_usage_of(&cmd_export_spec);
+    struct stat st;
+    if (average > 0 && stat(argv[optind], &st) == 0 && !S_ISDIR(st.st_mode))
+        return err_set("--average takes a run directory (the mean of its last N step checkpoints), not the one file %s",
+                       argv[optind]),
+               cmd_fail(2);
     /* the rename would put the weights in place of a FIFO or a device node */
     if (regular_or_absent(out) != 0) return cmd_fail(2);
     Run r;

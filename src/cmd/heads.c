@@ -155,6 +155,17 @@ static int analyse(Run *r, const Options *o, const TranslateOptions *to, char **
         freq_path = NULL;
     } else {
         freq = heads_source_frequencies(freq_lines, n_freq, tok, &r->src_vocab);
+        long long counted = 0;
+        for (int i = 0; i < r->src_vocab.size; i++) counted += freq[i];
+        /* no counts would make every token the rarest: heads would be called rare for nothing */
+        if (counted == 0 && o->freq) {
+            err_set("%s: --freq: no source token in it to count (rare tokens are rare in this corpus)", o->freq);
+            goto done;
+        }
+        if (counted == 0) {
+            fprintf(stderr, "qkv: warning: no rare-token shares: %s holds no source token to count\n", freq_path);
+            free(freq), freq = NULL, freq_path = NULL;
+        }
     }
     printf("heads of %s (%s, step %lld) on %s: %d pairs%s; %d heads\n", r->weights, r->which, (long long)r->meta.step,
            o->src, st.set.n, st.skipped ? " (some skipped, below)" : "", nh);

@@ -21,7 +21,9 @@ static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
     printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, chrf);
 }
 
-static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
+/* With --sentence, per holds each line's sentence BLEU and chrF, n of them: a list of
+ * {"bleu", "chrf"} in line order, with the sentence BLEU's signature. */
+static void print_json(const Bleu *b, const BleuStats *s, double chrf, const double (*per)[2], int n) {
     json_t *root = json_object(), *bleu = json_object(), *ch = json_object();
     json_t *counts = json_array(), *totals = json_array(), *prec = json_array();
     for (int n = 0; n < BLEU_ORDER; n++) {
@@ -41,6 +43,17 @@ static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
     json_put(ch, "signature", json_string(CHRF_SIGNATURE));
     json_put(root, "bleu", bleu);
     json_put(root, "chrf", ch);
+    if (per) {
+        json_t *lines = json_array();
+        for (int i = 0; i < n; i++) {
+            json_t *one = json_object();
+            json_put(one, "bleu", json_real(per[i][0]));
+            json_put(one, "chrf", json_real(per[i][1]));
+            json_array_append_new(lines, one);
+        }
+        json_put(root, "sentences", lines);
+        json_put(root, "sentence_bleu_signature", json_string(BLEU_SENTENCE_SIGNATURE));
+    }
     char *text = xcheck(json_dumps(root, JSON_WRITE_FLAGS));
     printf("%s\n", text);
     free(text);
@@ -49,7 +62,8 @@ static void print_json(const Bleu *b, const BleuStats *s, double chrf) {
 
 static const CmdOption options[] = {
     {'s', "sentence", NULL, "also each line's sentence BLEU and chrF", NULL},
-    {'j', "json", NULL, "the scores as one JSON object, with sacrebleu's signatures", NULL},
+    {'j', "json", NULL, "the scores as one JSON object, with sacrebleu's signatures (with --sentence, each line's too)",
+     NULL},
     {0},
 };
 const CmdSpec cmd_score_spec = {
@@ -75,19 +89,23 @@ int cmd_score(int argc, char **argv) {
     BleuStats s = {0};
     ChrfStats ch = {0};
     if (sentence && !as_json) printf("line\tBLEU\tchrF2\t(sentence BLEU: %s)\n", BLEU_SENTENCE_SIGNATURE);
+    double(*per)[2] = sentence && as_json ? xmalloc(sizeof *per * (size_t)(n ? n : 1)) : NULL;
     for (int i = 0; i < n; i++) {
         bleu_add(&s, hyp[i], ref[i]);
         chrf_add(&ch, hyp[i], ref[i]);
-        if (!sentence || as_json) continue;
+        if (!sentence) continue;
         BleuStats one = {0};
         ChrfStats one_ch = {0};
         bleu_add(&one, hyp[i], ref[i]);
         chrf_add(&one_ch, hyp[i], ref[i]);
-        printf("%d\t%.2f\t%.2f\n", i + 1, bleu_compute(&one, 1).score, chrf_compute(&one_ch));
+        double sb = bleu_compute(&one, 1).score, sc = chrf_compute(&one_ch);
+        if (per) per[i][0] = sb, per[i][1] = sc;
+        else printf("%d\t%.2f\t%.2f\n", i + 1, sb, sc);
     }
     Bleu b = bleu_compute(&s, 0);
-    if (as_json) print_json(&b, &s, chrf_compute(&ch));
+    if (as_json) print_json(&b, &s, chrf_compute(&ch), per, n);
     else print_text(&b, &s, chrf_compute(&ch));
+    free(per);
     free_lines(hyp, n), free_lines(ref, n);
     return 0;
 }

@@ -32,8 +32,11 @@ int cmd_toy_data(int argc, char **argv) {
     int c;
     while ((c = cmd_option_next(&cmd_toy_data_spec, argc, argv)) >= 0) {
         long *dst = c == 'n' ? &n_train : c == 'v' ? &n_valid : c == 'e' ? &n_test : &seed;
+        const char *name = c == 'n' ? "--train" : c == 'v' ? "--valid" : c == 'e' ? "--test" : "--seed";
         if (c == 't') task = optarg;
-        else if (cmd_long("toy-data", "a count", optarg, 0, 10000000, dst) != 0) return cmd_fail(2);
+        else if (cmd_long(name, c == 's' ? "a seed from 0 to 10000000" : "a count from 0 to 10000000", optarg, 0,
+                          10000000, dst) != 0)
+            return cmd_fail(2);
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_toy_data_spec);

@@ -216,7 +216,7 @@ const CmdSpec cmd_whatif_spec = {
 
 int cmd_whatif(int argc, char **argv) {
     Options o = {.top = 5, .beam = 5};
-    int c, bad = 0;
+    int c, bad = 0, beam_given = 0;
     while (!bad && (c = cmd_option_next(&cmd_whatif_spec, argc, argv)) >= 0) {
         switch (c) {
         case 't': o.text = optarg; break;
@@ -230,12 +230,14 @@ int cmd_whatif(int argc, char **argv) {
         case 'b': o.tree = 1; break;
         case 'o': o.out = optarg; break;
         case 'k': bad = cmd_int("--top", "a count (1..50)", optarg, 1, 50, &o.top) != 0; break;
-        case 'B': bad = cmd_int("--beam", "a beam (2..64)", optarg, 2, 64, &o.beam) != 0; break;
+        case 'B': bad = cmd_int("--beam", "a beam (2..64)", optarg, 2, 64, &o.beam) != 0, beam_given = 1; break;
         }
     }
     if (bad) return cmd_fail(2);
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !o.text) return cmd_usage_of(&cmd_whatif_spec);
+    /* the greedy steps are what the rest shows: a beam without the tree would change nothing */
+    if (beam_given && !o.tree) return err_set("--beam goes with --tree (the beam search tree)"), cmd_fail(2);
     if (o.out && o.out[0] == '\0') return err_set("--out: an empty file name"), cmd_fail(2);
     /* the rename would put the JSON in place of a FIFO or a device node */
     if (o.out && regular_or_absent(o.out) != 0) return cmd_fail(2);

@@ -55,6 +55,7 @@ int bench_translate(const char *run_path, const char *src_path, double peak) {
     char **lines = read_lines_checked(f, src_path, &n);
     fclose(f);
     if (!lines) return cmd_fail(err_status());
+    if (n == 0) return free_lines(lines, n), err_set("%s: no line to translate", src_path), cmd_fail(2);
     Run r;
     if (run_open(&r, run_path) != 0) return free_lines(lines, n), cmd_fail(err_status());
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
