@@ -45,10 +45,11 @@ typedef struct {
 } RunFresh;
 /* A new run in cfg->run_dir: makes the directory, notes in *fresh what was there before
  * and locks it for this process (a second train or resume of a live run is refused,
- * naming its pid); refuses a directory that holds a run with checkpoints unless force
- * (they go when run_write_files runs). 0: a new run (files of other names, or a
- * config.yaml alone, may be there); 1: a run that stopped before its first checkpoint, to
- * be started over; -1 with the error set (a user error). */
+ * naming its pid); unless force, refuses a directory that holds a run with checkpoints
+ * (they go when run_write_files runs) and one that holds no run but a file of a run's
+ * names (the config trained from, as config.yaml, aside). 0: a new run (files of other
+ * names may be there); 1: a run that stopped before its first checkpoint, to be started
+ * over; -1 with the error set (a user error). */
 int run_create(const Config *cfg, int force, RunFresh *fresh);
 /* After a train that failed before its first checkpoint: removes the files it created
  * (never one that was there before run_create, such as the user's own config.yaml) and
