@@ -315,6 +315,12 @@ expect_error "eval_result_file_is_a_fifo" 2 "^qkv: $T/w/eval.jsonl: a FIFO, not 
 rm -f "$T/w/eval.jsonl" && mv "$T/eval.jsonl.kept" "$T/w/eval.jsonl"
 printf 'caf\xe9\n' >"$T/latin1.src"
 expect_error "eval_not_utf8" 2 "latin1.src:1: not UTF-8" "$QKV" eval "$T/w" --src "$T/latin1.src" --ref "$T/latin1.src"
+# translate goes on (a stream is not refused for one line) and says so once, at the end
+{ head -2 "$T/data/test.src"; cat "$T/latin1.src"; printf 'x\xff y\n'; } >"$T/mixed.src"
+"$QKV" translate "$T/w" --greedy <"$T/mixed.src" >"$T/mixed.txt" 2>"$T/mixed.err"
+[[ $(wc -l <"$T/mixed.txt") -eq 4 ]] &&
+    grep -qx "qkv: warning: 2 lines are not UTF-8 (the first: line 3); their bad bytes made unknown words" "$T/mixed.err" &&
+    ok translate_warns_of_lines_not_utf8 || bad translate_warns_of_lines_not_utf8 "$(cat "$T/mixed.err")"
 # a checkpoint named from inside its own directory still finds its run
 last=$(cd "$T/w/ckpt" && ls step-*.safetensors | tail -1)
 qkv_abs=$(cd "$(dirname "$QKV")" && pwd)/$(basename "$QKV")

@@ -18,6 +18,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
+#include "util/text.h"
 
 /* first: the number of the first line, for the n-best format */
 static void print_hypotheses(char **text, const double *scores, int n, int nbest, int first) {
@@ -30,23 +31,32 @@ static void print_hypotheses(char **text, const double *scores, int n, int nbest
         }
 }
 
-/* Translates lines and prints them; adds to *truncated. */
-static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, int *truncated) {
+/* What the input held that the user is told of once, at the end. */
+typedef struct {
+    int truncated;      /* lines cut to the model's positions */
+    int not_utf8;       /* lines that are not UTF-8: their bad bytes make unknown words */
+    int first_not_utf8; /* the first of them, from 1 */
+} InputNotes;
+
+/* Translates lines and prints them; adds to *notes. */
+static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, InputNotes *notes) {
     TranslateStats st;
+    for (int i = 0; i < n; i++)
+        if (!utf8_valid(lines[i], strlen(lines[i])) && notes->not_utf8++ == 0) notes->first_not_utf8 = first + i + 1;
     /* scores are printed with n-best lists only; without them greedy search skips a
      * softmax normaliser over the vocabulary at every step */
     double *scores = o->decode.nbest > 1 ? xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest) : NULL;
     char **text = translate_lines(&r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st,
                                   scores);
     print_hypotheses(text, scores, n, o->decode.nbest, first);
-    *truncated += st.truncated;
+    notes->truncated += st.truncated;
     free_lines(text, n * o->decode.nbest), free(scores);
 }
 
 /* Standard input that is not a file (a terminal, a pipe, a socket): the lines of each read
  * are translated and written at once, so a person typing sees each translation as the line
  * is entered, and a fast producer's lines still go in batches. 0, or -1 with the error set. */
-static int translate_as_lines_arrive(Run *r, const TranslateOptions *o, int *truncated) {
+static int translate_as_lines_arrive(Run *r, const TranslateOptions *o, InputNotes *notes) {
     char *pending = NULL;
     size_t pending_len = 0;
     int done = 0, first = 0, rc = 0;
@@ -57,7 +67,7 @@ static int translate_as_lines_arrive(Run *r, const TranslateOptions *o, int *tru
             rc = -1;
             break;
         }
-        if (n) translate_and_print(r, o, lines, n, first, truncated);
+        if (n) translate_and_print(r, o, lines, n, first, notes);
         fflush(stdout);
         first += n;
         free_lines(lines, n);
@@ -106,7 +116,8 @@ int cmd_translate(int argc, char **argv) {
     int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */
     if (masked < 0) return run_close(&r), cmd_fail(err_status());
     struct stat in;
-    int streaming = fstat(STDIN_FILENO, &in) == 0 && !S_ISREG(in.st_mode), n = 0, truncated = 0;
+    int streaming = fstat(STDIN_FILENO, &in) == 0 && !S_ISREG(in.st_mode), n = 0;
+    InputNotes notes = {0};
     char **lines = NULL;
     if (!streaming) { /* the input before the note: a read error is then the one line on stderr */
         lines = read_lines_checked(stdin, "standard input", &n);
@@ -116,9 +127,13 @@ int cmd_translate(int argc, char **argv) {
             o.decode.beam == 1 ? "greedy search" : "beam search");
     if (masked) fprintf(stderr, ", %d head%s masked", masked, masked == 1 ? "" : "s");
     fputc('\n', stderr);
-    if (streaming && translate_as_lines_arrive(&r, &o, &truncated) != 0) return run_close(&r), cmd_fail(err_status());
-    if (!streaming) translate_and_print(&r, &o, lines, n, 0, &truncated), free_lines(lines, n);
-    cmd_warn_truncated(truncated, r.model.cfg.max_positions - 1);
+    if (streaming && translate_as_lines_arrive(&r, &o, &notes) != 0) return run_close(&r), cmd_fail(err_status());
+    if (!streaming) translate_and_print(&r, &o, lines, n, 0, &notes), free_lines(lines, n);
+    cmd_warn_truncated(notes.truncated, r.model.cfg.max_positions - 1);
+    if (notes.not_utf8)
+        fprintf(stderr, "qkv: warning: %d line%s not UTF-8 (the first: line %d); %s bad bytes made unknown words\n",
+                notes.not_utf8, notes.not_utf8 == 1 ? " is" : "s are", notes.first_not_utf8,
+                notes.not_utf8 == 1 ? "its" : "their");
     run_close(&r);
     return 0;
 }
