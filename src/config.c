@@ -613,14 +613,15 @@ int config_validate(Config *c, int check_files) {
                                 sizeof w));
     /* a schedule's key given on the command line to a schedule that does not read it would
      * be ignored unseen (a file may hold both schedules' keys, to switch between them) */
-    static const char *const noam_keys[] = {"train.lr.factor", "train.lr.warmup"}, *const constant_keys[] = {
-                                                                                       "train.lr.value"};
-    int noam = c->train.lr.schedule == LR_NOAM;
-    const char *const *unread = noam ? constant_keys : noam_keys;
-    for (int i = 0; i < (noam ? 1 : 2); i++)
-        if (c->set_line[find_key(unread[i])] < 0)
-            return err_set("--set %s: read by train.lr.schedule: %s alone (the schedule here is %s)", unread[i],
-                           noam ? "constant" : "noam", noam ? "noam" : "constant");
+    static const struct {
+        const char *key;
+        int schedule; /* the one that reads it */
+    } lr_keys[] = {{"train.lr.factor", LR_NOAM}, {"train.lr.warmup", LR_NOAM}, {"train.lr.value", LR_CONSTANT}};
+    static const char *const schedule_names[] = {[LR_NOAM] = "noam", [LR_CONSTANT] = "constant"};
+    for (size_t i = 0; i < sizeof lr_keys / sizeof *lr_keys; i++)
+        if (c->train.lr.schedule != lr_keys[i].schedule && c->set_line[find_key(lr_keys[i].key)] < 0)
+            return err_set("--set %s: read by train.lr.schedule: %s alone (the schedule here is %s)", lr_keys[i].key,
+                           schedule_names[lr_keys[i].schedule], schedule_names[c->train.lr.schedule]);
     /* the BLEU is the validation set's: without one, nothing would be decoded, and with
      * best_by: bleu no checkpoint would ever be best. Checked for a new run, as above */
     if (check_files && c->train.valid_bleu && c->data.valid.src[0] == '\0')

@@ -186,6 +186,11 @@ assert -1 <= d["rho"] <= 1' "$T/pair/patch.json" 2>"$T/pair.err"
     bad "patch_every_head_and_position_everything_is_the_corrupted_run" "exit $rc; $(tail -2 "$T/pair.log" "$T/pair.err")"
 expect_error "patch_sentences_of_different_lengths" 2 "^qkv: --corrupt: 3 tokens, --clean 7: patching copies position for position" \
     "$QKV" patch "$T/run" --clean "$text" --corrupt "a red bird" --out "$T/x"
+# an unknown word in either sentence is said, naming the sentence's option
+timeout 60 "$QKV" patch "$T/run" --clean "$text" --corrupt "the old zebra sees a red bird" --target "$target" \
+    --compare vida,vidan --at 2 --out "$T/unk-patch" >/dev/null 2>"$T/unk-patch.err"
+grep -qx "qkv: warning: --corrupt: not in the source vocabulary, read as <unk>: 'zebra'" "$T/unk-patch.err" &&
+    ok patch_corrupt_unknown_words_warn || bad patch_corrupt_unknown_words_warn "$(cat "$T/unk-patch.err")"
 expect_error "patch_compare_word_not_in_the_vocabulary" 2 "^qkv: --compare: 'zzqx' is not in the target vocabulary" \
     "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --compare zzqx,vida --out "$T/x"
 expect_error "patch_compare_without_two_words" 2 "^qkv: --compare: 'A,B'" \

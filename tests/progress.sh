@@ -96,6 +96,10 @@ expect_error "lr_value_under_noam_refused" 2 "^qkv: --set train.lr.value: read b
     "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set train.lr.schedule=noam --set train.lr.value=0.1
 expect_error "lr_warmup_under_constant_refused" 2 "^qkv: --set train.lr.warmup: read by train.lr.schedule: noam alone \(the schedule here is constant\)$" \
     "$QKV" train "$T/p.yaml" --set run_dir="$T/nope" --set train.lr.warmup=10
+# a run that scores BLEU, resumed after its config.yaml lost data.valid: refused, not run blind
+cp -r "$T/bleu" "$T/bleu-novalid" && sed -i 's/^    src: ".*valid.src"$/    src: ""/; s/^    tgt: ".*valid.tgt"$/    tgt: ""/' "$T/bleu-novalid/config.yaml"
+expect_error "resume_valid_bleu_without_valid_data" 2 "^qkv: $T/bleu-novalid/config.yaml: data.valid is empty, and this run's train.valid_bleu decodes it$" \
+    "$QKV" resume "$T/bleu-novalid" --steps 80
 [[ ! -e $T/nope ]] && ok "refused_config_makes_no_run" || bad "refused_config_makes_no_run" "$T/nope exists"
 
 finish

@@ -304,17 +304,21 @@ rc=$?
 [[ $rc -eq 2 && ! -e $T/failed ]] && ok "failed_train_leaves_no_run_directory" || bad "failed_train_leaves_no_run_directory" "exit $rc, $(ls "$T/failed" 2>&1): $err"
 
 # a directory holding the user's own files of a run's names (a config.yaml to train from,
-# notes), and no run: a failed train removes only what it wrote, and calls it no stopped run
+# notes), and no run: refused without --force; with it, a failed train removes only what
+# it wrote, and calls it no stopped run
 mkdir -p "$T/mine"
 sed "s|^name: r$|name: r\nrun_dir: $T/mine|" "$T/r.yaml" >"$T/mine/config.yaml"
 echo "my notes" >"$T/mine/curves.svg"
 echo "my words" >"$T/mine/src.vocab"
 cp "$T/mine/config.yaml" "$T/mine.config.before"
-out=$(timeout 120 "$QKV" train "$T/mine/config.yaml" --set data.min_freq=1000000 2>&1)
+expect_error "train_refuses_own_files_without_force" 2 "^qkv: $T/mine: holds src.vocab and no run" \
+    timeout 120 "$QKV" train "$T/mine/config.yaml"
+out=$(timeout 120 "$QKV" train "$T/mine/config.yaml" --set data.min_freq=1000000 --force 2>&1)
 rc=$?
 left=$(cd "$T/mine" && ls | tr '\n' ' ')
 [[ $rc -eq 2 && $left == "config.yaml curves.svg src.vocab " ]] && cmp -s "$T/mine/config.yaml" "$T/mine.config.before" &&
     grep -qx "my notes" "$T/mine/curves.svg" && grep -qx "my words" "$T/mine/src.vocab" && ! grep -q "stopped before" <<<"$out" &&
+    grep -q "data.min_freq" <<<"$out" &&
     ok "failed_train_leaves_files_it_did_not_write" || bad "failed_train_leaves_files_it_did_not_write" "exit $rc, left: $left; $out"
 
 # checkpoints without a config.yaml beside them are still a run's: not cleared without --force
@@ -323,6 +327,12 @@ expect_error "train_refuses_checkpoints_without_config_yaml" 2 "^qkv: $T/noconfi
     "$QKV" train "$T/r.yaml" --set run_dir="$T/noconfig" --set train.steps=5
 [[ -f $T/noconfig/ckpt/step-000050.safetensors ]] && ok "refused_train_keeps_the_checkpoints" ||
     bad "refused_train_keeps_the_checkpoints" "$(ls "$T/noconfig/ckpt")"
+# a run pruned to its average (it still translates) is a run: not started over unasked
+cp -r "$T/avg" "$T/avgonly" && rm -f "$T/avgonly/ckpt"/step-*.safetensors "$T/avgonly/ckpt/best.safetensors"
+expect_error "train_refuses_a_run_pruned_to_its_average" 2 "^qkv: $T/avgonly: already holds a run" \
+    "$QKV" train "$T/avgonly/config.yaml" --set run_dir="$T/avgonly" --set train.steps=5
+[[ -f $T/avgonly/ckpt/average.safetensors ]] && ok refused_train_keeps_the_average ||
+    bad refused_train_keeps_the_average "$(ls "$T/avgonly/ckpt")"
 
 # ---- a run whose directory name needs quoting in YAML (quote, backslash, non-ASCII) -------
 odd="$T/odd \"run\" \\ é"

@@ -115,6 +115,8 @@ expect_error "bench_translate_refuses_set" 2 "^qkv: --set goes with the training
     "$QKV" bench "$T/w" --translate "$T/five.src" --ceiling 50 --set train.threads=1
 expect_error "bench_translate_refuses_peak" 2 "^qkv: --peak goes with a config, not --translate$" \
     "$QKV" bench "$T/w" --translate "$T/five.src" --peak
+expect_error "bench_peak_refuses_ceiling" 2 "^qkv: --ceiling: --peak measures the ceiling; it takes none$" \
+    "$QKV" bench configs/toy.yaml --peak --ceiling 100
 expect_error "bench_peak_refuses_dump" 2 "^qkv: --dump goes with the training benchmark, not --peak$" \
     "$QKV" bench configs/toy.yaml --peak --batches-only --dump "$T/peak-dump.json"
 : >"$T/none.src"
@@ -350,10 +352,16 @@ size_ckpt=$(stat -c %s "$T/w/ckpt/best.safetensors")
 size_exp=$(stat -c %s "$T/w.safetensors")
 ((size_exp * 2 < size_ckpt)) && "$QKV" info "$T/w.safetensors" | grep -q "^exported weights" && ok "export_has_no_moments" ||
     bad "export_has_no_moments" "$size_exp bytes vs $size_ckpt"
-expect_error "export_average_of_one_file" 2 "^qkv: --average takes a run directory \(the mean of its last N step checkpoints\), not the one file $T/w.safetensors$" \
+expect_error "export_average_of_one_file" 2 "^qkv: --average takes a run \(the mean of its last N step checkpoints\); $T/w.safetensors is weights outside one$" \
     "$QKV" export "$T/w.safetensors" --average 2 --out "$T/avg-of-one.safetensors"
 [[ ! -e $T/avg-of-one.safetensors ]] && ok export_average_of_one_file_writes_nothing ||
     bad export_average_of_one_file_writes_nothing "$T/avg-of-one.safetensors written"
+# a checkpoint of a run names its run: --average averages that run's last N
+last_ckpt=$(ls "$T/w/ckpt"/step-*.safetensors | tail -1)
+"$QKV" export "$last_ckpt" --average 3 --out "$T/avg-by-ckpt.safetensors" >/dev/null 2>&1 &&
+    "$QKV" export "$T/w" --average 3 --out "$T/avg-by-dir.safetensors" >/dev/null 2>&1 &&
+    cmp -s "$T/avg-by-ckpt.safetensors" "$T/avg-by-dir.safetensors" && ok export_average_of_a_runs_checkpoint ||
+    bad export_average_of_a_runs_checkpoint "exported differently from the checkpoint and from the run"
 "$QKV" export "$T/w" --average 3 --out "$T/avg.safetensors" >"$T/avg.log" 2>&1
 /usr/bin/python3 - "$T" <<'PY' && ok "export_average_is_the_mean" || bad "export_average_is_the_mean" "$(cat "$T/avg.log")"
 import json, struct, sys, glob

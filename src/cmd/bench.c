@@ -122,15 +122,17 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     if (optind != argc - 1) return cmd_usage_of(&cmd_bench_spec);
     if (o->batches_only && !o->dump) return err_set("--batches-only writes a dump: give --dump FILE.json"), cmd_fail(2);
     /* each mode reads some options: one given to a mode that would not read it is refused,
-     * not ignored (a figure would seem to come from a run it did not) */
-    const char *training_only = "snwkdbl", *what = o->translate ? "--translate" : o->peak_only ? "--peak" : NULL;
-    for (const char *k = training_only; what && *k; k++) {
-        if (!given[(int)*k] || (*k == 's' && !o->translate)) continue; /* --peak reads --set (the threads) */
-        for (const CmdOption *row = options; row->key; row++)
-            if (row->key == *k)
-                return err_set("--%s goes with the training benchmark, not %s", row->name, what), cmd_fail(2);
-    }
+     * not ignored (a figure would seem to come from a run it did not). By key: --translate
+     * reads --ceiling alone, --peak reads --set alone (the threads) and measures */
     if (o->translate && o->peak_only) return err_set("--peak goes with a config, not --translate"), cmd_fail(2);
+    const char *mode = o->translate ? "--translate" : o->peak_only ? "--peak" : NULL;
+    const char *unread = o->translate ? "snwkdbl" : "nwkdblc";
+    for (const char *k = unread; mode && *k; k++)
+        for (const CmdOption *row = options; given[(int)*k] && row->key; row++)
+            if (row->key == *k)
+                return (*k == 'c' ? err_set("--ceiling: --peak measures the ceiling; it takes none")
+                                  : err_set("--%s goes with the training benchmark, not %s", row->name, mode)),
+                       cmd_fail(2);
     o->config = argv[optind];
     return -1;
 }

@@ -100,7 +100,8 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "max_len_a", json_real(o->decode.max_len_a));
     json_put(j, "max_len_b", json_integer(o->decode.max_len_b));
     json_put(j, "no_repeat_ngram", json_integer(o->decode.no_repeat_ngram));
-    json_put(j, "replace_unk", json_boolean(o->replace_unk));
+    if (!r->src_vocab.spm) /* a subword vocabulary has no <unk> to replace: the option does nothing there */
+        json_put(j, "replace_unk", json_boolean(o->replace_unk));
     if (mask->spec) { /* only when masking: the records of plain runs stay as they were */
         json_put(j, "mask_heads", json_string(mask->spec));
         json_t *heads = json_array();

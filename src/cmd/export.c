@@ -63,16 +63,20 @@ int cmd_export(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !out) return cmd_usage_of(&cmd_export_spec);
-    struct stat st;
-    if (average > 0 && stat(argv[optind], &st) == 0 && !S_ISDIR(st.st_mode))
-        return err_set("--average takes a run directory (the mean of its last N step checkpoints), not the one file %s",
-                       argv[optind]),
-               cmd_fail(2);
     /* the rename would put the weights in place of a FIFO or a device node */
     if (regular_or_absent(out) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     if (run_out_replaces_own_file(&r, out, "the export")) {
+        run_close(&r);
+        return cmd_fail(2);
+    }
+    /* the mean of a run's step checkpoints: weights with no run around them have none */
+    char cfg[CONFIG_PATH_MAX + 32];
+    struct stat st;
+    if (average > 0 && (r.meta.src_vocab || stat(run_path(cfg, sizeof cfg, r.dir, RUN_CONFIG), &st) != 0)) {
+        err_set("--average takes a run (the mean of its last N step checkpoints); %s is weights outside one",
+                argv[optind]);
         run_close(&r);
         return cmd_fail(2);
     }

@@ -76,7 +76,7 @@ static int run_patch(Run *r, const Options *o) {
         snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, o->at);
     }
     if (cmd_sentence_ids(r, "--clean", o->clean, o->target, clean, &ns, tgt, &nt) != 0) goto done;
-    nc = encode_line(o->corrupt, tok, &r->src_vocab, corrupt, max + 1);
+    nc = cmd_source_ids(r, "--corrupt", o->corrupt, corrupt, max + 1);
     if (nc != ns) {
         err_set("--corrupt: %d tokens, --clean %d: patching copies position for position, so they must match", nc, ns);
         goto done;

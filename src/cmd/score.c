@@ -21,9 +21,9 @@ static void print_text(const Bleu *b, const BleuStats *s, double chrf) {
     printf("chrF2|%s = %.2f\n", CHRF_SIGNATURE, chrf);
 }
 
-/* With --sentence, per holds each line's sentence BLEU and chrF, n of them: a list of
+/* With --sentence, per holds each line's sentence BLEU and chrF, n_lines of them: a list of
  * {"bleu", "chrf"} in line order, with the sentence BLEU's signature. */
-static void print_json(const Bleu *b, const BleuStats *s, double chrf, const double (*per)[2], int n) {
+static void print_json(const Bleu *b, const BleuStats *s, double chrf, const double (*per)[2], int n_lines) {
     json_t *root = json_object(), *bleu = json_object(), *ch = json_object();
     json_t *counts = json_array(), *totals = json_array(), *prec = json_array();
     for (int n = 0; n < BLEU_ORDER; n++) {
@@ -45,7 +45,7 @@ static void print_json(const Bleu *b, const BleuStats *s, double chrf, const dou
     json_put(root, "chrf", ch);
     if (per) {
         json_t *lines = json_array();
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n_lines; i++) {
             json_t *one = json_object();
             json_put(one, "bleu", json_real(per[i][0]));
             json_put(one, "chrf", json_real(per[i][1]));

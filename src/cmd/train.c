@@ -433,7 +433,8 @@ static int join_ranks(void) {
 
 static const CmdOption train_options[] = {
     {'s', "set", "KEY=VALUE", "override one config key (repeatable), checked like the file's", NULL},
-    {'f', "force", NULL, "replace an existing run directory of the same name", NULL},
+    {'f', "force", NULL, "replace an existing run there, or write over files of a run's names in a folder with none",
+     NULL},
     {0},
 };
 const CmdSpec cmd_train_spec = {

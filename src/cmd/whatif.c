@@ -230,7 +230,10 @@ int cmd_whatif(int argc, char **argv) {
         case 'b': o.tree = 1; break;
         case 'o': o.out = optarg; break;
         case 'k': bad = cmd_int("--top", "a count (1..50)", optarg, 1, 50, &o.top) != 0; break;
-        case 'B': bad = cmd_int("--beam", "a beam (2..64)", optarg, 2, 64, &o.beam) != 0, beam_given = 1; break;
+        case 'B':
+            bad = cmd_int("--beam", "a beam (2..64)", optarg, 2, 64, &o.beam) != 0;
+            beam_given = 1;
+            break;
         }
     }
     if (bad) return cmd_fail(2);

@@ -49,6 +49,21 @@ static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *
     return n;
 }
 
+/* The warning of source words read as <unk>; option names the sentence's option, or is NULL. */
+static void warn_unknown(const char *option, const StrBuf *unknown) {
+    if (unknown->len)
+        fprintf(stderr, "qkv: warning: %s%snot in the source vocabulary, read as <unk>: %s\n", option ? option : "",
+                option ? ": " : "", unknown->buf);
+}
+
+int cmd_source_ids(Run *r, const char *option, const char *text, int *ids, int max) {
+    StrBuf unknown = {0};
+    int n = encode_checked(text, r->cfg.data.tokenizer, &r->src_vocab, ids, max, &unknown);
+    warn_unknown(option, &unknown);
+    sb_free(&unknown);
+    return n;
+}
+
 int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
                      int *tgt, int *n_tgt) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
@@ -58,7 +73,7 @@ int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const ch
     if (*n_src > max)
         return sb_free(&unknown), err_set("%s: more than the %d tokens this model has positions for", text_option,
                                           max); /* read up to max + 1 only */
-    if (unknown.len) fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", unknown.buf);
+    warn_unknown(NULL, &unknown);
     sb_free(&unknown);
     if (target) {
         StrBuf bad = {0};

@@ -14,6 +14,10 @@
 int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
                      int *tgt, int *n_tgt);
 
+/* A second source sentence (patch's --corrupt) as ids, up to max of them: its count; warns
+ * on stderr, naming option, of its words read as <unk>, as cmd_sentence_ids does. */
+int cmd_source_ids(Run *r, const char *option, const char *text, int *ids, int max);
+
 /* The id of a word given to `option` that must be one token of the target vocabulary
  * (--contrast, --compare); -1 with the error set ("<option>: 'w' is N tokens ..., not one",
  * or "... is not in the target vocabulary"). */

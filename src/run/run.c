@@ -294,14 +294,16 @@ long run_lock_holder(const char *dir) {
     return pid;
 }
 
-/* Whether a run has a checkpoint to lose: a step file or best.safetensors. */
+/* Whether a run has a checkpoint to lose: a step file, best.safetensors, or the average
+ * (a run pruned to it still translates). */
 static int has_checkpoint(const char *dir) {
     char p[CONFIG_PATH_MAX + 64];
     struct stat st;
     StepFile *files;
     int n = list_steps(dir, &files);
     free(files);
-    return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0;
+    return n > 0 || stat(run_path(p, sizeof p, dir, RUN_BEST), &st) == 0 ||
+           stat(run_path(p, sizeof p, dir, RUN_AVERAGE), &st) == 0;
 }
 
 /* The files a train writes before its first step: what run_abandon may take back. */
@@ -310,8 +312,8 @@ static const char *const early_files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VO
 #define N_EARLY (sizeof early_files / sizeof early_files[0])
 _Static_assert(N_EARLY <= 8 * sizeof(unsigned), "RunFresh.had holds a bit per file");
 
-/* The names a new train writes (or appends to) in its directory, checkpoints aside;
- * config.yaml first, which someones_file looks at twice. */
+/* The names a new train writes (or appends to) in its directory, checkpoints aside.
+ * config.yaml first: it may be the config this very train reads, which is no one else's. */
 static const char *const run_names[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM, RUN_TGT_SPM,
                                         RUN_METRICS, RUN_CURVES,    RUN_REPORT,    RUN_JOURNAL, RUN_SAMPLES,
                                         RUN_EVAL,    RUN_WATCH_DIR, RUN_HEADS_DIR, RUN_AVERAGE};
@@ -321,10 +323,11 @@ static const char *const run_names[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCA
 static const char *someones_file(const char *dir, const char *source) {
     char p[CONFIG_PATH_MAX + 64];
     struct stat st, src;
-    int from_dir = stat(source, &src) == 0;
+    int from_source = stat(source, &src) == 0;
     for (size_t i = 0; i < sizeof run_names / sizeof *run_names; i++) {
         if (lstat(run_path(p, sizeof p, dir, run_names[i]), &st) != 0) continue;
-        if (i == 0 && from_dir && st.st_dev == src.st_dev && st.st_ino == src.st_ino) continue;
+        /* the same file however reached: RUN/config.yaml may be a link to it, or it to RUN/config.yaml */
+        if (i == 0 && from_source && stat(p, &st) == 0 && st.st_dev == src.st_dev && st.st_ino == src.st_ino) continue;
         return run_names[i];
     }
     return NULL;
@@ -340,12 +343,14 @@ int run_create(const Config *cfg, int force, RunFresh *fresh) {
     for (size_t i = 0; i < N_EARLY; i++)
         if (lstat(run_path(p, sizeof p, cfg->run_dir, early_files[i]), &st) == 0) fresh->had |= 1u << i;
     fresh->had_ckpt_dir = lstat(run_path(p, sizeof p, cfg->run_dir, RUN_CKPT_DIR), &st) == 0;
+    /* a run stopped before its first checkpoint (its ckpt/ is made before its config.yaml)
+     * has nothing to resume from or to lose; a config.yaml alone is someone's file */
+    int stopped_early = fresh->had_ckpt_dir && (fresh->had & 1u);
     /* a file of a run's name where no run is (run_dir: . in a project, a folder of one's
      * own) is not this train's to write over unasked; checked before the lock, which
      * would leave a file of ours there */
     const char *theirs = NULL;
-    if (!force && !(fresh->had_ckpt_dir && (fresh->had & 1u)) && !has_checkpoint(cfg->run_dir))
-        theirs = someones_file(cfg->run_dir, cfg->source);
+    if (!force && !stopped_early && !has_checkpoint(cfg->run_dir)) theirs = someones_file(cfg->run_dir, cfg->source);
     if (theirs)
         return err_set("%s: holds %s and no run: a new run would write over it; pass --force, or choose another "
                        "run_dir",
@@ -358,9 +363,7 @@ int run_create(const Config *cfg, int force, RunFresh *fresh) {
                            cfg->run_dir, cfg->run_dir);
         return 0;
     }
-    /* a run stopped before its first checkpoint (its ckpt/ is made before its config.yaml)
-     * has nothing to resume from or to lose; a config.yaml alone is someone's file */
-    return fresh->had_ckpt_dir && (fresh->had & 1u) ? 1 : 0;
+    return stopped_early ? 1 : 0;
 }
 
 void run_abandon(const char *dir, const RunFresh *fresh) {
@@ -436,6 +439,9 @@ static int take_checkpoint_config(Run *r, const char *ckpt, RunEdits *edits) {
         edits->count = config_differences(&r->cfg, theirs, resume_own_keys, edits->first, sizeof edits->first);
         config_copy_keys(theirs, &r->cfg, resume_own_keys);
         rc = config_validate(theirs, 0);
+        /* data.valid is the run's own to edit, but a run that scores BLEU needs one */
+        if (rc == 0 && theirs->train.valid_bleu && theirs->data.valid.src[0] == '\0')
+            rc = err_set("%s/%s: data.valid is empty, and this run's train.valid_bleu decodes it", r->dir, RUN_CONFIG);
     }
     if (rc == 0) r->cfg = *theirs;
     free(theirs);
