@@ -190,13 +190,38 @@ if [[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $dir/ckpt/step-0000
 else
     bad "file_size_limit_without_trap_stops_with_one_line" "exit $rc: $err; $(find "$dir" -name '*.tmp')"
 fi
+# a metrics record that cannot be written (a file size limit, as a full disk) stops the
+# run before another checkpoint, its cut line taken back: a resume then logs every step
+# once. (It used to go on, say nothing until the end, and a checkpoint past the lost
+# records left them lost; a disk that filled for a while joined two records in one line.)
+# pad_near_kib FILE SLACK: a line padding FILE to SLACK bytes short of a whole KiB count K
+# (2 past its size), K echoed: under `ulimit -f K` its next line of more than SLACK bytes fails
+pad_near_kib() {
+    local k=$(($(wc -c <"$1") / 1024 + 2))
+    printf '{"pad": "%s"}\n' "$(printf 'x%.0s' $(seq $((k * 1024 - $2 - 12 - $(wc -c <"$1")))))" >>"$1" && echo $k
+}
+dir="$T/metricscut"
+train "$dir" 10
+m=$dir/metrics.jsonl
+k=$(pad_near_kib "$m" 28) && cp "$m" "$T/metrics.before"
+err=$(trap '' XFSZ; ulimit -f $k; timeout 120 "$QKV" resume "$dir" --steps 30 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -eq 1 ]] && grep -qx "qkv: $m: write failed: File too large; stopped before another checkpoint: once it can be written, 'qkv resume $dir' goes on" <<<"$err" &&
+    cmp -s "$m" "$T/metrics.before" && [[ ! -e $dir/ckpt/step-000020.safetensors && -z $(find "$dir" -name '*.tmp') ]]; then
+    ok "metrics_write_failure_stops_before_a_checkpoint"
+else
+    bad "metrics_write_failure_stops_before_a_checkpoint" "exit $rc: $err; $(ls "$dir/ckpt"); $(tail -c 200 "$m")"
+fi
+timeout 120 "$QKV" resume "$dir" --steps 30 >/dev/null 2>&1
+steps=$(grep -o '^{"step": [0-9]*' "$m" | grep -o '[0-9]*$' | tr '\n' ' ')
+[[ $steps == "10 20 30 " ]] && ok "metrics_hold_each_step_once_after_a_failed_record" ||
+    bad "metrics_hold_each_step_once_after_a_failed_record" "steps: $steps"
 # a journal line cut short by a file size limit (K KiB, the old lines 10 bytes short of it)
 # is taken back: journal.jsonl holds whole lines only, the failure said as a warning
 dir="$T/journalcut"
 train "$dir" 10
 j=$dir/journal.jsonl
-k=$(($(wc -c <"$j") / 1024 + 2))
-printf '{"pad": "%s"}\n' "$(printf 'x%.0s' $(seq $((k * 1024 - 22 - $(wc -c <"$j")))))" >>"$j" && cp "$j" "$T/journal.before"
+k=$(pad_near_kib "$j" 10) && cp "$j" "$T/journal.before"
 err=$(trap '' XFSZ; ulimit -f $k; timeout 120 "$QKV" resume "$dir" --steps 20 2>&1 >/dev/null)
 if cmp -s "$j" "$T/journal.before" && grep -q "^qkv: warning: $j: cannot append to it: File too large$" <<<"$err"; then
     ok "journal_cut_line_taken_back"

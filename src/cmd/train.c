@@ -299,7 +299,11 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
         return 1;
     }
     if (screen->tty) printf("\r\033[K");
-    if (end == TRAIN_WRITE_FAILED) return cmd_fail(1);
+    if (end == TRAIN_WRITE_FAILED) {
+        fprintf(stderr, "qkv: %s; stopped before another checkpoint: once it can be written, 'qkv resume %s' goes on\n",
+                err_msg(), cfg->run_dir);
+        return 1;
+    }
     if (end == TRAIN_RANKS_FAILED) {
         fprintf(stderr, "qkv: %s; no checkpoint was written after step %lld; resume the run: qkv resume %s\n",
                 err_msg(), (long long)(t->step - 1), cfg->run_dir);

@@ -29,6 +29,8 @@
 /* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
  * by the main thread before each step: a lock-free atomic, which a handler may write. */
 static atomic_int stop_signal;
+/* A stop request of rank 0's own, not a signal's: its metrics.jsonl could not be written. */
+enum { STOP_METRICS_FAILED = -1 };
 static void on_signal(int sig) { atomic_store(&stop_signal, sig); }
 
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop) {
@@ -311,9 +313,11 @@ static int improved_best(Trainer *t) {
 static int save_checkpoint(Trainer *t, const TrainReporter *r);
 static int checkpoint(Trainer *t, const TrainReporter *r) {
     if (workers_gather_moments(t->workers) != 0) return -2;
-    int rc = dist_rank() == 0 ? save_checkpoint(t, r) : 0;
+    /* -3: this step's metrics could not be written; a checkpoint past them would keep
+     * a resume from ever logging them */
+    int rc = dist_rank() != 0 ? 0 : t->metrics_failed ? -3 : save_checkpoint(t, r);
     if (dist_size() > 1 && dist_bcast(&rc, sizeof rc) != 0) return -2;
-    if (rc != 0 && dist_rank() != 0) err_set("rank 0 could not write a checkpoint");
+    if (rc != 0 && dist_rank() != 0) err_set("rank 0 could not write %s", rc == -3 ? "metrics.jsonl" : "a checkpoint");
     return rc;
 }
 
@@ -359,7 +363,7 @@ static void redraw_curves(Trainer *t, const TrainReporter *r) {
 /* One line of metrics.jsonl: {"step": .., "loss": .., "lr": .., "tokens_per_s": ..,
  * "elapsed_s": .., "epoch": ..[, "valid_loss": .., "valid_ppl": ..[, "valid_bleu": ..]]}.
  * New keys go last: readers that match the line's start keep working. */
-static void write_metrics(FILE *f, const TrainProgress *p) {
+static int write_metrics(const Trainer *t, const TrainProgress *p) {
     json_t *o = json_object();
     json_put(o, "step", json_integer(p->step));
     json_put(o, "loss", json_fmt("%.6f", p->loss));
@@ -372,10 +376,14 @@ static void write_metrics(FILE *f, const TrainProgress *p) {
         json_put(o, "valid_ppl", json_fmt("%.4f", exp(p->valid_loss)));
         json_put(o, "valid_bleu", json_fmt("%.2f", p->valid_bleu)); /* dropped when NAN */
     }
-    json_dumpf(o, f, JSON_WRITE_FLAGS);
-    fputc('\n', f);
-    fflush(f); /* whole lines on disk: a kill leaves at most the last one cut (plot skips it) */
+    char *line = xcheck(json_dumps(o, JSON_WRITE_FLAGS)), path[CONFIG_PATH_MAX + 32];
     json_decref(o);
+    /* whole lines on disk, one write each: a kill leaves at most the last one cut (plot
+     * skips it), a full disk none (the cut line is taken back) */
+    int rc = append_line_open(t->metrics, run_path(path, sizeof path, t->run.cfg.run_dir, RUN_METRICS), line,
+                              "write failed");
+    free(line);
+    return rc;
 }
 
 /* One step and what follows it: the reporter, metrics and validation at log steps, a
@@ -392,11 +400,18 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     /* read once, before the step: under ranks the step tells every rank of any rank's
      * request, so all stop after the same step; a signal arriving later is seen after
      * the next step, never between this step's validation and its checkpoint */
-    int stop = atomic_load(&stop_signal);
+    int stop = t->metrics_failed ? STOP_METRICS_FAILED : atomic_load(&stop_signal);
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
     t->stopping = stop;
     if (workers_failed(t->workers)) return TRAIN_RANKS_FAILED;
+    /* rank 0 could not log the last step: every rank stops here, no checkpoint past it */
+    if (stop == STOP_METRICS_FAILED) {
+        if (dist_rank() == 0) err_set("%s", t->metrics_error);
+        else err_set("rank 0 could not write metrics.jsonl");
+        t->stopping = 0; /* no signal's */
+        return TRAIN_WRITE_FAILED;
+    }
     if (!isfinite(loss)) {
         err_set("loss is %g at step %lld: training diverged (lower the learning rate)", loss, (long long)step);
         return TRAIN_DIVERGED;
@@ -424,8 +439,11 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     if (lead && (p.log_now || valid_now)) {
         p.loss = acc->loss / (double)acc->n;
         if (valid_now) p.validated = 1, p.valid_loss = validate(t, r), p.valid_bleu = t->last_bleu;
-        write_metrics(t->metrics, &p);
-        if (valid_now || step == steps) redraw_curves(t, r);
+        /* a metrics.jsonl that misses records could not be mended by a resume past them:
+         * the run stops (every rank, at the next step) before a checkpoint could follow */
+        if (write_metrics(t, &p) != 0)
+            t->metrics_failed = 1, snprintf(t->metrics_error, sizeof t->metrics_error, "%s", err_msg());
+        if (!t->metrics_failed && (valid_now || step == steps)) redraw_curves(t, r);
         r->log(r->ctx, &p);
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
@@ -433,7 +451,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     if (lead && valid_step && cfg->train.n_watch && r->watch) r->watch(r->ctx, &t->m, step);
     if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping) {
         int rc = checkpoint(t, r);
-        if (rc != 0) return rc == -2 ? TRAIN_RANKS_FAILED : TRAIN_CKPT_FAILED;
+        if (rc == -3 && dist_rank() == 0) err_set("%s", t->metrics_error);
+        if (rc != 0) return rc == -2 ? TRAIN_RANKS_FAILED : rc == -3 ? TRAIN_WRITE_FAILED : TRAIN_CKPT_FAILED;
     }
     return TRAIN_DONE;
 }
@@ -464,10 +483,6 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     t->seconds = now_seconds() - acc.t0;
     t->stop_signal = t->stopping;
     if (end != TRAIN_DONE) return end;
-    if (t->metrics && ferror(t->metrics)) {
-        err_set("%s/metrics.jsonl: write failed", t->run.cfg.run_dir);
-        return TRAIN_WRITE_FAILED;
-    }
     return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;
 }
 

@@ -33,6 +33,9 @@ FILE *fopen_regular(const char *path, const char *mode, const char *doing);
  * old end. 0, or -1 with the error set: fopen_regular's, or "<path>: <doing>: <strerror>"
  * (err_io judged). */
 int append_line(const char *path, const char *text, const char *doing);
+/* The same on a file kept open (a log written line by line): f is written through its
+ * descriptor alone, never through its stdio buffer, so nothing is left to flush later. */
+int append_line_open(FILE *f, const char *path, const char *text, const char *doing);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
  * one); free_lines frees them. A read error ends the lines early. */
