@@ -5,9 +5,35 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/commands.h"
 #include "startup.h"
+
+/* A command stopped by Ctrl-C or a kill says so in one line, then dies of the signal as
+ * it would have (status 128 + N): what it wrote whole stays, and its atomic writes hold
+ * these signals until their file is in place or gone. train and serve set their own. */
+static void on_stop_signal(int sig) {
+    static const char intr[] = "qkv: stopped by SIGINT\n", term[] = "qkv: stopped by SIGTERM\n",
+                      hup[] = "qkv: stopped by SIGHUP\n";
+    const char *msg = sig == SIGINT ? intr : sig == SIGTERM ? term : hup;
+    size_t len = sig == SIGINT ? sizeof intr - 1 : sig == SIGTERM ? sizeof term - 1 : sizeof hup - 1;
+    if (write(STDERR_FILENO, msg, len) < 0) { /* nothing more to say it with */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void say_stop_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old, sa = {0};
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        /* a signal ignored by whoever started qkv (nohup, a shell's background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 int main(int argc, char **argv) {
     /* OpenBLAS's kernels, where it picked a set weaker than the CPU's (may start qkv again) */
@@ -15,6 +41,7 @@ int main(int argc, char **argv) {
     /* past a file size limit (ulimit -f) a write fails with EFBIG, reported as one line
      * with the tmp file removed, rather than the process dying half-way through it */
     signal(SIGXFSZ, SIG_IGN);
+    say_stop_signals();
     if (argc < 2) { /* a usage error: the list goes where errors go, as the status says */
         command_list(stderr);
         return 2;

@@ -317,6 +317,16 @@ expect_error "eval_result_file_is_a_fifo" 2 "^qkv: $T/w/eval.jsonl: a FIFO, not 
 rm -f "$T/w/eval.jsonl" && mv "$T/eval.jsonl.kept" "$T/w/eval.jsonl"
 printf 'caf\xe9\n' >"$T/latin1.src"
 expect_error "eval_not_utf8" 2 "latin1.src:1: not UTF-8" "$QKV" eval "$T/w" --src "$T/latin1.src" --ref "$T/latin1.src"
+# a command stopped by a signal says so in one line and dies of it (status 128 + N)
+for _ in $(seq 200); do cat "$T/data/test.src"; done >"$T/long-input.src"
+"$QKV" translate "$T/w" --beam 5 <"$T/long-input.src" >/dev/null 2>"$T/stopped.err" &
+pid=$!
+for _ in $(seq 100); do grep -q "translating with" "$T/stopped.err" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[[ $rc -eq 143 && $(tail -1 "$T/stopped.err") == "qkv: stopped by SIGTERM" ]] && ok translate_stopped_by_a_signal_says_so ||
+    bad translate_stopped_by_a_signal_says_so "exit $rc: $(cat "$T/stopped.err")"
 # translate goes on (a stream is not refused for one line) and says so once, at the end
 { head -2 "$T/data/test.src"; cat "$T/latin1.src"; printf 'x\xff y\n'; } >"$T/mixed.src"
 "$QKV" translate "$T/w" --greedy <"$T/mixed.src" >"$T/mixed.txt" 2>"$T/mixed.err"
