@@ -223,16 +223,13 @@ FILE *fopen_regular(const char *path, const char *mode, const char *doing) {
     return f;
 }
 
-/* append_line's write, on an open file: 0, or the errno of the failure, with *cut set
- * when the part written could not be taken back. */
-static int append_line_to(int fd, const char *text, int *cut) {
-    int e = 0;
+int append_line_open(FILE *f, const char *path, const char *text, const char *doing) {
+    int fd = fileno(f), e = 0, cut = 0;
     struct stat st;
     size_t len = strlen(text);
     char *line = xmalloc(len + 1);
     memcpy(line, text, len);
     line[len] = '\n';
-    *cut = 0;
     if (fstat(fd, &st) != 0) e = errno;
     for (size_t done = 0; e == 0 && done < len + 1;) { /* one write, unless a short one */
         ssize_t w = write(fd, line + done, len + 1 - done);
@@ -241,25 +238,27 @@ static int append_line_to(int fd, const char *text, int *cut) {
         else if (errno != EINTR) e = errno;
         /* a line cut short by a full disk or a size limit is taken back: readers see none;
          * the offset too, for a file not opened to append */
-        if (e != 0) *cut = ftruncate(fd, st.st_size) != 0 || lseek(fd, st.st_size, SEEK_SET) < 0;
+        if (e != 0) cut = ftruncate(fd, st.st_size) != 0 || lseek(fd, st.st_size, SEEK_SET) < 0;
     }
     free(line);
-    return e;
+    if (e == 0) return 0;
+    return err_set("%s: %s: %s%s", path, doing, strerror(e), cut ? " (a cut line is left at its end)" : ""), err_io(e);
 }
 
 int append_line(const char *path, const char *text, const char *doing) {
     FILE *f = fopen_regular(path, "a", doing);
     if (!f) return -1;
-    int cut, e = append_line_to(fileno(f), text, &cut);
-    if (fclose(f) != 0 && e == 0) e = errno;
-    if (e == 0) return 0;
-    return err_set("%s: %s: %s%s", path, doing, strerror(e), cut ? " (a cut line is left at its end)" : ""), err_io(e);
+    int rc = append_line_open(f, path, text, doing);
+    if (fclose(f) != 0 && rc == 0) {
+        int e = errno;
+        return err_set("%s: %s: %s", path, doing, strerror(e)), err_io(e);
+    }
+    return rc;
 }
 
-int append_line_open(FILE *f, const char *path, const char *text, const char *doing) {
-    int cut, e = append_line_to(fileno(f), text, &cut);
-    if (e == 0) return 0;
-    return err_set("%s: %s: %s%s", path, doing, strerror(e), cut ? " (a cut line is left at its end)" : ""), err_io(e);
+int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 char **read_file_lines(const char *path, int *n_out) {

@@ -36,6 +36,8 @@ int append_line(const char *path, const char *text, const char *doing);
 /* The same on a file kept open (a log written line by line): f is written through its
  * descriptor alone, never through its stdio buffer, so nothing is left to flush later. */
 int append_line_open(FILE *f, const char *path, const char *text, const char *doing);
+/* 1 if paths a and b name one file (links followed), 0 otherwise or if either is missing. */
+int same_file(const char *a, const char *b);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
  * one); free_lines frees them. A read error ends the lines early. */
