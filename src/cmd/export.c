@@ -72,9 +72,7 @@ int cmd_export(int argc, char **argv) {
         return cmd_fail(2);
     }
     /* the mean of a run's step checkpoints: weights with no run around them have none */
-    char cfg[CONFIG_PATH_MAX + 32];
-    struct stat st;
-    if (average > 0 && (r.meta.src_vocab || stat(run_path(cfg, sizeof cfg, r.dir, RUN_CONFIG), &st) != 0)) {
+    if (average > 0 && !run_in_its_run(&r)) {
         err_set("--average takes a run (the mean of its last N step checkpoints); %s is weights outside one",
                 argv[optind]);
         run_close(&r);

@@ -149,18 +149,22 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
     return err_set("%s: the run's checkpoints kept vanishing while being opened", dir);
 }
 
-int run_out_replaces_own_file(const Run *r, const char *out, const char *writer) {
+int run_in_its_run(const Run *r) {
     char cfg[CONFIG_PATH_MAX + 32];
-    struct stat o, w, st;
+    struct stat st;
+    return !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
+}
+
+int run_out_replaces_own_file(const Run *r, const char *out, const char *writer) {
+    struct stat o;
     if (run_is_own_checkpoint(r->dir, out))
         return err_set("%s: --out is a checkpoint of the run %s, which %s would replace: choose another file", out,
                        r->dir, writer),
                1;
-    if (stat(out, &o) == 0 && stat(r->weights, &w) == 0 && o.st_dev == w.st_dev && o.st_ino == w.st_ino)
+    if (same_file(out, r->weights))
         return err_set("%s: --out is the weights file %s reads (%s): choose another file", out, writer, r->weights), 1;
     /* an exported file read alone has no run: its directory is anyone's */
-    int is_run = !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
-    if (is_run && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
+    if (run_in_its_run(r) && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
         return err_set("%s: --out is a file of the run %s, which %s would replace: choose another file", out, r->dir,
                        writer),
                1;
@@ -312,24 +316,26 @@ static const char *const early_files[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VO
 #define N_EARLY (sizeof early_files / sizeof early_files[0])
 _Static_assert(N_EARLY <= 8 * sizeof(unsigned), "RunFresh.had holds a bit per file");
 
-/* The names a new train writes (or appends to) in its directory, checkpoints aside.
- * config.yaml first: it may be the config this very train reads, which is no one else's. */
-static const char *const run_names[] = {RUN_CONFIG,  RUN_SRC_VOCAB, RUN_TGT_VOCAB, RUN_SRC_SPM, RUN_TGT_SPM,
-                                        RUN_METRICS, RUN_CURVES,    RUN_REPORT,    RUN_JOURNAL, RUN_SAMPLES,
-                                        RUN_EVAL,    RUN_WATCH_DIR, RUN_HEADS_DIR, RUN_AVERAGE};
+/* The names a new train writes (or appends to) in its directory past early_files and
+ * checkpoints. */
+static const char *const later_files[] = {RUN_REPORT,    RUN_JOURNAL,   RUN_SAMPLES, RUN_EVAL,
+                                          RUN_WATCH_DIR, RUN_HEADS_DIR, RUN_AVERAGE};
 
-/* The first of them in dir, or NULL: in a directory that holds no run, someone's file;
- * but the config this train reads (source), put there to train from. */
-static const char *someones_file(const char *dir, const char *source) {
+/* The first file of a run's names in dir (those of early_files its bits in had say are
+ * there, the lock aside, then later_files), or NULL: in a directory that holds no run,
+ * someone's file; but the config this train reads (source), put there to train from. */
+static const char *someones_file(const char *dir, unsigned had, const char *source) {
     char p[CONFIG_PATH_MAX + 64];
-    struct stat st, src;
-    int from_source = stat(source, &src) == 0;
-    for (size_t i = 0; i < sizeof run_names / sizeof *run_names; i++) {
-        if (lstat(run_path(p, sizeof p, dir, run_names[i]), &st) != 0) continue;
+    struct stat st;
+    for (size_t i = 0; i < N_EARLY; i++) {
+        if (!(had & 1u << i) || strcmp(early_files[i], RUN_LOCK) == 0) continue;
         /* the same file however reached: RUN/config.yaml may be a link to it, or it to RUN/config.yaml */
-        if (i == 0 && from_source && stat(p, &st) == 0 && st.st_dev == src.st_dev && st.st_ino == src.st_ino) continue;
-        return run_names[i];
+        if (strcmp(early_files[i], RUN_CONFIG) == 0 && same_file(run_path(p, sizeof p, dir, RUN_CONFIG), source))
+            continue;
+        return early_files[i];
     }
+    for (size_t i = 0; i < sizeof later_files / sizeof *later_files; i++)
+        if (lstat(run_path(p, sizeof p, dir, later_files[i]), &st) == 0) return later_files[i];
     return NULL;
 }
 
@@ -350,7 +356,8 @@ int run_create(const Config *cfg, int force, RunFresh *fresh) {
      * own) is not this train's to write over unasked; checked before the lock, which
      * would leave a file of ours there */
     const char *theirs = NULL;
-    if (!force && !stopped_early && !has_checkpoint(cfg->run_dir)) theirs = someones_file(cfg->run_dir, cfg->source);
+    if (!force && !stopped_early && !has_checkpoint(cfg->run_dir))
+        theirs = someones_file(cfg->run_dir, fresh->had, cfg->source);
     if (theirs)
         return err_set("%s: holds %s and no run: a new run would write over it; pass --force, or choose another "
                        "run_dir",

@@ -103,6 +103,9 @@ int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths)
  * as one of its step checkpoints or best.safetensors, or names one of those in its
  * ckpt/ (however the directory is spelled), there yet or not. */
 int run_is_own_checkpoint(const char *dir, const char *path);
+/* Whether r's weights were read in a run (r->dir holds its config.yaml), not an exported
+ * file read alone, whose directory is anyone's. */
+int run_in_its_run(const Run *r);
 /* 1 (the error set, naming writer: "the export") when writing out would replace a file
  * that r reads or its run keeps: a checkpoint of the run (there yet or not), the very
  * weights read (an exported file given as the source), or any file already in the run's
