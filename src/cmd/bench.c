@@ -128,11 +128,11 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
     const char *mode = o->translate ? "--translate" : o->peak_only ? "--peak" : NULL;
     const char *unread = o->translate ? "snwkdbl" : "nwkdblc";
     for (const char *k = unread; mode && *k; k++)
-        for (const CmdOption *row = options; given[(int)*k] && row->key; row++)
-            if (row->key == *k)
-                return (*k == 'c' ? err_set("--ceiling: --peak measures the ceiling; it takes none")
-                                  : err_set("--%s goes with the training benchmark, not %s", row->name, mode)),
-                       cmd_fail(2);
+        if (given[(int)*k])
+            return (*k == 'c'
+                        ? err_set("--ceiling: --peak measures the ceiling; it takes none")
+                        : err_set("--%s goes with the training benchmark, not %s", cmd_option_name(options, *k), mode)),
+                   cmd_fail(2);
     o->config = argv[optind];
     return -1;
 }

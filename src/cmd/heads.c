@@ -256,7 +256,7 @@ int cmd_heads(int argc, char **argv) {
         case 'N': bad = cmd_int("--sentences", "a count from 1", optarg, 1, 1 << 30, &o.max_sentences) != 0; break;
         default:
             bad = decode_options_apply(c, optarg, &to, &mask_heads) != 0;
-            if (c != 'm') for_curve = decode_options_name(c);
+            if (c != 'm') for_curve = cmd_option_name(decode_options, c);
             break;
         }
     }

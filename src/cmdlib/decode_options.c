@@ -43,12 +43,6 @@ int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char
     }
 }
 
-const char *decode_options_name(int key) {
-    for (const CmdOption *o = decode_options; o->key; o++)
-        if (o->key == key) return o->name;
-    return NULL;
-}
-
 int decode_options_mask_heads(Model *m, const char *spec, StrBuf *masked) {
     if (!spec) return 0;
     float *gates = xmalloc(sizeof(float) * (size_t)model_head_count(m));

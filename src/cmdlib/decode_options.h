@@ -20,9 +20,6 @@ TranslateOptions decode_options_defaults(void);
  * no key of theirs; -1 for a bad value (error set). */
 int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char **mask_heads);
 
-/* The long name of decode_options' row keyed key ("beam"), or NULL for no row of theirs. */
-const char *decode_options_name(int key);
-
 /* --mask-heads's help: its row here, and in attention's table. */
 #define MASK_HEADS_HELP "mask these attention heads: KIND.LAYER.HEAD items (enc, dec, cross; * for all) or @FILE"
 /* Masks the heads spec names on m (head_mask_parse, then model_set_head_gates) and appends

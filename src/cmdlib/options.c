@@ -44,6 +44,12 @@ int cmd_option_next(const CmdSpec *spec, int argc, char **argv) {
     return c;
 }
 
+const char *cmd_option_name(const CmdOption *table, int key) {
+    for (const CmdOption *o = table; o && o->key; o++)
+        if (o->key == key) return o->name;
+    return NULL;
+}
+
 int cmd_option_status(int c) { return c == CMD_OPTIONS_HELP ? 0 : 2; }
 
 static int unlisted(const char *const *names, const char *name) {

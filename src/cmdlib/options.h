@@ -50,6 +50,9 @@ int cmd_option_next(const CmdSpec *spec, int argc, char **argv);
  * help, 2 after a bad option. */
 int cmd_option_status(int c);
 
+/* The long name of table's row keyed key ("beam"), or NULL for none. */
+const char *cmd_option_name(const CmdOption *table, int key);
+
 /* The whole help of a command: usage, about, options with their defaults, the example. */
 void cmd_help_print(const CmdSpec *spec, FILE *out);
 /* "usage: qkv NAME OPERANDS" and where to read more, one line on stderr; returns 2. */
