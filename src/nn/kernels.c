@@ -310,17 +310,28 @@ void embedding_backward(float *dtable, const float *dout, const int *tokens, flo
     prof_stop(PROF_EMBED_LOSS, t0_);
 }
 
+/* One row's logits gradient from its unnormalised probabilities p and the normaliser
+ * inv (1 for probabilities already normalised: p * 1 is p, bit for bit): the label-
+ * smoothed target distribution subtracted, times scale. d may be p. */
+static void crossentropy_grad_row(float *d, const float *p, float inv, int target, int V, float eps, float scale) {
+    float off = eps / (float)V;
+    for (int v = 0; v < V; v++) {
+        float q = p[v] * inv;
+        d[v] = (q - off) * scale;
+    }
+    d[target] -= (1.0f - eps) * scale;
+}
+
 /* The forward's rows, and with backward set the backward's too: each row's softmax turned
  * into its gradient while the row is still in the cache. A chunk of logits (512 rows of a
  * real vocabulary: 16 MB) does not stay there between a forward over all rows and a
- * backward over all rows. The gradient is crossentropy_backward's, operation for
- * operation: (p * inv - eps / V) * scale rounded as there, so the bits are the same. */
+ * backward over all rows. The gradient is crossentropy_backward's (crossentropy_grad_row,
+ * with the normaliser not yet applied), so the bits are the same. */
 static double crossentropy_rows(float *out, const float *logits, const int *targets, int N, int V, float eps, int pad,
                                 int backward, float scale, int *count, double *nll_out) {
     double t0_ = prof_start();
     double loss = 0.0, nll = 0.0;
     int counted = 0;
-    float off = eps / (float)V;
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *p = out + (size_t)n * V;
@@ -334,15 +345,9 @@ static double crossentropy_rows(float *out, const float *logits, const int *targ
         vec_exp(p, z, maxv, V);
         double sum = vec_sum_double(p, V);
         float inv = (float)(1.0 / sum);
-        if (backward) {
-            for (int v = 0; v < V; v++) {
-                float q = p[v] * inv;
-                p[v] = (q - off) * scale;
-            }
-            p[targets[n]] -= (1.0f - eps) * scale;
-        } else {
+        if (backward) crossentropy_grad_row(p, p, inv, targets[n], V, eps, scale);
+        else
             for (int v = 0; v < V; v++) p[v] *= inv;
-        }
         if (targets[n] == pad) continue;
         double logz = maxv + log(sum);
         double nll_row = logz - z_target;
@@ -370,16 +375,10 @@ double crossentropy_forward_backward(float *dlogits, const float *logits, const 
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, float eps, int pad,
                            float scale) {
     double t0_ = prof_start();
-    float off = eps / (float)V;
     for (int n = 0; n < N; n++) {
         float *d = dlogits + (size_t)n * V;
-        const float *p = probs + (size_t)n * V;
-        if (targets[n] == pad) {
-            memset(d, 0, sizeof(float) * (size_t)V);
-            continue;
-        }
-        for (int v = 0; v < V; v++) d[v] = (p[v] - off) * scale;
-        d[targets[n]] -= (1.0f - eps) * scale;
+        if (targets[n] == pad) memset(d, 0, sizeof(float) * (size_t)V);
+        else crossentropy_grad_row(d, probs + (size_t)n * V, 1.0f, targets[n], V, eps, scale);
     }
     prof_stop(PROF_EMBED_LOSS, t0_);
 }
