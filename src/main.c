@@ -14,11 +14,11 @@
  * it would have (status 128 + N): what it wrote whole stays, and its atomic writes hold
  * these signals until their file is in place or gone. train and serve set their own. */
 static void on_stop_signal(int sig) {
-    static const char intr[] = "qkv: stopped by SIGINT\n", term[] = "qkv: stopped by SIGTERM\n",
-                      hup[] = "qkv: stopped by SIGHUP\n";
-    const char *msg = sig == SIGINT ? intr : sig == SIGTERM ? term : hup;
-    size_t len = sig == SIGINT ? sizeof intr - 1 : sig == SIGTERM ? sizeof term - 1 : sizeof hup - 1;
-    if (write(STDERR_FILENO, msg, len) < 0) { /* nothing more to say it with */
+    const char *msg = sig == SIGINT    ? "qkv: stopped by SIGINT\n"
+                      : sig == SIGTERM ? "qkv: stopped by SIGTERM\n"
+                                       : "qkv: stopped by SIGHUP\n";
+    /* strlen and write are async-signal-safe */
+    if (write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to say it with */
     }
     signal(sig, SIG_DFL);
     raise(sig);

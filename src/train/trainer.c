@@ -315,7 +315,7 @@ static int checkpoint(Trainer *t, const TrainReporter *r) {
     if (workers_gather_moments(t->workers) != 0) return -2;
     /* -3: this step's metrics could not be written; a checkpoint past them would keep
      * a resume from ever logging them */
-    int rc = dist_rank() != 0 ? 0 : t->metrics_failed ? -3 : save_checkpoint(t, r);
+    int rc = dist_rank() != 0 ? 0 : t->metrics_error[0] ? (err_set("%s", t->metrics_error), -3) : save_checkpoint(t, r);
     if (dist_size() > 1 && dist_bcast(&rc, sizeof rc) != 0) return -2;
     if (rc != 0 && dist_rank() != 0) err_set("rank 0 could not write %s", rc == -3 ? "metrics.jsonl" : "a checkpoint");
     return rc;
@@ -400,7 +400,7 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     /* read once, before the step: under ranks the step tells every rank of any rank's
      * request, so all stop after the same step; a signal arriving later is seen after
      * the next step, never between this step's validation and its checkpoint */
-    int stop = t->metrics_failed ? STOP_METRICS_FAILED : atomic_load(&stop_signal);
+    int stop = t->metrics_error[0] ? STOP_METRICS_FAILED : atomic_load(&stop_signal);
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
     t->stopping = stop;
@@ -441,9 +441,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
         if (valid_now) p.validated = 1, p.valid_loss = validate(t, r), p.valid_bleu = t->last_bleu;
         /* a metrics.jsonl that misses records could not be mended by a resume past them:
          * the run stops (every rank, at the next step) before a checkpoint could follow */
-        if (write_metrics(t, &p) != 0)
-            t->metrics_failed = 1, snprintf(t->metrics_error, sizeof t->metrics_error, "%s", err_msg());
-        if (!t->metrics_failed && (valid_now || step == steps)) redraw_curves(t, r);
+        if (write_metrics(t, &p) != 0) snprintf(t->metrics_error, sizeof t->metrics_error, "%s", err_msg());
+        if (!t->metrics_error[0] && (valid_now || step == steps)) redraw_curves(t, r);
         r->log(r->ctx, &p);
         acc->loss = 0, acc->n = 0, acc->tokens = 0;
         acc->t_log = now_seconds();
@@ -451,7 +450,6 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     if (lead && valid_step && cfg->train.n_watch && r->watch) r->watch(r->ctx, &t->m, step);
     if (step % cfg->train.checkpoint_every == 0 || step == steps || t->stopping) {
         int rc = checkpoint(t, r);
-        if (rc == -3 && dist_rank() == 0) err_set("%s", t->metrics_error);
         if (rc != 0) return rc == -2 ? TRAIN_RANKS_FAILED : rc == -3 ? TRAIN_WRITE_FAILED : TRAIN_CKPT_FAILED;
     }
     return TRAIN_DONE;

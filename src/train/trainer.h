@@ -64,10 +64,11 @@ typedef struct {
     int stopping;          /* a signal arrived before this step's bookkeeping: validate, checkpoint, stop */
     uint64_t data_hash;
     FILE *metrics;
-    int metrics_failed;      /* a record could not be written: the run stops before its next checkpoint */
-    char metrics_error[512]; /* why, kept: the step's other writes may set the error after it */
-    int stop_signal;         /* after trainer_run: the signal that stopped it, else 0 */
-    double seconds;          /* after trainer_run: how long it ran */
+    /* why a metrics record could not be written, "" while all were: the run then stops
+     * before its next checkpoint. Kept, as the step's other writes may set the error after */
+    char metrics_error[512];
+    int stop_signal; /* after trainer_run: the signal that stopped it, else 0 */
+    double seconds;  /* after trainer_run: how long it ran */
 } Trainer;
 
 /* Reads the training (valid = 0) or validation (valid = 1) corpus the config names. */
