@@ -39,6 +39,7 @@ extern const TestCase files_tests[];
 extern const TestCase options_tests[];
 extern const TestCase headmask_tests[];
 extern const TestCase explain_tests[];
+extern const TestCase pictures_tests[];
 extern const TestCase heads_tests[];
 extern const TestCase serve_tests[];
 extern const TestCase cpu_tests[];

@@ -233,6 +233,23 @@ rows=$(grep -c '<td class="hyp">le vieux' "$T/many/report.html")
     bad report_of_20000_samples_lines_is_quick "exit $rc, $rows rows, $took s (at most 5)"
 rm -rf "$T/many"
 
+# ---- each sample's own BLEU beside the validation set's: a translation equal to its reference
+# scores 100 whatever the set's BLEU was at that step, and "the the the the" 1.39 (as qkv score
+# --sentence gives it, smoothed: no word of it is in the reference)
+cp -r "$T/short" "$T/own"
+"$BOUNDED" "$PY" - "$T/own/samples.jsonl" <<'PYEOF'
+import json, sys
+ref = "a man sleeping in a green room on a couch ."
+with open(sys.argv[1], "w") as f:
+    for step, hyp in ((10, "the the the the"), (20, ref)):
+        f.write(json.dumps({"step": step, "valid_bleu": 12.5, "samples": [{"line": 1, "src": "x", "ref": ref, "hyp": hyp}]}) + "\n")
+PYEOF
+"$QKV" report "$T/own" >/dev/null 2>&1
+rows=$(grep -o '<tr><td>[0-9]*</td><td>[0-9.]*</td><td>[0-9.]*</td>' "$T/own/report.html" | tr '\n' ' ')
+[[ $rows == '<tr><td>10</td><td>1.39</td><td>12.50</td> <tr><td>20</td><td>100.00</td><td>12.50</td> ' ]] &&
+    ok report_samples_show_each_translations_own_bleu || bad report_samples_show_each_translations_own_bleu "rows: $rows"
+rm -rf "$T/own"
+
 # ---- status: running while it trains, then stopped by the signal ----------------------------
 tiny_config "$T/live.yaml" live "$D" 'steps: 100000, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
 "$BOUNDED" "$QKV_BIN" train "$T/live.yaml" --set run_dir="$T/live" >"$T/live.log" 2>&1 &

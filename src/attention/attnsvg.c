@@ -46,6 +46,8 @@ static int longest(char **labels, int n) {
     return w > 24 ? 24 : w;
 }
 
+#define NOTE "rows: queries; columns: keys; each row sums to 1"
+
 char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, char **col_labels_in,
                   const char *title_in) {
     char **row_labels = clean_labels(row_labels_in, rows), **col_labels = clean_labels(col_labels_in, cols);
@@ -57,6 +59,10 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, ch
     int font = cell < 16 ? 9 : 12;
     int left = longest(row_labels, rows) * font * 6 / 10 + 16, top = longest(col_labels, cols) * font * 6 / 10 + 48;
     int width = left + cols * cell + 110, height = top + rows * cell + 40;
+    /* wide enough for the title (14 px, bold: a tenth more) and the line under it */
+    int title_w = 16 + (text_px(title, 14) * 11 + 9) / 10, note_w = 16 + text_px(NOTE, font);
+    if (width < title_w) width = title_w;
+    if (width < note_w) width = note_w;
     StrBuf sb = {0};
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -65,8 +71,7 @@ char *attnmap_svg(const float *map, int rows, int cols, char **row_labels_in, ch
     sb_printf(&sb, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"8\" y=\"20\" font-size=\"14\" "
                    "font-weight=\"bold\">");
     sb_append_xml(&sb, title);
-    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">"
-                   "rows: queries; columns: keys; each row sums to 1</text>\n");
+    sb_printf(&sb, "</text>\n<text x=\"8\" y=\"36\" fill=\"#555\">" NOTE "</text>\n");
     for (int j = 0; j < cols; j++) {
         int x = left + j * cell + cell / 2 + font / 3, y = top - 6;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-60 %d %d)\">", x, y, x, y);

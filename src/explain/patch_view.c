@@ -47,16 +47,6 @@ static void colour(StrBuf *sb, double v, double top) {
     else sb_printf(sb, "rgb(%d,%d,255)", fade, fade);
 }
 
-static void text_escaped(StrBuf *sb, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') sb_printf(sb, "&lt;");
-        else if (*s == '>') sb_printf(sb, "&gt;");
-        else if (*s == '&') sb_printf(sb, "&amp;");
-        else if (*s == '"') sb_printf(sb, "&quot;");
-        else if ((unsigned char)*s >= 0x20) sb_append(sb, s, 1);
-    }
-}
-
 char *patch_svg(const PatchTable *t, const char *title, char **src_labels, int S, int heads) {
     StrBuf sb = {0};
     double top = 0, atop = 0;
@@ -68,11 +58,14 @@ char *patch_svg(const PatchTable *t, const char *title, char **src_labels, int S
     }
     int cell = 26, left = 90, y0 = 50, hw = left + heads * cell, sx = hw + 40, sw = left + S * (cell + 14);
     int height = y0 + 30 + (head_rows > stream_rows ? head_rows : stream_rows) * cell + 260;
+    /* as wide as the maps, and as the title (the two sentences: it can be the longest) */
+    int width = sx + sw + 20 > 980 ? sx + sw + 20 : 980, title_w = 12 + text_px(title, 13);
+    if (width < title_w) width = title_w;
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
               "font-size=\"11\">\n<text x=\"4\" y=\"16\" font-size=\"13\">",
-              sx + sw + 20 > 980 ? sx + sw + 20 : 980, height);
-    text_escaped(&sb, title);
+              width, height);
+    sb_append_xml(&sb, title);
     sb_printf(&sb,
               "</text>\n<text x=\"4\" y=\"32\" fill=\"#555\">change of the metric when one component is copied in "
               "from the corrupted run (red: up, blue: down; largest %.3g)</text>\n",
@@ -114,19 +107,33 @@ char *patch_svg(const PatchTable *t, const char *title, char **src_labels, int S
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-40 %d %d)\">",
                   sx + left + j * cw + cw / 2, y0 + 8 + stream_rows * cell + 14, sx + left + j * cw + cw / 2,
                   y0 + 8 + stream_rows * cell + 14);
-        text_escaped(&sb, src_labels[j]);
+        sb_append_xml(&sb, src_labels[j]);
         sb_printf(&sb, "</text>\n");
     }
     /* the estimate against the measured effect */
     int py = height - 220, ps = 180, px = left;
     double span = fmax(top, atop);
     if (!(span > 0)) span = 1;
-    sb_printf(&sb, "<text x=\"%d\" y=\"%d\">attribution patching (y) against patching (x): Spearman rho %.3f</text>\n",
-              px, py - 6, t->rho);
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\">attribution patching (y) against patching (x): Spearman rho ", px, py - 6);
+    if (isnan(t->rho)) sb_printf(&sb, "undefined (every effect the same)</text>\n");
+    else sb_printf(&sb, "%.3f</text>\n", t->rho);
     sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n", px, py, ps,
               ps);
     sb_printf(&sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ccc\" stroke-dasharray=\"3 3\"/>\n", px,
               py + ps, px + ps, py);
+    /* both axes run from -span to +span: their ends and middle, and what each one is */
+    for (int k = -1; k <= 1; k++) {
+        double v = k * span;
+        int at = px + (k + 1) * ps / 2;
+        sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%.3g</text>\n", at, py + ps + 13,
+                  v);
+        sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%.3g</text>\n", px - 4,
+                  py + ps - (k + 1) * ps / 2 + 4, v);
+    }
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">effect (patching)</text>\n", px + ps / 2,
+              py + ps + 27);
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 %d %d)\">estimate</text>\n",
+              px - 50, py + ps / 2, px - 50, py + ps / 2);
     for (int i = 0; i < t->n; i++) {
         double x = px + (t->c[i].effect / span + 1) / 2 * ps, y = py + ps - (t->c[i].atp / span + 1) / 2 * ps;
         sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s</title></circle>\n", x, y,

@@ -46,15 +46,23 @@ void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const Chart
         sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", PX(v), T + ph + 14, v);
     }
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">step</text>\n", L + pw / 2, H - 4);
-    /* epochs along the top, resumes as dashed lines */
+    /* epochs along the top, resumes as dashed lines; every epoch has its line, and a label
+     * where it clears the one before (short epochs would print them over each other) */
+    double labels_end = -INFINITY;
     for (int i = 0; ax->epochs && i < ax->epochs->n; i++) {
         double x = ax->epochs->x[i];
         if (x <= x0 || x > x1) continue;
+        sb_printf(sb, "<line class=\"epoch\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ccc\"/>\n", PX(x),
+                  PX(x), T, T + ph);
+        char label[48];
+        snprintf(label, sizeof label, "%s%g", ax->epochs->n <= 12 || i == 0 ? "epoch " : "", ax->epochs->y[i]);
+        double half = text_px(label, 9) / 2.0;
+        if (PX(x) - half < labels_end + 4) continue;
+        labels_end = PX(x) + half;
         sb_printf(sb,
-                  "<line class=\"epoch\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ccc\"/>"
-                  "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" font-size=\"9\">%s%g</text>\n",
-                  PX(x), PX(x), T, T + ph, PX(x), T - 3, ax->epochs->n <= 12 || i == 0 ? "epoch " : "",
-                  ax->epochs->y[i]);
+                  "<text class=\"epoch\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" "
+                  "font-size=\"9\">%s</text>\n",
+                  PX(x), T - 3, label);
     }
     for (int i = 0; i < ax->n_resumes; i++) {
         double x = ax->resumes[i];

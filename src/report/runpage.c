@@ -20,6 +20,7 @@
 #include "run/files.h"
 #include "run/journal.h"
 #include "run/run.h"
+#include "score/sacrebleu.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -467,13 +468,20 @@ static void samples_section(StrBuf *sb, const Story *st) {
         text(sb, str(one, "src"));
         sb_printf(sb, "<br><b>reference</b>: ");
         text(sb, str(one, "ref"));
-        sb_printf(sb, "</p>\n<table><tr><th>step</th><th>BLEU</th><th>translation</th></tr>\n");
+        sb_printf(sb,
+                  "</p>\n<table><tr><th>step</th><th title=\"sentence BLEU (sacrebleu's, effective order) of this "
+                  "translation against its reference\">its BLEU</th><th title=\"greedy BLEU of the whole validation "
+                  "set at that step\">validation BLEU</th><th>translation</th></tr>\n");
         for (int i = 0; i < st->samples.n; i++) {
             double step = num(st->samples.v[i], "step");
             const json_t *s = json_array_get(json_object_get(st->samples.v[i], "samples"), (size_t)k);
             if (!stands[i] || !s) continue;
-            sb_printf(sb, "<tr><td>%.0f</td><td>%.2f</td><td class=\"hyp\">", step,
-                      num(st->samples.v[i], "valid_bleu"));
+            const char *hyp = str(s, "hyp"), *ref = str(one, "ref");
+            BleuStats one_line = {0};
+            if (hyp && ref) bleu_add(&one_line, hyp, ref);
+            sb_printf(sb, "<tr><td>%.0f</td><td>", step);
+            if (hyp && ref) sb_printf(sb, "%.2f", bleu_compute(&one_line, 1).score);
+            sb_printf(sb, "</td><td>%.2f</td><td class=\"hyp\">", num(st->samples.v[i], "valid_bleu"));
             text(sb, str(s, "hyp"));
             sb_printf(sb, "</td></tr>\n");
         }

@@ -39,7 +39,8 @@ typedef struct {
 
 /* One panel of curves at vertical offset top, x over [x0, x1], y from 0 to the largest
  * value rounded up to a tick. */
-static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int n, const char *fmt) {
+static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int n, const char *fmt,
+                  const char *y_label) {
     const int L = 60, R = 20, T = top, B = 50, pw = 720 - L - R, ph = 420 - 40 - B;
     double y0 = 0, y1 = 0;
     for (int k = 0; k < n; k++)
@@ -65,6 +66,15 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     }
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, T + ph + B - 12);
+    sb_printf(sb, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">%s</text>\n",
+              T + ph / 2, T + ph / 2, y_label);
+    /* the legend goes in the top right corner, or the bottom right where the curves end
+     * high there (a rising BLEU, a loss that never fell) */
+    int ends_high = 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < c[k].s->n; i++)
+            if (PX(c[k].s->x[i]) > L + pw - 240 && PY(c[k].s->y[i]) < T + 24 + 18 * n) ends_high = 1;
+    int legend_y = ends_high ? T + ph - 10 - 18 * n : T;
     for (int k = 0; k < n; k++) {
         const Series *s = c[k].s;
         if (s->n == 0) continue;
@@ -79,7 +89,7 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
         }
         sb_printf(sb,
                   "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-                  L + pw - 230, T + 14 + 18 * k, c[k].colour, L + pw - 210, T + 19 + 18 * k, c[k].label);
+                  L + pw - 230, legend_y + 14 + 18 * k, c[k].colour, L + pw - 210, legend_y + 19 + 18 * k, c[k].label);
     }
 #undef PX
 #undef PY
@@ -128,9 +138,9 @@ int curves_svg(char *text, const char *what, StrBuf *svg) {
     sb_printf(svg, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">training curves</text>\n", 60);
     const Curve losses[2] = {{&train, "#3b528b", "training loss (label-smoothed)", 0},
                              {&valid, "#e6550d", "validation loss (NLL)", 1}};
-    panel(svg, 40, x0, x1, losses, 2, "%.4f");
+    panel(svg, 40, x0, x1, losses, 2, "%.4f", "loss (nats a token)");
     const Curve bleus[1] = {{&bleu, "#31a354", "validation BLEU (greedy)", 1}};
-    if (bleu.n) panel(svg, H, x0, x1, bleus, 1, "%.2f");
+    if (bleu.n) panel(svg, H, x0, x1, bleus, 1, "%.2f", "BLEU");
     sb_printf(svg, "</svg>\n");
     rc = 0;
 done:

@@ -31,6 +31,12 @@ void sb_append_xml(StrBuf *sb, const char *s) {
     }
 }
 
+int text_px(const char *s, int font) {
+    int chars = 0;
+    for (; *s; s++) chars += ((unsigned char)*s & 0xc0) != 0x80; /* continuation bytes are not characters */
+    return (chars * font * 6 + 9) / 10;
+}
+
 void sb_printf(StrBuf *sb, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

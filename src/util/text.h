@@ -17,6 +17,10 @@ void sb_append(StrBuf *sb, const char *s, size_t n);
  * cannot hold, are dropped. */
 void sb_append_xml(StrBuf *sb, const char *s);
 void sb_free(StrBuf *sb);
+/* About how many pixels s takes in a sans-serif font of `font` pixels: 0.6 em a
+ * character (UTF-8 code points), a little over the mean of Latin text, so that an SVG
+ * sized by it holds its titles whole. */
+int text_px(const char *s, int font);
 
 /* Bytes as lower-case hex (malloc'd), and back (*out malloc'd; -1 on a bad digit). */
 char *hex_encode(const void *data, size_t n);
