@@ -409,7 +409,13 @@ expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" 
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors
-expect_error "grads_read_only_dir" 2 "^qkv: /sys/g: cannot create directory: " "$QKV" grads "$run" --out /sys/g
+expect_error "grads_read_only_dir" 2 "^qkv: /sys/g: cannot create: " "$QKV" grads "$run" --out /sys/g
+# a dump cut short by a file size limit leaves nothing: no directory, no half of the files
+err=$(trap '' XFSZ; ulimit -f 1; "$QKV" grads "$run" --out "$T/gcut/g" 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 1 && $err == *"File too large"* && $(wc -l <<<"$err") -eq 1 && ! -e $T/gcut/g && -z $(ls -d "$T"/gcut/g.partial-* 2>/dev/null) ]] &&
+    ok "grads_write_fault_leaves_nothing" || bad "grads_write_fault_leaves_nothing" "exit $rc: $err; $(ls -R "$T/gcut" 2>&1)"
+rm -rf "$T/gcut"
 expect_error "toy_data_read_only_dir" 2 "^qkv: /sys/toy: cannot create directory: " "$QKV" toy-data /sys/toy
 mkdir -p "$run/eval.jsonl"
 expect_error "eval_result_file_is_a_directory" 2 "eval.jsonl: cannot append the result: Is a directory" "$QKV" eval "$run" --src "$T/al.src" --ref "$T/al.src" --greedy

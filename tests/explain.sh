@@ -112,6 +112,16 @@ expect_error "explain_without_text_or_src" 2 "^usage: qkv explain RUN " "$QKV" e
 [[ ! -e $T/x ]] && ok "explain_refusals_write_nothing" || bad "explain_refusals_write_nothing" "$(ls -a "$T/x")"
 printf 'not a directory\n' >"$T/file"
 cp "$T/file" "$T/file.before"
+# a place where nothing can be made (under a file) is refused before the work: no table printed
+for cmd in explain whatif; do
+    where=$T/file/x
+    [[ $cmd == whatif ]] && where=$T/file/w.json
+    printed=$(timeout 60 "$QKV" $cmd "$T/run" --text "the cat" --out "$where" 2>"$T/early.err")
+    rc=$?
+    [[ $rc -eq 2 && -z $printed && $(wc -l <"$T/early.err") -eq 1 && $(cat "$T/early.err") == "qkv: $T/file"*[Nn]"ot a directory" ]] &&
+        ok "${cmd}_out_that_cannot_be_made_refused_before_the_work" ||
+        bad "${cmd}_out_that_cannot_be_made_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out: $(cat "$T/early.err")"
+done
 err=$("$QKV" explain "$T/run" --text "the cat" --out "$T/file" 2>&1 >/dev/null)
 rc=$?
 if [[ $rc -ne 0 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: "*"$T/file"* ]] && cmp -s "$T/file" "$T/file.before" &&
@@ -232,7 +242,14 @@ assert "translation_changed" in d' "$T/whatif2.json" 2>"$T/whatif2.err"
     ok "whatif_heads_off_and_a_pin_change_log_p" || bad "whatif_heads_off_and_a_pin_change_log_p" "exit $rc; $(tail -3 "$T/whatif2.err" "$T/whatif2.log")"
 expect_error "whatif_pin_malformed" 2 "^qkv: --pin: '1.0.2' is not LAYER.HEAD.TARGET=SOURCE" \
     "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2
-expect_error "whatif_pin_out_of_range" 2 "^qkv: pin: this model's cross-attention has layers 0..1 and heads 0..3" \
+# numbers past an int (which wrapped to small ones) and signs are not positions
+i=0
+for pin in 0.0.0=4294967299 4294967296.0.0=0 0.0.0=-1 0.+1.0=0 0.0.0=1x; do
+    i=$((i + 1))
+    expect_error "whatif_pin_not_a_position_$i" 2 "^qkv: --pin: '$pin' is not LAYER.HEAD.TARGET=SOURCE" \
+        "$QKV" whatif "$T/run" --text "$text" --pin "$pin"
+done
+expect_error "whatif_pin_out_of_range" 2 "^qkv: --pin 5.0.1=1: this model's cross-attention has layers 0..1 and heads 0..3" \
     "$QKV" whatif "$T/run" --text "$text" --pin 5.0.1=1
 long_text=$(printf 'vida %.0s' $(seq 300))
 expect_error "whatif_text_past_the_positions" 2 "^qkv: --text: more than the [0-9]+ tokens this model has positions for$" \
@@ -255,7 +272,7 @@ expect_error "whatif_beam_without_tree" 2 "^qkv: --beam goes with --tree \(the b
     "$QKV" whatif "$T/run" --text "$text" --beam 3
 expect_error "whatif_pin_twice" 2 "^qkv: --pin: one pin at a time \\(given twice\\)$" \
     timeout 60 "$QKV" whatif "$T/run" --text "$text" --pin 1.0.2=1 --pin 1.0.1=1
-expect_error "whatif_pin_past_the_source" 2 "^qkv: pin: source position 30: the source has positions 0..7" \
+expect_error "whatif_pin_past_the_source" 2 "^qkv: --pin 1.0.1=30: source position 30: the source has positions 0..7" \
     "$QKV" whatif "$T/run" --text "$text" --pin 1.0.1=30
 # --out replaces what is there: never a FIFO (a device is refused by the same check, and is
 # left out here: a failing test would replace a system's device node), or a file the run keeps

@@ -210,6 +210,14 @@ if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: --out: $T/afile
 else
     bad "heads_out_a_file_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out, $(head -c 200 "$T/afile.err")"
 fi
+# ... and so is a place where no folder can be made (under a file), before the work too
+printed=$(timeout 60 "$QKV" heads "$T/run" "${small[@]}" --out "$T/afile/h" 2>"$T/afile.err")
+rc=$?
+if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: $T/afile: exists and is not a directory" && ! -e $T/afile/h ]]; then
+    ok "heads_out_that_cannot_be_made_refused_before_the_work"
+else
+    bad "heads_out_that_cannot_be_made_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out, $(head -c 200 "$T/afile.err")"
+fi
 "$QKV" heads "$T/run" "${small[@]}" --seed 1 --out "$T/s1" >/dev/null 2>&1
 "$QKV" heads "$T/run" "${small[@]}" --seed 2 --out "$T/s2" >/dev/null 2>&1
 seeds=$("$PY" - "$T/s1" "$T/s2" <<'EOF' 2>&1

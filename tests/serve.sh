@@ -486,7 +486,8 @@ rm -rf "$T/u/heads"
 tiny_config "$T/h8.yaml" h8 "$T/data" 'steps: 20, batch_tokens: 1024, log_every: 10, valid_every: 20, threads: 2'
 sed -i 's/heads: 4/heads: 8/' "$T/h8.yaml"
 { "$QKV" train "$T/h8.yaml" --set run_dir="$T/h8" && "$QKV" export "$T/h8" --out "$T/u/eight.safetensors" &&
-    "$QKV" export "$T/w" --out "$T/u/slowload.safetensors" && cp "$T/u/slowload.safetensors" "$T/u/caf"$'\xe9'".safetensors"; } \
+    "$QKV" export "$T/w" --out "$T/u/slowload.safetensors" && cp "$T/u/slowload.safetensors" "$T/u/caf"$'\xe9'".safetensors" &&
+    cp "$(ls "$T"/u/ckpt/step-*.safetensors | head -1)" "$T/u/stepcopy.safetensors"; } \
     >"$T/h8.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/h8.log")"; exit 1; }
 SLOW_OPEN=$(dirname "$QKV_BIN")/slow_open.so
 [[ -f $SLOW_OPEN ]] || { echo "set-up failed: no slow_open.so beside $QKV_BIN (make builds it)"; exit 1; }
@@ -516,8 +517,15 @@ out3=$(call POST /v1/translate "$T/m3") out4=$(call POST /v1/translate "$T/m4") 
     ok serve_mask_is_read_against_the_model_that_answers ||
     bad serve_mask_is_read_against_the_model_that_answers "$(tail -c 200 <<<"$out3") | $out4 | $(tail -c 200 <<<"$out5")"
 
-# a file name that is not UTF-8 is listed and served (U+FFFD for its bad byte)
+# a step checkpoint copied beside the config carries no vocabulary: not offered, and a
+# command that reads it says what it is
 out=$(call GET /v1/model)
+grep -q '"eight"' <<<"$out" && ! grep -q '"stepcopy"' <<<"$out" && ok serve_lists_no_step_checkpoint_out_of_its_folder ||
+    bad serve_lists_no_step_checkpoint_out_of_its_folder "$out"
+expect_error step_checkpoint_away_from_its_run 2 "^qkv: $T/u/stepcopy.safetensors: a training checkpoint, which is read from its run's ckpt/ folder" \
+    "$QKV" translate "$T/u/stepcopy.safetensors" </dev/null
+
+# a file name that is not UTF-8 is listed and served (U+FFFD for its bad byte)
 grep -qi '"caf\\ufffd"' <<<"$out" && [[ $(tail -1 <<<"$out") == 200 ]] &&
     [[ $(call POST /v1/translate <(printf '{"src": ["a red bird"], "checkpoint": "caf\xef\xbf\xbd"}') | tail -1) == 200 ]] &&
     [[ $("$BOUNDED" curl -s --max-time 30 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/") == 200 ]] &&
@@ -789,4 +797,22 @@ expect_error serve_bad_port 2 "--port" "$QKV" serve "$T/w" --port 70000
 expect_error serve_bad_queue_wait 2 "--queue-wait" "$QKV" serve "$T/w" --queue-wait 0 --port 0
 expect_error serve_bad_host 2 "--host: 'nowhere' is not an IPv4" "$QKV" serve "$T/w" --host nowhere --port 0
 expect_error serve_missing_run 2 "nope" "$QKV" serve "$T/nope" --port 0
+# --allow-host's names are compared as a Host's are: in any case, an IPv6 address with or
+# without its brackets; a name with a port would match nothing, and is refused
+expect_error serve_allow_host_with_a_port 2 "^qkv: --allow-host: 'evil.example:80' is not a host name or address without a port" \
+    "$QKV" serve "$T/w" --port 0 --allow-host "ok.example,evil.example:80"
+expect_error serve_allow_host_bracket_with_a_port 2 "^qkv: --allow-host: '\[::2\]:80' is not" \
+    "$QKV" serve "$T/w" --port 0 --allow-host "[::2]:80"
+if start_server "$T/allow.log" --allow-host "Named.Example,[::2],::3"; then
+    U=http://127.0.0.1:$port
+    hcall serve_allow_host_admits_a_name_in_any_case 200 '"status":"ok"' -H "Host: named.EXAMPLE:$port" "$U/v1/health"
+    hcall serve_allow_host_admits_a_bracketed_ipv6 200 '"status":"ok"' -H "Host: [::2]:$port" "$U/v1/health"
+    hcall serve_allow_host_admits_a_bare_ipv6 200 '"status":"ok"' -H "Host: [::3]" "$U/v1/health"
+    hcall serve_allow_host_admits_no_other 403 'is not this server' -H "Host: other.example:$port" "$U/v1/health"
+    kill -TERM $server_pid
+    wait $server_pid
+    server_pid=""
+else
+    bad serve_allow_host_admits_a_name_in_any_case "$(cat "$T/allow.log")"
+fi
 finish

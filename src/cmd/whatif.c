@@ -59,9 +59,20 @@ static void print_tree(const Run *r, const BeamTrace *tr, int parent, int depth)
 
 /* --pin L.H.T=J: cross-attention layer L, head H, target position T onto source position J */
 static int parse_pin(const char *s, int *l, int *h, int *t, int *j) {
-    int end = 0;
-    if (sscanf(s, "%d.%d.%d=%d%n", l, h, t, j, &end) != 4 || s[end] != '\0')
-        return err_set("--pin: '%s' is not LAYER.HEAD.TARGET=SOURCE (cross-attention; positions from 0)", s);
+    int *field[4] = {l, h, t, j};
+    const char *p = s, sep[3] = {'.', '.', '='};
+    for (int k = 0; k < 4; k++) {
+        /* digits only, each below a million: %d would take "-1" and wrap 4294967299 to 3 */
+        long v = 0;
+        int digits = 0;
+        for (; *p >= '0' && *p <= '9' && digits < 7; p++, digits++) v = v * 10 + (*p - '0');
+        if (digits == 0 || digits == 7 || *p != (k < 3 ? sep[k] : '\0'))
+            return err_set("--pin: '%s' is not LAYER.HEAD.TARGET=SOURCE (cross-attention; numbers from 0, below a "
+                           "million)",
+                           s);
+        *field[k] = (int)v;
+        if (k < 3) p++;
+    }
     return 0;
 }
 
@@ -87,7 +98,12 @@ static int run_whatif(Run *r, const Options *o) {
     if (masked < 0) goto done;
     if (o->pin) {
         pin_w = xmalloc(sizeof(float) * (size_t)(ns + 1));
-        if (whatif_pin(&r->model, pl, ph, pt, pj, ns + 1, pin_w, &iv) != 0) goto done;
+        if (whatif_pin(&r->model, pl, ph, pt, pj, ns + 1, pin_w, &iv) != 0) {
+            char why[256]; /* "pin: ..." as the API says it: here, the option and its value */
+            snprintf(why, sizeof why, "%s", strncmp(err_msg(), "pin: ", 5) == 0 ? err_msg() + 5 : err_msg());
+            err_set("--pin %s: %s", o->pin, why);
+            goto done;
+        }
     }
     int changed = masked > 0 || o->pin;
     if (changed) whatif_steps(&r->model, src, ns, tgt, nt, o->top, &after);
@@ -244,6 +260,7 @@ int cmd_whatif(int argc, char **argv) {
     if (o.out && o.out[0] == '\0') return err_set("--out: an empty file name"), cmd_fail(2);
     /* the rename would put the JSON in place of a FIFO or a device node */
     if (o.out && regular_or_absent(o.out) != 0) return cmd_fail(2);
+    if (o.out && probe_writable(o.out) != 0) return cmd_fail(err_status()); /* before the table is printed */
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     /* fixed weights: the decoding step's laid out once, for every worker and batch */

@@ -478,14 +478,32 @@ static int listen_on(const struct sockaddr *addr, socklen_t len) {
     return fd;
 }
 
-static void split_allow(HttpServer *s, const char *list) {
-    if (!list) return;
+/* --allow-host's names, as a Host's name is compared: lower-cased, an IPv6 address out of
+ * its brackets. A name with a port is refused: the port of a Host is never compared, and a
+ * name kept with one would match nothing. */
+static int split_allow(HttpServer *s, const char *list) {
+    if (!list) return 0;
     char *copy = xstrdup(list), *save = NULL;
     for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        char name[256], inside[300];
+        const char *entry = t;
+        struct in6_addr v6;
+        if (inet_pton(AF_INET6, t, &v6) == 1) /* an IPv6 address written bare: its colons are no port */
+            snprintf(inside, sizeof inside, "[%s]", t), entry = inside;
+        int bracketed = entry[0] == '[';
+        if (strcmp(t, "*") != 0 && (!host_name(entry, name, sizeof name) ||
+                                    (bracketed ? strchr(entry, ']')[1] != '\0' : strchr(entry, ':') != NULL))) {
+            err_set("--allow-host: '%s' is not a host name or address without a port (the port of a request's Host "
+                    "is not compared)",
+                    t);
+            free(copy);
+            return -1;
+        }
         s->allow = xrealloc(s->allow, sizeof(char *) * (size_t)(s->n_allow + 1));
-        s->allow[s->n_allow++] = xstrdup(t);
+        s->allow[s->n_allow++] = xstrdup(strcmp(t, "*") == 0 ? t : name);
     }
     free(copy);
+    return 0;
 }
 
 static void free_server(HttpServer *s) {
@@ -503,7 +521,7 @@ HttpServer *http_start(ServedModels *models, const json_t *heads, Jobs *jobs, co
     pthread_mutex_init(&s->conns_lock, NULL), pthread_mutex_init(&s->answer_lock, NULL);
     s->model_json = model_json(models);
     s->page = live_page(s->model_json, heads);
-    split_allow(s, allow_hosts);
+    if (split_allow(s, allow_hosts) != 0) return free_server(s), NULL;
     struct sockaddr_in v4 = {0};
     struct sockaddr_in6 v6 = {0};
     const struct sockaddr *addr;

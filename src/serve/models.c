@@ -62,7 +62,9 @@ static int weights_name(const char *file, char *name, size_t n) {
     return 1;
 }
 
-/* The run's exported weights beside its config: "<dir>/<name>.safetensors". */
+/* The run's exported weights beside its config: "<dir>/<name>.safetensors", those that
+ * carry their vocabularies (a step checkpoint or `qkv grads`' file copied there does not,
+ * and could never be loaded from there). Read at start-up, before any thread. */
 static void add_exports(ServedModels *s, const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -78,7 +80,11 @@ static void add_exports(ServedModels *s, const char *dir) {
     for (int i = 0; i < n; i++) {
         char path[CONFIG_PATH_MAX + 96];
         snprintf(path, sizeof path, "%s/%s.safetensors", dir, names[i]);
-        add(s, names[i], path);
+        CkptMeta meta;
+        if (ckpt_peek(path, &meta) == 0) {
+            if (meta.src_vocab) add(s, names[i], path);
+            ckpt_meta_free(&meta);
+        }
         free(names[i]);
     }
     free(names);

@@ -20,6 +20,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
+#include "util/staged_dir.h"
 #include "util/text.h"
 
 /* OUT/batch.json: the checkpoint used, the loss, the model switches the reference
@@ -54,7 +55,38 @@ static int write_batch_json(const char *path, const Run *r, const ModelBatch *mb
     return rc;
 }
 
+typedef struct {
+    const Run *r;
+    const ModelBatch *mb;
+    double loss, nll;
+    int tokens;
+} Dump;
+
+/* The gradients, written as if they were weights (same names, same layout), and the batch. */
+static int write_dump(const char *dir, void *arg) {
+    const Dump *d = arg;
+    Model view = d->r->model;
+    view.params = d->r->model.grads;
+    CkptMeta meta = {.step = d->r->meta.step,
+                     .valid_loss = NAN,
+                     .best_valid_loss = NAN,
+                     .valid_bleu = NAN,
+                     .best_valid_bleu = NAN,
+                     .config = d->r->meta.config};
+    char path[STAGED_DIR_MAX + 256];
+    snprintf(path, sizeof path, "%s/grads.safetensors", dir);
+    if (ckpt_save(path, &view, NULL, &meta) != 0) return -1;
+    snprintf(path, sizeof path, "%s/batch.json", dir);
+    return write_batch_json(path, d->r, d->mb, d->loss, d->nll, d->tokens);
+}
+
+/* a dump's own files: a new dump replaces them, and leaves anything else in --out */
+static int dump_file(const char *name) {
+    return strcmp(name, "grads.safetensors") == 0 || strcmp(name, "batch.json") == 0;
+}
+
 int grad_dump_write(const char *run_path_arg, const char *out_dir, int batch_index) {
+    if (staged_dir_usable(out_dir, "--out") != 0) return -1; /* before the work, not after it */
     Run r;
     if (run_open(&r, run_path_arg) != 0) return -1;
     const Config *cfg = &r.cfg;
@@ -83,27 +115,9 @@ int grad_dump_write(const char *run_path_arg, const char *out_dir, int batch_ind
     double loss = model_forward_backward(m, &mb, 0, 0);
     double nll = m->nll_sum;
     int tokens = m->n_tokens;
-    if (make_dirs(out_dir) != 0) {
-        rc = -1;
-        goto done;
-    }
-    /* the gradients, written as if they were weights: same names, same layout */
-    Model view = *m;
-    view.params = m->grads;
-    CkptMeta meta = {.step = r.meta.step,
-                     .valid_loss = NAN,
-                     .best_valid_loss = NAN,
-                     .valid_bleu = NAN,
-                     .best_valid_bleu = NAN,
-                     .config = r.meta.config};
-    char path[2048];
-    snprintf(path, sizeof path, "%s/grads.safetensors", out_dir);
-    if (ckpt_save(path, &view, NULL, &meta) != 0) {
-        rc = -1;
-        goto done;
-    }
-    snprintf(path, sizeof path, "%s/batch.json", out_dir);
-    rc = write_batch_json(path, &r, &mb, loss, nll, tokens);
+    /* both files or neither: a full disk leaves no gradients without their batch */
+    Dump d = {&r, &mb, loss, nll, tokens};
+    rc = staged_dir_write(out_dir, "--out", write_dump, &d, dump_file);
 done:
     batcher_free(&b);
     corpus_free(&c);

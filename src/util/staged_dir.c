@@ -52,6 +52,27 @@ int staged_dir_usable(const char *out, const char *what) {
     if (len == 0 || len + 32 >= STAGED_DIR_MAX) return err_set("%s: '%s' is not a usable directory name", what, out);
     struct stat st;
     if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, out);
+    /* the staging directory goes beside out: the nearest folder up that is there must take
+     * it (a read-only file system, a folder not ours), found now rather than after the work */
+    char up[STAGED_DIR_MAX];
+    snprintf(up, sizeof up, "%.*s", (int)len, out);
+    for (;;) {
+        char *slash = strrchr(up, '/');
+        if (!slash) snprintf(up, sizeof up, ".");
+        else if (slash == up) up[1] = '\0';
+        else *slash = '\0';
+        if (stat(up, &st) == 0 || errno != ENOENT || strcmp(up, ".") == 0 || strcmp(up, "/") == 0) break;
+    }
+    /* a folder made there and removed at once: what mkdir will say, which access() does not
+     * know (root on a read-only mount, a file system that refuses folders) */
+    if (stat(up, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", up);
+    char probe[STAGED_DIR_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/.qkv-probe-%d", up, (int)getpid());
+    if (mkdir(probe, 0700) != 0 && errno != EEXIST) {
+        int e = errno;
+        return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e);
+    }
+    rmdir(probe);
     return 0;
 }
 

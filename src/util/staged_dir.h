@@ -23,9 +23,10 @@
  * name; a failed system call is err_io judged); either way no staging directory remains. */
 int staged_dir_write(const char *out, const char *what, int (*fill)(const char *dir, void *arg), void *arg,
                      int (*replaces)(const char *name));
-/* 0 if staged_dir_write could take out: a name it has room for, and a directory or nothing
- * there; else -1 with the error it would give. A command checks it before its work, not
- * only after minutes of it. */
+/* 0 if staged_dir_write could take out: a name it has room for, a directory or nothing
+ * there, and a folder above it that takes a new folder (one is made there and removed);
+ * else -1 with the error it would give. A command checks it before its work, not only
+ * after minutes of it. */
 int staged_dir_usable(const char *out, const char *what);
 
 #endif
