@@ -247,6 +247,8 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
     case KEY_INT64: {
         errno = 0;
         long long v = strtoll(text, &end, 10);
+        if (!*end && errno == ERANGE) /* digits past 64 bits: a number, and out of range */
+            return err_set("%s: %s: %s is out of range [%.0f, %.0f]", where, k->path, text, k->min, k->max);
         if (*end || errno) return err_set("%s: %s: expected an integer, got '%s'", where, k->path, text);
         if (!in_range(k, (double)v))
             return err_set("%s: %s: %lld is out of range [%.0f, %.0f]", where, k->path, v, k->min, k->max);
@@ -512,6 +514,11 @@ int config_set(Config *c, const char *assignment) {
     path[n] = '\0';
     int idx = find_key(path);
     if (idx < 0) {
+        /* a section ("train.lr") holds keys, not a value: name one of them */
+        for (size_t i = 0; i < N_KEYS; i++)
+            if (strncmp(keys[i].path, path, n) == 0 && keys[i].path[n] == '.')
+                return err_set("%s: '%s' is a section, not a key: set one of its keys, such as '%s'", where, path,
+                               keys[i].path);
         const char *hint = suggest(path);
         if (hint) return err_set("%s: unknown key '%s' (did you mean '%s'?)", where, path, hint);
         return err_set("%s: unknown key '%s'", where, path);

@@ -106,6 +106,10 @@ expect_error "explain_corpus_sizes_with_text" 2 "^qkv: --random-orders goes with
     timeout 60 "$QKV" explain "$T/run" --text "the cat" --random-orders 5 --out "$T/x"
 expect_error "explain_contrast_not_in_vocabulary" 2 "^qkv: --contrast: 'zebrao' is not in the target vocabulary$" \
     "$QKV" explain "$T/run" --text "the cat" --contrast zebrao --out "$T/x"
+expect_error "explain_contrast_pad" 2 "^qkv: --contrast: '<pad>' is a token the model never writes \(of the special ones, only <eos> is a word\)$" \
+    "$QKV" explain "$T/run" --text "the cat" --contrast "<pad>" --out "$T/x"
+expect_error "explain_contrast_bos" 2 "^qkv: --contrast: '<bos>' is a token the model never writes" \
+    "$QKV" explain "$T/run" --text "the cat" --contrast "<bos>" --out "$T/x"
 expect_error "explain_target_not_in_vocabulary" 2 "^qkv: --target: not in the target vocabulary: 'zebrao'$" \
     "$QKV" explain "$T/run" --text "the cat sleeps" --target "lo zebrao dorma" --out "$T/x"
 expect_error "explain_without_text_or_src" 2 "^usage: qkv explain RUN " "$QKV" explain "$T/run" --out "$T/x"

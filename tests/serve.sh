@@ -317,6 +317,7 @@ bad_fields explain /v1/explain "\"src\": \"$src1\"" 'e1|"ig_steps": -1|\\"ig_ste
     'e3|"ig_steps": "x"|\\"ig_steps\\" must be an integer' 'e4|"beam": 2|unknown key \\"beam\\"' 'e5|"colour": 1|unknown key \\"colour\\"' \
     'e6|"contrast": "zzzz"|\\"contrast\\": .zzzz. is not in the target vocabulary' \
     'e7|"contrast": "a b"|\\"contrast\\": .a b. is 2 tokens of the target vocabulary, not one' \
+    'e7p|"contrast": "<pad>"|\\"contrast\\": .<pad>. is a token the model never writes' \
     'e8|"tgt": "qqqq un qqqq"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'e9|"mask_heads": "cross.9.0"|\\"mask_heads\\": '
 printf '{"src": ""}' >"$T/e10"
 expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain' POST /v1/explain "$T/e10"
@@ -325,7 +326,7 @@ expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 targe
 expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
 expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
-bad_fields whatif /v1/whatif "\"src\": \"$src1\"" 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"beam": 9|\\"beam\\" must be 2 to 8, not 9' \
+bad_fields whatif /v1/whatif "\"src\": \"$src1\"" 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"tree": true, "beam": 9|\\"beam\\" must be 2 to 8, not 9' \
     'w3|"lens": "yes"|\\"lens\\" must be true or false' 'w4|"nbest": 2|unknown key \\"nbest\\"' \
     'w5|"pin": {"layer": 9, "head": 0, "query": 0, "key": 0}|\\"pin.layer\\": this model.s cross-attention has layers 0..1' \
     'w6|"pin": {"layer": 0, "head": 0, "query": 0, "key": 99}|\\"pin.key\\": ' \

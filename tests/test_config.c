@@ -195,6 +195,16 @@ static void test_set_overrides(void) {
           err_msg());
     CHECK(config_set(&c, "model.dropout=2") != 0 && strstr(err_msg(), "out of range"), "%s", err_msg());
     CHECK(config_set(&c, "steps") != 0 && strstr(err_msg(), "expected key=value"), "%s", err_msg());
+    /* a number past 64 bits is out of range, as one just inside is; a section is no key */
+    CHECK(config_set(&c, "train.steps=9223372036854775808") != 0 &&
+              strstr(err_msg(), "train.steps: 9223372036854775808 is out of range [1, "),
+          "%s", err_msg());
+    CHECK(config_set(&c, "train.lr=3") != 0 &&
+              strstr(err_msg(), "--set train.lr=3: 'train.lr' is a section, not a key: set one of its keys, such as "
+                                "'train.lr."),
+          "%s", err_msg());
+    CHECK(config_set(&c, "train.l=3") != 0 && strstr(err_msg(), "unknown key 'train.l'"), "a prefix of a section: %s",
+          err_msg());
     CHECK(config_set(&c, "model.heads=7") == 0, "set heads");
     CHECK(config_validate(&c, 1) != 0 && strstr(err_msg(), "--set model.d_model") == NULL &&
               strstr(err_msg(), "divisible"),

@@ -55,6 +55,11 @@ static void test_api_parse_good(void) {
                sizeof err);
     CHECK(st == 0 && !r.tgt && !r.contrast && r.ig_steps == 0, "explain, nulls and no steps: %d %s", st, err);
     api_request_free(&r);
+    /* null is a key not sent, for every key: the defaults */
+    st = parse(API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": null, \"mask_heads\": null, \"checkpoint\": null}", &r, err,
+               sizeof err);
+    CHECK(st == 0 && r.ig_steps == API_IG_STEPS && !r.mask_heads && !r.checkpoint, "explain, nulls: %d %s", st, err);
+    api_request_free(&r);
     st = parse(API_TRANSLATE, "{\"src\": [\"a\"]}", &r, err, sizeof err);
     CHECK(st == 0 && r.ig_steps == 0 && !r.contrast, "translate takes no explain option: %d %s", st, err);
     api_request_free(&r);
@@ -125,7 +130,7 @@ static void test_api_parse_refusals(void) {
         {API_EXPLAIN, "[\"a\"]", 400, "the body must be a JSON object"},
         {API_EXPLAIN, "{}", 400, "\"src\" is missing"},
         {API_EXPLAIN, "{\"src\": [\"a\"]}", 400, "\"src\" must be a string"},
-        {API_EXPLAIN, "{\"src\": null}", 400, "\"src\" must be a string"},
+        {API_EXPLAIN, "{\"src\": null}", 400, "\"src\" is missing"},
         {API_EXPLAIN, "{\"src\": \"a\\nb\"}", 400, "\"src\" holds a line break"},
         {API_EXPLAIN, longsrc.buf, 413, "\"src\" is 4097 bytes"},
         {API_EXPLAIN, "{\"src\": \"a\", \"tgt\": 1}", 400, "\"tgt\" must be a string"},
@@ -138,7 +143,6 @@ static void test_api_parse_refusals(void) {
         {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 65}", 400, "\"ig_steps\" must be 0 to 64, not 65"},
         {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": \"x\"}", 400, "\"ig_steps\" must be an integer"},
         {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 1.5}", 400, "\"ig_steps\" must be an integer"},
-        {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": null}", 400, "\"ig_steps\" must be an integer"},
         {API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": 99999999999999999999}", 400, "malformed JSON"},
         {API_EXPLAIN, "{\"src\": \"a\", \"contrast\": 3}", 400, "\"contrast\" must be a string"},
         {API_EXPLAIN, longword.buf, 400, "\"contrast\" is longer than 128 bytes"},
@@ -211,8 +215,10 @@ static void test_api_parse_whatif_and_patch(void) {
         {API_WHATIF, "{\"src\": \"a\", \"ig_steps\": 2}", "unknown key \"ig_steps\""},
         {API_WHATIF, "{\"src\": \"a\", \"top\": 0}", "\"top\" must be 1 to 20, not 0"},
         {API_WHATIF, "{\"src\": \"a\", \"top\": 21}", "\"top\" must be 1 to 20"},
-        {API_WHATIF, "{\"src\": \"a\", \"beam\": 1}", "\"beam\" must be 2 to 8, not 1"},
-        {API_WHATIF, "{\"src\": \"a\", \"beam\": 9}", "\"beam\" must be 2 to 8"},
+        {API_WHATIF, "{\"src\": \"a\", \"tree\": true, \"beam\": 1}", "\"beam\" must be 2 to 8, not 1"},
+        {API_WHATIF, "{\"src\": \"a\", \"tree\": true, \"beam\": 9}", "\"beam\" must be 2 to 8"},
+        {API_WHATIF, "{\"src\": \"a\", \"beam\": 3}", "\"beam\" goes with \"tree\": true"},
+        {API_WHATIF, "{\"src\": \"a\", \"tree\": false, \"beam\": 3}", "\"beam\" goes with \"tree\": true"},
         {API_WHATIF, "{\"src\": \"a\", \"lens\": 1}", "\"lens\" must be true or false"},
         {API_WHATIF, "{\"src\": \"a\", \"tree\": \"yes\"}", "\"tree\" must be true or false"},
         {API_WHATIF, "{\"src\": \"a\", \"pin\": 3}", "\"pin\" must be an object"},

@@ -385,7 +385,10 @@ want = [sum(v) / 3 for v in zip(*[load(p) for p in last3])]
 got = load(t + "/avg.safetensors")
 assert max(abs(a - b) for a, b in zip(want, got)) < 1e-6
 PY
-expect_error "export_average_too_many" 2 "--average 9, but the run keeps 3 step checkpoints" "$QKV" export "$T/w" --average 9 --out "$T/x.safetensors"
+expect_error "export_average_too_many" 2 "--average 9, but the run has 3 step checkpoints \(it keeps up to [0-9]+: train.keep_checkpoints\)$" \
+    "$QKV" export "$T/w" --average 9 --out "$T/x.safetensors"
+printed=$("$QKV" export "$T/w" --average 9 --out "$T/x.safetensors" 2>/dev/null)
+[[ -z $printed ]] && ok "export_average_refused_prints_nothing" || bad "export_average_refused_prints_nothing" "$printed"
 expect_error "export_needs_out" 2 "usage: qkv export" "$QKV" export "$T/w"
 # an --out that is one of the run's checkpoints (by name, however spelled, there yet or
 # not, or by being the same file) is refused: it would be replaced by weights alone
@@ -443,6 +446,11 @@ same_tensors "$T/b20/ckpt/step-000040.safetensors" "$T/b/ckpt/step-000040.safete
 "$QKV" translate "$T/b" --greedy <"$T/data/test.src" >"$T/bpe.txt" 2>/dev/null
 if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; then ok "bpe_translate_prints_text"; else
     bad "bpe_translate_prints_text" "$(head -2 "$T/bpe.txt")"; fi
+# <unk> options act on word and char runs: a bpe run, which has no <unk> to replace, refuses them
+expect_error "bpe_translate_refuses_replace_unk" 2 "^qkv: --no-replace-unk: a bpe run has no <unk> to replace \(word and char runs only\)$" \
+    "$QKV" translate "$T/b" --greedy --no-replace-unk </dev/null
+expect_error "bpe_eval_refuses_replace_unk" 2 "^qkv: --replace-unk: a bpe run has no <unk> to replace" \
+    "$QKV" eval "$T/b" --greedy --replace-unk --src "$T/data/test.src" --ref "$T/data/test.tgt"
 "$QKV" export "$T/b" --out "$T/b.safetensors" >/dev/null 2>&1
 "$QKV" translate "$T/b.safetensors" --greedy <"$T/data/test.src" 2>/dev/null | cmp -s - "$T/bpe.txt" && ok "bpe_export_translates_alone" ||
     bad "bpe_export_translates_alone" "outputs differ"

@@ -144,9 +144,10 @@ const CmdSpec cmd_eval_spec = {
 
 int cmd_eval(int argc, char **argv) {
     TranslateOptions o = decode_options_defaults();
-    const char *src_path = NULL, *ref_path = NULL, *mask_heads = NULL;
+    const char *src_path = NULL, *ref_path = NULL, *mask_heads = NULL, *unk = NULL;
     int c;
     while ((c = cmd_option_next(&cmd_eval_spec, argc, argv)) >= 0) {
+        if (decode_options_unk_name(c)) unk = decode_options_unk_name(c);
         if (c == 's') src_path = optarg;
         else if (c == 'R') ref_path = optarg;
         else if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);
@@ -168,6 +169,8 @@ int cmd_eval(int argc, char **argv) {
     }
     Run r;
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
+    if (decode_options_check_unk(unk, r.cfg.data.tokenizer) != 0)
+        return free_lines(src, n), free_lines(ref, n), run_close(&r), cmd_fail(2);
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
     StrBuf heads = {0};

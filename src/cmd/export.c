@@ -79,9 +79,9 @@ int cmd_export(int argc, char **argv) {
         return cmd_fail(2);
     }
     int rc = 0;
-    if (average > 0) {
-        printf("averaging the last %d checkpoints of %s:\n", average, r.dir);
+    if (average > 0) { /* said once done: a refused average prints nothing on stdout */
         rc = average_last(&r, average);
+        if (rc == 0) printf("averaged the last %d checkpoints of %s:\n", average, r.dir);
     }
     if (rc == 0) {
         CkptMeta meta = r.meta;

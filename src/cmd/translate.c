@@ -101,16 +101,19 @@ const CmdSpec cmd_translate_spec = {
 
 int cmd_translate(int argc, char **argv) {
     TranslateOptions o = decode_options_defaults();
-    const char *mask_heads = NULL;
+    const char *mask_heads = NULL, *unk = NULL;
     int c;
-    while ((c = cmd_option_next(&cmd_translate_spec, argc, argv)) >= 0)
+    while ((c = cmd_option_next(&cmd_translate_spec, argc, argv)) >= 0) {
+        if (decode_options_unk_name(c)) unk = decode_options_unk_name(c);
         if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);
+    }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_translate_spec);
     if (decode_check(&o.decode) != 0) return cmd_fail(2);
     if (check_stdin() != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
+    if (decode_options_check_unk(unk, r.cfg.data.tokenizer) != 0) return run_close(&r), cmd_fail(2);
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
     int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */

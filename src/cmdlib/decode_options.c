@@ -1,6 +1,9 @@
 /* decode_options: see decode_options.h. */
 #include "cmdlib/decode_options.h"
 
+#include "config.h"
+#include "util/err.h"
+
 #include <stdlib.h>
 
 #include "cmdlib/cmdutil.h"
@@ -53,4 +56,13 @@ int decode_options_mask_heads(Model *m, const char *spec, StrBuf *masked) {
     }
     free(gates);
     return n;
+}
+
+const char *decode_options_unk_name(int c) { return c == 'u' ? "--replace-unk" : c == 'U' ? "--no-replace-unk" : NULL; }
+
+int decode_options_check_unk(const char *given, int tokenizer) {
+    if (given && tokenizer_is_subword(tokenizer))
+        return err_set("%s: a %s run has no <unk> to replace (word and char runs only)", given,
+                       tokenizer_name(tokenizer));
+    return 0;
 }

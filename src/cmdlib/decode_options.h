@@ -20,6 +20,13 @@ TranslateOptions decode_options_defaults(void);
  * no key of theirs; -1 for a bad value (error set). */
 int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char **mask_heads);
 
+/* The name of --replace-unk or --no-replace-unk when c is one of them, else NULL: a command
+ * keeps the last one given for decode_options_check_unk. */
+const char *decode_options_unk_name(int c);
+/* 0, or -1 with the error set when an <unk> option was given (given: its name) for a run
+ * whose tokenizer has no <unk> to replace (bpe, spm): taken and ignored, it would mislead. */
+int decode_options_check_unk(const char *given, int tokenizer);
+
 /* --mask-heads's help: its row here, and in attention's table. */
 #define MASK_HEADS_HELP "mask these attention heads: KIND.LAYER.HEAD items (enc, dec, cross; * for all) or @FILE"
 /* Masks the heads spec names on m (head_mask_parse, then model_set_head_gates) and appends

@@ -146,6 +146,8 @@ static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
 int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count) {
     Seq s = encode_seq(word, tokenizer, v);
     int id = s.len == 1 && s.ids[0] != VOCAB_UNK ? s.ids[0] : -1;
+    /* <pad> and <bos> are tokens no step predicts: written out, they are no word to compare */
+    if (id == VOCAB_PAD || id == VOCAB_BOS) id = ENCODE_SPECIAL;
     if (count) *count = s.len;
     free(s.ids);
     return id;

@@ -37,8 +37,11 @@ void corpus_free(Corpus *c);
 /* Encodes one line (unknown tokens -> UNK), at most max ids; returns the count. */
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max);
 /* The id of word when it encodes to exactly one token that v knows (a contrast or a foil
- * word); otherwise -1. *count (may be NULL) gets how many tokens it encodes to, however
- * many (1 with -1 returned: the one token is unknown). */
+ * word); otherwise -1, or ENCODE_SPECIAL for <pad> or <bos>, which no step predicts (<eos>
+ * is a word the model writes, and taken). *count (may be NULL) gets how many tokens it
+ * encodes to, however many (1 with -1 returned: the one token is unknown). */
+#define ENCODE_SPECIAL (-2)
+#define ENCODE_SPECIAL_WHY "a token the model never writes (of the special ones, only <eos> is a word)"
 int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count);
 /* The text of ids (malloc'd): detokenized by the subword model, else tokens joined by
  * spaces (word) or concatenated with the space token restored (char). */

@@ -24,8 +24,9 @@ int average_newest(const Run *r, int n, int partial, Model *out, CkptMeta *meta,
         for (int i = 0; i < have; i++) close(fds[i]);
         free_lines(paths, have), free(fds);
         if (have == 0) return err_set("%s: no step checkpoint to average", r->dir);
-        return err_set("%s: --average %d, but the run keeps %d step checkpoints (train.keep_checkpoints)", r->dir, n,
-                       have);
+        return err_set("%s: --average %d, but the run has %d step checkpoints (it keeps up to %d: "
+                       "train.keep_checkpoints)",
+                       r->dir, n, have, r->cfg.train.keep_checkpoints);
     }
     n = have;
     Model tmp;

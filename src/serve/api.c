@@ -189,6 +189,9 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
             goto done;
         }
     }
+    /* a key whose value is null is a key not sent, for every key alike */
+    void *tmp;
+    json_object_foreach_safe(root, tmp, key, v) if (json_is_null(v)) json_object_del(root, key);
     const char *src_key = kind == API_PATCH ? "clean" : "src";
     json_t *src = json_object_get(root, src_key);
     if (!src) {
@@ -248,6 +251,11 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
         if ((rc = integer(json_object_get(root, "ig_steps"), "ig_steps", 0, API_MAX_IG_STEPS, &out->ig_steps, err,
                           errn)) != 0)
             goto done;
+    }
+    /* the greedy steps are what a whatif shows: a beam without the tree would change nothing */
+    if (kind == API_WHATIF && json_object_get(root, "beam") && !out->tree) {
+        rc = fail(400, err, errn, "\"beam\" goes with \"tree\": true (the beam search tree)");
+        goto done;
     }
     DecodeOptions *d = &out->o.decode;
     if ((rc = integer(json_object_get(root, "beam"), "beam", kind == API_WHATIF ? 2 : 1,

@@ -322,6 +322,7 @@ static void run_explain(Worker *w, Job *job) {
             snprintf(err, sizeof err, "\"contrast\": '%s' is %d tokens of the target vocabulary, not one", shown, k);
             return refuse(job, 400, "%s", err);
         }
+        if (eo.foil == ENCODE_SPECIAL) return refuse(job, 400, "\"contrast\": '%s' is " ENCODE_SPECIAL_WHY, shown);
         if (eo.foil < 0) return refuse(job, 400, "\"contrast\": '%s' is not in the target vocabulary", shown);
     }
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
@@ -521,6 +522,7 @@ static int compare_word(Job *job, const Run *r, int i) {
     api_quote(shown, sizeof shown, word, 64);
     if (n != 1)
         snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is %d tokens of the target vocabulary, not one", i, shown, n);
+    else if (id == ENCODE_SPECIAL) snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is " ENCODE_SPECIAL_WHY, i, shown);
     else if (id < 0) snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is not in the target vocabulary", i, shown);
     else return id;
     refuse(job, 400, "%s", msg);
