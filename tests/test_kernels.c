@@ -132,6 +132,33 @@ static void test_layernorm(void) {
     CHECK(gradcheck(ln_loss, &c, b, db, C, 1e-2f, 1e-1, NULL, NULL) < TOL, "d beta");
 }
 
+/* The forward pass against its definition written out in double, y = (x - mean) /
+ * sqrt(var + eps) * gamma + beta with the biased variance and eps = 1e-5 (PyTorch's):
+ * one row's variance (9e-6) is about eps, where eps's place matters (1 / (sqrt(var) +
+ * eps) is 45% off there), beside an ordinary row with a mean far from 0. */
+static void test_layernorm_forward_by_definition(void) {
+    enum { N = 2, C = 4 };
+    const float x[N * C] = {0.003f, -0.003f, 0.003f, -0.003f, 2.0f, 3.5f, -1.0f, 0.5f};
+    const float g[C] = {1.5f, -0.5f, 1.0f, 2.0f}, b[C] = {0.1f, 0.0f, -0.2f, 0.3f};
+    float out[N * C], mean[N], rstd[N];
+    layernorm_forward(out, mean, rstd, x, g, b, N, C);
+    for (int n = 0; n < N; n++) {
+        double m = 0, var = 0;
+        for (int c = 0; c < C; c++) m += x[n * C + c];
+        m /= C;
+        for (int c = 0; c < C; c++) var += (x[n * C + c] - m) * (x[n * C + c] - m);
+        var /= C;
+        double r = 1.0 / sqrt(var + 1e-5);
+        CHECK(fabs(mean[n] - m) < 1e-6 && fabs(rstd[n] - r) < 1e-4 * r, "row %d: mean %g rstd %g, want %g %g", n,
+              mean[n], rstd[n], m, r);
+        for (int c = 0; c < C; c++) {
+            double want = (x[n * C + c] - m) * r * g[c] + b[c];
+            CHECK(fabs(out[n * C + c] - want) < 1e-4 * (1 + fabs(want)), "row %d col %d: %.7g, by definition %.7g", n,
+                  c, out[n * C + c], want);
+        }
+    }
+}
+
 /* ---- relu ---- */
 typedef struct {
     float *x, *out, *w;
@@ -725,6 +752,7 @@ const TestCase kernel_tests[] = {
     {"kernel_logits_by_column_is_by_row", test_logits_by_column},
     {"kernel_softmax_grad_and_mask", test_softmax},
     {"kernel_layernorm_grad", test_layernorm},
+    {"kernel_layernorm_forward_by_definition", test_layernorm_forward_by_definition},
     {"kernel_relu_grad", test_relu},
     {"kernel_dropout_grad_and_rate", test_dropout},
     {"kernel_embedding_grad", test_embedding},
