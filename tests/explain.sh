@@ -169,6 +169,14 @@ assert all(0 <= v <= 1 for v in a["source_share"]["by_layer"] + a["source_share"
 [[ $? -eq 0 && -s $T/corpus1/aopc.svg ]] && grep -q "^random " "$T/corpus1.log" &&
     ok "explain_corpus_tables_the_same_on_one_thread_and_two" ||
     bad "explain_corpus_tables_the_same_on_one_thread_and_two" "$(tail -3 "$T/corpus.err")"
+# the picture says the random orders' mean as the log does, draws it over the bars (last),
+# and keys the families and the axis
+mean=$(sed -n 's/^random  *\([0-9.-]*\) .*/\1/p' "$T/corpus1.log")
+svg=$T/corpus1/aopc.svg
+last_bar=$(grep -n 'height="13" fill="#' "$svg" | tail -1 | cut -d: -f1) band=$(grep -n 'class="random"' "$svg" | cut -d: -f1)
+[[ -n $mean && -n $last_bar && -n $band && $band -gt $last_bar ]] && grep -q "orders (3), mean $mean;" "$svg" &&
+    grep -q '>contributions</text>' "$svg" && grep -q '>nats</text>' "$svg" && ok "explain_aopc_picture_shows_the_random_mean" ||
+    bad "explain_aopc_picture_shows_the_random_mean" "mean '$mean', last bar line $last_bar, band line $band: $(grep -o 'dashed[^<]*' "$svg")"
 
 # ---- qkv patch: activation patching between two sentences ------------------------------------
 # a sentence patched into itself changes nothing; the encoder's output patched everywhere is

@@ -625,6 +625,7 @@ expect_status serve_unknown_key_with_a_line_break_is_one_line 400 'unknown key \
 
 # what libmicrohttpd reads after the head it would answer with a page of its own: no chunked
 # body, no more header lines than it has memory for, no Content-Length it reads otherwise
+raw serve_post_without_content_length_is_411_json 411 "a POST's body needs its Content-Length" < <(printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"src": ["a"]}')
 raw serve_chunked_body_is_411_json 411 'send the body whole' < <(printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{"src": ["a"]}\r\n0\r\n\r\n')
 raw serve_chunked_with_a_space_is_411_json 411 'send the body whole' < <(printf 'POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked \r\n\r\nd\r\n{"src": ["a"]}\r\n0\r\n\r\n')
 raw serve_1000_header_lines_is_431_json 431 'the request has more than 100 header lines' < <("$PY" -c 'import sys; sys.stdout.write("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "a:b\r\n" * 1000 + "\r\n")')

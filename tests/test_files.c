@@ -371,6 +371,34 @@ static void test_long_line_arriving_in_pieces(void) {
     CHECK(took < 0.2, "%.2f s for a line of %d KiB in %d reads", took, PIECE * PIECES / 1024, PIECES);
 }
 
+/* A byte order mark first in a file is not part of its first line (it would join the
+ * first word: a vocabulary's "\xEF\xBB\xBFthe" beside "the"); one further on is text. */
+static void test_byte_order_mark_first_is_dropped(void) {
+    static const char text[] = "\xEF\xBB\xBFthe cat\n\xEF\xBB\xBFsat\n";
+    FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
+    int n = -1;
+    char **lines = f ? read_lines_checked(f, "in.txt", &n) : NULL;
+    if (f) fclose(f);
+    CHECK(lines && n == 2, "%d lines", n);
+    int ok = strcmp(lines[0], "the cat") == 0 && strcmp(lines[1], "\xEF\xBB\xBFsat") == 0;
+    free_lines(lines, n);
+    CHECK(ok, "the mark first dropped, the later one kept");
+    /* as lines arrive: first in the input only */
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    char *pending = NULL;
+    size_t pending_len = 0;
+    int done = 0, k = -1;
+    lines = write(fds[1], text, sizeof text - 1) == (ssize_t)(sizeof text - 1)
+                ? read_lines_arriving(fds[0], "pipe", 0, &pending, &pending_len, &k, &done)
+                : NULL;
+    close(fds[0]), close(fds[1]), free(pending);
+    CHECK(lines && k == 2, "%d lines arriving", k);
+    ok = strcmp(lines[0], "the cat") == 0 && strcmp(lines[1], "\xEF\xBB\xBFsat") == 0;
+    free_lines(lines, k);
+    CHECK(ok, "arriving: the mark first dropped, the later one kept");
+}
+
 /* A NUL byte in the input is refused with its line's number, where a C string would end
  * the line at it and drop the rest unseen: read whole (the second line of three), and as
  * lines arrive (the NUL in the fifth line overall, two lines after the seven taken before,
@@ -452,6 +480,7 @@ const TestCase files_tests[] = {
     {"files_staged_dir_subdirectory_replaced", test_staged_dir_subdirectory_replaced},
     {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
+    {"files_byte_order_mark_first_is_dropped", test_byte_order_mark_first_is_dropped},
     {"files_nul_byte_refused_with_its_line", test_nul_byte_refused_with_its_line},
     {"files_json_numbers_keep_their_size", test_json_numbers_keep_their_size},
     {"files_json_utf8_keeps_the_key", test_json_utf8_keeps_the_key},

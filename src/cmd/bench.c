@@ -474,8 +474,11 @@ static int write_timeline(const char *path, const Timeline *tl) {
     int first = tl->steps > SHOWN ? tl->steps - SHOWN : 0;
     char title[160];
     json_t *sum = timeline_summary(tl);
-    snprintf(title, sizeof title, "%d training threads, steps %d-%d of %d timed: %.1f%% of their time waiting",
-             tl->threads, first + 1, tl->steps, tl->steps,
+    /* the share is over every timed step, the picture of the last few: the title says both */
+    snprintf(title, sizeof title,
+             "%d training threads, steps %d-%d of %d timed shown; over all %d, %.1f%% of their "
+             "time waiting",
+             tl->threads, first + 1, tl->steps, tl->steps, tl->steps,
              100 * json_real_value(json_object_get(sum, "waiting_share")));
     json_decref(sum);
     char *svg = timeline_svg(tl, first, tl->steps - first, title);

@@ -28,6 +28,7 @@
 #include "explain/pair.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
+#include "util/axis.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -205,41 +206,64 @@ static json_t *corpus_json(const CorpusRun *c) {
     return root;
 }
 
-/* aopc.svg: each method's AOPC as a bar, the random orders' mean and spread behind them */
+/* aopc.svg: each method's AOPC as a bar, coloured by family, on an axis with ticks; the
+ * random orders' mean (dashed) and spread (shaded) drawn over the bars, so that a bar
+ * that passes them is seen to */
 static char *aopc_svg(const FaithTotals *f) {
+    static const char *family_colour[] = {"#4c78a8", "#f58518", "#54a24b", "#b279a2"};
+    static const char *family_name[] = {"attention", "contributions", "gradients", "leave one out"};
     StrBuf sb = {0};
-    int n = f->n_methods, row = 18, left = 170, width = 420, H = 40 + n * row;
+    int n = f->n_methods, row = 18, left = 170, width = 420, bars_end = 24 + n * row, H = bars_end + 66;
     double top = 0, mean, sd;
     faith_random(f, &mean, &sd);
     for (int i = 0; i < n; i++) top = fmax(top, faith_aopc(f, i));
     top = fmax(top, mean + sd);
     if (!(top > 0)) top = 1;
+    double step = axis_tick_step(0, top, 5);
+    top = axis_top(top, step);
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
               "font-size=\"11\">\n<text x=\"4\" y=\"14\" font-size=\"13\">AOPC: drop in log p(y) with the top-k source "
               "tokens removed (higher: more faithful)</text>\n",
               left + width + 70, H);
-    double x0 = left + (mean - sd) / top * width, x1 = left + (mean + sd) / top * width;
-    sb_printf(&sb, "<rect x=\"%.1f\" y=\"24\" width=\"%.1f\" height=\"%d\" fill=\"#eee\"/>\n", fmax(left, x0),
-              fmax(1, x1 - fmax(left, x0)), n * row);
-    sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\" stroke=\"#888\" stroke-dasharray=\"3 2\"/>\n",
-              left + mean / top * width, left + mean / top * width, 24 + n * row);
     for (int i = 0; i < n; i++) {
         double a = faith_aopc(f, i), w = fmax(0, a) / top * width;
-        const char *fill = f->methods[i].family == EXPLAIN_ATTENTION  ? "#4c78a8"
-                           : f->methods[i].family == EXPLAIN_CONTRIB  ? "#f58518"
-                           : f->methods[i].family == EXPLAIN_GRADIENT ? "#54a24b"
-                                                                      : "#b279a2";
-        int y = 26 + i * row;
+        int y = 26 + i * row, fam = f->methods[i].family;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", left - 6, y + 11, f->methods[i].name);
         sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left, y, w, row - 5,
-                  fill);
+                  family_colour[fam >= 0 && fam < 4 ? fam : 3]);
         sb_printf(&sb, "<text x=\"%.1f\" y=\"%d\">%.3f</text>\n", left + w + 4, y + 11, a);
     }
+    double x0 = left + fmax(0, mean - sd) / top * width, x1 = left + (mean + sd) / top * width;
     sb_printf(&sb,
-              "<text x=\"%d\" y=\"%d\" fill=\"#666\">dashed: random orders (%d), shaded: one standard "
-              "deviation</text>\n",
-              left, H - 2, f->n_random);
+              "<rect class=\"random\" x=\"%.1f\" y=\"24\" width=\"%.1f\" height=\"%d\" fill=\"#000\" "
+              "fill-opacity=\"0.12\"/>\n",
+              x0, fmax(1, x1 - x0), n * row);
+    sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\" stroke=\"#222\" stroke-dasharray=\"4 3\"/>\n",
+              left + mean / top * width, left + mean / top * width, bars_end);
+    /* the axis: AOPC in nats */
+    sb_printf(&sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n", left, left + width,
+              bars_end + 2, bars_end + 2);
+    for (int k = 0, nk = axis_tick_count(0, top, step); k < nk; k++) {
+        double v = k * step, x = left + v / top * width;
+        sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>", x, x, bars_end + 2,
+                  bars_end + 6);
+        sb_printf(&sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%g</text>\n", x, bars_end + 17,
+                  v);
+    }
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">nats</text>\n", left - 6, bars_end + 17);
+    /* the key: families, then the random orders with their figures */
+    int kx = left;
+    for (int fam = 0; fam < 4; fam++) {
+        sb_printf(&sb,
+                  "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
+                  kx, bars_end + 27, family_colour[fam], kx + 14, bars_end + 36, family_name[fam]);
+        kx += 14 + text_px(family_name[fam], 11) + 14;
+    }
+    sb_printf(&sb,
+              "<text x=\"%d\" y=\"%d\" fill=\"#444\">dashed: random orders (%d), mean %.3f; shaded: one standard "
+              "deviation (%.3f) either side</text>\n",
+              left, H - 6, f->n_random, mean, sd);
     sb_printf(&sb, "</svg>\n");
     return sb.buf;
 }

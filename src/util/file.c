@@ -111,10 +111,13 @@ static int refuse_nul(const char *name, const char *text, size_t from, size_t le
 /* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
  * file written on Windows reads the same); a last line without '\n' still counts. Each
  * line is copied out (a NUL inside a line ends its copy: the readers that take input refuse one). */
-static char **split_lines(char *text, size_t len, int *n_out) {
+/* text's lines; at_start: text begins the file (where a byte order mark can be) */
+static char **split_lines(char *text, size_t len, int at_start, int *n_out) {
     int n = 0, cap = 256;
     char **lines = xmalloc(sizeof(char *) * (size_t)cap);
     char *p = text, *end = text + len;
+    /* a byte order mark some editors put first is no text: it would join the first word */
+    if (at_start && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p += 3;
     while (p < end) {
         char *nl = memchr(p, '\n', (size_t)(end - p));
         char *stop = nl ? nl : end;
@@ -132,7 +135,7 @@ char **read_lines(FILE *f, int *n_out) {
     size_t len;
     int failed; /* the lines before the error are still lines */
     char *text = read_stream(f, &len, &failed);
-    char **lines = split_lines(text, len, n_out);
+    char **lines = split_lines(text, len, 1, n_out);
     free(text);
     return lines;
 }
@@ -168,7 +171,7 @@ char **read_lines_arriving(int fd, const char *name, int line0, char **pending, 
             upto = i;
             break;
         }
-    char **lines = split_lines(*pending, upto, n_out);
+    char **lines = split_lines(*pending, upto, line0 == 0, n_out);
     if (upto) memmove(*pending, *pending + upto, len - upto);
     *pending_len = len - upto;
     return lines;
@@ -183,7 +186,7 @@ char **read_lines_checked(FILE *f, const char *name, int *n_out) {
         return err_set("%s: read failed: %s", name, strerror(failed)), err_io(failed), NULL;
     }
     if (refuse_nul(name, text, 0, len, 0) != 0) return free(text), NULL;
-    char **lines = split_lines(text, len, n_out);
+    char **lines = split_lines(text, len, 1, n_out);
     free(text);
     return lines;
 }
@@ -270,7 +273,7 @@ char **read_file_lines(const char *path, int *n_out) {
         err_set("%s: contains NUL bytes: not a text file", path);
         return NULL;
     }
-    char **lines = split_lines(text, len, n_out);
+    char **lines = split_lines(text, len, 1, n_out);
     free(text);
     return lines;
 }

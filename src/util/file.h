@@ -40,7 +40,8 @@ int append_line_open(FILE *f, const char *path, const char *text, const char *do
 int same_file(const char *a, const char *b);
 
 /* All lines of f (read to its end), without their '\n' or "\r\n" (the last may lack
- * one); free_lines frees them. A read error ends the lines early. */
+ * one) and without a UTF-8 byte order mark first; free_lines frees them. A read error
+ * ends the lines early. */
 char **read_lines(FILE *f, int *n_out);
 /* The same, but a read error is an error: NULL with it set ("<name>: read failed: ...",
  * an I/O fault, exit 1), and none of the lines; so is a NUL byte ("<name>: line N holds a
