@@ -221,11 +221,17 @@ static char *aopc_svg(const FaithTotals *f) {
     if (!(top > 0)) top = 1;
     double step = axis_tick_step(0, top, 5);
     top = axis_top(top, step);
+    char random_note[200];
+    snprintf(random_note, sizeof random_note,
+             "dashed: random orders (%d), mean %.3f; shaded: one standard deviation (%.3f) either side", f->n_random,
+             mean, sd);
+    int svg_width = left + width + 70;
+    if (svg_width < left + text_px(random_note, 11) + 8) svg_width = left + text_px(random_note, 11) + 8;
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
               "font-size=\"11\">\n<text x=\"4\" y=\"14\" font-size=\"13\">AOPC: drop in log p(y) with the top-k source "
               "tokens removed (higher: more faithful)</text>\n",
-              left + width + 70, H);
+              svg_width, H);
     for (int i = 0; i < n; i++) {
         double a = faith_aopc(f, i), w = fmax(0, a) / top * width;
         int y = 26 + i * row, fam = f->methods[i].family;
@@ -260,10 +266,7 @@ static char *aopc_svg(const FaithTotals *f) {
                   kx, bars_end + 27, family_colour[fam], kx + 14, bars_end + 36, family_name[fam]);
         kx += 14 + text_px(family_name[fam], 11) + 14;
     }
-    sb_printf(&sb,
-              "<text x=\"%d\" y=\"%d\" fill=\"#444\">dashed: random orders (%d), mean %.3f; shaded: one standard "
-              "deviation (%.3f) either side</text>\n",
-              left, H - 6, f->n_random, mean, sd);
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" fill=\"#444\">%s</text>\n", left, H - 6, random_note);
     sb_printf(&sb, "</svg>\n");
     return sb.buf;
 }
