@@ -213,7 +213,7 @@ fi
 # ... and so is a place where no folder can be made (under a file), before the work too
 printed=$(timeout 60 "$QKV" heads "$T/run" "${small[@]}" --out "$T/afile/h" 2>"$T/afile.err")
 rc=$?
-if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: $T/afile: exists and is not a directory" && ! -e $T/afile/h ]]; then
+if [[ $rc -eq 2 && -z $printed && $(cat "$T/afile.err") == "qkv: --out: $T/afile exists and is not a directory" && ! -e $T/afile/h ]]; then
     ok "heads_out_that_cannot_be_made_refused_before_the_work"
 else
     bad "heads_out_that_cannot_be_made_refused_before_the_work" "exit $rc, $(wc -l <<<"$printed") lines out, $(head -c 200 "$T/afile.err")"

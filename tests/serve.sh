@@ -523,7 +523,7 @@ out3=$(call POST /v1/translate "$T/m3") out4=$(call POST /v1/translate "$T/m4") 
 out=$(call GET /v1/model)
 grep -q '"eight"' <<<"$out" && ! grep -q '"stepcopy"' <<<"$out" && ok serve_lists_no_step_checkpoint_out_of_its_folder ||
     bad serve_lists_no_step_checkpoint_out_of_its_folder "$out"
-expect_error step_checkpoint_away_from_its_run 2 "^qkv: $T/u/stepcopy.safetensors: a training checkpoint, which is read from its run's ckpt/ folder" \
+expect_error step_checkpoint_away_from_its_run 2 "^qkv: $T/u/stepcopy.safetensors: weights without their vocabularies, read from a run's ckpt/ folder" \
     "$QKV" translate "$T/u/stepcopy.safetensors" </dev/null
 
 # a file name that is not UTF-8 is listed and served (U+FFFD for its bad byte)

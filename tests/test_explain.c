@@ -129,7 +129,7 @@ static void test_block_rows_from_their_vectors(void) {
         for (int k = 0; k < ATTN_KINDS; k++)
             for (int l = 0; l < 2; l++) {
                 AttnBlockView blk;
-                model_attention_block(&m, (AttnKind)k, l, &blk);
+                CHECK(model_attention_block(&m, (AttnKind)k, l, &blk) == 0, "pre %d: no block %d.%d", pre, k, l);
                 int rows = k == ATTN_ENC_SELF ? S : T, n_keys = k == ATTN_DEC_SELF ? T : S;
                 contrib_key_vectors(&m, (AttnKind)k, l, 0, keys);
                 for (int i = 0; i < rows; i++) {

@@ -397,6 +397,24 @@ static void test_byte_order_mark_first_is_dropped(void) {
     ok = strcmp(lines[0], "the cat") == 0 && strcmp(lines[1], "\xEF\xBB\xBFsat") == 0;
     free_lines(lines, k);
     CHECK(ok, "arriving: the mark first dropped, the later one kept");
+    /* the mark and the first line in pieces: a call before the first line ends takes none */
+    CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    pending = NULL, pending_len = 0, done = 0;
+    int first = -1, second = -1;
+    char **none = write(fds[1], "\xEF\xBB", 2) == 2
+                      ? read_lines_arriving(fds[0], "pipe", 0, &pending, &pending_len, &first, &done)
+                      : NULL;
+    lines = none && write(fds[1],
+                          "\xBF"
+                          "cat\n",
+                          5) == 5
+                ? read_lines_arriving(fds[0], "pipe", 0, &pending, &pending_len, &second, &done)
+                : NULL;
+    close(fds[0]), close(fds[1]), free(pending);
+    ok = none && first == 0 && lines && second == 1 && strcmp(lines[0], "cat") == 0;
+    if (none) free_lines(none, first);
+    if (lines) free_lines(lines, second);
+    CHECK(ok, "arriving in pieces: %d then %d lines", first, second);
 }
 
 /* A NUL byte in the input is refused with its line's number, where a C string would end

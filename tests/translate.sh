@@ -385,6 +385,8 @@ want = [sum(v) / 3 for v in zip(*[load(p) for p in last3])]
 got = load(t + "/avg.safetensors")
 assert max(abs(a - b) for a, b in zip(want, got)) < 1e-6
 PY
+[[ $(head -1 "$T/avg.log") == "averaged the last 3 checkpoints of $T/w:" && $(sed -n '2,4p' "$T/avg.log" | grep -c '^  .*/ckpt/step-[0-9]*\.safetensors$') -eq 3 ]] &&
+    ok "export_average_names_what_it_averaged" || bad "export_average_names_what_it_averaged" "$(head -5 "$T/avg.log")"
 expect_error "export_average_too_many" 2 "--average 9, but the run has 3 step checkpoints \(it keeps up to [0-9]+: train.keep_checkpoints\)$" \
     "$QKV" export "$T/w" --average 9 --out "$T/x.safetensors"
 printed=$("$QKV" export "$T/w" --average 9 --out "$T/x.safetensors" 2>/dev/null)

@@ -147,7 +147,8 @@ int cmd_eval(int argc, char **argv) {
     const char *src_path = NULL, *ref_path = NULL, *mask_heads = NULL, *unk = NULL;
     int c;
     while ((c = cmd_option_next(&cmd_eval_spec, argc, argv)) >= 0) {
-        if (decode_options_unk_name(c)) unk = decode_options_unk_name(c);
+        const char *named = decode_options_unk_name(c);
+        if (named) unk = named;
         if (c == 's') src_path = optarg;
         else if (c == 'R') ref_path = optarg;
         else if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);

@@ -29,6 +29,7 @@ static int average_last(Run *r, int n) {
     int got;
     CkptMeta meta = {0};
     if (average_newest(r, n, 0, &r->model, &meta, &paths, &got) != 0) return -1;
+    printf("averaged the last %d checkpoints of %s:\n", got, r->dir); /* once done: a refusal prints nothing */
     for (int i = 0; i < got; i++) printf("  %s\n", paths[i]);
     free_lines(paths, got);
     ckpt_meta_free(&r->meta);
@@ -79,10 +80,7 @@ int cmd_export(int argc, char **argv) {
         return cmd_fail(2);
     }
     int rc = 0;
-    if (average > 0) { /* said once done: a refused average prints nothing on stdout */
-        rc = average_last(&r, average);
-        if (rc == 0) printf("averaged the last %d checkpoints of %s:\n", average, r.dir);
-    }
+    if (average > 0) rc = average_last(&r, average);
     if (rc == 0) {
         CkptMeta meta = r.meta;
         meta.src_vocab = vocab_for_export(&r.src_vocab);

@@ -238,7 +238,7 @@ done:
 int cmd_heads(int argc, char **argv) {
     Options o = {.seed = 1, .curve = 1};
     TranslateOptions to = decode_options_defaults();
-    const char *mask_heads = NULL;
+    const char *mask_heads = NULL, *unk = NULL;
     int c, bad = 0;
     const char *for_curve = NULL; /* the last option given that only the curve reads */
     while (!bad && (c = cmd_option_next(&cmd_heads_spec, argc, argv)) >= 0) {
@@ -255,6 +255,7 @@ int cmd_heads(int argc, char **argv) {
             break;
         case 'N': bad = cmd_int("--sentences", "a count from 1", optarg, 1, 1 << 30, &o.max_sentences) != 0; break;
         default:
+            if (decode_options_unk_name(c)) unk = decode_options_unk_name(c); /* the last of the two given */
             bad = decode_options_apply(c, optarg, &to, &mask_heads) != 0;
             if (c != 'm') for_curve = cmd_option_name(decode_options, c);
             break;
@@ -299,7 +300,8 @@ int cmd_heads(int argc, char **argv) {
         /* beside the run by default, where qkv serve and qkv report look for it */
         char out[sizeof r.dir + 8];
         if (!o.out) o.out = run_path(out, sizeof out, r.dir, RUN_HEADS_DIR);
-        if (staged_dir_usable(o.out, "--out") != 0) rc = 2; /* before the analysis, not after it */
+        if (decode_options_check_unk(unk, r.cfg.data.tokenizer) != 0) rc = 2;
+        else if (staged_dir_usable(o.out, "--out") != 0) rc = 2; /* before the analysis, not after it */
         else rc = analyse(&r, &o, &to, src, ref, gold, n);
         if (rc) cmd_fail(rc);
         run_close(&r);

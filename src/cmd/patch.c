@@ -121,8 +121,8 @@ static int run_patch(Run *r, const Options *o) {
         int worst = 0;
         for (int i = 1; i < t.n; i++)
             if (fabs(t.c[i].effect - t.c[i].atp) > fabs(t.c[worst].effect - t.c[worst].atp)) worst = i;
-        char rho[48]; /* undefined when every effect is one value (clean equal to corrupt): patch.json's null */
-        if (isnan(t.rho)) snprintf(rho, sizeof rho, "undefined (every effect the same)");
+        char rho[80]; /* undefined when either ranks none apart (clean equal to corrupt): patch.json's null */
+        if (isnan(t.rho)) snprintf(rho, sizeof rho, PATCH_RHO_UNDEFINED);
         else snprintf(rho, sizeof rho, "%.3f", t.rho);
         printf("\nattribution patching against patching: Spearman rho %s over %d components; the largest miss %s "
                "(effect %+.4f, estimate %+.4f)\n",

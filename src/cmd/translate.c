@@ -104,7 +104,8 @@ int cmd_translate(int argc, char **argv) {
     const char *mask_heads = NULL, *unk = NULL;
     int c;
     while ((c = cmd_option_next(&cmd_translate_spec, argc, argv)) >= 0) {
-        if (decode_options_unk_name(c)) unk = decode_options_unk_name(c);
+        const char *named = decode_options_unk_name(c);
+        if (named) unk = named;
         if (decode_options_apply(c, optarg, &o, &mask_heads) != 0) return cmd_fail(2);
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);

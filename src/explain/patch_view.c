@@ -115,7 +115,7 @@ char *patch_svg(const PatchTable *t, const char *title, char **src_labels, int S
     double span = fmax(top, atop);
     if (!(span > 0)) span = 1;
     sb_printf(&sb, "<text x=\"%d\" y=\"%d\">attribution patching (y) against patching (x): Spearman rho ", px, py - 6);
-    if (isnan(t->rho)) sb_printf(&sb, "undefined (every effect the same)</text>\n");
+    if (isnan(t->rho)) sb_printf(&sb, PATCH_RHO_UNDEFINED "</text>\n");
     else sb_printf(&sb, "%.3f</text>\n", t->rho);
     sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n", px, py, ps,
               ps);

@@ -46,8 +46,10 @@ typedef struct {
     double clean, corrupt; /* the metric of each run */
     double everything;     /* the metric with the encoder's last layer patched at every position
                               (with fraction 1: the corrupted run's metric) */
-    double rho;            /* Spearman's rho between effect and atp */
+    double rho;            /* Spearman's rho between effect and atp; NaN when either ranks none apart */
 } PatchTable;
+/* what a NaN rho is said as */
+#define PATCH_RHO_UNDEFINED "undefined (the effects, or the estimates, all the same)"
 
 /* The table for clean (ns ids) and corrupt (the same count) sources, tgt (nt ids) forced on
  * both. -1 with the error set when the sources differ in length. */

@@ -564,9 +564,9 @@ static int run_for_file(Run *r, const char *path, CkptFile *f) {
         snprintf(dir + len, sizeof dir - len, "/..");
         char cfg[CONFIG_PATH_MAX + 32];
         struct stat st;
-        /* a step checkpoint holds no vocabulary: away from its run it cannot be read */
-        if (stat(run_path(cfg, sizeof cfg, dir, RUN_CONFIG), &st) != 0)
-            rc = err_set("%s: a training checkpoint, which is read from its run's ckpt/ folder (there is no "
+        /* weights without their vocabularies (a step checkpoint) are read from their run */
+        if (stat(run_path(cfg, sizeof cfg, dir, RUN_CONFIG), &st) != 0 && errno == ENOENT)
+            rc = err_set("%s: weights without their vocabularies, read from a run's ckpt/ folder (there is no "
                          "config.yaml one folder up); 'qkv export RUN' writes weights that are read alone",
                          path);
         else rc = run_load_config_and_vocab(r, dir);

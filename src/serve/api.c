@@ -220,7 +220,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
         if ((rc = sentence(src, kind == API_PATCH ? "\"clean\"" : "\"src\"", &out->src[0], err, errn)) != 0) goto done;
         out->n = 1;
         json_t *tgt = json_object_get(root, "tgt");
-        if (tgt && !json_is_null(tgt) && (rc = sentence(tgt, "\"tgt\"", &out->tgt, err, errn)) != 0) goto done;
+        if (tgt && (rc = sentence(tgt, "\"tgt\"", &out->tgt, err, errn)) != 0) goto done;
     }
     if (kind == API_PATCH) {
         json_t *x = json_object_get(root, "corrupt"), *c = json_object_get(root, "compare");
@@ -229,7 +229,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
             goto done;
         }
         if ((rc = sentence(x, "\"corrupt\"", &out->corrupt, err, errn)) != 0) goto done;
-        if (c && !json_is_null(c) && (rc = compare_pair(c, out, err, errn)) != 0) goto done;
+        if (c && (rc = compare_pair(c, out, err, errn)) != 0) goto done;
         json_t *at = json_object_get(root, "at");
         if (at && !out->compare[0]) {
             rc = fail(400, err, errn, "\"at\" is the position of \"compare\": send both or neither");
@@ -239,7 +239,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     }
     if (kind == API_WHATIF) {
         json_t *p = json_object_get(root, "pin");
-        if (p && !json_is_null(p) && (rc = pin_object(p, out, err, errn)) != 0) goto done;
+        if (p && (rc = pin_object(p, out, err, errn)) != 0) goto done;
         if ((rc = integer(json_object_get(root, "top"), "top", 1, API_MAX_WHATIF_TOP, &out->top, err, errn)) != 0 ||
             (rc = boolean(json_object_get(root, "lens"), "lens", &out->lens, err, errn)) != 0 ||
             (rc = boolean(json_object_get(root, "tree"), "tree", &out->tree, err, errn)) != 0)
@@ -247,7 +247,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     }
     if (kind == API_EXPLAIN) {
         json_t *c = json_object_get(root, "contrast");
-        if (c && !json_is_null(c) && (rc = short_string(c, "contrast", &out->contrast, err, errn)) != 0) goto done;
+        if (c && (rc = short_string(c, "contrast", &out->contrast, err, errn)) != 0) goto done;
         if ((rc = integer(json_object_get(root, "ig_steps"), "ig_steps", 0, API_MAX_IG_STEPS, &out->ig_steps, err,
                           errn)) != 0)
             goto done;

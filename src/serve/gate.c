@@ -175,8 +175,9 @@ int gate_check_head(const char *head, size_t n, unsigned long long body_max, Gat
         at = end + 1;
     }
     if (http11 && !host) return refuse(v, 400, "the request names no Host");
-    /* a POST without one would be read as an empty body: "malformed JSON at byte 0" */
-    if (!content_length && n >= 5 && memcmp(head, "POST ", 5) == 0)
+    /* a POST to the API without one would be read as an empty body, "malformed JSON at
+     * byte 0"; elsewhere a POST is a 404 or a 405, said by the handler */
+    if (!content_length && n >= 9 && memcmp(head, "POST /v1/", 9) == 0)
         return refuse(v, 411, "a POST's body needs its Content-Length");
     if (v->body > body_max) {
         snprintf(msg, sizeof msg, "the body is larger than the %llu bytes allowed", body_max);

@@ -81,7 +81,9 @@ static void add_exports(ServedModels *s, const char *dir) {
         char path[CONFIG_PATH_MAX + 96];
         snprintf(path, sizeof path, "%s/%s.safetensors", dir, names[i]);
         CkptMeta meta;
-        if (ckpt_peek(path, &meta) == 0) {
+        if (ckpt_peek(path, &meta) != 0) /* said, not hidden: the server starts without it */
+            fprintf(stderr, "qkv: warning: %s not offered: %s\n", path, err_msg());
+        else {
             if (meta.src_vocab) add(s, names[i], path);
             ckpt_meta_free(&meta);
         }

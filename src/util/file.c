@@ -110,8 +110,8 @@ static int refuse_nul(const char *name, const char *text, size_t from, size_t le
 
 /* The one line splitter: text[0..len) cut at each '\n', one '\r' before it dropped (a
  * file written on Windows reads the same); a last line without '\n' still counts. Each
- * line is copied out (a NUL inside a line ends its copy: the readers that take input refuse one). */
-/* text's lines; at_start: text begins the file (where a byte order mark can be) */
+ * line is copied out (a NUL inside a line ends its copy: the readers that take input refuse one).
+ * at_start: text begins the file, where a byte order mark can be. */
 static char **split_lines(char *text, size_t len, int at_start, int *n_out) {
     int n = 0, cap = 256;
     char **lines = xmalloc(sizeof(char *) * (size_t)cap);

@@ -65,14 +65,14 @@ int staged_dir_usable(const char *out, const char *what) {
     }
     /* a folder made there and removed at once: what mkdir will say, which access() does not
      * know (root on a read-only mount, a file system that refuses folders) */
-    if (stat(up, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: exists and is not a directory", up);
+    if (stat(up, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, up);
     char probe[STAGED_DIR_MAX + 32];
     snprintf(probe, sizeof probe, "%s/.qkv-probe-%d", up, (int)getpid());
-    if (mkdir(probe, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e);
-    }
-    rmdir(probe);
+    signals_hold(); /* a stop between the two calls would leave the probe */
+    int made = mkdir(probe, 0700) == 0, e = errno;
+    if (made) rmdir(probe);
+    signals_release();
+    if (!made && e != EEXIST) return err_set("%s: cannot create: %s", out, strerror(e)), err_io(e);
     return 0;
 }
 
