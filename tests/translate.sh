@@ -451,6 +451,8 @@ if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; t
 # <unk> options act on word and char runs: a bpe run, which has no <unk> to replace, refuses them
 expect_error "bpe_translate_refuses_replace_unk" 2 "^qkv: --no-replace-unk: a bpe run has no <unk> to replace \(word and char runs only\)$" \
     "$QKV" translate "$T/b" --greedy --no-replace-unk </dev/null
+expect_error "bpe_heads_refuses_replace_unk" 2 "^qkv: --replace-unk: a bpe run has no <unk> to replace" \
+    timeout 120 "$QKV" heads "$T/b" --replace-unk --src "$T/data/test.src" --ref "$T/data/test.tgt" --out "$T/bpe-heads"
 expect_error "bpe_eval_refuses_replace_unk" 2 "^qkv: --replace-unk: a bpe run has no <unk> to replace" \
     "$QKV" eval "$T/b" --greedy --replace-unk --src "$T/data/test.src" --ref "$T/data/test.tgt"
 "$QKV" export "$T/b" --out "$T/b.safetensors" >/dev/null 2>&1
