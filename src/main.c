@@ -2,6 +2,7 @@
  * each command lives in src/cmd/<name>.c, parses its own options and returns the exit
  * status: 0 success, 1 runtime failure, 2 usage/config/input error. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,9 +59,17 @@ int main(int argc, char **argv) {
     snprintf(label, sizeof label, "qkv: %s", cmd->spec->name);
     argv[1] = label;
     int rc = cmd->fn(argc - 1, argv + 1);
-    /* a full disk shows up here for anything written to stdout */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "qkv: error writing standard output: %s\n", strerror(errno));
+    /* a full disk shows up here for anything written to stdout; a reader that went away
+     * (train's log into `| head`, where SIGPIPE is ignored) lost only what it left unread */
+    errno = 0;
+    int flushed = fflush(stdout) == 0, e = errno;
+    if (!flushed || ferror(stdout)) {
+        /* an earlier write failed and nothing is left to flush: a pipe with no reader says
+         * POLLERR (e is that earlier write's EPIPE, long overwritten) */
+        struct pollfd out = {.fd = STDOUT_FILENO, .events = POLLOUT};
+        if (e == 0 && poll(&out, 1, 0) == 1 && (out.revents & POLLERR)) e = EPIPE;
+        if (e == EPIPE) return rc;
+        fprintf(stderr, "qkv: error writing standard output: %s\n", strerror(e));
         return rc ? rc : 1;
     }
     return rc;

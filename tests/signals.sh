@@ -93,6 +93,30 @@ for n in 2 4; do
     storm TERM $n
 done
 
+# ---- SIGHUP (a terminal closed) stops with a checkpoint, as SIGINT does; a log reader that
+# goes away (`| head`, a tee killed by the same Ctrl-C) takes the log, not the run ------------
+dir=$T/hup
+QKV_TIMEOUT=60 "$QKV" train "$T/c.yaml" --set run_dir="$dir" >"$dir.out" 2>"$dir.err" &
+pid=$!
+if wait_for "$dir.out" "^step 40/" 60; then
+    kill -HUP $pid
+    wait $pid
+    rc=$?
+    step=$(sed -n 's/^stopped by signal 1 after step \([0-9]*\); checkpoint .*/\1/p' "$dir.out")
+    [[ $rc -eq 0 && -n $step && -f $dir/ckpt/step-$(printf '%06d' "$step").safetensors && -z $(check_run "$dir") ]] &&
+        ok "sighup_stops_with_a_checkpoint (step $step)" ||
+        bad "sighup_stops_with_a_checkpoint" "exit $rc: $(tail -2 "$dir.out") $(head -2 "$dir.err")"
+else
+    kill $pid 2>/dev/null
+    bad "sighup_stops_with_a_checkpoint" "no step 40: $(tail -2 "$dir.out")"
+fi
+dir=$T/piped
+QKV_TIMEOUT=120 "$QKV" train "$T/c.yaml" --set run_dir="$dir" --set train.steps=300 2>"$dir.err" | head -1 >"$dir.first"
+rc=${PIPESTATUS[0]}
+[[ $rc -eq 0 && -f $dir/ckpt/step-000300.safetensors && ! -s $dir.err && -s $dir.first ]] &&
+    ok "train_into_a_closed_pipe_trains_to_its_end" ||
+    bad "train_into_a_closed_pipe_trains_to_its_end" "exit $rc: $(head -2 "$dir.err"); $(ls "$dir/ckpt" 2>&1 | tail -2)"
+
 # ---- under mpirun --------------------------------------------------------------------------
 if ! ldd "$QKV_BIN" 2>/dev/null | grep -q libmpi || ! command -v mpirun >/dev/null; then
     skip_missing mpi_signals "qkv without MPI, or no mpirun"

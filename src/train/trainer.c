@@ -467,7 +467,11 @@ void trainer_catch_stop(int ranks) {
     } else {
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL); /* a closed terminal or a lost SSH session: stop with a checkpoint */
     }
+    /* the log's reader gone (`qkv train c.yaml | head`, a tee killed by the same Ctrl-C)
+     * takes the log, not the run: writes to it fail, and training goes on to its stop */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
