@@ -184,6 +184,18 @@ if timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/theirs" --set trai
 else
     bad train_force_writes_there "$(ls -A "$T/theirs")"
 fi
+# a file named lock that is not a run's (no process id in it) is someone's too: train and
+# resume refuse it, and a resume of a folder that holds no run leaves no lock there
+mkdir -p "$T/locked" "$T/norun" && echo "my precious notes" >"$T/locked/lock"
+expect_error "train_refuses_someones_lock" 2 "^qkv: $T/locked: holds lock and no run: a new run would write over it" \
+    timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/locked" --set train.steps=2 "${copy_data[@]}"
+expect_error "resume_of_no_run_says_so" 2 "^qkv: $T/norun: not a run directory \(no config.yaml\)$" timeout 60 "$QKV" resume "$T/norun"
+cp -r "$run" "$T/lockedrun" && echo "my precious notes" >"$T/lockedrun/lock"
+expect_error "resume_refuses_someones_lock" 2 "^qkv: $T/lockedrun: holds a file named lock that is not a run's" \
+    timeout 60 "$QKV" resume "$T/lockedrun"
+[[ $(cat "$T/locked/lock") == "my precious notes" && $(cat "$T/lockedrun/lock") == "my precious notes" && ! -e $T/norun/lock ]] &&
+    ok "someones_lock_left_as_it_was" || bad "someones_lock_left_as_it_was" "$(cat "$T/locked/lock" "$T/lockedrun/lock"; ls -A "$T/norun")"
+rm -rf "$T/locked" "$T/norun" "$T/lockedrun"
 # ... but the config.yaml trained from, put in the run directory, is the run's to rewrite
 mkdir -p "$T/own" && cp configs/toy.yaml "$T/own/config.yaml"
 timeout 60 "$QKV" train "$T/own/config.yaml" --set run_dir="$T/own" --set train.steps=2 --set train.valid_every=2 \

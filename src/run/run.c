@@ -288,6 +288,23 @@ static int run_lock(const char *dir) {
     return 0;      /* fd stays open: closing it would drop the lock */
 }
 
+/* 1 when <dir>/lock is absent or a run's: a process id and a line end, as run_lock writes
+ * it (empty: one made and not yet written); 0 for anything else, someone's own file. */
+static int lock_is_a_runs(const char *dir) {
+    char p[CONFIG_PATH_MAX + 32], text[32];
+    struct stat st;
+    if (lstat(run_path(p, sizeof p, dir, RUN_LOCK), &st) != 0) return 1;
+    if (!S_ISREG(st.st_mode) || st.st_size >= (off_t)sizeof text) return 0;
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n < 0) return 0;
+    size_t i = 0;
+    while (i < (size_t)n && text[i] >= '0' && text[i] <= '9') i++;
+    return n == 0 || (i > 0 && i + 1 == (size_t)n && text[i] == '\n');
+}
+
 long run_lock_holder(const char *dir) {
     char p[CONFIG_PATH_MAX + 32];
     int fd = open(run_path(p, sizeof p, dir, RUN_LOCK), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -328,7 +345,11 @@ static const char *someones_file(const char *dir, unsigned had, const char *sour
     char p[CONFIG_PATH_MAX + 64];
     struct stat st;
     for (size_t i = 0; i < N_EARLY; i++) {
-        if (!(had & 1u << i) || strcmp(early_files[i], RUN_LOCK) == 0) continue;
+        if (!(had & 1u << i)) continue;
+        if (strcmp(early_files[i], RUN_LOCK) == 0) { /* a run's lock is left by any train; a file of one's own is not */
+            if (!lock_is_a_runs(dir)) return early_files[i];
+            continue;
+        }
         /* the same file however reached: RUN/config.yaml may be a link to it, or it to RUN/config.yaml */
         if (strcmp(early_files[i], RUN_CONFIG) == 0 && same_file(run_path(p, sizeof p, dir, RUN_CONFIG), source))
             continue;
@@ -459,8 +480,15 @@ static int take_checkpoint_config(Run *r, const char *ckpt, RunEdits *edits) {
 int run_open_for_training(Run *r, const char *dir, char *ckpt, size_t n, RunEdits *edits) {
     struct stat st;
     edits->count = 0, edits->first[0] = '\0';
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_lock(dir) != 0) return -1;
     char p[CONFIG_PATH_MAX + 32];
+    /* no run here: said before the lock, which would leave a file in someone's folder */
+    if (stat(run_path(p, sizeof p, dir, RUN_CONFIG), &st) != 0)
+        return err_set("%s: not a run directory (no config.yaml)", dir);
+    if (!lock_is_a_runs(dir))
+        return err_set("%s: holds a file named lock that is not a run's (not a process id): a resume would write "
+                       "over it; move it away",
+                       dir);
+    if (run_lock(dir) != 0) return -1;
     if (run_load_config_and_vocab(r, dir) != 0) return -1;
     /* the file training appends to: a FIFO there would hold the run until a reader came */
     if (regular_or_absent(run_path(p, sizeof p, dir, RUN_METRICS)) != 0) return -1;
