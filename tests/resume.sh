@@ -33,6 +33,18 @@ best_step=$("$QKV" info "$T/straight/ckpt/best.safetensors" | sed -n 's/^step \(
 best_loss=$(grep -o '"valid_loss": [0-9.]*' "$T/straight/metrics.jsonl" | awk '{print $2}' | sort -g | head -1)
 grep -q "\"step\": $best_step,.*\"valid_loss\": $best_loss" "$T/straight/metrics.jsonl" &&
     ok "best_is_the_lowest_validation_loss" || bad "best_is_the_lowest_validation_loss" "best at step $best_step, lowest $best_loss"
+# a file system without hard links (tests/shim/no_link.c: link fails as on vfat): best is a
+# copy, byte for byte the same file, and the run trains to its end
+NO_LINK=$(dirname "$QKV_BIN")/no_link.so
+[[ -f $NO_LINK ]] || { echo "set-up failed: no no_link.so beside $QKV_BIN (make builds it)"; exit 1; }
+LD_PRELOAD=$NO_LINK QKV_NO_LINK=1 ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 train "$T/nolink" $N
+# (the files hold their run_dir: compared with the run's own step file where it is kept)
+best_copy=$T/nolink/ckpt/step-$(printf '%06d' "$best_step").safetensors
+[[ -f $T/nolink/ckpt/step-0000$N.safetensors && -f $T/nolink/ckpt/best.safetensors ]] &&
+    "$QKV" info "$T/nolink/ckpt/best.safetensors" 2>&1 | grep -q "^step $best_step " &&
+    { [[ ! -f $best_copy ]] || cmp -s "$T/nolink/ckpt/best.safetensors" "$best_copy"; } &&
+    [[ $(stat -c %h "$T/nolink/ckpt/best.safetensors") -eq 1 ]] && ok "best_is_a_copy_where_links_fail (step $best_step)" ||
+    bad "best_is_a_copy_where_links_fail" "$(tail -2 "$T/nolink.log")"
 "$QKV" info "$straight" >"$T/info.txt" 2>&1
 grep -q "^step $N (epoch" "$T/info.txt" && grep -q "checksums: header OK, data OK" "$T/info.txt" &&
     grep -q "decoder.layers.1.cross_attn.w_k *F32 \[32, 32\]" "$T/info.txt" && ok "info_shows_step_tensors_checksums" ||

@@ -252,11 +252,23 @@ int run_mark_best(const char *dir, const char *ckpt_path) {
     unlink(tmp);
     signals_hold(); /* no tmp link left by a stop between link and rename */
     /* a hard link costs no space and survives the rotation deleting the step file */
-    int rc = 0;
+    int rc = 0, e = 0;
     if (link(ckpt_path, tmp) != 0) {
-        rc = err_set("%s: cannot link: %s", tmp, strerror(errno));
-    } else if (rename(tmp, best) != 0) {
-        int e = errno;
+        e = errno;
+        signals_release();
+        /* a file system without hard links (vfat, exFAT, many network and FUSE mounts):
+         * a copy, written whole as every file is */
+        if (e == EPERM || e == EXDEV || e == ENOTSUP || e == EOPNOTSUPP || e == EMLINK || e == ENOSYS) {
+            size_t len;
+            char *bytes = read_file_max(ckpt_path, READ_FILE_ANY, &len);
+            rc = bytes ? write_file_atomic(best, bytes, len) : -1;
+            free(bytes);
+            return rc;
+        }
+        return err_set("%s: cannot link: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, best) != 0) {
+        e = errno;
         unlink(tmp);
         rc = err_set("%s: cannot rename into place: %s", best, strerror(e));
     }
