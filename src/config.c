@@ -314,6 +314,8 @@ static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *
                 return err_set("%s: duplicate key '%s'", where, path);
         }
         int idx = find_key(path);
+        if (idx >= 0 && c->set_line[idx] > 0) /* the same key by another spelling, a dotted one */
+            return err_set("%s: duplicate key '%s' (set at line %d too)", where, path, c->set_line[idx]);
         if (idx >= 0) {
             snprintf(where, sizeof where, "%s:%zu:%zu", file, vn->start_mark.line + 1, vn->start_mark.column + 1);
             if (keys[idx].type == KEY_WATCH && vn->type == YAML_SEQUENCE_NODE) {
@@ -418,7 +420,14 @@ int config_parse(Config *c, const char *text, size_t len, const char *name) {
         return rc;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
+    /* where each key is set in this text alone, so that walk sees a key set twice however
+     * spelled ("train.steps" and train: {steps}); where earlier texts set the others is kept */
+    int before_line[CONFIG_KEYS_MAX], before_col[CONFIG_KEYS_MAX];
+    memcpy(before_line, c->set_line, sizeof before_line), memcpy(before_col, c->set_col, sizeof before_col);
+    memset(c->set_line, 0, sizeof c->set_line), memset(c->set_col, 0, sizeof c->set_col);
     if (root && !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)) rc = walk(c, &doc, root, "", name);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (c->set_line[i] == 0) c->set_line[i] = before_line[i], c->set_col[i] = before_col[i];
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc == 0 && c->name[0] == '\0') {
@@ -629,6 +638,10 @@ int config_validate(Config *c, int check_files) {
         if (c->train.lr.schedule != lr_keys[i].schedule && c->set_line[find_key(lr_keys[i].key)] < 0)
             return err_set("--set %s: read by train.lr.schedule: %s alone (the schedule here is %s)", lr_keys[i].key,
                            schedule_names[lr_keys[i].schedule], schedule_names[c->train.lr.schedule]);
+    /* the same for min_freq, which cuts word and char vocabularies alone */
+    if (subword && c->set_line[find_key("data.min_freq")] < 0)
+        return err_set("--set data.min_freq: read by data.tokenizer word and char alone (a SentencePiece vocabulary "
+                       "has data.vocab_size pieces)");
     /* the BLEU is the validation set's: without one, nothing would be decoded, and with
      * best_by: bleu no checkpoint would ever be best. Checked for a new run, as above */
     if (check_files && c->train.valid_bleu && c->data.valid.src[0] == '\0')

@@ -172,6 +172,14 @@ cut=$(grep -cv '^{"step": [0-9]*, .*}$' "$dir/metrics.jsonl")
 [[ $steps == "5 10 15 20 25 30 35 40 " && $cut -eq 0 ]] && ok "resume_drops_metrics_past_its_checkpoint" ||
     bad "resume_drops_metrics_past_its_checkpoint" "steps: $steps; $cut lines not whole records; $(tail -1 "$dir.resume.log")"
 [[ -z $(find "$dir" -name '*.tmp') ]] && ok "metrics_cut_leaves_no_tmp_file" || bad "metrics_cut_leaves_no_tmp_file" "$(find "$dir" -name '*.tmp')"
+# samples.jsonl the same: the validation a killed run logged past its checkpoint is logged once
+dir="$T/killed-samples"
+train "$dir" 30 --set train.valid_every=10 --set train.valid_bleu=true
+rm "$dir/ckpt/step-000030.safetensors" "$dir/ckpt/best.safetensors"
+"$QKV" resume "$dir" --steps 40 >"$dir.resume.log" 2>&1
+steps=$(grep -o '^{"step": [0-9]*' "$dir/samples.jsonl" | grep -o '[0-9]*$' | tr '\n' ' ')
+[[ $steps == "10 20 30 40 " ]] && ok "resume_drops_samples_past_its_checkpoint" ||
+    bad "resume_drops_samples_past_its_checkpoint" "steps: $steps; $(tail -1 "$dir.resume.log")"
 
 # ---- a full disk: the write fails, the old checkpoint stays, training stops with exit 1 ----
 dir="$T/full"

@@ -143,6 +143,9 @@ static void test_errors_name_line_and_column(void) {
                  "data.train.src");
     EXPECT_ERROR(DATA "model: [1, 2]\n", "model must be a mapping", ":3:8:");
     EXPECT_ERROR(DATA "model:\n  d_model: 64\n  d_model: 32\n", "duplicate key 'model.d_model'", ":5:3:");
+    /* the same key dotted and nested: last-one-wins would hide one of them */
+    EXPECT_ERROR(DATA "train.steps: 7\ntrain:\n  steps: 3\n", "duplicate key 'train.steps' (set at line 3 too)",
+                 ":5:3:");
     EXPECT_ERROR(DATA "model:\n  d_model: [64\n", "YAML syntax error", cfg_path());
     /* bytes that are not UTF-8 have no mark of libyaml's: their place is counted from the
      * text, in characters (the two bytes of the e-acute are one column) */
@@ -227,6 +230,18 @@ static void test_schedule_keys_set_for_the_other_schedule(void) {
     CHECK(load(&c, DATA) == 0 && config_set(&c, "train.lr.value=0.1") == 0 && config_validate(&c, 0) != 0 &&
               strstr(err_msg(), "--set train.lr.value: read by train.lr.schedule: constant alone"),
           "--set value under noam: %s", err_msg());
+}
+
+/* min_freq the same way: under a SentencePiece tokenizer nothing reads it. */
+static void test_min_freq_set_where_nothing_reads_it(void) {
+    Config c;
+    CHECK(load(&c, DATA "  tokenizer: bpe\n  min_freq: 3\n") == 0 && config_validate(&c, 0) == 0,
+          "min_freq in a bpe file: %s", err_msg());
+    CHECK(config_set(&c, "data.min_freq=1000000") == 0 && config_validate(&c, 0) != 0 &&
+              strstr(err_msg(), "--set data.min_freq: read by data.tokenizer word and char alone"),
+          "--set min_freq under bpe: %s", err_msg());
+    CHECK(load(&c, DATA) == 0 && config_set(&c, "data.min_freq=2") == 0 && config_validate(&c, 0) == 0,
+          "--set min_freq under word: %s", err_msg());
 }
 
 static void test_resolved_config_round_trip(void) {
@@ -330,6 +345,7 @@ const TestCase config_tests[] = {
     {"config_errors_name_line_and_column", test_errors_name_line_and_column},
     {"config_yaml_limits", test_yaml_limits},
     {"config_set_overrides", test_set_overrides},
+    {"config_min_freq_set_where_nothing_reads_it", test_min_freq_set_where_nothing_reads_it},
     {"config_schedule_keys_set_for_the_other_schedule", test_schedule_keys_set_for_the_other_schedule},
     {"config_resolved_round_trip", test_resolved_config_round_trip},
     {"config_resolved_floats_read_back_exactly", test_resolved_floats_read_back_exactly},

@@ -448,6 +448,11 @@ same_tensors "$T/b20/ckpt/step-000040.safetensors" "$T/b/ckpt/step-000040.safete
 "$QKV" translate "$T/b" --greedy <"$T/data/test.src" >"$T/bpe.txt" 2>/dev/null
 if [[ $(wc -l <"$T/bpe.txt") -eq 60 ]] && ! grep -q '▁\|<unk>' "$T/bpe.txt"; then ok "bpe_translate_prints_text"; else
     bad "bpe_translate_prints_text" "$(head -2 "$T/bpe.txt")"; fi
+# a length penalty ranks a beam's finished hypotheses: greedy search has one, and refuses it
+expect_error "greedy_refuses_a_length_penalty" 2 "^qkv: --length-penalty ranks the finished hypotheses of a beam: greedy search" \
+    "$QKV" translate "$T/w" --greedy --length-penalty 5 </dev/null
+expect_error "eval_greedy_refuses_a_length_penalty" 2 "^qkv: --length-penalty ranks the finished hypotheses of a beam" \
+    "$QKV" eval "$T/w" --beam 1 --length-penalty 0 --src "$T/data/test.src" --ref "$T/data/test.tgt"
 # <unk> options act on word and char runs: a bpe run, which has no <unk> to replace, refuses them
 expect_error "bpe_translate_refuses_replace_unk" 2 "^qkv: --no-replace-unk: a bpe run has no <unk> to replace \(word and char runs only\)$" \
     "$QKV" translate "$T/b" --greedy --no-replace-unk </dev/null

@@ -160,7 +160,7 @@ int cmd_eval(int argc, char **argv) {
                        "prints more)",
                        o.decode.nbest),
                cmd_fail(2);
-    if (decode_check(&o.decode) != 0) return cmd_fail(2);
+    if (decode_options_check(&o) != 0) return cmd_fail(2);
     int n;
     char **src, **ref;
     if (cmd_read_aligned(src_path, ref_path, "a source", &src, &ref, &n) != 0) return cmd_fail(2);

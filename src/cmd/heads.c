@@ -278,7 +278,7 @@ int cmd_heads(int argc, char **argv) {
     if (optind != argc - 1) return cmd_usage_of(&cmd_heads_spec);
     if (!o.src || !o.ref) return err_set("--%s is required (the held-out set)", o.src ? "ref" : "src"), cmd_fail(2);
     if (o.out && o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
-    if (decode_check(&to.decode) != 0) return cmd_fail(2);
+    if (decode_options_check(&to) != 0) return cmd_fail(2);
     int n = 0, n_gold = 0;
     char **src, **ref, **gold = NULL;
     if (cmd_read_aligned(o.src, o.ref, "a source", &src, &ref, &n) != 0) return cmd_fail(2);

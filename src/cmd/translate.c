@@ -91,8 +91,9 @@ const CmdSpec cmd_translate_spec = {
     .name = "translate",
     .operands = "RUN_DIR|WEIGHTS [options] < SOURCE.txt > TRANSLATION.txt",
     .summary = "translate standard input to standard output, a line for a line",
-    .about = "A run directory translates with its best checkpoint (else its latest); an exported file\n"
-             "with itself. Empty lines stay empty. With --nbest N, N lines per input in the Moses\n"
+    .about = "A run directory translates with its average of the last checkpoints (train.average_last),\n"
+             "else its best, else its latest, and says which on stderr; an exported file with itself.\n"
+             "Empty lines stay empty. With --nbest N, N lines per input in the Moses\n"
              "n-best format \"i ||| text ||| score\".",
     .options = options,
     .shared = decode_options,
@@ -110,7 +111,7 @@ int cmd_translate(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1) return cmd_usage_of(&cmd_translate_spec);
-    if (decode_check(&o.decode) != 0) return cmd_fail(2);
+    if (decode_options_check(&o) != 0) return cmd_fail(2);
     if (check_stdin() != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());

@@ -1,13 +1,12 @@
 /* decode_options: see decode_options.h. */
 #include "cmdlib/decode_options.h"
 
-#include "config.h"
-#include "util/err.h"
-
 #include <stdlib.h>
 
 #include "cmdlib/cmdutil.h"
+#include "config.h"
 #include "decode/headmask.h"
+#include "util/err.h"
 #include "util/mem.h"
 
 /* The defaults shown are decode_defaults()'s (a unit test holds them to it). */
@@ -64,5 +63,13 @@ int decode_options_check_unk(const char *given, int tokenizer) {
     if (given && tokenizer_is_subword(tokenizer))
         return err_set("%s: a %s run has no <unk> to replace (word and char runs only)", given,
                        tokenizer_name(tokenizer));
+    return 0;
+}
+
+int decode_options_check(const TranslateOptions *o) {
+    if (decode_check(&o->decode) != 0) return -1;
+    if (o->decode.beam == 1 && o->decode.length_penalty != decode_defaults().length_penalty)
+        return err_set("--length-penalty ranks the finished hypotheses of a beam: greedy search (--greedy, --beam 1) "
+                       "has one");
     return 0;
 }

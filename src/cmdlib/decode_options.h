@@ -20,6 +20,11 @@ TranslateOptions decode_options_defaults(void);
  * no key of theirs; -1 for a bad value (error set). */
 int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char **mask_heads);
 
+/* decode_check, and what a command line can ask that a search would not read: a length
+ * penalty other than the default for greedy search (one hypothesis: nothing to rank).
+ * 0, or -1 with the error set. */
+int decode_options_check(const TranslateOptions *o);
+
 /* The name of --replace-unk or --no-replace-unk when c is one of them, else NULL: a command
  * keeps the last one given for decode_options_check_unk. */
 const char *decode_options_unk_name(int c);

@@ -488,12 +488,12 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;
 }
 
-/* metrics.jsonl as it stands at `step`: without the records of later steps (logged after
- * the checkpoint a resume goes on from, by a run then killed or stopped by a full disk,
- * which the resume logs again) and without a last line a kill cut short (the next record
- * would be glued to it). Rewritten atomically, and only when something goes; a line that
- * is not a record with a step is kept as it is. -1 with the error set. */
-static int cut_metrics(const char *path, int64_t step) {
+/* metrics.jsonl (or samples.jsonl) as it stands at `step`: without the records of later
+ * steps (logged after the checkpoint a resume goes on from, by a run then killed or stopped
+ * by a full disk, which the resume logs again) and without a last line a kill cut short
+ * (the next record would be glued to it). Rewritten atomically, and only when something
+ * goes; a line that is not a record with a step is kept as it is. -1 with the error set. */
+static int cut_records(const char *path, int64_t step) {
     struct stat st;
     if (stat(path, &st) != 0) return 0; /* none yet: nothing to cut */
     size_t len, kept = 0;
@@ -518,7 +518,9 @@ int trainer_open_metrics(Trainer *t, int append) {
     char p[CONFIG_PATH_MAX + 32];
     if (dist_rank() != 0) return 0;
     run_path(p, sizeof p, t->run.cfg.run_dir, RUN_METRICS);
-    if (append && cut_metrics(p, t->step) != 0) return -1;
+    if (append && cut_records(p, t->step) != 0) return -1;
+    /* the validations' samples the same: a run killed after a validation logs it again */
+    if (append && cut_records(run_path(p, sizeof p, t->run.cfg.run_dir, RUN_SAMPLES), t->step) != 0) return -1;
     /* never blocks on a FIFO put there, and refuses anything but a regular file */
     t->metrics = fopen_regular(run_path(p, sizeof p, t->run.cfg.run_dir, RUN_METRICS), append ? "a" : "w",
                                "cannot open for writing");
