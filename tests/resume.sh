@@ -376,8 +376,19 @@ expect_error "train_refuses_checkpoints_without_config_yaml" 2 "^qkv: $T/noconfi
 cp -r "$T/avg" "$T/avgonly" && rm -f "$T/avgonly/ckpt"/step-*.safetensors "$T/avgonly/ckpt/best.safetensors"
 expect_error "train_refuses_a_run_pruned_to_its_average" 2 "^qkv: $T/avgonly: already holds a run" \
     "$QKV" train "$T/avgonly/config.yaml" --set run_dir="$T/avgonly" --set train.steps=5
+expect_error "resume_of_a_run_pruned_to_its_average_says_why_not" 2 "^qkv: $T/avgonly: no step checkpoint in $T/avgonly/ckpt, only average.safetensors, which holds no optimizer state" \
+    "$QKV" resume "$T/avgonly"
 [[ -f $T/avgonly/ckpt/average.safetensors ]] && ok refused_train_keeps_the_average ||
     bad refused_train_keeps_the_average "$(ls "$T/avgonly/ckpt")"
+# ... and one pruned to its best: resume says how to go on from it (train says "resume it"),
+# and going on as it says works
+cp -r "$T/straight" "$T/bestonly" && rm -f "$T/bestonly/ckpt"/step-*.safetensors
+expect_error "resume_of_a_run_pruned_to_its_best_says_how" 2 "^qkv: $T/bestonly: no step checkpoint in $T/bestonly/ckpt, only best.safetensors \(step $best_step\): to go on from it, copy it to $T/bestonly/ckpt/step-$(printf '%06d' "$best_step").safetensors and resume$" \
+    "$QKV" resume "$T/bestonly"
+cp "$T/bestonly/ckpt/best.safetensors" "$T/bestonly/ckpt/step-$(printf '%06d' "$best_step").safetensors"
+"$QKV" resume "$T/bestonly" --steps $((best_step + 5)) >"$T/bestonly.log" 2>&1 &&
+    [[ -f $T/bestonly/ckpt/step-$(printf '%06d' $((best_step + 5))).safetensors ]] && ok "a_run_pruned_to_its_best_goes_on_as_told" ||
+    bad "a_run_pruned_to_its_best_goes_on_as_told" "$(tail -2 "$T/bestonly.log")"
 
 # ---- a run whose directory name needs quoting in YAML (quote, backslash, non-ASCII) -------
 odd="$T/odd \"run\" \\ é"

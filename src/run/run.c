@@ -199,8 +199,23 @@ int run_is_own_checkpoint(const char *dir, const char *path) {
 int run_latest_checkpoint(const char *dir, char *buf, size_t n) {
     StepFile *files;
     int count = list_steps(dir, &files), rc = 0;
-    if (count == 0) rc = err_set("%s: no checkpoint in %s/ckpt (train first)", dir, dir);
-    else if (count > 1 && files[count - 2].step == files[count - 1].step)
+    if (count == 0) {
+        /* a run pruned to its best by hand: that checkpoint carries the optimizer's state and
+         * can go on, once it is a step file again (train would say "resume it": no loop) */
+        char best[CONFIG_PATH_MAX + 64];
+        CkptMeta meta = {0};
+        if (ckpt_peek(run_path(best, sizeof best, dir, RUN_BEST), &meta) == 0)
+            rc = err_set("%s: no step checkpoint in %s/ckpt, only best.safetensors (step %lld): to go on from it, "
+                         "copy it to %s/ckpt/step-%06lld.safetensors and resume",
+                         dir, dir, (long long)meta.step, dir, (long long)meta.step);
+        else if (stat(run_path(best, sizeof best, dir, RUN_AVERAGE), &(struct stat){0}) == 0)
+            rc = err_set("%s: no step checkpoint in %s/ckpt, only average.safetensors, which holds no optimizer "
+                         "state: nothing to go on from ('qkv train %s/config.yaml --set run_dir=%s --force' starts "
+                         "over; translate and export still read the average)",
+                         dir, dir, dir, dir);
+        else rc = err_set("%s: no checkpoint in %s/ckpt to go on from (train first)", dir, dir);
+        ckpt_meta_free(&meta);
+    } else if (count > 1 && files[count - 2].step == files[count - 1].step)
         rc = err_set("%s/" RUN_CKPT_DIR ": %s and %s are both step %lld: remove one", dir, files[count - 2].name,
                      files[count - 1].name, files[count - 1].step);
     else ckpt_file_path(buf, n, dir, files[count - 1].name);
