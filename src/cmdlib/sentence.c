@@ -91,9 +91,8 @@ int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const ch
 }
 
 int cmd_target_token(const Run *r, const char *option, const char *word) {
-    int n, id = encode_one_token(word, r->cfg.data.tokenizer, &r->tgt_vocab, &n);
-    if (n != 1) return err_set("%s: '%s' is %d tokens of the target vocabulary, not one", option, word, n), -1;
-    if (id == ENCODE_SPECIAL) return err_set("%s: '%s' is " ENCODE_SPECIAL_WHY, option, word), -1;
-    if (id < 0) return err_set("%s: '%s' is not in the target vocabulary", option, word), -1;
+    char why[128];
+    int id = encode_target_word(word, r->cfg.data.tokenizer, &r->tgt_vocab, why, sizeof why);
+    if (id < 0) return err_set("%s: '%s' %s", option, word, why), -1;
     return id;
 }

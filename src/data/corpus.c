@@ -1,6 +1,7 @@
 /* corpus: see corpus.h. */
 #include "data/corpus.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,14 +144,17 @@ static Seq encode_seq(const char *line, int tokenizer, const Vocab *v) {
     return s;
 }
 
-int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count) {
+int encode_target_word(const char *word, int tokenizer, const Vocab *v, char *why, size_t n) {
     Seq s = encode_seq(word, tokenizer, v);
-    int id = s.len == 1 && s.ids[0] != VOCAB_UNK ? s.ids[0] : -1;
-    /* <pad> and <bos> are tokens no step predicts: written out, they are no word to compare */
-    if (id == VOCAB_PAD || id == VOCAB_BOS) id = ENCODE_SPECIAL;
-    if (count) *count = s.len;
+    int len = s.len, id = len == 1 ? s.ids[0] : -1;
     free(s.ids);
-    return id;
+    if (len != 1) snprintf(why, n, "is %d tokens of the target vocabulary, not one", len);
+    else if (id == VOCAB_UNK) snprintf(why, n, "is not in the target vocabulary");
+    /* <pad> and <bos> are tokens no step predicts: written out, they are no word to compare */
+    else if (id == VOCAB_PAD || id == VOCAB_BOS)
+        snprintf(why, n, "is a token the model never writes (of the special ones, only <eos> is a word)");
+    else return id;
+    return -1;
 }
 
 void corpus_encode(Corpus *c, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, int max_len) {

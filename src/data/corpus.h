@@ -36,13 +36,11 @@ void corpus_free(Corpus *c);
 
 /* Encodes one line (unknown tokens -> UNK), at most max ids; returns the count. */
 int encode_line(const char *line, int tokenizer, const Vocab *v, int *ids, int max);
-/* The id of word when it encodes to exactly one token that v knows (a contrast or a foil
- * word); otherwise -1, or ENCODE_SPECIAL for <pad> or <bos>, which no step predicts (<eos>
- * is a word the model writes, and taken). *count (may be NULL) gets how many tokens it
- * encodes to, however many (1 with -1 returned: the one token is unknown). */
-#define ENCODE_SPECIAL (-2)
-#define ENCODE_SPECIAL_WHY "a token the model never writes (of the special ones, only <eos> is a word)"
-int encode_one_token(const char *word, int tokenizer, const Vocab *v, int *count);
+/* The id of word when it encodes to exactly one token that the target vocabulary v knows
+ * and the model can write (a contrast or a compare word: <eos> is one, <pad> and <bos> are
+ * not); otherwise -1, with why (n bytes) saying what the word is instead, to follow it in a
+ * message: "is 2 tokens of the target vocabulary, not one", ... */
+int encode_target_word(const char *word, int tokenizer, const Vocab *v, char *why, size_t n);
 /* The text of ids (malloc'd): detokenized by the subword model, else tokens joined by
  * spaces (word) or concatenated with the space token restored (char). */
 char *decode_ids(const int *ids, int n, int tokenizer, const Vocab *v);

@@ -314,16 +314,12 @@ static void run_explain(Worker *w, Job *job) {
     const char *text = job->req.src[0], *forced = job->req.tgt, *contrast = job->req.contrast;
     ExplainOptions eo = {.foil = -1, .ig_steps = job->req.ig_steps, .loo = 1};
     if (contrast) { /* one token of the target vocabulary */
-        char shown[160];
+        char shown[160], why[128];
         api_quote(shown, sizeof shown, contrast, 64);
-        int k;
-        eo.foil = encode_one_token(contrast, tok, &r->tgt_vocab, &k);
-        if (k != 1) {
-            snprintf(err, sizeof err, "\"contrast\": '%s' is %d tokens of the target vocabulary, not one", shown, k);
+        if ((eo.foil = encode_target_word(contrast, tok, &r->tgt_vocab, why, sizeof why)) < 0) {
+            snprintf(err, sizeof err, "\"contrast\": '%s' %s", shown, why);
             return refuse(job, 400, "%s", err);
         }
-        if (eo.foil == ENCODE_SPECIAL) return refuse(job, 400, "\"contrast\": '%s' is " ENCODE_SPECIAL_WHY, shown);
-        if (eo.foil < 0) return refuse(job, 400, "\"contrast\": '%s' is not in the target vocabulary", shown);
     }
     int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
     int n_src = token_count(text, tok, &r->src_vocab, max), n_tgt = 0;
@@ -517,14 +513,11 @@ done:
 /* One target word of "compare": its id, or -1 with the job refused. */
 static int compare_word(Job *job, const Run *r, int i) {
     const char *word = job->req.compare[i];
-    int n, id = encode_one_token(word, r->cfg.data.tokenizer, &r->tgt_vocab, &n);
-    char shown[96], msg[256];
+    char shown[96], why[128], msg[256];
+    int id = encode_target_word(word, r->cfg.data.tokenizer, &r->tgt_vocab, why, sizeof why);
+    if (id >= 0) return id;
     api_quote(shown, sizeof shown, word, 64);
-    if (n != 1)
-        snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is %d tokens of the target vocabulary, not one", i, shown, n);
-    else if (id == ENCODE_SPECIAL) snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is " ENCODE_SPECIAL_WHY, i, shown);
-    else if (id < 0) snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' is not in the target vocabulary", i, shown);
-    else return id;
+    snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' %s", i, shown, why);
     refuse(job, 400, "%s", msg);
     return -1;
 }
