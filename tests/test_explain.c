@@ -489,6 +489,16 @@ static void test_kendall_tau_by_hand(void) {
     CHECK(ks[2] == 2 && ks[3] == 1, "k for 2 tokens: %d %d %d %d", ks[0], ks[1], ks[2], ks[3]);
 }
 
+/* Source and target vocabularies of the words w0..w7 (w0 the most frequent), for the
+ * tests that label an explanation's tokens. */
+static void eight_word_vocabs(Vocab *sv, Vocab *tv) {
+    vocab_init(sv), vocab_init(tv);
+    char w[8];
+    for (int i = 0; i < 8; i++)
+        snprintf(w, sizeof w, "w%d", i), vocab_count(sv, w, strlen(w), 100 - i), vocab_count(tv, w, strlen(w), 100 - i);
+    vocab_prune(sv, 1000, 1), vocab_prune(tv, 1000, 1);
+}
+
 /* Leave-one-out's own top-1 removal is the largest leave-one-out drop: the AOPC machinery
  * (rankings, distinct sets, batched removals) must give exactly that at k = 1, and the
  * removal of nothing must give log p itself. */
@@ -496,12 +506,7 @@ static void test_faithfulness_k1_of_leave_one_out(void) {
     Model m;
     setup(&m, 0, 1, 2);
     Vocab sv, tv;
-    vocab_init(&sv), vocab_init(&tv);
-    char w[8];
-    for (int i = 0; i < 8; i++)
-        snprintf(w, sizeof w, "w%d", i), vocab_count(&sv, w, strlen(w), 100 - i),
-            vocab_count(&tv, w, strlen(w), 100 - i);
-    vocab_prune(&sv, 1000, 1), vocab_prune(&tv, 1000, 1);
+    eight_word_vocabs(&sv, &tv);
     ExplainOptions eo = {.foil = -1, .ig_steps = 2, .loo = 1};
     PairExplanation e;
     int ns = S - 1, nt = T - 1;
@@ -830,12 +835,7 @@ static void test_methods_read_their_sources(void) {
     Model m;
     setup(&m, 0, 1, 2);
     Vocab sv, tv;
-    vocab_init(&sv), vocab_init(&tv);
-    char word[8];
-    for (int i = 0; i < 8; i++)
-        snprintf(word, sizeof word, "w%d", i), vocab_count(&sv, word, strlen(word), 100 - i),
-            vocab_count(&tv, word, strlen(word), 100 - i);
-    vocab_prune(&sv, 1000, 1), vocab_prune(&tv, 1000, 1);
+    eight_word_vocabs(&sv, &tv);
     ExplainOptions eo = {.foil = -1, .ig_steps = 2, .loo = 1};
     PairExplanation e;
     explain_pair(&m, &sv, &tv, src, S - 1, tout, T - 1, &eo, &e);

@@ -47,11 +47,20 @@ static size_t name_length(const char *out) {
     return len;
 }
 
-int staged_dir_usable(const char *out, const char *what) {
+/* A name staging has room for, and a directory or nothing there: what the write itself
+ * checks (it then makes the staging folder, and hears from mkdir at once). */
+static int name_usable(const char *out, const char *what) {
     size_t len = name_length(out);
     if (len == 0 || len + 32 >= STAGED_DIR_MAX) return err_set("%s: '%s' is not a usable directory name", what, out);
     struct stat st;
     if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return err_set("%s: %s exists and is not a directory", what, out);
+    return 0;
+}
+
+int staged_dir_usable(const char *out, const char *what) {
+    if (name_usable(out, what) != 0) return -1;
+    size_t len = name_length(out);
+    struct stat st;
     /* the staging directory goes beside out: the nearest folder up that is there must take
      * it (a read-only file system, a folder not ours), found now rather than after the work */
     char up[STAGED_DIR_MAX];
@@ -79,7 +88,7 @@ int staged_dir_usable(const char *out, const char *what) {
 /* A new, empty directory beside out for the files being written, its name into tmp. */
 static int staging_dir(const char *out, const char *what, char *tmp, size_t n) {
     size_t len = name_length(out);
-    if (n < STAGED_DIR_MAX || staged_dir_usable(out, what) != 0) return -1; /* tmp has room for a usable name */
+    if (n < STAGED_DIR_MAX || name_usable(out, what) != 0) return -1; /* tmp has room for a usable name */
     snprintf(tmp, n, "%.*s.partial-%d", (int)len, out, (int)getpid());
     remove_dir(tmp); /* a leftover of this pid's predecessor */
     char parent[STAGED_DIR_MAX];
