@@ -37,6 +37,7 @@ extern const TestCase golden_tests[];
 extern const TestCase spm_tests[];
 extern const TestCase files_tests[];
 extern const TestCase options_tests[];
+extern const TestCase intervene_tests[];
 extern const TestCase headmask_tests[];
 extern const TestCase explain_tests[];
 extern const TestCase pictures_tests[];

@@ -722,7 +722,7 @@ static void test_attention_keys_by_column(void) {
             for (int j = 0; j < W; j++)
                 for (int c = 0; c < d; c++)
                     keys[t][(size_t)b * W * d + attn_key_at(tile[t], j, c, d)] = k[((size_t)b * W + j) * d + c];
-    AttnShape s = {B, 1, Tk, d, H, kv_len, 0, W, NULL, NULL, 0};
+    AttnShape s = {B, 1, Tk, d, H, kv_len, 0, W, NULL, NULL, 0, 0};
     float q[LAYOUTS][B * d], p[LAYOUTS][B * H * Tk], ctx[LAYOUTS][B * d], out[LAYOUTS][B * d];
     for (int t = 0; t < LAYOUTS; t++) {
         AttnActs a = {.q = q[t], .k = keys[t], .v = v, .p = p[t], .ctx = ctx[t], .out = out[t], .k_tile = tile[t]};

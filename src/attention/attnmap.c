@@ -126,7 +126,7 @@ static void capture_anatomy(AttnMaps *out, const Model *m, int k, int l) {
     size_t per = (size_t)rows * cols;
     const AttnActs *a = model_attention_acts(m, k, l);
     int kv_len = cols;
-    AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0, NULL, NULL, 0};
+    AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0, NULL, NULL, 0, 0};
     float *norms = xmalloc(sizeof(float) * (size_t)H * cols);
     attention_value_norms(norms, a, model_attention_params(m, k, l), &shape);
     for (int h = 0; h < H; h++) {

@@ -137,6 +137,21 @@ void model_step_reserve(Model *m, DecodeState *st, int G, int S, int copies) {
     model_reserve(m, model_encode_lean_floats(m, G, S));
 }
 
+/* A pin set on the model's full passes (model_attention_intervene) holds in its steps too,
+ * at its position: search then follows the model as changed. Only the pin: a patch's rows
+ * are a full pass's positions, which a step's rows (hypotheses) are not. */
+static void point_pin(Model *m, DecodeState *st, int l, AttnKind kind) {
+    int cross = kind == ATTN_CROSS;
+    AttnActs *a = cross ? &st->layer[l].cross_attn : &st->layer[l].self_attn;
+    const AttnIntervene *iv = attn_acts(m, kind, l)->iv;
+    a->iv = NULL;
+    if (!iv || !iv->pin_weights) return;
+    st->pins[l][cross] = (AttnIntervene){.pin_head = iv->pin_head,
+                                         .pin_query = iv->pin_query,
+                                         .pin_weights = iv->pin_weights};
+    a->iv = &st->pins[l][cross];
+}
+
 void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies) {
     int G = b->B, S = b->S, d = m->cfg.d_model;
     /* every group's caches get the same layout, the longest the position table allows:
@@ -170,6 +185,8 @@ void model_step_begin(Model *m, DecodeState *st, const ModelBatch *b, int copies
     for (int l = 0; l < m->cfg.decoder_layers; l++) {
         point_gates(m, &st->layer[l].self_attn, ATTN_DEC_SELF, l);
         point_gates(m, &st->layer[l].cross_attn, ATTN_CROSS, l);
+        point_pin(m, st, l, ATTN_DEC_SELF);
+        point_pin(m, st, l, ATTN_CROSS);
     }
     for (int i = 0; i < G; i++) st->src_len[i] = b->src_len[i];
     model_reserve(m, model_encode_lean_floats(m, G, S));
@@ -220,8 +237,8 @@ const float *model_step(Model *m, DecodeState *st, const int *tokens) {
     stack_embed(m, &st->tgt, m->p.tgt_embed, tokens, B, 1, t, 0.0f, drop_site(&none, 2), NULL);
     for (int i = 0; i < B; i++) st->self_len[i] = t + 1;
     /* one query per sequence: position t sees the cached positions 0..t, all of them */
-    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len, NULL, NULL, 0};
-    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S, NULL, NULL, st->copies};
+    AttnShape self = {B, 1, t + 1, d, c->heads, st->self_len, 0, st->max_len, NULL, NULL, 0, t};
+    AttnShape cross = {B, 1, st->S, d, c->heads, st->src_len, 0, st->S, NULL, NULL, st->copies, t};
     const float *x = st->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++)
         x = decoder_layer_forward(m, l, &st->layer[l], x, NULL, &self, &cross, st, 0.0f, &none);

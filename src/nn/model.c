@@ -476,7 +476,7 @@ static void encoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     int N = rows.N;
     DropKeys keys = drop_keys(m, seed, step, b->row0, S);
     stack_embed(m, &a->src, m->p.src_embed, b->src, B, S, 0, p, drop_site(&keys, 1), pk);
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk, 0};
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk, 0, 0};
     const float *x = a->src.x;
     for (int l = 0; l < c->encoder_layers; l++) {
         EncoderLayerActs *e = &a->enc[l];
@@ -555,8 +555,8 @@ static void decoder_forward(Model *m, const ModelBatch *b, float p, uint64_t see
     int d = c->d_model, B = b->B, T = b->T;
     DropKeys keys = drop_keys(m, seed, step, b->row0, T);
     stack_embed(m, &a->tgt, m->p.tgt_embed, b->tgt_in, B, T, 0, p, drop_site(&keys, 2), pt);
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt, 0};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps, 0};
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt, 0, 0};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps, 0, 0};
     const float *x = a->tgt.x;
     for (int l = 0; l < c->decoder_layers; l++) {
         x = decoder_layer_forward(m, l, &a->dec[l], x, a->src.out, &self, &cross, NULL, p, &keys);
@@ -709,8 +709,8 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         layernorm_backward_inplace(dx, m->g.dec_norm.w, m->g.dec_norm.b, last, m->p.dec_norm.w, a->tgt.norm_mean,
                                    a->tgt.norm_rstd, N, d);
     }
-    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt, 0};
-    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps, 0};
+    AttnShape self = {B, T, T, d, c->heads, b->tgt_len, 1, T, pt, pt, 0, 0};
+    AttnShape cross = {B, T, b->S, d, c->heads, b->src_len, 0, b->S, pt, ps, 0, 0};
     memset(a->d_enc_out, 0, sizeof(float) * (size_t)stream_rows(ps, B, b->S).N * d);
     for (int l = c->decoder_layers - 1; l >= 0; l--) {
         DecoderLayerActs *e = &a->dec[l];
@@ -754,7 +754,7 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
     } else {
         memcpy(dx, a->d_enc_out, sizeof(float) * (size_t)N * d);
     }
-    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk, 0};
+    AttnShape shape = {B, S, S, d, c->heads, b->src_len, 0, S, pk, pk, 0, 0};
     for (int l = c->encoder_layers - 1; l >= 0; l--) {
         EncoderLayerActs *e = &a->enc[l];
         const EncoderLayerParams *w = &m->p.enc[l];

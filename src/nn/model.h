@@ -389,12 +389,14 @@ typedef struct {
     float *scratch;                         /* (2, B, max(max_len, S), d) for copying rows */
     float *buf;                             /* the one allocation behind all of the above */
     size_t buf_floats;
-    StepWeights weights; /* laid out at the state's first reserve or begin, or the model's
-                            kept ones: the weights must not change while the state lives */
-    int weights_kept;    /* weights are the model's (model_keep_step_weights): not freed */
-    double flops;        /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
-                            shapes computed: padded sources, every row of the step): kept across
-                            begins, for decoding's GFLOP/s */
+    StepWeights weights;                   /* laid out at the state's first reserve or begin, or the model's
+                                              kept ones: the weights must not change while the state lives */
+    int weights_kept;                      /* weights are the model's (model_keep_step_weights): not freed */
+    AttnIntervene pins[QKV_MAX_LAYERS][2]; /* the model's pins on each decoder layer's self- and
+                                              cross-attention when the state began, by position */
+    double flops;                          /* matrix-product FLOPs run since the state was zeroed (2mnk each, at the
+                                              shapes computed: padded sources, every row of the step): kept across
+                                              begins, for decoding's GFLOP/s */
 } DecodeState;
 
 /* st must be zeroed before its first begin; it may be begun again for the next group of

@@ -80,6 +80,14 @@ static __attribute__((noinline)) void weigh_16_values(float *c, const float *p, 
     memcpy(c, acc, sizeof acc);
 }
 
+/* The weights that replace head h's softmax at query row i (of every sequence), or NULL
+ * when the pass has no pin there: pins name a query by its target position. */
+static const float *pinned_row(const AttnActs *a, const AttnShape *s, int h, int i) {
+    const AttnIntervene *iv = a->iv;
+    if (!iv || !iv->pin_weights || iv->pin_head != h || iv->pin_query != s->q_pos + i) return NULL;
+    return iv->pin_weights;
+}
+
 /* S, P and O for one query row per sequence: the same three phases as below, as loops
  * over the keys a query may see. Every sum is taken in the order of the plain loop (over
  * e for a score, over the keys for an output), so the figures are those of one key and
@@ -131,6 +139,8 @@ static void attention_one_query(AttnActs *a, const AttnShape *s, size_t kv_rows,
             float *p = P + (size_t)h * Tk;
             if (a->scores) keep_scores(a->scores + ((size_t)b * H + h) * Tk, p, Tk, n);
             softmax_forward(p, p, Tk, n);
+            const float *pin = pinned_row(a, s, h, 0);
+            if (pin) memcpy(p, pin, sizeof(float) * (size_t)Tk);
         }
         /* outputs sixteen columns at a time, summed over the keys in registers (in memory,
          * each key's adds would wait for the last key's stores) */
@@ -160,10 +170,12 @@ static void gate_ctx(float *ctx, const float *gate, size_t rows, int d, int H) {
 /* The pin and the patch of a->iv, after the softmax and after the weighted values. */
 static void intervene_weights(AttnActs *a, const AttnShape *s) {
     const AttnIntervene *iv = a->iv;
-    if (!iv || !iv->pin_weights || iv->pin_query >= s->Tq) return;
+    if (!iv || !iv->pin_weights) return;
+    int i = iv->pin_query - s->q_pos;
+    if (i < 0 || i >= s->Tq) return;
+    const float *pin = pinned_row(a, s, iv->pin_head, i);
     for (int b = 0; b < s->B; b++)
-        memcpy(a->p + (((size_t)b * s->heads + iv->pin_head) * s->Tq + iv->pin_query) * s->Tk, iv->pin_weights,
-               sizeof(float) * (size_t)s->Tk);
+        memcpy(a->p + (((size_t)b * s->heads + iv->pin_head) * s->Tq + i) * s->Tk, pin, sizeof(float) * (size_t)s->Tk);
 }
 
 static void intervene_ctx(AttnActs *a, size_t rows, int d, int H) {
@@ -191,11 +203,13 @@ void attention_forward(AttnActs *a, const AttnParams *w, const float *xq, const 
     if (xkv) attention_project_kv(a->k, a->v, w, xkv, key_rows(s), d);
     double t0 = prof_start();
     if (Tq == 1 && !s->q) {
-        /* One query row per sequence (incremental decoding): plain loops. A BLAS call per
-         * (sequence, head) costs more than its arithmetic at this size. */
+        /* One query row per sequence (incremental decoding, a pass over an empty target or
+         * source): plain loops. A BLAS call per (sequence, head) costs more than its
+         * arithmetic at this size. The interventions as below: pins inside, at the softmax. */
         attention_one_query(a, s, kv_rows, scale);
         prof_stop(PROF_ATTENTION, t0);
         if (a->gate) gate_ctx(a->ctx, a->gate, (size_t)B, d, H);
+        intervene_ctx(a, (size_t)B, d, H);
         matmul_forward_with(a->out, a->ctx, w->w_o, a->panels[3], w->b_o, B, d, d);
         return;
     }

@@ -46,6 +46,8 @@ typedef struct {
     int kv_share; /* 0 or 1: each sequence reads its own keys. Else (one query row per
                      sequence only) sequences b .. b + kv_share - 1 read the keys of block
                      b / kv_share: beam search's hypotheses of one source */
+    int q_pos;    /* the target position of query row 0: 0 in a full pass, t in an
+                     incremental step (an intervention names its query by position) */
 } AttnShape;
 
 /* Sequence b's first query row and key row, and how many of each a pass computes. */
@@ -59,10 +61,13 @@ static inline AttnSeq attention_seq(const AttnShape *s, int b) {
     return (AttnSeq){(size_t)b * s->Tq, (size_t)b * (s->kv_stride ? s->kv_stride : s->Tk), s->Tq, s->Tk};
 }
 
-/* What-if interventions on one attention sub-layer (explain/), for full passes over padded
- * rows; off unless the AttnActs points at one, and then only what is set acts:
- *   pin        query row pin_query of head pin_head (every sequence's) takes the weights
- *              pin_weights (Tk) instead of its softmax: attention pinned;
+/* What-if interventions on one attention sub-layer (explain/), for passes over padded
+ * rows, one query row or many; off unless the AttnActs points at one, and then only what
+ * is set acts:
+ *   pin        the query at position pin_query (AttnShape's q_pos) of head pin_head (every
+ *              sequence's) takes the weights pin_weights (Tk) instead of its softmax:
+ *              attention pinned; the one intervention an incremental step honours
+ *              (model_step_begin copies it), so search follows it;
  *   ctx_from   the heads flagged in ctx_heads (H) take their output before W_O (their
  *              columns of ctx, gated as they were) from ctx_from (B*Tq, d): a head's output
  *              patched in from another run;
