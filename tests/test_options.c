@@ -7,6 +7,9 @@
 #include "cmd/commands.h"
 #include "cmdlib/decode_options.h"
 #include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
+#include "run/run.h"
+#include "util/err.h"
 
 /* The help as cmd_help_print writes it (through a tmpfile: a stream that grows a buffer
  * of ours makes gcc see a pointer to a local where there is none). */
@@ -137,7 +140,25 @@ static void test_parser_reads_the_table(void) {
     optind = 1;
 }
 
+/* A word the vocabulary lacks is named once in the message however often it comes, in
+ * the order it first comes. */
+static void test_unknown_words_named_once(void) {
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.cfg.data.tokenizer = TOKENIZER_WORD;
+    r.model.cfg.max_positions = 64;
+    vocab_init(&r.src_vocab), vocab_init(&r.tgt_vocab);
+    vocab_count(&r.src_vocab, "a", 1, 5), vocab_count(&r.tgt_vocab, "a", 1, 5);
+    vocab_prune(&r.src_vocab, 100, 1), vocab_prune(&r.tgt_vocab, 100, 1);
+    int src[64], tgt[64], ns, nt;
+    int rc = cmd_sentence_ids(&r, "--text", "a", "xx yy a xx xx yy zz", src, &ns, tgt, &nt);
+    vocab_free(&r.src_vocab), vocab_free(&r.tgt_vocab);
+    CHECK(rc != 0, "a target of unknown words was taken");
+    CHECK(strcmp(err_msg(), "--target: not in the target vocabulary: 'xx', 'yy', 'zz'") == 0, "said: %s", err_msg());
+}
+
 const TestCase options_tests[] = {
+    {"unknown_words_named_once", test_unknown_words_named_once},
     {"every_command_helps_with_every_option", test_every_command_helps_with_every_option},
     {"option_keys_are_distinct", test_option_keys_are_distinct},
     {"decode_defaults_shown_are_the_real_ones", test_decode_defaults_shown_are_the_real_ones},

@@ -34,17 +34,21 @@ static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *
         /* which words mapped to <unk>: re-encode word by word, split where the tokenizer
          * splits; with characters, the space token between words is no word's */
         char *copy = xstrdup(text);
-        int *sub = xmalloc(sizeof(int) * (size_t)(max + 1)), k = 0, first = 1;
+        int *sub = xmalloc(sizeof(int) * (size_t)(max + 1)), k = 0, first = 1, listed = 0;
+        /* the words listed so far (in copy): a word unknown five times is named once */
+        const char **seen = xmalloc(sizeof(char *) * (strlen(text) / 2 + 1));
         for (char *tok = strtok(copy, " \t\r\v\f"); tok && k < n; tok = strtok(NULL, " \t\r\v\f"), first = 0) {
             if (tokenizer == TOKENIZER_CHAR && !first) k++;
             int m = encode_line(tok, tokenizer, v, sub, max + 1), unk = 0;
             for (int i = 0; i < m && k < n; i++, k++) unk |= ids[k] == VOCAB_UNK;
+            for (int i = 0; unk && i < listed; i++) unk = strcmp(seen[i], tok) != 0;
             if (unk) {
                 if (unknown->len) sb_append(unknown, ", ", 2);
                 quote_word(unknown, tok);
+                seen[listed++] = tok;
             }
         }
-        free(copy), free(sub);
+        free(copy), free(sub), free(seen);
     }
     return n;
 }
