@@ -1,5 +1,7 @@
 /* The commands' option tables: every option a parser takes is in its help with what it
  * does, the shown defaults are the real ones, and the parser reads what the table says. */
+#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,7 +159,23 @@ static void test_unknown_words_named_once(void) {
     CHECK(strcmp(err_msg(), "--target: not in the target vocabulary: 'xx', 'yy', 'zz'") == 0, "said: %s", err_msg());
 }
 
+/* A folder given with trailing slashes is the folder: attn// is attn, / stays /. */
+static void test_folder_options_lose_trailing_slashes(void) {
+    const char *given[] = {"attn//", "/", "a/b/"}, *meant[] = {"attn", "/", "a/b"};
+    for (int i = 0; i < 3; i++) {
+        char name[] = "attention", opt[] = "--out", value[16];
+        snprintf(value, sizeof value, "%s", given[i]);
+        char *argv[] = {name, opt, value, NULL};
+        optind = 0;
+        int c = cmd_option_next(&cmd_attention_spec, 3, argv);
+        CHECK(c == 'o', "--out read as %d", c);
+        CHECK(strcmp(optarg, meant[i]) == 0, "--out %s read as '%s'", given[i], optarg);
+    }
+    optind = 0;
+}
+
 const TestCase options_tests[] = {
+    {"folder_options_lose_trailing_slashes", test_folder_options_lose_trailing_slashes},
     {"unknown_words_named_once", test_unknown_words_named_once},
     {"every_command_helps_with_every_option", test_every_command_helps_with_every_option},
     {"option_keys_are_distinct", test_option_keys_are_distinct},

@@ -41,6 +41,11 @@ int cmd_option_next(const CmdSpec *spec, int argc, char **argv) {
         return CMD_OPTIONS_HELP;
     }
     if (c == '?' || c == ':') return CMD_OPTIONS_BAD;
+    /* a folder's trailing slashes go (the root's one stays): the command joins names to it
+     * and prints them, and attn/ gave attn//maps.json */
+    if (long_index >= 0 && long_index < n && optarg && row(spec, long_index)->value &&
+        strcmp(row(spec, long_index)->value, "DIR") == 0)
+        for (size_t len = strlen(optarg); len > 1 && optarg[len - 1] == '/'; len--) optarg[len - 1] = '\0';
     return c;
 }
 
