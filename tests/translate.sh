@@ -8,7 +8,7 @@ QKV=${QKV:-build/qkv}
 T=$(mktemp -d /tmp/qkv-translate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-SC=../shared/scoring
+SC=tests/scoring # synthetic text with sacrebleu's own figures (tests/scoring/README.md)
 
 # ---- qkv score ------------------------------------------------------------------------
 out=$("$QKV" score "$SC/perturbed-101.txt" "$SC/reference.txt")
