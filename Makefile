@@ -50,7 +50,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k serve-load fuzz fuzz-targets format lint bundle
+.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so $(BUILD)/slow_open.so $(BUILD)/no_link.so
 
@@ -146,9 +146,16 @@ demo: deps
 qkv: $(BUILD)/qkv
 	@:
 
-# The real-corpus recipe: German -> English on ../shared/corpora/multi30k, scored on
+# Multi30k task 1 (de, en) into data/multi30k, checked against scripts/multi30k.sha256:
+# from QKV_MULTI30K=DIR, else ../shared/corpora/multi30k when it is there, else downloaded
+# from QKV_MULTI30K_URL (default: the dataset's repository on GitHub). Every script that
+# reads the corpus runs it first; a second run keeps what is already there and checked.
+multi30k-data: deps
+	@scripts/multi30k_data.sh
+
+# The real-corpus recipe: German -> English on data/multi30k (make multi30k-data), scored on
 # test_2016_flickr (about 45 minutes of training on 2 cores; a recipe, not a test).
-multi30k: deps
+multi30k: deps multi30k-data
 	@$(MAKE) --no-print-directory all
 	@scripts/multi30k.sh
 
@@ -166,7 +173,7 @@ serve-load: deps
 
 # qkv and PyTorch trained for the same minutes (QKV_RACE_MINUTES, default 20 each) on the
 # same Multi30k subword ids, both decoded greedily and scored: the BLEU each reaches.
-race: deps
+race: deps multi30k-data
 	@$(MAKE) --no-print-directory all
 	@scripts/race.sh
 

@@ -14,7 +14,8 @@
 # written for), for tests/format.sh (make lint) and make format; failing is a warning.
 set -euo pipefail
 
-packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev libmicrohttpd-dev)
+# curl: the corpus fetch (scripts/multi30k_data.sh) and its tests (tests/fetch.sh)
+packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev libmicrohttpd-dev curl)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
 

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # make multi30k: the real-corpus recipe. Trains configs/multi30k.yaml (German -> English on
-# ../shared/corpora/multi30k, a joint BPE model trained first) into runs/multi30k, then
-# evaluates test_2016_flickr with the run's default decoding (beam 5 with the average of
-# its last checkpoints, train.average_last) and with greedy search, and test_2017_mscoco,
-# printing sacrebleu-identical BLEU and chrF with their signatures, and ten translations
-# beside their references. An existing run is resumed to its configured steps, not
-# restarted. The recipe was chosen on val alone (scripts/sweep.sh).
+# data/multi30k, fetched and checked first by scripts/multi30k_data.sh; a joint BPE model
+# trained first) into runs/multi30k, then evaluates test_2016_flickr with the run's default
+# decoding (beam 5 with the average of its last checkpoints, train.average_last) and with
+# greedy search, and test_2017_mscoco, printing sacrebleu-identical BLEU and chrF with
+# their signatures, and ten translations beside their references. An existing run is
+# resumed to its configured steps, not restarted. The recipe was chosen on val alone
+# (scripts/sweep.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
-M30K=../shared/corpora/multi30k
+M30K=data/multi30k
 RUN=runs/multi30k
-[[ -f $M30K/train.de ]] || { echo "qkv: $M30K/train.de: the Multi30k corpus must sit in ../shared/corpora" >&2; exit 2; }
+scripts/multi30k_data.sh "$M30K"
 
 if [[ -f $RUN/config.yaml ]]; then
     echo "== resuming $RUN"

@@ -8,11 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 QKV_EXTRA_PACKAGES="python3-torch python3-numpy" scripts/deps.sh
 QKV=${QKV:-build/qkv}
-corpus=../shared/corpora/multi30k
-if [[ ! -f $corpus/train.de ]]; then
-    echo "make race: $corpus is not here" >&2
-    exit 2
-fi
+corpus=data/multi30k
+scripts/multi30k_data.sh "$corpus"
 minutes=${QKV_RACE_MINUTES:-20}
 seconds=$((minutes * 60))
 out=build/race

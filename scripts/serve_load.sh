@@ -10,9 +10,10 @@ RUN=${RUN:-runs/multi30k}
 SET=${SET:-test_2016_flickr}
 CLIENTS=${CLIENTS:-16}
 REQUESTS=${REQUESTS:-200}
-src=../shared/corpora/multi30k/$SET.de
+src=data/multi30k/$SET.de
 out=$(mktemp -d /tmp/qkv-serve-load.XXXXXX)
 [[ -d $RUN || -f $RUN ]] || { echo "qkv: serve-load: no run at $RUN (make multi30k trains one)" >&2; exit 2; }
+scripts/multi30k_data.sh data/multi30k
 "$QKV" serve "$RUN" --port 0 2>"$out/server.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$out"' EXIT

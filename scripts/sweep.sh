@@ -9,11 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
-M30K=../shared/corpora/multi30k
+M30K=data/multi30k
 [[ $# -ge 1 ]] || { echo "usage: scripts/sweep.sh NAME [KEY=VALUE ...]" >&2; exit 2; }
 name=$1
 shift
 run=runs/sweep-$name
+scripts/multi30k_data.sh "$M30K"
 sets=(--set "name=sweep-$name")
 for kv in "$@"; do sets+=(--set "$kv"); done
 
