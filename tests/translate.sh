@@ -333,6 +333,15 @@ rc=$?
 [[ $(wc -l <"$T/mixed.txt") -eq 4 ]] &&
     grep -qx "qkv: warning: 2 lines are not UTF-8 (the first: line 3); their bad bytes made unknown words" "$T/mixed.err" &&
     ok translate_warns_of_lines_not_utf8 || bad translate_warns_of_lines_not_utf8 "$(cat "$T/mixed.err")"
+# words the source vocabulary lacks are read as <unk>: translate says so once, at the end,
+# naming the first such line's words, each once
+printf 'zebra okapi zebra\n%s\nzebra\n' "$(head -1 "$T/data/test.src")" >"$T/unk.src"
+"$QKV" translate "$T/w" --greedy <"$T/unk.src" >"$T/unk.txt" 2>"$T/unk.err"
+head -1 "$T/data/test.src" | "$QKV" translate "$T/w" --greedy >/dev/null 2>"$T/known.err"
+[[ $(wc -l <"$T/unk.txt") -eq 3 ]] &&
+    grep -qx "qkv: warning: 2 lines hold words not in the source vocabulary, read as <unk> (line 1: 'zebra', 'okapi')" "$T/unk.err" &&
+    ! grep -q "source vocabulary" "$T/known.err" && ok translate_warns_of_unknown_words ||
+    bad translate_warns_of_unknown_words "$(cat "$T/unk.err" "$T/known.err")"
 # a checkpoint named from inside its own directory still finds its run
 last=$(cd "$T/w/ckpt" && ls step-*.safetensors | tail -1)
 qkv_abs=$(cd "$(dirname "$QKV")" && pwd)/$(basename "$QKV")

@@ -13,6 +13,7 @@
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/decode_options.h"
 #include "cmdlib/options.h"
+#include "cmdlib/sentence.h"
 #include "decode/translator.h"
 #include "run/run.h"
 #include "util/err.h"
@@ -33,16 +34,24 @@ static void print_hypotheses(char **text, const double *scores, int n, int nbest
 
 /* What the input held that the user is told of once, at the end. */
 typedef struct {
-    int truncated;      /* lines cut to the model's positions */
-    int not_utf8;       /* lines that are not UTF-8: their bad bytes make unknown words */
-    int first_not_utf8; /* the first of them, from 1 */
+    int truncated;        /* lines cut to the model's positions */
+    int not_utf8;         /* lines that are not UTF-8: their bad bytes make unknown words */
+    int first_not_utf8;   /* the first of them, from 1 */
+    int unknown;          /* lines with words the source vocabulary reads as <unk> */
+    int first_unknown;    /* the first of them, from 1 */
+    StrBuf unknown_words; /* that line's unknown words, quoted */
 } InputNotes;
 
 /* Translates lines and prints them; adds to *notes. */
 static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, InputNotes *notes) {
     TranslateStats st;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!utf8_valid(lines[i], strlen(lines[i])) && notes->not_utf8++ == 0) notes->first_not_utf8 = first + i + 1;
+        StrBuf words = {0};
+        if (cmd_unknown_source_words(r, lines[i], &words) > 0 && notes->unknown++ == 0)
+            notes->first_unknown = first + i + 1, notes->unknown_words = words, words = (StrBuf){0};
+        sb_free(&words);
+    }
     /* scores are printed with n-best lists only; without them greedy search skips a
      * softmax normaliser over the vocabulary at every step */
     double *scores = o->decode.nbest > 1 ? xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest) : NULL;
@@ -139,6 +148,10 @@ int cmd_translate(int argc, char **argv) {
         fprintf(stderr, "qkv: warning: %d line%s not UTF-8 (the first: line %d); %s bad bytes made unknown words\n",
                 notes.not_utf8, notes.not_utf8 == 1 ? " is" : "s are", notes.first_not_utf8,
                 notes.not_utf8 == 1 ? "its" : "their");
+    if (notes.unknown)
+        fprintf(stderr, "qkv: warning: %d line%s words not in the source vocabulary, read as <unk> (line %d: %s)\n",
+                notes.unknown, notes.unknown == 1 ? " holds" : "s hold", notes.first_unknown, notes.unknown_words.buf);
+    sb_free(&notes.unknown_words);
     run_close(&r);
     return 0;
 }

@@ -26,9 +26,10 @@ static void quote_word(StrBuf *sb, const char *w) {
     sb_append(sb, "'", 1);
 }
 
-/* Encodes text; lists unknown words into `unknown` (may be NULL), each once. Returns the
- * count. */
-static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown) {
+/* Encodes text; lists unknown words into `unknown` (may be NULL), each once, and counts
+ * them into *n_unknown (may be NULL). Returns the count of ids. */
+static int encode_listing(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown,
+                          int *n_unknown) {
     int n = encode_line(text, tokenizer, v, ids, max);
     if (unknown) {
         /* which words mapped to <unk>: re-encode word by word, split where the tokenizer
@@ -49,8 +50,20 @@ static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *
             }
         }
         free(copy), free(sub), free(seen);
+        if (n_unknown) *n_unknown = listed;
     }
     return n;
+}
+
+static int encode_checked(const char *text, int tokenizer, const Vocab *v, int *ids, int max, StrBuf *unknown) {
+    return encode_listing(text, tokenizer, v, ids, max, unknown, NULL);
+}
+
+int cmd_unknown_source_words(const Run *r, const char *line, StrBuf *unknown) {
+    int max = r->model.cfg.max_positions, *ids = xmalloc(sizeof(int) * (size_t)(max + 1)), listed = 0;
+    encode_listing(line, r->cfg.data.tokenizer, &r->src_vocab, ids, max, unknown, &listed);
+    free(ids);
+    return listed;
 }
 
 /* The warning of source words read as <unk>; option names the sentence's option, or is NULL. */

@@ -5,6 +5,7 @@
 #define QKV_CMDLIB_SENTENCE_H
 
 #include "run/run.h"
+#include "util/text.h"
 
 /* The source ids of text and the target ids of target, or of the greedy translation when
  * target is NULL; src and tgt have room for max_positions - 1 ids. Warns on stderr of
@@ -17,6 +18,10 @@ int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const ch
 /* A second source sentence (patch's --corrupt) as ids, up to max of them: its count; warns
  * on stderr, naming option, of its words read as <unk>, as cmd_sentence_ids does. */
 int cmd_source_ids(Run *r, const char *option, const char *text, int *ids, int max);
+
+/* The words of a source line that the source vocabulary reads as <unk>, each once, quoted
+ * and separated by ", " into unknown (the caller's, sb_free'd); how many. */
+int cmd_unknown_source_words(const Run *r, const char *line, StrBuf *unknown);
 
 /* The id of a word given to `option` that must be one token of the target vocabulary
  * (--contrast, --compare); -1 with the error set ("<option>: 'w' is N tokens ..., not one",
