@@ -23,6 +23,7 @@ suite() {
     timeout -k 10 "$suite_limit" "$@" >"$log" 2>&1
     rc=$?
     cat "$log"
+    echo "-- $name took $((SECONDS - start)) s"
     last=$(tail -n 1 "$log")
     if [[ $rc -eq 124 || $rc -eq 137 ]]; then
         echo "FAIL $name: still running after ${suite_limit}s, killed"
