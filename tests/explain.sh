@@ -35,7 +35,8 @@ check_json() {
     "$BOUNDED" "$PY" -c 'import json, math, sys
 d = json.load(open(sys.argv[1], encoding="utf-8"))
 foil = sys.argv[2] if len(sys.argv) > 2 else None
-keys = {"format", "maps", "logp", "foil", "ig_steps", "f", "f_base", "ig_error", "share", "rollout", "methods", "prefix"}
+keys = {"format", "maps", "logp", "foil", "foil_is_word", "ig_steps", "f", "f_base", "ig_error", "share", "rollout",
+        "methods", "prefix"}
 assert set(d) == keys, "keys %s" % sorted(set(d) ^ keys)
 assert d["format"] == "qkv-explain-1", d["format"]
 m = d["maps"]
@@ -60,7 +61,8 @@ for t, row in enumerate(d["rollout"]):
     assert all(v == 0 for v in row[S + t + 1:]), "rollout row %d reads later target inputs" % t
 want = ["L%d.H%d" % (l, h) for l in range(L) for h in range(H)]
 want = [n for l in range(L) for n in want[l * H:(l + 1) * H] + ["L%d.avg" % l]] + ["shift.L%d" % l for l in range(L)]
-want += ["contrib.layer", "contrib.rollout", "saliency", "x-gradient", "integrated-gradients", "leave-one-out"]
+grads = ["saliency", "x-gradient", "x-gradient-l2", "integrated-gradients"]
+want += ["contrib.layer", "contrib.rollout"] + grads + ["leave-one-out"]
 names = [x["name"] for x in d["methods"]]
 assert names == want, "methods %s" % names
 family = lambda n: "attention" if n.startswith(("L", "shift.")) else "contrib" if n.startswith("contrib.") else \
@@ -68,9 +70,20 @@ family = lambda n: "attention" if n.startswith(("L", "shift.")) else "contrib" i
 for x in d["methods"]:
     assert x["family"] == family(x["name"]), "%s: family %s" % (x["name"], x["family"])
     assert grid(x["scores"], T, S), "%s: scores not (%d, %d)" % (x["name"], T, S)
-assert [x["name"] for x in d["prefix"]] == ["saliency", "x-gradient", "integrated-gradients"], d["prefix"]
+assert [x["name"] for x in d["prefix"]] == grads, d["prefix"]
 for x in d["prefix"]:
     assert grid(x["scores"], T, T) and all(v == 0 for t in range(T) for v in x["scores"][t][t + 1:]), "prefix %s" % x["name"]
+# each gradient says what its score is: the signed x-gradient and its magnitude apart
+said = {x["name"]: x.get("score") for x in d["methods"] if x["family"] == "gradient"}
+assert said == {x["name"]: x["score"] for x in d["prefix"]}, said
+assert "signed" in said["x-gradient"] and "magnitude" in said["x-gradient-l2"], said
+assert all("score" not in x for x in d["methods"] if x["family"] != "gradient")
+# a word that is the foil itself is flagged, and no gradient scores it: f = log p(w) - log p(w) is 0
+assert d["foil_is_word"] == [w == foil for w in m["target_out"]], "foil_is_word %s" % d["foil_is_word"]
+for t in (t for t in range(T) if d["foil_is_word"][t]):
+    assert d["f"][t] == d["f_base"][t] == 0, "f of the foil word %d" % t
+    assert all(v == 0 for x in d["methods"] + d["prefix"] if x["name"] in grads for v in x["scores"][t]), \
+        "a gradient scores the foil word %d" % t
 print("ok S=%d T=%d L=%d H=%d, %d methods" % (S, T, L, H, len(names)))' "$@" 2>&1 | tail -1
 }
 shape=$(check_json "$out/explain.json")
@@ -91,6 +104,26 @@ json_first=$("$BOUNDED" "$PY" -c 'import json, sys; print("%.2f" % json.load(ope
 shape=$(check_json "$T/foil/explain.json" lo)
 [[ $shape == ok* ]] && grep -q "log p(word) - log p(lo)" "$T/foil.log" && ok "explain_contrast_without_ig_json (${shape#ok })" ||
     bad "explain_contrast_without_ig_json" "$shape; $(tail -2 "$T/foil.log")"
+# a foil that is one of the words (lo, the first): log p(lo) - log p(lo) is 0 whatever the
+# input; the table ranks nothing in its gradient column for it and says why, the JSON flags it
+"$QKV" explain "$T/run" --text "$text" --target "$target" --contrast lo --ig-steps 4 --out "$T/foilw" >"$T/foilw.log" 2>&1
+rc=$?
+shape=$(check_json "$T/foilw/explain.json" lo)
+row=$(awk '/^target +log p +share/{getline; print; exit}' "$T/foilw.log")
+said="'lo' (position 0) is the foil itself: log p(lo) - log p(lo) is 0 whatever the input, so the gradients rank nothing for it"
+if [[ $rc -eq 0 && $shape == ok* && $row == lo\ *"  - (the foil)  "* ]] && grep -qxF "$said" "$T/foilw.log" &&
+    [[ $(grep -c "(the foil)" "$T/foilw.log") -eq 1 ]]; then
+    ok "explain_contrast_with_a_word_of_the_target_ranks_nothing_for_it"
+else
+    bad "explain_contrast_with_a_word_of_the_target_ranks_nothing_for_it" "exit $rc; $shape; row '$row'; $(tail -4 "$T/foilw.log")"
+fi
+# a gradient not computed ranks nothing either: with --ig-steps 0 its column (the third) is
+# '-' on every row (a word that is the foil itself says why)
+rows=$("$BOUNDED" "$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["maps"]["target_out"]))' "$T/foil/explain.json")
+igcol=$(awk -v rows="${rows:-0}" '/^target +log p +share/{on = 1; next} on && n++ < rows {print substr($0, 72, 17)}' \
+    "$T/foil.log" | sed 's/ *$//' | sort -u | tr '\n' '|')
+[[ $igcol == "-|" || $igcol == "-|- (the foil)|" ]] && ok "explain_no_ig_steps_no_ig_ranking" ||
+    bad "explain_no_ig_steps_no_ig_ranking" "the integrated gradients' column: '$igcol'"
 grep -q '"format":"qkv-explain-1"' "$out/index.html" && ! grep -q '__QKV_DATA__' "$out/index.html" &&
     ok "explain_page_holds_the_json" || bad "explain_page_holds_the_json" "no qkv-explain-1 data at the marker"
 if grep -qiE '(src|href)=["'"'"']?(https?:)?//' "$out/index.html" || grep -q '<link' "$out/index.html"; then
@@ -160,6 +193,10 @@ names = [m["name"] for m in a["methods"]]
 for n in ("L1.avg", "shift.L1", "contrib.layer", "contrib.rollout", "saliency", "x-gradient", "integrated-gradients", "leave-one-out"):
     assert n in names, n
 assert all(0 <= m["aer"] <= 1 and len(m["drop_at_k"]) == 4 for m in a["methods"])
+# the table says which x-gradient is which: the signed one and its magnitude are two rows
+said = {m["name"]: m.get("score") for m in a["methods"] if m.get("score")}
+assert sorted(said) == ["integrated-gradients", "saliency", "x-gradient", "x-gradient-l2"], said
+assert "signed" in said["x-gradient"] and "magnitude" in said["x-gradient-l2"], said
 loo = next(m for m in a["methods"] if m["name"] == "leave-one-out")
 assert loo["drop_at_k"][0] >= max(m["drop_at_k"][0] for m in a["methods"]) - 1e-3, "a method beats leave-one-out at k=1"
 t = a["tau"]
@@ -167,6 +204,9 @@ assert len(t["cross_vs_loo"]) == 2 and all(len(r) == 4 and all(-1 <= v <= 1 for 
 assert all(0 <= v <= 1 for v in a["source_share"]["by_layer"] + a["source_share"]["by_position"])' \
     "$T/corpus1/explain-corpus.json" "$T/corpus2/explain-corpus.json" 2>"$T/corpus.err"
 [[ $? -eq 0 && -s $T/corpus1/aopc.svg ]] && grep -q "^random " "$T/corpus1.log" &&
+    grep -q '^x-gradient-l2  ' "$T/corpus1.log" && grep -q '^  x-gradient  *e \. df/dx: signed' "$T/corpus1.log" &&
+    grep -q '^  x-gradient-l2  *|e \* df/dx|_2: the magnitude' "$T/corpus1.log" &&
+    grep -q '>x-gradient: e \. df/dx, signed .*x-gradient-l2: |e \* df/dx|_2, its magnitude</text>' "$T/corpus1/aopc.svg" &&
     ok "explain_corpus_tables_the_same_on_one_thread_and_two" ||
     bad "explain_corpus_tables_the_same_on_one_thread_and_two" "$(tail -3 "$T/corpus.err")"
 # the picture says the random orders' mean as the log does, draws it over the bars (last),
@@ -177,6 +217,38 @@ last_bar=$(grep -n 'height="13" fill="#' "$svg" | tail -1 | cut -d: -f1) band=$(
 [[ -n $mean && -n $last_bar && -n $band && $band -gt $last_bar ]] && grep -q "orders (3), mean $mean;" "$svg" &&
     grep -q '>contributions</text>' "$svg" && grep -q '>nats</text>' "$svg" && ok "explain_aopc_picture_shows_the_random_mean" ||
     bad "explain_aopc_picture_shows_the_random_mean" "mean '$mean', last bar line $last_bar, band line $band: $(grep -o 'dashed[^<]*' "$svg")"
+
+# the two modes share a default folder: each replaces its own files and leaves the other's
+# (and a file of neither) as they were
+shared=$T/shared
+mkdir -p "$shared" && echo "mine" >"$shared/notes.txt"
+corpus_into() {
+    timeout 120 "$QKV" explain "$T/run" --src "$T/data/test.src" --ref "$T/data/test.tgt" --max-sentences "$1" \
+        --ig-steps 0 --random-orders 1 --out "$shared" >"$T/shared-corpus$1.log" 2>&1
+}
+corpus_into 3 && cp "$shared/explain-corpus.json" "$T/corpus.keep" && cp "$shared/aopc.svg" "$T/aopc.keep"
+"$QKV" explain "$T/run" --text "$text" --ig-steps 0 --out "$shared" >"$T/shared-text.log" 2>&1
+kept_corpus=$(cmp -s "$shared/explain-corpus.json" "$T/corpus.keep" && cmp -s "$shared/aopc.svg" "$T/aopc.keep" && echo yes)
+cp "$shared/explain.json" "$T/sentence.keep" && cp "$shared/index.html" "$T/page.keep"
+corpus_into 2
+if [[ $kept_corpus == yes ]] && cmp -s "$shared/explain.json" "$T/sentence.keep" && cmp -s "$shared/index.html" "$T/page.keep" &&
+    grep -q '"sentences": 2' "$shared/explain-corpus.json" && [[ $(cat "$shared/notes.txt") == mine ]]; then
+    ok "explain_modes_in_one_folder_each_replaces_only_its_own_files"
+else
+    bad "explain_modes_in_one_folder_each_replaces_only_its_own_files" "corpus kept by --text: '${kept_corpus:-no}'; $(ls "$shared")"
+fi
+# a bad gold line is said before any pair is explained: no progress, nothing written
+{ echo "0-0 not-a-link"; tail -n +2 "$T/data/test.align"; } >"$T/gold.bad"
+expect_error "explain_corpus_bad_gold_line_refused_before_the_work" 2 "^qkv: $T/gold.bad:1: not Pharaoh alignments \(i-j pairs\)$" \
+    timeout 120 "$QKV" explain "$T/run" --src "$T/data/test.src" --ref "$T/data/test.tgt" --gold "$T/gold.bad" \
+    --max-sentences 25 --ig-steps 0 --random-orders 1 --out "$T/gold-bad"
+# a link past its pair's words (line 3), likewise, with the pair's word counts
+awk 'NR == 3 {print "0-0 0-99"; next} {print}' "$T/data/test.align" >"$T/gold.range"
+expect_error "explain_corpus_gold_link_out_of_range_refused_before_the_work" 2 \
+    "^qkv: $T/gold.range:3: link 0-99 is out of range: the pair has [0-9]+ source and [0-9]+ target words$" \
+    timeout 120 "$QKV" explain "$T/run" --src "$T/data/test.src" --ref "$T/data/test.tgt" --gold "$T/gold.range" \
+    --max-sentences 25 --ig-steps 0 --random-orders 1 --out "$T/gold-bad"
+[[ ! -e $T/gold-bad ]] && ok "explain_corpus_bad_gold_writes_nothing" || bad "explain_corpus_bad_gold_writes_nothing" "$(ls -a "$T/gold-bad")"
 
 # ---- qkv patch: activation patching between two sentences ------------------------------------
 # a sentence patched into itself changes nothing; the encoder's output patched everywhere is
@@ -348,6 +420,11 @@ has '"clickSelectsWord":true' && has '"completeness":true' && has '"everyMethod"
     ok "browser_explain_click_selects_a_word_and_says_its_share" || bad "browser_explain_click_selects_a_word_and_says_its_share" "${result:-none}"
 has '"attentionLinks":true' && has '"headOpensMap":true' && has '"backToExplain":true' &&
     ok "browser_explain_head_column_opens_its_map_and_anatomy" || bad "browser_explain_head_column_opens_its_map_and_anatomy" "${result:-none}"
+
+# a word that is the foil itself: the page says so and no gradient column outlines a token for it
+selftest "$T/foilw/index.html"
+has '"ok":true' && has '"foilWordRanksNothing":true' && [[ -z $console ]] &&
+    ok "browser_explain_foil_word_ranks_nothing" || bad "browser_explain_foil_word_ranks_nothing" "result: ${result:-none}; console: $console"
 
 # the check can fail: the same page with a source share past 1 must not pass
 "$BOUNDED" "$PY" -c 'import sys, json

@@ -6,8 +6,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "config.h"
 #include "data/vocab.h"
+#include "explain/aligners.h"
 #include "explain/contrib.h"
+#include "explain/corpus_run.h"
 #include "explain/faith.h"
 #include "explain/gradattr.h"
 #include "explain/intervene.h"
@@ -383,6 +386,53 @@ static void test_saliency_against_finite_differences(void) {
     model_free(&m);
 }
 
+/* input x gradient's magnitude is the L2 norm over the embedding of e * df/dx: finite
+ * differences of every coordinate of each input's table row (x = sqrt(d) * row + pos, so
+ * e_c * df/dx_c = row_c * df/drow_c), for every (t, j). Neither the signed sum nor its
+ * absolute value passes: the test checks that both differ from it here. */
+static void test_input_x_gradient_l2_against_finite_differences(void) {
+    Model m;
+    setup(&m, 1, 0, 2); /* untied: a target row is the input's alone */
+    GradAttr g;
+    gradattr_compute(&m, src, S, tin, tout, T, -1, 0, &g);
+    int d = m.cfg.d_model, W = S + T;
+    double worst = 0, biggest = 0, from_signed = 0, from_abs = 0;
+    m.cfg.label_smoothing = 0;
+    for (int j = 0; j < W; j++) {
+        float *row = j < S ? m.p.src_embed + (size_t)src[j] * d : m.p.tgt_embed + (size_t)tin[j - S] * d;
+        double sq[T] = {0};
+        for (int c = 0; c < d; c++) {
+            float keep = row[c], lp[16];
+            double h = 1e-3, f[2][T];
+            for (int s = 0; s < 2; s++) {
+                row[c] = keep + (float)(s ? -h : h);
+                forward_one(&m);
+                for (int t = 0; t < T; t++) model_row_log_probs(&m, t, lp), f[s][t] = lp[tout[t]];
+            }
+            row[c] = keep;
+            for (int t = 0; t < T; t++) {
+                double p = keep * (f[0][t] - f[1][t]) / (2 * h);
+                sq[t] += p * p;
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            double want = sqrt(sq[t]), got = g.input_x_grad_l2[t * W + j], x = g.input_x_grad[t * W + j];
+            worst = fmax(worst, fabs(want - got));
+            biggest = fmax(biggest, want);
+            from_signed = fmax(from_signed, fabs(want - x)), from_abs = fmax(from_abs, fabs(want - fabs(x)));
+        }
+    }
+    m.cfg.label_smoothing = 0.1f;
+    gradattr_free(&g);
+    model_free(&m);
+    double tol = 2e-3 * (1 + biggest);
+    CHECK(biggest > 1e-2, "every derivative is ~0: the test is blind");
+    CHECK(from_signed > 10 * tol && from_abs > 10 * tol,
+          "the L2 norm is within %.3g of the signed x-gradient and %.3g of its absolute value: the test is blind",
+          from_signed, from_abs);
+    CHECK(worst < tol, "x-gradient-l2 off finite differences by %.3g (largest %.3g)", worst, biggest);
+}
+
 /* integrated gradients add up to f(x) - f(baseline), better with more steps; foil -1, or
  * the contrastive f = log p(y_t) - log p(foil), whose baseline is scored the same way: f_base
  * is f of a pass with every token embedding at 0 (alpha 0 in the hooks). */
@@ -499,6 +549,15 @@ static void eight_word_vocabs(Vocab *sv, Vocab *tv) {
     vocab_prune(sv, 1000, 1), vocab_prune(tv, 1000, 1);
 }
 
+/* Frees what a test of one explained pair made: its methods, the pair, the model and the
+ * vocabularies. */
+static void explained_free(ExplainMethod *ms, int n, PairExplanation *e, Model *m, Vocab *sv, Vocab *tv) {
+    explain_methods_free(ms, n);
+    explain_pair_free(e);
+    model_free(m);
+    vocab_free(sv), vocab_free(tv);
+}
+
 /* Leave-one-out's own top-1 removal is the largest leave-one-out drop: the AOPC machinery
  * (rankings, distinct sets, batched removals) must give exactly that at k = 1, and the
  * removal of nothing must give log p itself. */
@@ -548,10 +607,7 @@ static void test_faithfulness_k1_of_leave_one_out(void) {
     double rnd, sd;
     faith_random(&f, &rnd, &sd);
     faith_free(&f);
-    explain_methods_free(ms, n);
-    explain_pair_free(&e);
-    model_free(&m);
-    vocab_free(&sv), vocab_free(&tv);
+    explained_free(ms, n, &e, &m, &sv, &tv);
     CHECK(loo >= 0, "no leave-one-out method");
     CHECK(fabs(got - want) < 1e-5, "leave-one-out's k=1 drop %.6g, its largest drop %.6g", got, want);
     CHECK(same, "removing nothing changed log p");
@@ -783,7 +839,8 @@ static void test_value_norms_carry_the_gate(void) {
             const AttnActs *a = model_attention_acts(&m, (AttnKind)k, l);
             const AttnParams *p = model_attention_params(&m, (AttnKind)k, l);
             int rows = k == ATTN_ENC_SELF ? S : T, cols = k == ATTN_DEC_SELF ? T : S, kv_len = cols;
-            AttnShape shape = {1, rows, cols, d, H, &kv_len, k == ATTN_DEC_SELF, 0, NULL, NULL, 0};
+            AttnShape shape =
+                {.B = 1, .Tq = rows, .Tk = cols, .d = d, .heads = H, .kv_len = &kv_len, .causal = k == ATTN_DEC_SELF};
             float norms[2 * S];
             attention_value_norms(norms, a, p, &shape);
             for (int h = 0; h < H; h++) {
@@ -829,8 +886,9 @@ static void test_faith_aopc_and_random_spread_by_hand(void) {
 
 /* Every method's scores are the array pair.h says they are read from: each cross head's
  * weights, each layer's head average, shift-att (the average's row t + 1, the last row its
- * own), the last layer's cross contributions and the rollout's source columns, the three
- * gradient attributions' source columns, and leave-one-out. */
+ * own), the last layer's cross contributions and the rollout's source columns, the four
+ * gradient attributions' source columns (x-gradient signed, x-gradient-l2 its magnitude),
+ * and leave-one-out. */
 static void test_methods_read_their_sources(void) {
     Model m;
     setup(&m, 0, 1, 2);
@@ -841,7 +899,7 @@ static void test_methods_read_their_sources(void) {
     explain_pair(&m, &sv, &tv, src, S - 1, tout, T - 1, &eo, &e);
     ExplainMethod *ms;
     int n = explain_methods(&e, &ms), L = 2, H = 2, W = S + T, i = 0, bad = 0;
-    CHECK(n == L * (H + 1) + L + 2 + 3 + 1, "%d methods", n);
+    CHECK(n == L * (H + 1) + L + 2 + EXPLAIN_GRADIENTS + 1, "%d methods", n);
     float avg[2][T * S];
     for (int l = 0; l < L; l++) {
         for (int k = 0; k < T * S; k++) avg[l][k] = 0;
@@ -857,27 +915,125 @@ static void test_methods_read_their_sources(void) {
         for (int t = 0; t < T; t++)
             for (int j = 0; j < S; j++)
                 bad += fabsf(ms[i].scores[t * S + j] - avg[l][(t + 1 < T ? t + 1 : t) * S + j]) > 1e-6f;
-    const float *from[6] = {e.contrib.cross + (size_t)(L - 1) * T * (S + 1),
+    const float *from[7] = {e.contrib.cross + (size_t)(L - 1) * T * (S + 1),
                             e.contrib.dec_roll,
                             e.grad.saliency,
                             e.grad.input_x_grad,
+                            e.grad.input_x_grad_l2,
                             e.grad.ig,
                             e.loo};
-    const int stride[6] = {S + 1, W, W, W, W, S};
-    const char *names[6] = {"contrib.layer", "contrib.rollout",      "saliency",
-                            "x-gradient",    "integrated-gradients", "leave-one-out"};
-    for (int k = 0; k < 6; k++, i++) {
+    const int stride[7] = {S + 1, W, W, W, W, W, S};
+    const char *names[7] = {"contrib.layer", "contrib.rollout",      "saliency",     "x-gradient",
+                            "x-gradient-l2", "integrated-gradients", "leave-one-out"};
+    for (int k = 0; k < 7; k++, i++) {
         bad += strcmp(ms[i].name, names[k]) != 0;
         for (int t = 0; t < T; t++)
             for (int j = 0; j < S; j++) bad += ms[i].scores[t * S + j] != from[k][t * stride[k] + j];
     }
     int distinct = memcmp(e.contrib.cross, from[0], sizeof(float) * T * (S + 1)) != 0;
-    explain_methods_free(ms, n);
+    explained_free(ms, n, &e, &m, &sv, &tv);
+    CHECK(bad == 0, "%d scores are not read from where they belong", bad);
+    CHECK(distinct, "the two layers' cross contributions agree: the test is blind");
+}
+
+/* A foil that is the word itself: f_t = log p(y_t) - log p(y_t) is 0 for any input, so
+ * every gradient score of that row is exactly 0 (two batch rows' rounding would rank
+ * noise), f_t, f at the baseline and the completeness error are 0, and the row is flagged;
+ * the other rows are the contrast with a word they are not, and every other method still
+ * ranks that row. */
+static void test_foil_that_is_the_word_ranks_nothing(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    Vocab sv, tv;
+    eight_word_vocabs(&sv, &tv);
+    int at = 1;
+    ExplainOptions eo = {.foil = tout[at], .ig_steps = 4, .loo = 1};
+    PairExplanation e;
+    explain_pair(&m, &sv, &tv, src, S - 1, tout, T - 1, &eo, &e);
+    ExplainMethod *ms;
+    int n = explain_methods(&e, &ms), W = S + T, flags = 0, zero = 1, others = 0, methods_zero = 1, ranked = 0;
+    for (int t = 0; t < T; t++) flags += e.grad.foil_is_word[t] != (t == at);
+    for (int k = 0; k < EXPLAIN_GRADIENTS; k++) {
+        const float *g = explain_gradient_scores(&e.grad, k);
+        for (int j = 0; j < W; j++) zero &= g[at * W + j] == 0;
+        for (int j = 0; j < S - 1; j++) others += g[0 * W + j] != 0;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j + 1 < S; j++) {
+            float v = ms[i].scores[at * S + j];
+            if (ms[i].family == EXPLAIN_GRADIENT) methods_zero &= v == 0;
+            else ranked += v != ms[i].scores[at * S];
+        }
+    double f = e.grad.f[at], fb = e.grad.f_base[at], err = e.grad.ig_error[at];
+    explained_free(ms, n, &e, &m, &sv, &tv);
+    CHECK(flags == 0, "foil_is_word is not set at position %d alone", at);
+    CHECK(zero, "a gradient of f = log p(y) - log p(y) is not exactly 0");
+    CHECK(f == 0 && fb == 0 && err == 0, "f %.3g, f at the baseline %.3g, completeness error %.3g: not 0", f, fb, err);
+    CHECK(methods_zero, "a gradient method ranks the foil's own word");
+    CHECK(others > 0, "row 0, contrasted with another word, is 0 too: the test is blind");
+    CHECK(ranked > 0, "the attention, contributions and leave-one-out no longer rank the foil's word");
+}
+
+static int progress_calls;
+static void count_progress(int done, int total, void *arg) {
+    (void)done, (void)total, (void)arg;
+    progress_calls++;
+}
+
+/* A corpus's gold lines are read, and their links checked against each pair's words, before
+ * any pair is explained: a bad line is said with its file and line and no pair is worked on
+ * (no progress); the words counted from the ids alone are the ones the pairs' maps give. */
+static void test_corpus_gold_read_before_any_pair(void) {
+    Model m;
+    setup(&m, 0, 1, 2);
+    Vocab sv, tv;
+    eight_word_vocabs(&sv, &tv);
+    Seq ss[2] = {{(int *)src, S - 1}, {(int *)src, S - 1}}, ts[2] = {{(int *)tout, T - 1}, {(int *)tout, T - 1}};
+    int lines[2] = {1, 2};
+    char *golds[3][2] = {{"0-0 not-a-link", "0-0"}, {"0-0 1-1", "4-0"}, {"0-0 1-1 2-2", "3-2"}};
+    const char *want[3] = {"gold.txt:1: not Pharaoh alignments (i-j pairs)",
+                           "gold.txt:2: link 4-0 is out of range: the pair has 4 source and 3 target words", NULL};
+    int calls[3], rcs[3];
+    char said[3][160];
+    for (int k = 0; k < 3; k++) {
+        ExplainCorpus in = {.n = 2,
+                            .src = ss,
+                            .tgt = ts,
+                            .gold = golds[k],
+                            .gold_file = "gold.txt",
+                            .line = lines,
+                            .tokenizer = TOKENIZER_WORD,
+                            .sv = &sv,
+                            .tv = &tv,
+                            .eo = {.foil = -1, .ig_steps = 0, .loo = 0},
+                            .random_orders = 1};
+        ExplainCorpusResult res;
+        progress_calls = 0;
+        rcs[k] = explain_corpus(&m, &in, 1, count_progress, NULL, &res);
+        calls[k] = progress_calls;
+        snprintf(said[k], sizeof said[k], "%s", rcs[k] ? err_msg() : "");
+        explain_corpus_free(&res);
+    }
+    /* the words of each side, from ids alone and from an explained pair's labels */
+    PairExplanation e;
+    ExplainOptions eo = {.foil = -1, .ig_steps = 0, .loo = 0};
+    explain_pair(&m, &sv, &tv, src, S - 1, tout, T - 1, &eo, &e);
+    int agree = 1;
+    for (int tok = TOKENIZER_WORD; tok <= TOKENIZER_UNIGRAM; tok++) {
+        int sw[S], tw[T], n_src, n_tgt;
+        explain_words(&e, tok, sw, tw, &n_src, &n_tgt);
+        agree &= explain_side_words(src, S - 1, &sv, tok) == n_src &&
+                 explain_side_words(tout, T - 1, &tv, tok) == n_tgt;
+    }
     explain_pair_free(&e);
     model_free(&m);
     vocab_free(&sv), vocab_free(&tv);
-    CHECK(bad == 0, "%d scores are not read from where they belong", bad);
-    CHECK(distinct, "the two layers' cross contributions agree: the test is blind");
+    for (int k = 0; k < 2; k++) {
+        CHECK(rcs[k] == -1 && strcmp(said[k], want[k]) == 0, "bad gold set %d: rc %d, '%s'", k, rcs[k], said[k]);
+        CHECK(calls[k] == 0, "bad gold set %d: %d pairs explained before it was refused", k, calls[k]);
+    }
+    CHECK(rcs[2] == 0 && calls[2] == 2, "good gold lines: rc %d ('%s'), %d pairs explained", rcs[2], said[2], calls[2]);
+    CHECK(agree, "the words counted from ids are not the explained pair's");
 }
 
 /* The logit lens of the last decoder layer is the model's own distribution. */
@@ -931,5 +1087,8 @@ const TestCase explain_tests[] = {
     {"explain_grad_integrated_gradients_one_step_is_the_midpoint", test_integrated_gradients_one_step_is_the_midpoint},
     {"explain_grad_integrated_gradients_one_step_with_a_foil", test_integrated_gradients_one_step_with_a_foil},
     {"explain_embedding_hook_at_one_is_the_plain_pass", test_embedding_hook_at_one_is_the_plain_pass},
+    {"explain_grad_x_gradient_l2_finite_differences", test_input_x_gradient_l2_against_finite_differences},
+    {"explain_grad_foil_that_is_the_word_ranks_nothing", test_foil_that_is_the_word_ranks_nothing},
+    {"explain_corpus_gold_read_before_any_pair", test_corpus_gold_read_before_any_pair},
     {NULL, NULL},
 };

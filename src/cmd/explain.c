@@ -42,10 +42,13 @@ typedef struct {
     int ig_steps, max_sentences, random_orders, threads;
 } Options;
 
-/* Files an export writes: what a new one replaces in an old one. */
-static int export_file(const char *name) {
-    return strcmp(name, "explain.json") == 0 || strcmp(name, "index.html") == 0 ||
-           strcmp(name, "explain-corpus.json") == 0 || strcmp(name, "aopc.svg") == 0;
+/* The files each mode writes: what a new export replaces in an old one. The two modes
+ * share a default folder, so each replaces only its own and leaves the other's. */
+static int sentence_file(const char *name) {
+    return strcmp(name, "explain.json") == 0 || strcmp(name, "index.html") == 0;
+}
+static int corpus_file(const char *name) {
+    return strcmp(name, "explain-corpus.json") == 0 || strcmp(name, "aopc.svg") == 0;
 }
 
 /* ---- one sentence ------------------------------------------------------------------------- */
@@ -59,12 +62,15 @@ static int write_sentence_files(const char *dir, void *arg) {
     return attnview_write(json, path);
 }
 
-/* The source position a method's row t ranks first (EOS left out), or -1. */
+/* The source position a method's row t ranks first (EOS left out), or -1 where the row
+ * ranks nothing: every score the same (a gradient not computed, or of an f that is 0). */
 static int top_source(const float *row, int S) {
-    int best = -1;
-    for (int j = 0; j + 1 < S; j++)
+    int best = -1, flat = 1;
+    for (int j = 0; j + 1 < S; j++) {
         if (best < 0 || row[j] > row[best]) best = j;
-    return best;
+        flat &= row[j] == row[0];
+    }
+    return flat ? -1 : best;
 }
 
 static const ExplainMethod *method_named(const ExplainMethod *ms, int n, const char *name) {
@@ -90,7 +96,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     n_ms = explain_methods(&e, &ms);
     json = explain_json(&e, ms, n_ms, o->contrast);
     rc = 1;
-    if (staged_dir_write(o->out, "--out", write_sentence_files, json, export_file) != 0) goto done;
+    if (staged_dir_write(o->out, "--out", write_sentence_files, json, sentence_file) != 0) goto done;
 
     printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
     if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
@@ -114,7 +120,8 @@ static int one_sentence(Run *r, const Options *o, int masked) {
         for (int c = 0; c < 4; c++) {
             const ExplainMethod *m = method_named(ms, n_ms, cols[c]);
             int j = m ? top_source(m->scores + (size_t)t * S, S) : -1;
-            if (j < 0) printf("  %-17s", "-");
+            if (m && m->family == EXPLAIN_GRADIENT && e.grad.foil_is_word[t]) printf("  %-17s", "- (the foil)");
+            else if (j < 0) printf("  %-17s", "-");
             else {
                 printf("  ");
                 cmd_print_column(e.maps.src[j], 11);
@@ -123,6 +130,16 @@ static int one_sentence(Run *r, const Options *o, int masked) {
         }
         putchar('\n');
     }
+    for (int t = 0; t < T; t++)
+        if (e.grad.foil_is_word[t]) {
+            StrBuf said = {0};
+            sb_printf(&said,
+                      "'%s' (position %d) is the foil itself: log p(%s) - log p(%s) is 0 whatever the input, so "
+                      "the gradients rank nothing for it",
+                      o->contrast, t, o->contrast, o->contrast);
+            cmd_print_text("", said.buf);
+            sb_free(&said);
+        }
     double worst = 0, gap = 0;
     for (int t = 0; t < T; t++)
         worst = fmax(worst, fabs(e.grad.ig_error[t])), gap = fmax(gap, fabs(e.grad.f[t] - e.grad.f_base[t]));
@@ -162,6 +179,8 @@ static json_t *corpus_json(const CorpusRun *c) {
     for (int i = 0; i < f->n_methods; i++) {
         json_t *m = json_object();
         json_put(m, "name", json_string(f->methods[i].name));
+        const char *said = explain_gradient_said(f->methods[i].name);
+        if (said) json_put(m, "score", json_string(said));
         json_put(m, "aopc", json_fmt("%.4f", faith_aopc(f, i)));
         json_t *ks = json_array();
         for (int k = 0; k < FAITH_KS; k++) json_array_append_new(ks, json_fmt("%.4f", faith_drop_at(f, i, k)));
@@ -213,7 +232,7 @@ static char *aopc_svg(const FaithTotals *f) {
     static const char *family_colour[] = {"#4c78a8", "#f58518", "#54a24b", "#b279a2"};
     static const char *family_name[] = {"attention", "contributions", "gradients", "leave one out"};
     StrBuf sb = {0};
-    int n = f->n_methods, row = 18, left = 170, width = 420, bars_end = 24 + n * row, H = bars_end + 66;
+    int n = f->n_methods, row = 18, left = 170, width = 420, bars_end = 24 + n * row, H = bars_end + 80;
     double top = 0, mean, sd;
     faith_random(f, &mean, &sd);
     for (int i = 0; i < n; i++) top = fmax(top, faith_aopc(f, i));
@@ -225,8 +244,12 @@ static char *aopc_svg(const FaithTotals *f) {
     snprintf(random_note, sizeof random_note,
              "dashed: random orders (%d), mean %.3f; shaded: one standard deviation (%.3f) either side", f->n_random,
              mean, sd);
+    /* which x-gradient is which: the signed one and its magnitude rank differently */
+    const char *signs = "x-gradient: e . df/dx, signed (a token against the word ranks last); x-gradient-l2: "
+                        "|e * df/dx|_2, its magnitude";
     int svg_width = left + width + 70;
     if (svg_width < left + text_px(random_note, 11) + 8) svg_width = left + text_px(random_note, 11) + 8;
+    if (svg_width < left + text_px(signs, 11) + 8) svg_width = left + text_px(signs, 11) + 8;
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
               "font-size=\"11\">\n<text x=\"4\" y=\"14\" font-size=\"13\">AOPC: drop in log p(y) with the top-k source "
@@ -266,7 +289,8 @@ static char *aopc_svg(const FaithTotals *f) {
                   kx, bars_end + 27, family_colour[fam], kx + 14, bars_end + 36, family_name[fam]);
         kx += 14 + text_px(family_name[fam], 11) + 14;
     }
-    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" fill=\"#444\">%s</text>\n", left, H - 6, random_note);
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" fill=\"#444\">%s</text>\n", left, H - 20, random_note);
+    sb_printf(&sb, "<text x=\"%d\" y=\"%d\" fill=\"#444\">%s</text>\n", left, H - 6, signs);
     sb_printf(&sb, "</svg>\n");
     return sb.buf;
 }
@@ -303,6 +327,9 @@ static void print_corpus(const CorpusRun *c) {
         putchar('\n');
     }
     printf("%-22s %39.3f  (sd %.3f over %d orders)\n", "random", mean, sd, f->n_random);
+    printf("the gradient rows rank the source tokens by (f = log p(y_t), x = e + position):\n");
+    for (int k = 0; k < EXPLAIN_GRADIENTS; k++)
+        printf("  %-20s %s\n", explain_gradients[k].name, explain_gradients[k].score);
     const char *titles[3] = {"cross-attention vs leave-one-out", "cross-attention vs saliency",
                              "decoder self-attention vs saliency (prefix)"};
     const double *sums[3] = {f->tau_loo, f->tau_grad, f->tau_self};
@@ -394,7 +421,7 @@ static int corpus(Run *r, const Options *o) {
     json_t *root = corpus_json(&c);
     CorpusFiles files = {xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), aopc_svg(&res.f)};
     json_decref(root);
-    int ok = staged_dir_write(o->out, "--out", write_corpus_files, &files, export_file) == 0;
+    int ok = staged_dir_write(o->out, "--out", write_corpus_files, &files, corpus_file) == 0;
     free(files.json), free(files.svg);
     if (!ok) goto done;
     print_corpus(&c);
@@ -421,7 +448,8 @@ static const CmdOption options[] = {
     {'n', "max-sentences", "N", "with --src: the first N pairs (0: all)", "500"},
     {'i', "ig-steps", "N", "integrated gradients' steps (0: none)", "32"},
     {'R', "random-orders", "N", "with --src: random orders AOPC is compared with", "10"},
-    {'o', "out", "DIR", "where explain.json and index.html (or the corpus tables) go", "explain"},
+    {'o', "out", "DIR",
+     "where explain.json and index.html go, or with --src the corpus tables; neither replaces the other's", "explain"},
     {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {0},
 };
@@ -431,11 +459,12 @@ const CmdSpec cmd_explain_spec = {
                 "[--gold FILE]) [--out DIR]",
     .summary = "where each target word came from: source share, attributions, and how faithful each is",
     .about = "For each target word: its source share (contributions through every layer, rolled out),\n"
-             "and the source tokens attention, contributions, gradients (saliency, x-gradient,\n"
-             "integrated gradients) and leave-one-out rank first; DIR/index.html shows them side by\n"
-             "side. With --src, over a corpus: each method's AOPC (drop in log p when its top tokens\n"
-             "are removed) against random orders, Kendall tau per head, source share per layer and\n"
-             "position, and with --gold AER per method.",
+             "and the source tokens attention, contributions, gradients (saliency, x-gradient signed\n"
+             "and by its magnitude x-gradient-l2, integrated gradients) and leave-one-out rank first;\n"
+             "DIR/index.html shows them side by side. With --src, over a corpus: each method's AOPC\n"
+             "(drop in log p when its top tokens are removed) against random orders, Kendall tau per\n"
+             "head, source share per layer and position, and with --gold AER per method (the gold\n"
+             "file read and checked first).",
     .options = options,
     .example = "qkv explain runs/toy --text \"the old farmer sees a red bird\" --out explain/",
 };

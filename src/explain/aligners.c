@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/vocab.h"
 #include "util/err.h"
 #include "util/mem.h"
 
@@ -17,31 +18,42 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
     align_from_map(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
 }
 
+int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer) {
+    char **labels = xmalloc(sizeof(char *) * (size_t)(n + 1));
+    int *word = xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) labels[i] = attnmap_utf8(vocab_token(v, ids[i])); /* as attnmap_capture labels */
+    labels[n] = attnmap_utf8(vocab_token(v, VOCAB_EOS));
+    int words = align_words(labels, n + 1, tokenizer, word);
+    for (int i = 0; i <= n; i++) free(labels[i]);
+    free(labels), free(word);
+    return words;
+}
+
+int explain_gold_links(const char *gold, const char *gold_file, int line, int n_src, int n_tgt, AlignLink **pairs) {
+    int cap = (int)(strlen(gold) / 3 + 1); /* each link takes at least 3 bytes ("i-j") */
+    *pairs = xmalloc(sizeof(AlignLink) * (size_t)cap);
+    int ng = align_parse(gold, *pairs, cap);
+    if (ng < 0) return err_set("%s:%d: not Pharaoh alignments (i-j pairs)", gold_file, line), -1;
+    int bad = align_out_of_range(*pairs, ng, n_src, n_tgt);
+    if (bad >= 0)
+        return err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", gold_file, line,
+                       (*pairs)[bad][0], (*pairs)[bad][1], n_src, n_tgt),
+               -1;
+    return align_unique(*pairs, ng);
+}
+
 int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, const char *gold,
                         const char *gold_file, int line, AlignCounts *counts) {
-    int cap = (int)(strlen(gold) / 3 + 1), rc = -1, n_src, n_tgt;
-    AlignLink *pairs = xmalloc(sizeof(AlignLink) * (size_t)cap);
+    int n_src, n_tgt;
+    AlignLink *pairs = NULL;
     int *src_word = xmalloc(sizeof(int) * (size_t)e->S), *tgt_word = xmalloc(sizeof(int) * (size_t)e->T);
     int *links = xmalloc(sizeof(int) * (size_t)e->T);
-    int ng = align_parse(gold, pairs, cap);
-    if (ng < 0) {
-        err_set("%s:%d: not Pharaoh alignments (i-j pairs)", gold_file, line);
-        goto done;
-    }
     explain_words(e, tokenizer, src_word, tgt_word, &n_src, &n_tgt);
-    int bad = align_out_of_range(pairs, ng, n_src, n_tgt);
-    if (bad >= 0) {
-        err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", gold_file, line,
-                pairs[bad][0], pairs[bad][1], n_src, n_tgt);
-        goto done;
-    }
-    ng = align_unique(pairs, ng);
-    for (int k = 0; k < n; k++) {
+    int ng = explain_gold_links(gold, gold_file, line, n_src, n_tgt, &pairs);
+    for (int k = 0; ng >= 0 && k < n; k++) {
         explain_links(e, methods[k].scores, src_word, n_src, tgt_word, n_tgt, links);
         align_score(links, n_tgt, pairs, ng, &counts[k]);
     }
-    rc = 0;
-done:
     free(pairs), free(src_word), free(tgt_word), free(links);
-    return rc;
+    return ng < 0 ? -1 : 0;
 }

@@ -16,6 +16,16 @@ void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *
 void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
                    int n_tgt, int *links);
 
+/* The words of a side as explain_words counts them, from its ids alone (n, unframed: the
+ * EOS explain_pair adds is counted as it counts it), before any pass over the model. */
+int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer);
+
+/* The sure links of a gold Pharaoh line (named file:line in messages) for a pair of n_src
+ * source and n_tgt target words, sorted and de-duplicated into *pairs (malloc'd; the caller
+ * frees it, on error too). Their count, or -1 with the error set: a line that is not
+ * links, a link past the pair's words. */
+int explain_gold_links(const char *gold, const char *gold_file, int line, int n_src, int n_tgt, AlignLink **pairs);
+
 /* Scores each method's links against the pair's gold Pharaoh line (named file:line in
  * messages), adding into counts[k] for method k. 0, or -1 with the error set (a line that
  * is not links, a link past the pair's words) and nothing added. */

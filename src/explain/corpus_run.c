@@ -1,6 +1,7 @@
 /* corpus_run: explain_corpus (corpus_run.h). */
 #include "explain/corpus_run.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,9 +64,26 @@ static void work(Model *m, int w, void *arg) {
     free(greedy);
 }
 
+/* Every gold line read, and its links checked against its pair's words, before any pair
+ * is explained: a bad line is said at once, not after the corpus's minutes of work. */
+static int gold_check(const ExplainCorpus *in) {
+    int rc = 0;
+    for (int i = 0; in->gold && i < in->n && rc == 0; i++) {
+        const Seq *s = &in->src[i], *t = in->tgt ? &in->tgt[i] : NULL;
+        /* a greedy target's words are known only once it is decoded: its links are checked then */
+        int n_src = explain_side_words(s->ids, s->len, in->sv, in->tokenizer);
+        int n_tgt = t ? explain_side_words(t->ids, t->len, in->tv, in->tokenizer) : INT_MAX;
+        AlignLink *pairs;
+        rc = explain_gold_links(in->gold[i], in->gold_file, in->line[i], n_src, n_tgt, &pairs) < 0 ? -1 : 0;
+        free(pairs);
+    }
+    return rc;
+}
+
 int explain_corpus(Model *m, const ExplainCorpus *in, int threads, void (*progress)(int done, int total, void *arg),
                    void *arg, ExplainCorpusResult *out) {
     memset(out, 0, sizeof *out);
+    if (gold_check(in) != 0) return -1;
     Job j = {.in = in, .res = xcalloc((size_t)in->n, sizeof(PairResult)), .progress = progress, .arg = arg};
     pthread_mutex_init(&j.lock, NULL);
     double t0 = now_seconds();

@@ -28,8 +28,10 @@ typedef struct {
     double seconds;
 } ExplainCorpusResult;
 
-/* 0, or -1 with the error set (the first bad gold line, in order); progress (may be NULL)
- * after each pair, from any worker, one call at a time. threads: fanout's workers. */
+/* 0, or -1 with the error set: the first bad gold line, in order, found before any pair is
+ * explained (its links checked against the pair's words; a greedy target's once decoded).
+ * progress (may be NULL) after each pair, from any worker, one call at a time. threads:
+ * fanout's workers. */
 int explain_corpus(Model *m, const ExplainCorpus *in, int threads, void (*progress)(int done, int total, void *arg),
                    void *arg, ExplainCorpusResult *out);
 void explain_corpus_free(ExplainCorpusResult *r);

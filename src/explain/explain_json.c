@@ -35,6 +35,9 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
     for (int t = 0; t < T; t++) json_array_append_new(lp, json_fmt("%.7g", e->logp[t]));
     json_put(root, "logp", lp);
     json_put(root, "foil", foil ? json_string(foil) : json_null());
+    json_t *same = json_array();
+    for (int t = 0; t < T; t++) json_array_append_new(same, json_boolean(e->grad.foil_is_word[t]));
+    json_put(root, "foil_is_word", same);
     json_put(root, "ig_steps", json_integer(e->grad.ig_steps));
     json_put(root, "f", doubles(e->grad.f, T));
     json_put(root, "f_base", doubles(e->grad.f_base, T));
@@ -46,17 +49,18 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
         json_t *m = json_object();
         json_put(m, "name", json_string(methods[i].name));
         json_put(m, "family", json_string(family_name(methods[i].family)));
+        const char *said = explain_gradient_said(methods[i].name);
+        if (said) json_put(m, "score", json_string(said));
         json_put(m, "scores", grid(methods[i].scores, T, S, S));
         json_array_append_new(ms, m);
     }
     json_put(root, "methods", ms);
-    const float *pre[3] = {e->grad.saliency, e->grad.input_x_grad, e->grad.ig};
-    const char *names[3] = {"saliency", "x-gradient", "integrated-gradients"};
     json_t *px = json_array();
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < EXPLAIN_GRADIENTS; k++) {
         json_t *m = json_object();
-        json_put(m, "name", json_string(names[k]));
-        json_put(m, "scores", grid(pre[k] + S, T, T, W));
+        json_put(m, "name", json_string(explain_gradients[k].name));
+        json_put(m, "score", json_string(explain_gradients[k].score));
+        json_put(m, "scores", grid(explain_gradient_scores(&e->grad, k) + S, T, T, W));
         json_array_append_new(px, m);
     }
     json_put(root, "prefix", px);

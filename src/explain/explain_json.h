@@ -7,6 +7,8 @@
  *                 contributions), for the anatomy a click opens
  *   logp          (T) log p(y_t) of each target token as forced
  *   foil          null, or the foil word the gradients contrast y_t with
+ *   foil_is_word  (T) true where the foil is y_t itself: f_t = log p(y_t) - log p(y_t) is 0
+ *                 for any input, every gradient score of that row is 0 and ranks nothing
  *   ig_steps, f, f_base, ig_error
  *                 the integrated gradients' steps, and per target token f_t, f_t at the
  *                 baseline and the completeness error (sum of IG - (f - f_base))
@@ -16,9 +18,11 @@
  *                 then the target inputs (BOS, y_1, ...)
  *   methods       [{name, family, scores (T, S)}]: every method's scores of the source
  *                 tokens for each target token (explain/pair.h's list; family attention,
- *                 contrib, gradient or loo)
- *   prefix        [{name, scores (T, T)}]: saliency, x-gradient and integrated gradients
- *                 of the target inputs (row t: inputs 0..t; later ones 0)
+ *                 contrib, gradient or loo); a gradient's also says what its score is
+ *                 (score: x-gradient is signed, x-gradient-l2 its magnitude)
+ *   prefix        [{name, score, scores (T, T)}]: the gradients (saliency, x-gradient,
+ *                 x-gradient-l2, integrated gradients) of the target inputs (row t: inputs
+ *                 0..t; later ones 0)
  *
  * Rows are decoder positions t, predicting target_out[t]. Numbers are written with seven
  * significant digits. */

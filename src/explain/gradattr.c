@@ -1,9 +1,10 @@
-/* gradattr: saliency, input x gradient, integrated gradients and their contrastive forms
- * (gradattr.h states them). One batched pass gives many rows' gradients: sentences in a
- * batch never meet, so row r's embedding gradient is exactly the gradient of row r's loss.
- * Each row is the same pair at one point alpha of the integration path, for y_t or for
- * the foil; one forward pass serves every target position, each backward pass scores one
- * position t (every other target is padding, which carries no loss). */
+/* gradattr: saliency, input x gradient (signed and its magnitude), integrated gradients and
+ * their contrastive forms (gradattr.h states them). One batched pass gives many rows'
+ * gradients: sentences in a batch never meet, so row r's embedding gradient is exactly the
+ * gradient of row r's loss. Each row is the same pair at one point alpha of the integration
+ * path, for y_t or for the foil; one forward pass serves every target position, each
+ * backward pass scores one position t (every other target is padding, which carries no
+ * loss). */
 #include "explain/gradattr.h"
 
 #include <math.h>
@@ -31,10 +32,12 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
     g->S = S, g->T = T, g->ig_steps = ig_steps, g->foil = foil;
     g->saliency = xcalloc((size_t)T * W, sizeof(float));
     g->input_x_grad = xcalloc((size_t)T * W, sizeof(float));
+    g->input_x_grad_l2 = xcalloc((size_t)T * W, sizeof(float));
     g->ig = xcalloc((size_t)T * W, sizeof(float));
     g->f = xcalloc((size_t)T, sizeof(double));
     g->f_base = xcalloc((size_t)T, sizeof(double));
     g->ig_error = xcalloc((size_t)T, sizeof(double));
+    g->foil_is_word = xcalloc((size_t)T, 1);
 
     /* every row to run: the input, the baseline and the m path points, each for y_t and
      * (contrastive) the foil; a pass runs some of them forward once, then backward once
@@ -117,19 +120,27 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
     model_zero_grad(m);
 
     for (int t = 0; t < T; t++) {
+        if (foil >= 0 && tout[t] == foil) { /* f_t = 0 whatever the input: its gradient is 0 */
+            g->foil_is_word[t] = 1;
+            g->f[t] = g->f_base[t] = 0;
+            g->ig_error[t] = ig_steps ? 0 : NAN;
+            continue;
+        }
         double total = 0;
         for (int j = 0; j < W; j++) {
             const float *gi = at_input + ((size_t)t * W + j) * d, *gp = path + ((size_t)t * W + j) * d;
             const float *e = emb + (size_t)j * d;
-            double sal = 0, ixg = 0, ig = 0;
+            double sal = 0, ixg = 0, ixg_sq = 0, ig = 0;
             for (int c = 0; c < d; c++) {
+                double p = (double)e[c] * gi[c];
                 sal += (double)gi[c] * gi[c];
-                ixg += (double)e[c] * gi[c];
+                ixg += p, ixg_sq += p * p;
                 ig += (double)e[c] * gp[c];
             }
             ig = ig_steps ? ig / ig_steps : 0;
             g->saliency[(size_t)t * W + j] = (float)sqrt(sal);
             g->input_x_grad[(size_t)t * W + j] = (float)ixg;
+            g->input_x_grad_l2[(size_t)t * W + j] = (float)sqrt(ixg_sq);
             g->ig[(size_t)t * W + j] = (float)ig;
             total += ig;
         }
@@ -140,6 +151,7 @@ void gradattr_compute(Model *m, const int *src, int S, const int *tin, const int
 }
 
 void gradattr_free(GradAttr *g) {
-    free(g->saliency), free(g->input_x_grad), free(g->ig), free(g->f), free(g->f_base), free(g->ig_error);
+    free(g->saliency), free(g->input_x_grad), free(g->input_x_grad_l2), free(g->ig);
+    free(g->f), free(g->f_base), free(g->ig_error), free(g->foil_is_word);
     memset(g, 0, sizeof *g);
 }

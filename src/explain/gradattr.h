@@ -9,10 +9,19 @@
  * are not the token's and stay out of every attribution:
  *
  *   saliency          |df_t/dx_j|_2
- *   input x gradient  e_j . df_t/dx_j
+ *   input x gradient  e_j . df_t/dx_j: signed, the first-order change of f_t when the token
+ *                     is blanked; a token that speaks against y_t scores below 0 and ranks
+ *                     last
+ *   its magnitude     |e_j * df_t/dx_j|_2, the L2 norm over the embedding of the
+ *                     elementwise product (Inseq's aggregation): a token ranks by how much
+ *                     it moves f_t, either way
  *   integrated grads  e_j . (1/m) sum_k df_t/dx_j at x = (k + 1/2)/m * e + pos, k < m
  *                     (the midpoint rule from the baseline of every token embedding 0,
  *                     positions kept; Sundararajan et al. 2017)
+ *
+ * A foil that is y_t itself makes f_t = 0 for any input: that row's attributions are set to
+ * exactly 0 (its gradient; two passes' rounding would otherwise rank noise) and foil_is_word
+ * says so.
  *
  * Completeness: the integrated gradients of a row sum to f_t(x) - f_t(baseline) up to the
  * rule's error, which is reported (ig_error). Columns are the S source positions, then
@@ -25,8 +34,9 @@
 
 typedef struct {
     int S, T, ig_steps, foil;
-    float *saliency, *input_x_grad, *ig; /* (T, S + T) each */
-    double *f, *f_base, *ig_error;       /* (T): f_t, f_t at the baseline, sum(ig row) - (f - f_base) */
+    float *saliency, *input_x_grad, *input_x_grad_l2, *ig; /* (T, S + T) each */
+    double *f, *f_base, *ig_error; /* (T): f_t, f_t at the baseline, sum(ig row) - (f - f_base) */
+    unsigned char *foil_is_word;   /* (T): 1 where the foil is y_t (f_t, f_base, the row and with steps ig_error 0) */
 } GradAttr;
 
 /* One sentence pair framed for the model (batch_frame_source/target): src (S), tin and

@@ -82,6 +82,24 @@ void explain_pair_free(PairExplanation *e) {
     memset(e, 0, sizeof *e);
 }
 
+const ExplainGradient explain_gradients[EXPLAIN_GRADIENTS] = {
+    {"saliency", "|df/dx|: the gradient's length at the token's embedding"},
+    {"x-gradient", "e . df/dx: signed, a token that speaks against the word ranks last"},
+    {"x-gradient-l2", "|e * df/dx|_2: the magnitude (Inseq's L2 over the embedding), either way"},
+    {"integrated-gradients", "e . df/dx averaged from a blank embedding: signed"},
+};
+
+const float *explain_gradient_scores(const GradAttr *g, int k) {
+    const float *from[EXPLAIN_GRADIENTS] = {g->saliency, g->input_x_grad, g->input_x_grad_l2, g->ig};
+    return from[k];
+}
+
+const char *explain_gradient_said(const char *name) {
+    for (int k = 0; k < EXPLAIN_GRADIENTS; k++)
+        if (strcmp(explain_gradients[k].name, name) == 0) return explain_gradients[k].score;
+    return NULL;
+}
+
 static ExplainMethod *add(ExplainMethod *ms, int *n, int family, int T, int S, const char *fmt, int a, int b) {
     ExplainMethod *x = &ms[(*n)++];
     snprintf(x->name, sizeof x->name, fmt, a, b);
@@ -92,7 +110,7 @@ static ExplainMethod *add(ExplainMethod *ms, int *n, int family, int T, int S, c
 
 int explain_methods(const PairExplanation *e, ExplainMethod **methods) {
     int S = e->S, T = e->T, W = S + T, L = e->maps.layers[ATTN_CROSS], H = e->maps.heads, n = 0;
-    ExplainMethod *ms = xcalloc((size_t)(L * (H + 2) + 7), sizeof(ExplainMethod));
+    ExplainMethod *ms = xcalloc((size_t)(L * (H + 2) + 8), sizeof(ExplainMethod));
     float *avg = xmalloc(sizeof(float) * (size_t)T * S);
     for (int l = 0; l < L; l++) {
         for (int h = 0; h < H; h++)
@@ -114,11 +132,10 @@ int explain_methods(const PairExplanation *e, ExplainMethod **methods) {
     x = add(ms, &n, EXPLAIN_CONTRIB, T, S, "contrib.rollout", 0, 0);
     for (int t = 0; t < T; t++)
         memcpy(x->scores + (size_t)t * S, e->contrib.dec_roll + (size_t)t * W, sizeof(float) * S);
-    const float *grads[3] = {e->grad.saliency, e->grad.input_x_grad, e->grad.ig};
-    const char *gnames[3] = {"saliency", "x-gradient", "integrated-gradients"};
-    for (int k = 0; k < 3; k++) {
-        x = add(ms, &n, EXPLAIN_GRADIENT, T, S, gnames[k], 0, 0);
-        for (int t = 0; t < T; t++) memcpy(x->scores + (size_t)t * S, grads[k] + (size_t)t * W, sizeof(float) * S);
+    for (int k = 0; k < EXPLAIN_GRADIENTS; k++) {
+        x = add(ms, &n, EXPLAIN_GRADIENT, T, S, explain_gradients[k].name, 0, 0);
+        const float *from = explain_gradient_scores(&e->grad, k);
+        for (int t = 0; t < T; t++) memcpy(x->scores + (size_t)t * S, from + (size_t)t * W, sizeof(float) * S);
     }
     memcpy(add(ms, &n, EXPLAIN_LOO, T, S, "leave-one-out", 0, 0)->scores, e->loo, sizeof(float) * (size_t)T * S);
     free(avg);

@@ -52,11 +52,25 @@ typedef struct {
 } ExplainMethod;
 enum { EXPLAIN_ATTENTION, EXPLAIN_CONTRIB, EXPLAIN_GRADIENT, EXPLAIN_LOO };
 
+/* The gradient attributions as methods, in explain_methods' order: each name and what its
+ * score is (gradattr.h: the signed input x gradient and its magnitude are two methods, and
+ * the tables say which is which). */
+enum { EXPLAIN_GRADIENTS = 4 };
+typedef struct {
+    const char *name, *score;
+} ExplainGradient;
+extern const ExplainGradient explain_gradients[EXPLAIN_GRADIENTS];
+/* The (T, S + T) scores of g that gradient k reads. */
+const float *explain_gradient_scores(const GradAttr *g, int k);
+/* What a gradient method's score is (explain_gradients' line), or NULL for any other name. */
+const char *explain_gradient_said(const char *name);
+
 /* Every method's scores for e, in a fixed order: each cross-attention head by layer, each
  * layer's head average, shift-att (the last layer's average at the step that reads y_t:
  * row t + 1, the last row its own), the last layer's cross-attention contributions, the
- * rollout's source columns, saliency, input x gradient, integrated gradients and
- * leave-one-out. *methods is malloc'd (explain_methods_free); returns the count. */
+ * rollout's source columns, the gradients (saliency, x-gradient, x-gradient-l2, integrated
+ * gradients) and leave-one-out. *methods is malloc'd (explain_methods_free); returns the
+ * count. */
 int explain_methods(const PairExplanation *e, ExplainMethod **methods);
 void explain_methods_free(ExplainMethod *methods, int n);
 
