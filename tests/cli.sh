@@ -418,6 +418,77 @@ fi
 expect_error "bench_timeline_read_only_dir" 2 "^qkv: /sys/t.svg: cannot create" "$QKV" bench configs/toy.yaml \
     "${copy_data[@]}" --warmup 0 --steps 1 --decode 0 \
     --ceiling 1000000 --timeline /sys/t.svg
+# bench's --dump (FILE, FILE.batches.jsonl, FILE.safetensors) and --timeline are checked as
+# export's --out is, before any work: never a checkpoint or a file already in a run (the
+# config's, or one a folder above the name holds, however spelled), a FIFO or a device
+toy_yaml=$PWD/configs/toy.yaml
+bench_out() { # bench OPTIONS...: two quick steps of the copy task, no decoding
+    timeout 60 "$QKV" bench "$toy_yaml" "${copy_data[@]}" --warmup 0 --steps 2 --decode 0 --ceiling 100 "$@"
+}
+in_dir() { (cd "$1" && shift && "$@"); }
+cp "$run/ckpt/best.safetensors" "$T/best.before" && ls -l "$run/ckpt" "$run" >"$T/run.before"
+expect_error "bench_dump_refuses_a_runs_checkpoint" 2 \
+    "^qkv: $run/ckpt/best.safetensors: --dump is a checkpoint of the run $run, which the benchmark would replace" \
+    bench_out --dump "$run/ckpt/best.safetensors"
+expect_error "bench_dump_refuses_weights_over_a_checkpoint" 2 \
+    "^qkv: $run/ckpt/step-000060.safetensors: --dump's weights file is a checkpoint of the run $run" \
+    bench_out --dump "$run/ckpt/step-000060"
+expect_error "bench_timeline_refuses_a_checkpoint" 2 \
+    "^qkv: $run/../copyrun/ckpt/step-000060.safetensors: --timeline is a checkpoint of the run" \
+    bench_out --timeline "$run/../copyrun/ckpt/step-000060.safetensors"
+expect_error "bench_dump_refuses_a_file_of_a_run" 2 "^qkv: $run/config.yaml: --dump is a file of the run $run, which" \
+    bench_out --dump "$run/config.yaml" --set run_dir="$T/elsewhere"
+expect_error "bench_dump_refuses_a_checkpoint_named_from_inside" 2 \
+    "^qkv: step-000060.safetensors: --dump's weights file is a checkpoint of the run \.\., which" \
+    in_dir "$run/ckpt" bench_out --dump step-000060
+cmp -s "$run/ckpt/best.safetensors" "$T/best.before" && ls -l "$run/ckpt" "$run" | cmp -s - "$T/run.before" &&
+    ok "bench_refused_leaves_the_run_alone" || bad "bench_refused_leaves_the_run_alone" "$(ls -l "$run/ckpt")"
+mkfifo "$T/bench.fifo"
+expect_error "bench_dump_refuses_a_fifo" 2 "^qkv: $T/bench.fifo: a FIFO, not a regular file$" bench_out --dump "$T/bench.fifo"
+# a device through a link (a write that got past the check would replace the link, or
+# fail in the device, never replace the device itself)
+ln -s /dev/full "$T/full"
+expect_error "bench_timeline_refuses_a_device" 2 "^qkv: $T/full: a character device, not a regular file$" \
+    bench_out --timeline "$T/full"
+expect_error "bench_dump_refuses_a_device" 2 "^qkv: $T/full: a character device, not a regular file$" bench_out --dump "$T/full"
+[[ -L $T/full && -z $(ls "$T" | grep '^full\.') ]] && ok "bench_dump_refused_writes_nothing_beside" ||
+    bad "bench_dump_refused_writes_nothing_beside" "$(ls -l "$T"/full*)"
+rm -f "$T"/full*
+expect_error "bench_dump_and_timeline_one_file" 2 "^qkv: $T/same: both --dump and --timeline" \
+    bench_out --dump "$T/same" --timeline "$T/same"
+# checked before the work: before the training data is read (here its sides differ in length)
+expect_error "bench_outputs_checked_before_the_work" 2 "^qkv: $T/bench.fifo: a FIFO" \
+    bench_out --dump "$T/bench.fifo" --set data.train.tgt="$T/copy/valid.tgt"
+# --translate reads its file as eval reads --src: a FIFO with no writer is refused at once,
+# before the ceiling is measured and the run loaded, never waited on
+expect_error "bench_translate_refuses_a_fifo" 2 "^qkv: $T/bench.fifo: a FIFO, not a regular file$" \
+    timeout 20 "$QKV" bench "$run" --translate "$T/bench.fifo"
+rm -f "$T/bench.fifo"
+# a write that fails (a file size limit) is one line and exit 1, and leaves no file, whole or part
+mkdir -p "$T/cut"
+for mode in "" --batches-only; do
+    err=$(trap '' XFSZ; ulimit -f 1; bench_out $mode --dump "$T/cut/d.json" 2>&1 >/dev/null)
+    rc=$?
+    left=$(ls "$T/cut")
+    [[ $rc -eq 1 && $err == "qkv: $T/cut/d.json.batches.jsonl."*".tmp: write failed: File too large" &&
+        $(wc -l <<<"$err") -eq 1 && -z $left ]] && ok "bench_dump_write_fault_exit_1_leaves_nothing ${mode:-(timed)}" ||
+        bad "bench_dump_write_fault_exit_1_leaves_nothing ${mode:-(timed)}" "exit $rc: $err; left: $left"
+done
+err=$(trap '' XFSZ; ulimit -f 1; bench_out --timeline "$T/cut/t.svg" 2>&1 >/dev/null)
+rc=$?
+left=$(ls "$T/cut")
+[[ $rc -eq 1 && $err == "qkv: $T/cut/t.svg."*".tmp: write failed: File too large" && -z $left ]] &&
+    ok "bench_timeline_write_fault_exit_1_leaves_nothing" || bad "bench_timeline_write_fault_exit_1_leaves_nothing" "exit $rc: $err; left: $left"
+# written whole: the dump names its batches and weights, all three there, no tmp file beside
+if bench_out --dump "$T/cut/d.json" --timeline "$T/cut/t.svg" >/dev/null 2>"$T/cut.err" &&
+    [[ $(ls "$T/cut" | tr '\n' ' ') == "d.json d.json.batches.jsonl d.json.safetensors t.svg " ]] &&
+    grep -q "\"weights\": \"$T/cut/d.json.safetensors\"" "$T/cut/d.json" &&
+    [[ $(wc -l <"$T/cut/d.json.batches.jsonl") -eq 2 ]] && timeout 60 "$QKV" info "$T/cut/d.json.safetensors" >/dev/null; then
+    ok "bench_dump_written_whole"
+else
+    bad "bench_dump_written_whole" "$(ls "$T/cut"; cat "$T/cut.err")"
+fi
+rm -rf "$T/cut"
 # an output place that cannot hold the file is bad input (2), the same for every command;
 # a write that fails on the way (here a file size limit) is a runtime fault (1)
 expect_error "export_read_only_dir" 2 "^qkv: /sys/x.safetensors: cannot create: " "$QKV" export "$run" --out /sys/x.safetensors
@@ -449,6 +520,59 @@ expect_error "export_refuses_the_runs_config" 2 "^qkv: $run/../copyrun/config.ya
     cmp -s "$T/self.safetensors" "$T/self.before" && ok "export_refused_leaves_the_files_alone" ||
     bad "export_refused_leaves_the_files_alone" "$(ls -la "$T/export.fifo" "$T/null.safetensors" 2>&1)"
 rm -f "$T/export.fifo" "$T/null.safetensors" "$T/config.before" "$T/self.safetensors" "$T/self.before"
+# --average N of a checkpoint given: the N step checkpoints ending at that one (not the
+# run's newest N), the run's folder and files named as a user spells them, not "ckpt/.."
+avg=$T/avgrun
+timeout 120 "$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$avg" --set train.steps=60 \
+    --set train.checkpoint_every=20 --set train.valid_every=20 --set train.average_last=2 >"$T/avgrun.log" 2>&1
+avg_is() { # OUT STEP...: OUT's weights are the mean of those step checkpoints' (python prints why not)
+    /usr/bin/python3 - "$avg" "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); d = b[8 + n:]
+    return {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4), d[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__" and not k.startswith("optim.")}, h["__metadata__"]
+got, meta = load(sys.argv[2])
+steps = sys.argv[3:]
+ws = [load("%s/ckpt/step-%06d.safetensors" % (sys.argv[1], int(s)))[0] for s in steps]
+worst = max(abs(sum(w[k][i] for w in ws) / len(ws) - got[k][i]) for k in got for i in range(len(got[k])))
+if worst > 1e-6 or meta["step"] != steps[-1]:
+    print(f"off by {worst}, step {meta['step']}, not the mean of steps {steps}")
+PY
+}
+timeout 120 "$QKV" export "$avg/ckpt/step-000040.safetensors" --average 2 --out "$T/avg40.safetensors" >"$T/avg40.log" 2>&1
+why=$(avg_is "$T/avg40.safetensors" 20 40)
+[[ -z $why && $(head -1 "$T/avg40.log") == "averaged the 2 checkpoints of $avg ending at step 40:" &&
+    $(sed -n 2,3p "$T/avg40.log") == "  $avg/ckpt/step-000020.safetensors"$'\n'"  $avg/ckpt/step-000040.safetensors" ]] &&
+    ok "export_average_ends_at_the_checkpoint_given" || bad "export_average_ends_at_the_checkpoint_given" "$why $(cat "$T/avg40.log")"
+timeout 120 "$QKV" export "$avg/ckpt/step-000020.safetensors" --average 1 --out "$T/avg20.safetensors" >"$T/avg20.log" 2>&1
+why=$(avg_is "$T/avg20.safetensors" 20)
+[[ -z $why ]] && grep -q "^wrote $T/avg20.safetensors: .* of step 20, " "$T/avg20.log" &&
+    ok "export_average_1_of_a_checkpoint_is_its_weights" || bad "export_average_1_of_a_checkpoint_is_its_weights" "$why $(cat "$T/avg20.log")"
+# named from inside ckpt/, the run is ".." and its files "../ckpt/..."
+out=$(in_dir "$avg/ckpt" timeout 120 "$QKV" export step-000060.safetensors --average 3 --out "$T/avg60.safetensors" 2>&1)
+[[ $(head -1 <<<"$out") == "averaged the 3 checkpoints of .. ending at step 60:" &&
+    $(grep -c '^  \.\./ckpt/step-0000[246]0\.safetensors$' <<<"$out") -eq 3 && -z $(avg_is "$T/avg60.safetensors" 20 40 60) ]] &&
+    ok "export_average_named_from_inside_ckpt" || bad "export_average_named_from_inside_ckpt" "$out"
+# best.safetensors ends the mean at the step it holds
+best_step=$(/usr/bin/python3 -c 'import json, struct, sys; b = open(sys.argv[1], "rb").read(1 << 20)
+print(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]["step"])' "$avg/ckpt/best.safetensors")
+out=$(timeout 120 "$QKV" export "$avg/ckpt/best.safetensors" --average 1 --out "$T/avgbest.safetensors" 2>&1)
+[[ -n $best_step && $(head -1 <<<"$out") == "averaged the 1 checkpoints of $avg ending at step $best_step:" &&
+    -z $(avg_is "$T/avgbest.safetensors" "$best_step") ]] && ok "export_average_of_best_ends_at_its_step" ||
+    bad "export_average_of_best_ends_at_its_step" "$out (best holds step $best_step)"
+expect_error "export_average_refuses_too_few_before_the_checkpoint" 2 \
+    "^qkv: $avg: --average 2 ending at step 20, but the run has 1 step checkpoints up to it" \
+    "$QKV" export "$avg/ckpt/step-000020.safetensors" --average 2 --out "$T/x.safetensors"
+expect_error "export_average_refuses_the_runs_average" 2 \
+    "^qkv: $avg/ckpt/average.safetensors: --average 2: this is the run's mean of its newest checkpoints, not one checkpoint" \
+    "$QKV" export "$avg/ckpt/average.safetensors" --average 2 --out "$T/x.safetensors"
+cp -r "$avg" "$T/avgkept" && ln "$T/avgkept/ckpt/step-000040.safetensors" "$T/avgkept/ckpt/kept.safetensors" &&
+    rm "$T/avgkept/ckpt/step-000040.safetensors"
+expect_error "export_average_refuses_a_step_the_run_no_longer_keeps" 2 \
+    "^qkv: $T/avgkept/ckpt/kept.safetensors: holds step 40, but the run $T/avgkept keeps no step checkpoint of it" \
+    "$QKV" export "$T/avgkept/ckpt/kept.safetensors" --average 1 --out "$T/x.safetensors"
+[[ ! -e $T/x.safetensors ]] && ok "export_average_refused_writes_nothing" || bad "export_average_refused_writes_nothing" "$T/x.safetensors written"
 err=$(trap '' XFSZ; ulimit -f 1; "$QKV" export "$run" --out "$T/big.safetensors" 2>&1 >/dev/null)
 rc=$?
 [[ $rc -eq 1 && $err == *"write failed: File too large" && $(wc -l <<<"$err") -eq 1 ]] && ok "export_write_fault_is_runtime" || bad "export_write_fault_is_runtime" "exit $rc: $err"

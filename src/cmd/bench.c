@@ -8,7 +8,6 @@
  * (scripts/bench.sh reads it). The set-up is the training set-up of train/trainer.h,
  * without a run directory. */
 #include <cblas.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,12 +27,14 @@
 #include "nn/panels.h"
 #include "nn/profile.h"
 #include "run/checkpoint.h"
+#include "run/run.h"
 #include "train/parallel.h" /* shard_batch, pass_rows, the timeline's marks */
 #include "train/trainer.h"
 #include "util/atomic_file.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -63,6 +64,7 @@ typedef struct {
     int n_sets, steps, warmup, n_decode, peak_only, batches_only;
     double ceiling;
     const char *config, *dump, *translate, *timeline;
+    char batches[1100], weights[1100]; /* the files --dump writes beside its own */
 } BenchOpts;
 
 static const CmdOption options[] = {
@@ -134,7 +136,43 @@ static int parse_options(int argc, char **argv, BenchOpts *o) {
                         : err_set("--%s goes with the training benchmark, not %s", cmd_option_name(options, *k), mode)),
                    cmd_fail(2);
     o->config = argv[optind];
+    if (o->dump && (snprintf(o->batches, sizeof o->batches, "%s.batches.jsonl", o->dump) >= (int)sizeof o->batches ||
+                    snprintf(o->weights, sizeof o->weights, "%s.safetensors", o->dump) >= (int)sizeof o->weights))
+        return err_set("%s: --dump: name too long", o->dump), cmd_fail(2);
     return -1;
+}
+
+/* Every file the benchmark would write, checked before any work (the ceiling, the set-up,
+ * minutes of steps) as export and whatif check --out: a name; not a FIFO or a device (the
+ * rename would put the file in its place); not a checkpoint or a file already in a run
+ * (the config's run, or one a folder above the name holds); in a folder that takes a new
+ * file; no two the same. 0, or the exit status (the error reported). */
+static int check_outputs(const BenchOpts *o, const char *run_dir) {
+    const char *names[] = {o->dump, o->dump ? o->batches : NULL, o->dump && !o->batches_only ? o->weights : NULL,
+                           o->timeline};
+    const char *what[] = {"--dump", "--dump's batches file", "--dump's weights file", "--timeline"};
+    for (int i = 0; i < 4; i++) {
+        if (!names[i]) continue;
+        if (!names[i][0]) return err_set("%s: an empty file name", what[i]), cmd_fail(2);
+        for (int k = 0; k < i; k++)
+            if (names[k] && strcmp(names[k], names[i]) == 0)
+                return err_set("%s: both %s and %s: choose another file for one", names[i], what[k], what[i]),
+                       cmd_fail(2);
+        if (regular_or_absent(names[i]) != 0 ||
+            run_out_replaces_a_runs_file(run_dir, names[i], what[i], "the benchmark"))
+            return cmd_fail(2);
+    }
+    /* each name refused or taken before any folder is tried with a file */
+    for (int i = 0; i < 4; i++)
+        if (names[i] && probe_writable(names[i]) != 0) return cmd_fail(err_status());
+    return 0;
+}
+
+/* A write that failed: said at once (figures still come), and the exit status to return,
+ * the first failure's. */
+static int write_failed(int status) {
+    int now = cmd_fail(err_status());
+    return status ? status : now;
 }
 
 static int load_config(Config *cfg, const BenchOpts *o) {
@@ -205,10 +243,13 @@ static void put_decode_sources(json_t *dump, const Corpus *dc, int nd) {
     json_put(dump, "decode_src", src);
 }
 
-/* Writes the dump's one JSON line and closes the file; -1 when that fails. */
-static int finish_dump(const json_t *dump, FILE *df) {
-    int bad = json_dumpf(dump, df, JSON_WRITE_FLAGS) != 0 || fputc('\n', df) == EOF;
-    return (fclose(df) != 0 || bad) ? -1 : 0;
+/* Writes the dump's one JSON line, whole or not at all; -1 with the error set. */
+static int finish_dump(const json_t *dump, const char *path) {
+    char *text = xcheck(json_dumps(dump, JSON_WRITE_FLAGS));
+    FilePart parts[] = {{text, strlen(text)}, {"\n", 1}};
+    int rc = write_file_atomic_parts(path, parts, 2);
+    free(text);
+    return rc;
 }
 
 static json_t *dump_batch(const ModelBatch *mb, int tokens) {
@@ -249,10 +290,11 @@ static long step_passes(const ModelBatch *mb, const ModelConfig *c, int shards, 
  * appended to batches (may be NULL). */
 /* Each step's batch goes to the batches file as one JSON line at once, so the benchmark's
  * own memory does not grow with the steps it records (its peak RSS is a figure it reports). */
-static void write_batch(FILE *bf, const ModelBatch *mb, int tokens) {
+static void write_batch(AtomicStream *bf, const ModelBatch *mb, int tokens) {
     json_t *b = dump_batch(mb, tokens);
     char *line = xcheck(json_dumps(b, JSON_WRITE_FLAGS | JSON_COMPACT));
-    fprintf(bf, "%s\n", line);
+    /* a failed write is kept for the commit to report */
+    if (atomic_stream_write(bf, line, strlen(line)) == 0) atomic_stream_write(bf, "\n", 1);
     free(line);
     json_decref(b);
 }
@@ -279,7 +321,7 @@ static void keep_marks(TrainTimes *r, const Workers *w) {
 
 static void free_times(TrainTimes *r) { free((void *)r->tl.marks), free((void *)r->tl.call), free((void *)r->tl.work); }
 
-static TrainTimes time_training(Trainer *t, const BenchOpts *o, FILE *bf) {
+static TrainTimes time_training(Trainer *t, const BenchOpts *o, AtomicStream *bf) {
     TrainTimes r = {0};
     /* single-process threads only: under ranks a step has more meetings than the timeline draws */
     int n = workers_count(t->workers);
@@ -401,19 +443,21 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_decref(r);
 }
 
-/* After training: save the weights (for the peer), decode, print, write the dump. */
-static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, double peak, const TrainTimes *tr,
-                              json_t *dump, FILE *df) {
+/* After training: save the weights (for the peer), decode, print, write the dump (only
+ * with its batches written: a dump names no file that is not there). The exit status: 0,
+ * or status (a failed write before), or a failed write's here. */
+static int decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, double peak, const TrainTimes *tr,
+                             json_t *dump, int batches_written, int status) {
     /* the trained weights, so the peer decodes with the very same model (same work) */
-    char weights[1100] = "";
-    if (df) {
-        snprintf(weights, sizeof weights, "%s.safetensors", o->dump);
+    const char *weights = "";
+    if (dump && batches_written) {
         CkptMeta meta = {.valid_loss = NAN,
                          .best_valid_loss = NAN,
                          .valid_bleu = NAN,
                          .best_valid_bleu = NAN,
                          .config = ""};
-        if (ckpt_save(weights, &t->m, NULL, &meta) != 0) fprintf(stderr, "qkv: %s\n", err_msg()), weights[0] = '\0';
+        if (ckpt_save(o->weights, &t->m, NULL, &meta) != 0) status = write_failed(status);
+        else weights = o->weights;
     }
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */
     int nd = decode_count(o, dc);
@@ -432,20 +476,21 @@ static void decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     double t_beam = now_seconds() - t0;
     for (int i = 0; i < nd; i++) free(out[i].ids);
     free(out);
-    if (df) {
+    progress(NULL); /* an error of the dump's write starts a line of its own */
+    if (dump && weights[0]) {
         put_decode_sources(dump, dc, nd);
         json_put(dump, "decode_out_tokens", json_integer(out_tokens));
         json_put(dump, "steps", json_integer(o->steps));
         json_put(dump, "weights", json_utf8(weights));
-        if (finish_dump(dump, df) != 0) fprintf(stderr, "qkv: %s: write failed\n", o->dump);
+        if (finish_dump(dump, o->dump) != 0) status = write_failed(status);
     }
     print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
+    return status;
 }
 
 /* --batches-only: the dump of warmup + steps batches in training order, untrained, for a
  * peer that trains on its own clock (scripts/race_torch.py). */
-static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, json_t *dump, FILE *df, FILE *bf,
-                              const char *batches_path) {
+static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, json_t *dump, AtomicStream *bf) {
     for (int step = 1; step <= o->warmup + o->steps; step++) {
         ModelBatch mb;
         int tok = batcher_next(&t->tb, &mb);
@@ -453,11 +498,11 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     }
     put_decode_sources(dump, dc, decode_count(o, dc));
     json_put(dump, "steps", json_integer(o->steps));
-    json_put(dump, "batches_file", json_utf8(batches_path));
-    int bad = fclose(bf) != 0;
-    bad |= finish_dump(dump, df) != 0;
+    json_put(dump, "batches_file", json_utf8(o->batches));
+    int rc = atomic_stream_commit(bf, o->batches);
+    if (rc == 0) rc = finish_dump(dump, o->dump);
     json_decref(dump);
-    if (bad) return err_set("%s: write failed", o->dump), cmd_fail(1);
+    if (rc != 0) return cmd_fail(err_status());
     json_t *r = json_object();
     json_put(r, "batches", json_integer(o->warmup + o->steps));
     json_put(r, "dump", json_utf8(o->dump));
@@ -489,47 +534,35 @@ static int write_timeline(const char *path, const Timeline *tl) {
 
 /* Everything after the ceiling: set-up, training, decoding. Returns the exit status. */
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
-    if (o->timeline && probe_writable(o->timeline) != 0) return cmd_fail(err_status());
     int has_valid, rc = bench_setup(t, valid, &has_valid);
     if (rc != 0) return rc;
-    FILE *df = NULL, *bf = NULL;
-    char batches_path[1100];
-    snprintf(batches_path, sizeof batches_path, "%s.batches.jsonl", o->dump ? o->dump : "");
-    if (o->dump && (!(df = fopen(o->dump, "w")) || !(bf = fopen(batches_path, "w")))) {
-        err_set("%s: %s", df ? batches_path : o->dump, strerror(errno));
-        if (df) fclose(df);
-        return cmd_fail(2);
-    }
-    json_t *dump = df ? dump_header(t, o->warmup) : NULL;
-    if (o->batches_only) return write_batches_only(t, o, has_valid ? valid : &t->train, dump, df, bf, batches_path);
+    /* the batches are written as the steps run, into a tmp file renamed into place at the end */
+    AtomicStream stream, *bf = o->dump ? &stream : NULL;
+    if (bf && atomic_stream_open(bf, o->batches) != 0) return cmd_fail(err_status());
+    json_t *dump = bf ? dump_header(t, o->warmup) : NULL;
+    if (o->batches_only) return write_batches_only(t, o, has_valid ? valid : &t->train, dump, bf);
     TrainTimes tr = time_training(t, o, bf);
-    int drawn = !o->timeline || write_timeline(o->timeline, &tr.tl) == 0, status = drawn ? 0 : err_status();
-    if (!drawn) fprintf(stderr, "qkv: %s\n", err_msg());
+    /* a failed write makes the exit status; the figures are out either way */
+    int status = o->timeline && write_timeline(o->timeline, &tr.tl) != 0 ? write_failed(0) : 0;
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
-    if (bf && fclose(bf) != 0) fprintf(stderr, "qkv: %s: write failed\n", batches_path);
-    if (dump) json_put(dump, "batches_file", json_utf8(batches_path));
-    decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, df);
+    int batches_written = bf && atomic_stream_commit(bf, o->batches) == 0;
+    if (bf && !batches_written) status = write_failed(status);
+    if (dump) json_put(dump, "batches_file", json_utf8(o->batches));
+    status = decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, batches_written, status);
     json_decref(dump);
     free_times(&tr);
-    return status; /* the figures are out either way */
+    return status;
 }
 
 int cmd_bench(int argc, char **argv) {
     BenchOpts o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
-    if (o.translate) { /* decoding as translate runs it: OpenBLAS's threads as they are */
-        double peak = o.ceiling;
-        if (peak <= 0) {
-            progress("the sgemm ceiling on %d threads", openblas_get_num_threads());
-            peak = bench_ceiling(openblas_get_num_threads());
-            progress(NULL); /* an error of the run or the file starts a line of its own */
-        }
-        return bench_translate(o.config, o.translate, peak);
-    }
+    if (o.translate) return bench_translate(o.config, o.translate, o.ceiling);
     Trainer t = {0};
     if (load_config(&t.run.cfg, &o) != 0) return cmd_fail(2);
+    if ((rc = check_outputs(&o, t.run.cfg.run_dir)) != 0) return rc;
     openblas_set_num_threads(t.run.cfg.train.threads);
     /* the ceiling at the training threads' count: measured here, or given (measured by an
      * earlier `qkv bench --peak` in the same benchmark run, so that its matrices do not

@@ -2,7 +2,8 @@
  * use rather than for resuming (no Adam moments: a third of a checkpoint's size), with
  * the config and both vocabularies (or SentencePiece models) in the metadata, so that
  * translate, eval and attention take the file on its own. --average N writes the mean
- * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does). */
+ * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does), or of
+ * the N ending at a step checkpoint given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,21 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* r->model's weights become the mean of the last n step checkpoints of r's run, each named */
+/* r->model's weights become the mean of n step checkpoints of r's run, each named: its
+ * last n, or for a checkpoint given (r->which "given"), the n ending at the one given */
 static int average_last(Run *r, int n) {
-    char **paths;
-    int got;
+    char **paths, avg[CONFIG_PATH_MAX + 32];
+    int got, given = strcmp(r->which, "given") == 0;
     CkptMeta meta = {0};
-    if (average_newest(r, n, 0, &r->model, &meta, &paths, &got) != 0) return -1;
-    printf("averaged the last %d checkpoints of %s:\n", got, r->dir); /* once done: a refusal prints nothing */
+    /* the run's mean of its newest: a mean, not a checkpoint a mean could end at */
+    if (given && same_file(r->weights, run_path(avg, sizeof avg, r->dir, RUN_AVERAGE)))
+        return err_set("%s: --average %d: this is the run's mean of its newest checkpoints, not one checkpoint; give "
+                       "the step checkpoint the mean should end at, or the run %s for its last %d",
+                       r->weights, n, r->dir, n);
+    if (average_newest(r, n, 0, given ? r->meta.step : -1, &r->model, &meta, &paths, &got) != 0) return -1;
+    /* once done: a refusal prints nothing */
+    if (given) printf("averaged the %d checkpoints of %s ending at step %lld:\n", got, r->dir, (long long)r->meta.step);
+    else printf("averaged the last %d checkpoints of %s:\n", got, r->dir);
     for (int i = 0; i < got; i++) printf("  %s\n", paths[i]);
     free_lines(paths, got);
     ckpt_meta_free(&r->meta);
@@ -42,7 +51,9 @@ static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->sp
 
 static const CmdOption options[] = {
     {'o', "out", "FILE", "the weights file to write (required)", NULL},
-    {'a', "average", "N", "the mean of the run's last N step checkpoints instead of one", "the run's best or latest"},
+    {'a', "average", "N",
+     "the mean of the run's last N step checkpoints instead of one (given a checkpoint: the N ending at it)",
+     "the run's best or latest"},
     {0},
 };
 const CmdSpec cmd_export_spec = {

@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <errno.h>
-#include <string.h>
-
+#include "cmdlib/bench_ceiling.h"
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/decode_options.h"
 #include "decode/translator.h"
@@ -48,16 +46,20 @@ static json_t *time_search(Run *r, char **lines, int n, const TranslateOptions *
     return j;
 }
 
-int bench_translate(const char *run_path, const char *src_path, double peak) {
-    FILE *f = fopen(src_path, "r");
-    if (!f) return err_set("%s: cannot open: %s", src_path, strerror(errno)), cmd_fail(2);
+int bench_translate(const char *run_path, const char *src_path, double ceiling) {
     int n;
-    char **lines = read_lines_checked(f, src_path, &n);
-    fclose(f);
+    /* as every corpus is read: a FIFO or a device is refused at once, never waited on */
+    char **lines = read_file_lines(src_path, &n);
     if (!lines) return cmd_fail(err_status());
     if (n == 0) return free_lines(lines, n), err_set("%s: no line to translate", src_path), cmd_fail(2);
     Run r;
     if (run_open(&r, run_path) != 0) return free_lines(lines, n), cmd_fail(err_status());
+    /* decoding as translate runs it: OpenBLAS's threads as they are */
+    double peak = ceiling;
+    if (peak <= 0) {
+        cmd_progress("bench", "the sgemm ceiling on %d threads", openblas_get_num_threads());
+        peak = bench_ceiling(openblas_get_num_threads());
+    }
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
     TranslateOptions greedy = decode_options_defaults(), beam = greedy; /* translate's defaults */

@@ -1,6 +1,7 @@
 /* average: see average.h. */
 #include "run/average.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,7 +11,8 @@
 #include "util/file.h"
 #include "util/mem.h"
 
-int average_newest(const Run *r, int n, int partial, Model *out, CkptMeta *meta, char ***paths_out, int *got) {
+int average_newest(const Run *r, int n, int partial, long long until, Model *out, CkptMeta *meta, char ***paths_out,
+                   int *got) {
     char **paths;
     struct rlimit lim; /* room for n open files at once (up to 1000; the soft limit is often 1024) */
     if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < (rlim_t)n + 64) {
@@ -18,12 +20,22 @@ int average_newest(const Run *r, int n, int partial, Model *out, CkptMeta *meta,
         setrlimit(RLIMIT_NOFILE, &lim);
     }
     int *fds = xmalloc(sizeof(int) * (size_t)n);
-    int have = run_open_newest_checkpoints(r->dir, n, fds, &paths), rc = 0;
+    int have = run_open_newest_checkpoints(r->dir, until >= 0 ? until : LLONG_MAX, n, fds, &paths), rc = 0;
     if (have < 0) return free(fds), -1;
-    if (have == 0 || (have < n && !partial)) {
+    /* the newest listed up to `until` is of that step, or the run no longer keeps it */
+    int ends = until < 0 || (have > 0 && run_check_step_name(paths[have - 1], until) == 0);
+    if (!ends || have == 0 || (have < n && !partial)) {
         for (int i = 0; i < have; i++) close(fds[i]);
         free_lines(paths, have), free(fds);
+        if (!ends)
+            return err_set("%s: holds step %lld, but the run %s keeps no step checkpoint of it (only its last %d: "
+                           "train.keep_checkpoints) for --average %d to end at",
+                           r->weights, until, r->dir, r->cfg.train.keep_checkpoints, n);
         if (have == 0) return err_set("%s: no step checkpoint to average", r->dir);
+        if (until >= 0)
+            return err_set("%s: --average %d ending at step %lld, but the run has %d step checkpoints up to it (it "
+                           "keeps up to %d: train.keep_checkpoints)",
+                           r->dir, n, until, have, r->cfg.train.keep_checkpoints);
         return err_set("%s: --average %d, but the run has %d step checkpoints (it keeps up to %d: "
                        "train.keep_checkpoints)",
                        r->dir, n, have, r->cfg.train.keep_checkpoints);
@@ -62,7 +74,7 @@ int average_write(const Run *r, int n) {
     if (model_init(&avg, &mc) != 0) return -1;
     CkptMeta meta = {0};
     char path[CONFIG_PATH_MAX + 32];
-    int rc = average_newest(r, n, 1, &avg, &meta, NULL, NULL);
+    int rc = average_newest(r, n, 1, -1, &avg, &meta, NULL, NULL);
     if (rc == 0) rc = ckpt_save(run_path(path, sizeof path, r->dir, RUN_AVERAGE), &avg, NULL, &meta);
     ckpt_meta_free(&meta);
     model_free(&avg);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,11 @@ static const char *ckpt_file_path(char *buf, size_t n, const char *dir, const ch
     return buf;
 }
 
-int run_step_checkpoints(const char *dir, char ***paths) {
+/* run_step_checkpoints' paths, those of steps up to `until` alone */
+static int step_checkpoints_until(const char *dir, long long until, char ***paths) {
     StepFile *files;
     int n = list_steps(dir, &files);
+    while (n > 0 && files[n - 1].step > until) n--;
     *paths = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
         char p[CONFIG_PATH_MAX + 96];
@@ -105,6 +108,8 @@ int run_step_checkpoints(const char *dir, char ***paths) {
     free(files);
     return n;
 }
+
+int run_step_checkpoints(const char *dir, char ***paths) { return step_checkpoints_until(dir, LLONG_MAX, paths); }
 
 int run_check_step_name(const char *path, int64_t step) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
@@ -115,12 +120,12 @@ int run_check_step_name(const char *path, int64_t step) {
                    path, (long long)step, named, (long long)step);
 }
 
-int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths) {
+int run_open_newest_checkpoints(const char *dir, long long until, int n, int *fds, char ***paths) {
     /* a train of the run may rotate the oldest away between the listing and the open:
      * then the listing is read again; each file once open stays readable */
     for (int attempt = 0; attempt < 1000; attempt++) {
         char **all;
-        int have = run_step_checkpoints(dir, &all), take = have < n ? have : n, opened = 0, vanished = 0;
+        int have = step_checkpoints_until(dir, until, &all), take = have < n ? have : n, opened = 0, vanished = 0;
         if (have >= 0 && have < n && attempt < 20) {
             /* a listing made while a checkpoint is renamed in and an old one removed can
              * miss the new one (readdir over a changing directory): look again, briefly,
@@ -155,19 +160,56 @@ int run_in_its_run(const Run *r) {
     return !r->meta.src_vocab && stat(run_path(cfg, sizeof cfg, r->dir, RUN_CONFIG), &st) == 0;
 }
 
-int run_out_replaces_own_file(const Run *r, const char *out, const char *writer) {
+/* run_out_replaces_own_file's checks against the run in dir (in_run: dir holds one, not
+ * just exported weights) and the weights read (NULL: none), out given by option. */
+static int out_replaces(const char *dir, int in_run, const char *weights, const char *out, const char *option,
+                        const char *writer) {
     struct stat o;
-    if (run_is_own_checkpoint(r->dir, out))
-        return err_set("%s: --out is a checkpoint of the run %s, which %s would replace: choose another file", out,
-                       r->dir, writer),
+    if (run_is_own_checkpoint(dir, out))
+        return err_set("%s: %s is a checkpoint of the run %s, which %s would replace: choose another file", out, option,
+                       dir, writer),
                1;
-    if (same_file(out, r->weights))
-        return err_set("%s: --out is the weights file %s reads (%s): choose another file", out, writer, r->weights), 1;
+    if (weights && same_file(out, weights))
+        return err_set("%s: %s is the weights file %s reads (%s): choose another file", out, option, writer, weights),
+               1;
     /* an exported file read alone has no run: its directory is anyone's */
-    if (run_in_its_run(r) && lstat(out, &o) == 0 && path_inside(out, r->dir, NULL))
-        return err_set("%s: --out is a file of the run %s, which %s would replace: choose another file", out, r->dir,
+    if (in_run && lstat(out, &o) == 0 && path_inside(out, dir, NULL))
+        return err_set("%s: %s is a file of the run %s, which %s would replace: choose another file", out, option, dir,
                        writer),
                1;
+    return 0;
+}
+
+int run_out_replaces_own_file(const Run *r, const char *out, const char *writer) {
+    return out_replaces(r->dir, run_in_its_run(r), r->weights, out, "--out", writer);
+}
+
+/* 1 if dir holds a run: its config.yaml and its ckpt/ folder */
+static int holds_run(const char *dir) {
+    char p[CONFIG_PATH_MAX + 128];
+    struct stat st;
+    return stat(run_path(p, sizeof p, dir, RUN_CONFIG), &st) == 0 && S_ISREG(st.st_mode) &&
+           stat(run_path(p, sizeof p, dir, RUN_CKPT_DIR), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int run_out_replaces_a_runs_file(const char *dir, const char *out, const char *option, const char *writer) {
+    if (dir && dir[0] && out_replaces(dir, holds_run(dir), NULL, out, option, writer)) return 1;
+    /* the folders above out, as spelled ("a/b/x": a/b, a, ., .., ../..), to the root */
+    char up[CONFIG_PATH_MAX + 64], real[PATH_MAX];
+    const char *slash = strrchr(out, '/');
+    if (!slash) snprintf(up, sizeof up, ".");
+    else snprintf(up, sizeof up, "%.*s", slash == out ? 1 : (int)(slash - out), out);
+    for (int depth = 0; depth < 256 && strlen(up) + 4 < sizeof up; depth++) {
+        if (holds_run(up) && out_replaces(up, 1, NULL, out, option, writer)) return 1;
+        if (!realpath(up, real) || strcmp(real, "/") == 0) break;
+        char *cut = strrchr(up, '/');
+        const char *last = cut ? cut + 1 : up;
+        if (strcmp(last, ".") == 0 && !cut) snprintf(up, sizeof up, "..");
+        else if (strcmp(last, "..") == 0 || strcmp(last, ".") == 0 || !*last) strcat(up, "/..");
+        else if (!cut) snprintf(up, sizeof up, ".");
+        else if (cut == up) snprintf(up, sizeof up, "/");
+        else *cut = '\0';
+    }
     return 0;
 }
 
@@ -599,6 +641,32 @@ static int run_from_export(Run *r, const CkptFile *f, const char *path) {
     return vocab_from_export(&r->tgt_vocab, f->meta.tgt_vocab, r->cfg.data.tokenizer, what);
 }
 
+/* The folder above the one holding path, as a user would spell it ("run" for
+ * "run/ckpt/x", ".." for "x") where that is the same folder, else "<its folder>/.." (a
+ * link on the way: "run/ckpt/.." is where the link's target sits). */
+static void folder_above(char *dir, size_t n, const char *path) {
+    const char *slash = strrchr(path, '/');
+    char up[CONFIG_PATH_MAX + 8];
+    if (!slash) {
+        snprintf(dir, n, "..");
+        return;
+    }
+    snprintf(up, sizeof up, "%.*s/..", slash == path ? 1 : (int)(slash - path), path);
+    snprintf(dir, n, "%.*s", (int)(slash - path), path);
+    char *cut = strrchr(dir, '/');
+    const char *last = cut ? cut + 1 : dir;
+    struct stat a, b;
+    if (slash == path || !*last || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
+        snprintf(dir, n, "%.*s", (int)n - 1, up);
+        return;
+    }
+    if (!cut) snprintf(dir, n, ".");
+    else if (cut == dir) snprintf(dir, n, "/");
+    else *cut = '\0';
+    if (stat(dir, &a) != 0 || stat(up, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        snprintf(dir, n, "%.*s", (int)n - 1, up);
+}
+
 /* For a checkpoint file: the run it belongs to (<run>/ckpt/<file>), or the file itself
  * when it was exported with its vocabularies. f is open afterwards (0) or closed (-1). */
 static int run_for_file(Run *r, const char *path, CkptFile *f) {
@@ -611,12 +679,7 @@ static int run_for_file(Run *r, const char *path, CkptFile *f) {
     } else {
         /* <run>/ckpt/<file>: the file's directory, then one up */
         char dir[CONFIG_PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = '\0';
-        else snprintf(dir, sizeof dir, ".");
-        size_t len = strlen(dir);
-        snprintf(dir + len, sizeof dir - len, "/..");
+        folder_above(dir, sizeof dir, path);
         char cfg[CONFIG_PATH_MAX + 32];
         struct stat st;
         /* weights without their vocabularies (a step checkpoint) are read from their run */

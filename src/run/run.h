@@ -93,12 +93,12 @@ const char *run_path(char *buf, size_t n, const char *dir, const char *file);
 const char *run_step_checkpoint(char *buf, size_t n, const char *dir, long long step);
 /* Paths of a run's step checkpoints, oldest first (free_lines(paths, n) frees them). */
 int run_step_checkpoints(const char *dir, char ***paths);
-/* The newest n step checkpoints of a run, opened for reading (fds[i], oldest first, the
- * caller closes them) with their paths (free_lines(paths, count) frees them): one that a
- * train of the run rotates away between the listing and its open makes a new listing,
- * so every file returned exists and stays readable. Returns the count, fewer than n
- * when the run keeps fewer; -1 with the error set. */
-int run_open_newest_checkpoints(const char *dir, int n, int *fds, char ***paths);
+/* The newest n step checkpoints of a run of steps up to `until` (LLONG_MAX: all of them),
+ * opened for reading (fds[i], oldest first, the caller closes them) with their paths
+ * (free_lines(paths, count) frees them): one that a train of the run rotates away between
+ * the listing and its open makes a new listing, so every file returned exists and stays
+ * readable. Returns the count, fewer than n when the run keeps fewer; -1 with the error set. */
+int run_open_newest_checkpoints(const char *dir, long long until, int n, int *fds, char ***paths);
 /* 1 if writing path would replace a checkpoint of the run in dir: path is the same file
  * as one of its step checkpoints or best.safetensors, or names one of those in its
  * ckpt/ (however the directory is spelled), there yet or not. */
@@ -111,6 +111,10 @@ int run_in_its_run(const Run *r);
  * weights read (an exported file given as the source), or any file already in the run's
  * directory (its config, metrics, vocabularies). A new file there is fine. */
 int run_out_replaces_own_file(const Run *r, const char *out, const char *writer);
+/* The same for a command that opened no run (bench's outputs, option naming which), with
+ * no weights read: against the run in dir (NULL: none; a folder without config.yaml and
+ * ckpt/ holds none) and any run a folder above out holds, however out spells its way. */
+int run_out_replaces_a_runs_file(const char *dir, const char *out, const char *option, const char *writer);
 /* The highest-step checkpoint of a run, by the steps the names say (whatever their
  * padding); -1 (error set) when there is none, or two names say that step. */
 int run_latest_checkpoint(const char *dir, char *buf, size_t n);

@@ -88,35 +88,10 @@ int probe_writable(const char *path) {
     return 0;
 }
 
-static int write_parts(const char *path, const FilePart *parts, int n_parts);
-int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
-    signals_hold();
-    int rc = write_parts(path, parts, n_parts);
-    signals_release();
-    return rc;
-}
-
-static int write_parts(const char *path, const FilePart *parts, int n_parts) {
-    char tmp[4200];
-    if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int e = errno;
-    if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
-    for (int k = 0; k < n_parts; k++) {
-        const char *p = parts[k].data;
-        size_t left = parts[k].len;
-        while (left > 0) {
-            ssize_t w = write(fd, p, left);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                e = errno;
-                err_set("%s: write failed: %s", tmp, strerror(e));
-                goto fail;
-            }
-            p += w;
-            left -= (size_t)w;
-        }
-    }
+/* The written tmp file on fd, made path: fsync, close, rename, fsync of the directory.
+ * On failure, the error set and the tmp file removed. */
+static int publish(int fd, const char *tmp, const char *path) {
+    int e;
     if (fsync(fd) != 0) {
         e = errno;
         err_set("%s: fsync failed: %s", tmp, strerror(e));
@@ -142,7 +117,67 @@ fail:
     return -1;
 }
 
+/* Writes len bytes at p to fd: 0, or the errno of the write that failed. */
+static int write_all(int fd, const char *p, size_t left) {
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno;
+        p += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts);
+int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts) {
+    signals_hold();
+    int rc = write_parts(path, parts, n_parts);
+    signals_release();
+    return rc;
+}
+
+static int write_parts(const char *path, const FilePart *parts, int n_parts) {
+    char tmp[4200];
+    if (tmp_name(tmp, sizeof tmp, path) != 0) return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int e = errno;
+    if (fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+    for (int k = 0; k < n_parts; k++)
+        if ((e = write_all(fd, parts[k].data, parts[k].len)) != 0) {
+            err_set("%s: write failed: %s", tmp, strerror(e)), err_io(e);
+            close(fd), unlink(tmp);
+            return -1;
+        }
+    return publish(fd, tmp, path);
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len) {
     FilePart part = {data, len};
     return write_file_atomic_parts(path, &part, 1);
+}
+
+int atomic_stream_open(AtomicStream *s, const char *path) {
+    *s = (AtomicStream){.fd = -1};
+    if (tmp_name(s->tmp, sizeof s->tmp, path) != 0) return -1;
+    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int e = errno;
+    if (s->fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+    return 0;
+}
+
+int atomic_stream_write(AtomicStream *s, const void *data, size_t len) {
+    if (s->err == 0) s->err = write_all(s->fd, data, len);
+    return s->err ? -1 : 0;
+}
+
+int atomic_stream_commit(AtomicStream *s, const char *path) {
+    if (s->err) {
+        close(s->fd), unlink(s->tmp);
+        return err_set("%s: write failed: %s", s->tmp, strerror(s->err)), err_io(s->err);
+    }
+    signals_hold();
+    int rc = publish(s->fd, s->tmp, path);
+    signals_release();
+    return rc;
 }

@@ -24,6 +24,20 @@ typedef struct {
     size_t len;
 } FilePart;
 int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts);
+/* A file written as it is made (a line at a time, for minutes) and published whole:
+ * atomic_stream_open creates path's tmp file; atomic_stream_write appends to it (after a
+ * failed write, nothing more: the first fault is kept); atomic_stream_commit, if every
+ * write went through, fsyncs, closes and renames it to path (the directory fsynced, the
+ * stop signals held over it), else removes it. Each 0, or -1 (commit and open with the
+ * error set: "<tmp>: write failed: ...", err_io judged). A process killed between open
+ * and commit leaves a tmp file that tmp_is_stale knows. */
+typedef struct {
+    int fd, err;    /* err: the errno of the first write that failed */
+    char tmp[4200]; /* the tmp file's name */
+} AtomicStream;
+int atomic_stream_open(AtomicStream *s, const char *path);
+int atomic_stream_write(AtomicStream *s, const void *data, size_t len);
+int atomic_stream_commit(AtomicStream *s, const char *path);
 /* Whether write_file_atomic could create path's tmp file now (it makes it and removes it):
  * 0, or -1 with its error set, before minutes of work whose result goes there. */
 int probe_writable(const char *path);
