@@ -9,7 +9,9 @@
 #include "util/err.h"
 
 static const CmdOption options[] = {
-    {'t', "task", "TASK", "translate (the toy language pair), copy or reverse", "translate"},
+    {'t', "task", "TASK",
+     "translate (the toy language pair), copy, reverse, or particles (the pair with unaligned case particles)",
+     "translate"},
     {'n', "train", "N", "training pairs", "20000"},
     {'v', "valid", "N", "validation pairs", "500"},
     {'e', "test", "N", "test pairs", "500"},
@@ -21,7 +23,10 @@ const CmdSpec cmd_toy_data_spec = {
     .operands = "DIR [options]",
     .summary = "write the synthetic toy corpora: DIR/{train,valid,test}.{src,tgt,align}",
     .about = "The translate task is a small language pair with gender and number agreement and its own\n"
-             "word order (src/data/toycorpus.c), with gold word alignments for scoring attention.",
+             "word order (src/data/toycorpus.c), with gold word alignments for scoring attention. The\n"
+             "particles task is the same pairs with two case particles in the target (\"ga\" after the\n"
+             "subject, \"wo\" after the object) that no source word stands for: their gold leaves them\n"
+             "unaligned, for scoring an aligner's decision to link nothing.",
     .options = options,
     .example = "qkv toy-data data/toy --train 20000 --seed 1",
 };

@@ -9,7 +9,14 @@
  *     number, the verb with the subject's number; gender is not visible in the source,
  *     so it has to be learned per noun,
  * and 3-20 words per sentence. Each pair comes with its gold word alignment in Pharaoh
- * format ("i-j": source word i, target word j), for checking attention later. */
+ * format ("i-j": source word i, target word j), for checking attention later.
+ *
+ * The "particles" task is the same pair, sentence for sentence (the same draws of the same
+ * seed), with two case particles the target grammar inserts: "ga" after the subject's noun
+ * phrase and "wo" after the object's. No source word stands for them, so their gold leaves
+ * them unaligned, as real gold leaves function words and case markers: an aligner has to
+ * decide that a target word came from nowhere. The other words' links are translate's, their
+ * target indices moved past the particles. */
 #include "data/toycorpus.h"
 
 #include <stdio.h>
@@ -66,13 +73,22 @@ typedef struct {
     const char *src[MAX_WORDS];
     char tgt_buf[MAX_WORDS][24];
     int ns, nt;
-    int align[MAX_WORDS]; /* source index of each target word */
+    int align[MAX_WORDS]; /* source index of each target word; -1: unaligned */
+    int particles;        /* 1: the particles task's case particles are inserted */
+    int n_unaligned;      /* target words with no source word */
 } Pair;
 
 static void add_src(Pair *p, const char *w) { p->src[p->ns++] = w; }
 static void add_tgt(Pair *p, const char *w, int src_index) {
     snprintf(p->tgt_buf[p->nt], sizeof p->tgt_buf[0], "%s", w);
     p->align[p->nt++] = src_index;
+}
+/* A case particle of the particles task (none in the others): a target word of no source
+ * word. It draws nothing from the generator, so the sentences stay translate's. */
+static void add_particle(Pair *p, const char *w) {
+    if (!p->particles) return;
+    add_tgt(p, w, -1);
+    p->n_unaligned++;
 }
 
 typedef struct {
@@ -128,16 +144,18 @@ static void gen_clause(Pair *p, Rng *r) {
         gen_np(p, &pp_np, r);
     }
     emit_np(p, &subj);
-    if (has_obj) emit_np(p, &obj);
+    add_particle(p, "ga");
+    if (has_obj) emit_np(p, &obj), add_particle(p, "wo");
     if (has_pp) add_tgt(p, preps[prep][1], src_prep), emit_np(p, &pp_np);
     char w[24];
     snprintf(w, sizeof w, "%s%s", v->stem, subj.plural ? "an" : "a");
     add_tgt(p, w, src_verb);
 }
 
-static void gen_translate(Pair *p, Rng *r) {
+static void gen_translate(Pair *p, Rng *r, int particles) {
     do {
         memset(p, 0, sizeof *p);
+        p->particles = particles;
         gen_clause(p, r);
         if (rng_below(r, 3) == 0) {
             int src_and = p->ns;
@@ -145,7 +163,8 @@ static void gen_translate(Pair *p, Rng *r) {
             add_tgt(p, "e", src_and);
             gen_clause(p, r);
         }
-    } while (p->ns < 3 || p->ns > 20 || p->nt > 20);
+        /* the length limit counts translate's words only, so both tasks keep the same pairs */
+    } while (p->ns < 3 || p->ns > 20 || p->nt - p->n_unaligned > 20);
 }
 
 static const char *letters[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j",
@@ -185,11 +204,12 @@ static uint64_t pair_hash(const Pair *p) {
 }
 
 int toydata_write(const char *dir, const char *task, int n_train, int n_valid, int n_test, uint64_t seed) {
-    int kind = strcmp(task, "translate") == 0 ? 0
-               : strcmp(task, "copy") == 0    ? 1
-               : strcmp(task, "reverse") == 0 ? 2
-                                              : -1;
-    if (kind < 0) return err_set("unknown toy task '%s' (translate, copy, reverse)", task);
+    int kind = strcmp(task, "translate") == 0   ? 0
+               : strcmp(task, "copy") == 0      ? 1
+               : strcmp(task, "reverse") == 0   ? 2
+               : strcmp(task, "particles") == 0 ? 3
+                                                : -1;
+    if (kind < 0) return err_set("unknown toy task '%s' (translate, copy, reverse, particles)", task);
     if (make_dirs(dir) != 0) return -1;
     const char *splits[3] = {"train", "valid", "test"};
     int sizes[3] = {n_train, n_valid, n_test};
@@ -206,12 +226,13 @@ int toydata_write(const char *dir, const char *task, int n_train, int n_valid, i
             Pair p;
             int tries = 0;
             do {
-                if (kind == 0) gen_translate(&p, &r);
+                if (kind == 0 || kind == 3) gen_translate(&p, &r, kind == 3);
                 else gen_sequence(&p, &r, kind == 2);
             } while (!seen_add(&seen, pair_hash(&p)) && ++tries < 1000);
             for (int i = 0; i < p.ns; i++) sb_printf(&src, "%s%s", i ? " " : "", p.src[i]);
             for (int j = 0; j < p.nt; j++) sb_printf(&tgt, "%s%s", j ? " " : "", p.tgt_buf[j]);
-            for (int j = 0; j < p.nt; j++) sb_printf(&align, "%s%d-%d", j ? " " : "", p.align[j], j);
+            for (int j = 0, first = 1; j < p.nt; j++)
+                if (p.align[j] >= 0) sb_printf(&align, "%s%d-%d", first ? "" : " ", p.align[j], j), first = 0;
             sb_append(&src, "\n", 1), sb_append(&tgt, "\n", 1), sb_append(&align, "\n", 1);
         }
         const char *ext[3] = {"src", "tgt", "align"};
