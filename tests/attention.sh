@@ -141,7 +141,7 @@ expect_error "watch_sentence_too_long" 2 "^qkv: train.watch: sentence 1 is longe
     --set run_dir="$T/toolong" --set data.max_len=3 --set "$wcfg"
 
 # ---- align ------------------------------------------------------------------------------------
-"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" >"$T/test.align" 2>"$T/align.err"
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --null off >"$T/test.align" 2>"$T/align.err"
 rc=$?
 good=$(paste -d'\t' "$T/data/test.tgt" "$T/test.align" | awk -F'\t' '{n = split($1, t, " "); m = split($2, a, " "); if (n == m) c++} END {print c+0}')
 [[ $rc -eq 0 && $(wc -l <"$T/test.align") -eq 50 && $good -eq 50 ]] && ok "align_writes_one_link_per_target_word" ||
@@ -164,7 +164,7 @@ else
     bad "align_method_contrib_and_shift_scored" "$(cat "$T/aer-contrib.txt" "$T/aer-shift.txt" | head -8)"
 fi
 head -n 5 "$T/data/test.src" >"$T/five.src" && head -n 5 "$T/data/test.tgt" >"$T/five.tgt"
-"$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --method grad >"$T/five.links" 2>"$T/five.err"
+"$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --method grad --null off >"$T/five.links" 2>"$T/five.err"
 [[ $? -eq 0 && $(wc -l <"$T/five.links") -eq 5 ]] && ! grep -qv '^[0-9]\+-[0-9]\+\( [0-9]\+-[0-9]\+\)*$' "$T/five.links" &&
     ok "align_method_grad_writes_links" || bad "align_method_grad_writes_links" "$(head -3 "$T/five.links" "$T/five.err")"
 expect_error "align_method_unknown" 2 "^qkv: --method: 'bogus' is not one of output, shift, contrib, grad" "$QKV" align \
@@ -176,6 +176,64 @@ expect_error "align_ragged_gold_names_its_count" 2 "^qkv: $T/five.src has 5 line
     "$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --gold "$T/data/test.align"
 expect_error "align_bad_head" 2 "^qkv: --layer/--head: this model has layers 0..1 and heads 0..3" "$QKV" align "$T/run" \
     --src "$T/data/test.src" --tgt "$T/data/test.tgt" --head 9
+
+# ---- the null decision: a target word its prefix wrote is left unaligned -----------------------
+# --null off is the aligner as it was: every target word linked (above), nothing said about a
+# null; --null on (the default) only removes links, says its rule where links are printed
+# under the scores, with how many words it left unaligned (links go out as Pharaoh lines alone).
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" >"$T/null.align" 2>"$T/null.err"
+kept=$(paste -d'\t' "$T/test.align" "$T/null.align" | awk -F'\t' '{ n = split($1, all, " "); m = split($2, on, " ")
+    for (i = 1; i <= n; i++) off[all[i]] = NR; for (i = 1; i <= m; i++) if (off[on[i]] != NR) bad++; kept += m; total += n }
+    END { print (bad ? -1 : kept) " " total }')
+[[ ! -s $T/align.err && ! -s $T/null.err && $(wc -l <"$T/null.align") -eq 50 && ${kept%% *} -ge 0 ]] &&
+    ok "align_null_only_removes_links ($kept of the links kept)" ||
+    bad "align_null_only_removes_links" "$kept; $(head -2 "$T/null.err" "$T/align.err")"
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" --null off \
+    >"$T/aer-off.txt" 2>&1
+if grep -q '^null: a target word' "$T/aer.txt" && grep -qE '^null: [0-9]+ of [0-9]+ target words left unaligned' "$T/aer.txt" &&
+    ! grep -q 'null' "$T/aer-off.txt" && diff <(awk '/^(layer|all) /{ print substr($0, 1, 24) }' "$T/aer.txt") \
+        <(awk '/^(layer|all) /{ print substr($0, 1, 24) }' "$T/aer-off.txt") >/dev/null &&
+    awk '$1 == "layer" && $2 == "1," && $3 == "average" { print $5 }' "$T/aer-off.txt" "$T/aer.txt" |
+    awk 'NR == 1 { off = $1 } NR == 2 { exit !($1 <= off) }'; then
+    ok "align_null_states_its_rule_and_only_lowers_recall"
+else
+    bad "align_null_states_its_rule_and_only_lowers_recall" "$(grep -v 'head [0-9]' "$T/aer.txt" "$T/aer-off.txt")"
+fi
+expect_error "align_null_bad_value" 2 "^qkv: --null: 'maybe' is not on or off$" "$QKV" align "$T/run" \
+    --src "$T/five.src" --tgt "$T/five.tgt" --null maybe
+
+# The toy tasks that were there write the files they always wrote (the particles task added
+# no draw to them): checksums of a fixed seed's files, as written before it came.
+pins="translate 56e902e3d02b35e9 copy 20c92bcc2d986735 reverse a93b7974eecc93b0"
+wrong=""
+while read -r task sum; do
+    "$QKV" toy-data "$T/pin-$task" --task "$task" --train 200 --valid 20 --test 20 --seed 3 >/dev/null
+    got=$(cd "$T/pin-$task" && cat train.{src,tgt,align} valid.{src,tgt,align} test.{src,tgt,align} | sha256sum | cut -c1-16)
+    [[ $got == "$sum" ]] || wrong+="$task $got; "
+done < <(xargs -n 2 <<<"$pins")
+[[ -z $wrong ]] && ok "toy_data_old_tasks_unchanged" || bad "toy_data_old_tasks_unchanged" "$wrong"
+
+# The particles task: a model trained briefly on it leaves its particles ("ga", "wo": no
+# source word, no gold link) unaligned, and the null decision raises the precision.
+"$QKV" toy-data "$T/pdata" --task particles --train 1500 --valid 50 --test 50 >/dev/null
+"$QKV" train configs/toy.yaml --set run_dir="$T/prun" --set train.steps=300 --set model.d_model=32 --set train.watch= \
+    --set data.train.src="$T/pdata/train.src" --set data.train.tgt="$T/pdata/train.tgt" \
+    --set data.valid.src="$T/pdata/valid.src" --set data.valid.tgt="$T/pdata/valid.tgt" >"$T/ptrain.log" 2>&1
+"$QKV" align "$T/prun" --src "$T/pdata/test.src" --tgt "$T/pdata/test.tgt" >"$T/p.align" 2>/dev/null
+left=$(paste -d'\t' "$T/pdata/test.tgt" "$T/p.align" | awk -F'\t' '{ n = split($1, w, " "); m = split($2, l, " ")
+    delete linked; for (i = 1; i <= m; i++) { split(l[i], ij, "-"); linked[ij[2] + 1] = 1 }
+    for (j = 1; j <= n; j++) if (w[j] == "ga" || w[j] == "wo") { p++; if (!(j in linked)) u++ } }
+    END { printf "%d %d", u, p }')
+for n in on off; do
+    "$QKV" align "$T/prun" --src "$T/pdata/test.src" --tgt "$T/pdata/test.tgt" --gold "$T/pdata/test.align" --null $n \
+        >"$T/paer-$n.txt" 2>&1
+done
+prec=$(awk '/\(default\)/ { printf "%s ", $4 }' "$T/paer-on.txt" "$T/paer-off.txt")
+read -r u p <<<"$left"
+read -r p_on p_off <<<"$prec"
+[[ ${p:-0} -gt 50 && $((u * 10)) -ge $((p * 8)) ]] && awk -v a="$p_on" -v b="$p_off" 'BEGIN { exit !(a > b + 0.1) }' &&
+    ok "align_null_leaves_particles_unaligned ($u of $p; precision $p_off -> $p_on)" ||
+    bad "align_null_leaves_particles_unaligned" "$u of $p particles unaligned, precision $p_off -> $p_on; $(tail -2 "$T/ptrain.log")"
 
 # ---- odd inputs: snapshots of other models, huge claims, stray bytes, gold links off the sentence ----
 # utf8_ok FILE...: every file is well-formed UTF-8 (python3 is Debian's own, not a test dependency)
@@ -276,7 +334,7 @@ expect_error "align_line_longer_than_positions" 2 "^qkv: $T/long\.src:1: more th
 
 # a word the text spells "<eos>" is still a word: four target words, four links
 printf 'the cat <eos> sleeps\n' >"$T/eos.src" && printf 'lo gato <eos> dorma\n' >"$T/eos.tgt"
-links=$(timeout 120 "$QKV" align "$T/run" --src "$T/eos.src" --tgt "$T/eos.tgt" 2>&1)
+links=$(timeout 120 "$QKV" align "$T/run" --src "$T/eos.src" --tgt "$T/eos.tgt" --null off 2>&1)
 [[ $links =~ ^[0-3]-0\ [0-3]-1\ [0-3]-2\ [0-3]-3$ ]] && ok "align_word_spelled_eos_keeps_numbering" ||
     bad "align_word_spelled_eos_keeps_numbering" "'$links'"
 
@@ -284,7 +342,7 @@ links=$(timeout 120 "$QKV" align "$T/run" --src "$T/eos.src" --tgt "$T/eos.tgt" 
 tiny_config "$T/bpe.yaml" bpe "$T/data" "steps: 20, valid_every: 20, checkpoint_every: 20, watch: [{src: \"$ws\", tgt: \"$wt\"}]"
 timeout 120 "$QKV" train "$T/bpe.yaml" --set run_dir="$T/bpe" --set data.tokenizer=bpe --set data.vocab_size=400 >"$T/bpe.log" 2>&1 ||
     bad "bpe_setup" "$(tail -2 "$T/bpe.log")"
-timeout 120 "$QKV" align "$T/bpe" --src "$T/data/test.src" --tgt "$T/data/test.tgt" >"$T/bpe.align" 2>&1
+timeout 120 "$QKV" align "$T/bpe" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --null off >"$T/bpe.align" 2>&1
 good=$(paste -d'\t' "$T/data/test.src" "$T/data/test.tgt" "$T/bpe.align" | awk -F'\t' '{
     ns = split($1, s, " "); nt = split($2, t, " "); m = split($3, a, " "); fine = m == nt
     for (k = 1; k <= m; k++) { split(a[k], p, "-"); if (p[1] >= ns || p[2] != k - 1) fine = 0 } c += fine } END { print c + 0 }')

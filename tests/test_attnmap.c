@@ -13,6 +13,7 @@
 #include "check.h"
 #include "data/corpus.h"
 #include "data/tokenize.h"
+#include "data/toycorpus.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -554,6 +555,170 @@ static void test_aligner_pair_links_and_scores(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
+/* The null decision on hand-built rows: a target word whose prefix column outweighs every
+ * source word is unlinked, whatever its link was; a tie, or a source word summed over its
+ * pieces that beats the prefix, keeps the link; rows of one target word are pooled. */
+static void test_null_rule_on_hand_built_rows(void) {
+    /* 3 target pieces (word 0, word 1 in two pieces), source pieces s0 s1 | s2 (word 1 in
+     * two pieces), EOS; the last column is what came from no source word */
+    int tw[3] = {0, 1, 1}, sw[4] = {0, 1, 1, -1};
+    float from[3 * 5] = {
+        0.30f, 0.10f, 0.10f, 0.00f, 0.50f, /* word 0: prefix 0.5 > 0.3 and 0.2: unaligned */
+        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* word 1: source word 1 = 0.4 + 0.4 over two rows */
+        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* beats the prefix's 1.0? no: 0.8 < 1.0, unaligned */
+    };
+    int links[2] = {1, 0};
+    align_unlink_null(from, 4, tw, 3, 2, sw, 2, links);
+    CHECK(links[0] == -1 && links[1] == -1, "links %d %d, both should be unaligned", links[0], links[1]);
+    /* a source word's pieces summed: 0.3 + 0.3 beat the prefix's 0.5 */
+    float split[1 * 5] = {0.05f, 0.30f, 0.30f, 0.00f, 0.50f};
+    int one[1] = {1}, tw1[1] = {0};
+    align_unlink_null(split, 4, tw1, 1, 1, sw, 2, one);
+    CHECK(one[0] == 1, "a source word of two pieces (0.6) lost to a prefix of 0.5: link %d", one[0]);
+    /* a tie keeps the link (a row of zeros, as a row whose every proximity clips) */
+    float tie[1 * 5] = {0.5f, 0.0f, 0.0f, 0.0f, 0.5f};
+    one[0] = 0;
+    align_unlink_null(tie, 4, tw1, 1, 1, sw, 2, one);
+    CHECK(one[0] == 0, "a tie between the prefix and a source word unlinked the word");
+    /* the EOS column and a piece of no word count for no source word */
+    float eos[1 * 5] = {0.1f, 0.1f, 0.1f, 0.9f, 0.3f};
+    one[0] = 0;
+    align_unlink_null(eos, 4, tw1, 1, 1, sw, 2, one);
+    CHECK(one[0] == -1, "the EOS column's 0.9 counted for a source word: link %d", one[0]);
+    /* a target piece of no word is skipped; the linked word keeps its link */
+    int tw2[2] = {-1, 0};
+    float skip[2 * 5] = {0.0f, 0.0f, 0.0f, 0.0f, 9.0f, 0.6f, 0.1f, 0.1f, 0.0f, 0.2f};
+    one[0] = 0;
+    align_unlink_null(skip, 4, tw2, 2, 1, sw, 2, one);
+    CHECK(one[0] == 0, "a piece of no word (the EOS row) counted for word 0: link %d", one[0]);
+    /* no source words: nothing to weigh, the links stay */
+    int none_sw[4] = {-1, -1, -1, -1};
+    one[0] = 3;
+    align_unlink_null(eos, 4, tw1, 1, 1, none_sw, 0, one);
+    CHECK(one[0] == 3, "a sentence without source words lost its link");
+    /* the scores count an unlinked word as no prediction, and say how many were left */
+    AlignCounts c = {0};
+    int gold[2][2] = {{1, 1}, {0, 2}}, scored[3] = {1, -1, 0};
+    align_score(scored, 3, gold, 2, &c);
+    CHECK(c.hits == 1 && c.predicted == 2 && c.gold == 2 && c.words == 3, "%ld/%ld/%ld/%ld hits/predicted/gold/words",
+          c.hits, c.predicted, c.gold, c.words);
+}
+
+/* A null measure that says target position `null_position` came wholly from its prefix */
+static int null_position;
+static void prefix_at(Model *m, const AttnMaps *a, float *from) {
+    (void)m;
+    memset(from, 0, sizeof(float) * (size_t)a->T * (a->S + 1));
+    for (int t = 0; t < a->T; t++) from[(size_t)t * (a->S + 1) + (t == null_position ? a->S : 0)] = 1.0f;
+}
+
+/* aligner_links_null and aligner_score_null leave exactly the words their measure says
+ * came from the prefix unlinked, and with no measure give aligner_links' links */
+static void test_aligner_null_measure(void) {
+    Model m;
+    Vocab sv, tv;
+    setup(&m, &sv, &tv);
+    AlignPick picks[16];
+    int n_picks = aligner_picks(3, 4, picks);
+    AlignPair p = {"w0 w1 w2 w3", "w4 w5 w6", NULL, "a.src", "a.tgt", "a.gold", 7};
+    int *plain = NULL, *off = NULL, *on = NULL;
+    int n = aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], &plain);
+    int n_off = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], NULL, &off);
+    null_position = 1;
+    int n_on = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], prefix_at, &on);
+    int same = n == 3 && n_off == 3 && n_on == 3 && memcmp(plain, off, 3 * sizeof(int)) == 0;
+    int unlinked = n_on == 3 && on[0] == plain[0] && on[1] == -1 && on[2] == plain[2];
+    free(plain), free(off), free(on);
+    CHECK(same, "no measure changed the links");
+    CHECK(unlinked, "the word the measure gives to its prefix is still linked, or another lost its link");
+    AlignCounts with[16] = {{0}}, without[16] = {{0}};
+    p.gold = "0-0 1-1 2-2";
+    CHECK(aligner_score_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, prefix_at, with) == 0 &&
+              aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, without) == 0,
+          "%s", err_msg());
+    for (int k = 0; k < n_picks; k++)
+        CHECK(with[k].predicted == 2 && without[k].predicted == 3 && with[k].words == 3 && without[k].words == 3,
+              "pick %d: %ld and %ld predicted of %ld words", k, with[k].predicted, without[k].predicted, with[k].words);
+    model_free(&m);
+    vocab_free(&sv), vocab_free(&tv);
+}
+
+/* The particles task's gold matches the sentences it writes: its pairs are translate's of
+ * the same seed with "ga" and "wo" inserted, every other target word keeps translate's
+ * link (index moved past the particles), and no particle is linked. The other tasks'
+ * files are what the same seed always wrote (tests/attention.sh compares them whole). */
+static void test_particles_gold_matches_sentences(void) {
+    char base[] = "/tmp/qkv-toy-XXXXXX";
+    CHECK(mkdtemp(base), "mkdtemp");
+    char tdir[64], pdir[64], path[96];
+    snprintf(tdir, sizeof tdir, "%s/t", base), snprintf(pdir, sizeof pdir, "%s/p", base);
+    int rc = toydata_write(tdir, "translate", 300, 10, 10, 7) | toydata_write(pdir, "particles", 300, 10, 10, 7);
+    char **f[2][3] = {{0}};
+    int nl[2][3] = {{0}};
+    const char *ext[3] = {"src", "tgt", "align"}, *dirs[2] = {tdir, pdir};
+    for (int d = 0; d < 2; d++)
+        for (int e = 0; e < 3; e++) {
+            snprintf(path, sizeof path, "%s/train.%s", dirs[d], ext[e]);
+            f[d][e] = read_file_lines(path, &nl[d][e]);
+        }
+    int ok = rc == 0, particles = 0, words = 0, line = -1;
+    for (int i = 0; ok && i < 300; i++) {
+        line = i + 1;
+        ok = nl[0][0] == 300 && nl[1][0] == 300 && nl[1][1] == 300 && nl[1][2] == 300 &&
+             strcmp(f[0][0][i], f[1][0][i]) == 0;
+        char tbuf[512], pbuf[512];
+        snprintf(tbuf, sizeof tbuf, "%s", f[0][1][i]), snprintf(pbuf, sizeof pbuf, "%s", f[1][1][i]);
+        char *tw[64], *pw[64], *sp;
+        int nt = 0, np = 0, moved[64];
+        for (char *w = strtok_r(tbuf, " ", &sp); w && nt < 64; w = strtok_r(NULL, " ", &sp)) tw[nt++] = w;
+        for (char *w = strtok_r(pbuf, " ", &sp); w && np < 64; w = strtok_r(NULL, " ", &sp)) pw[np++] = w;
+        /* translate's words in order once the particles are out; moved[j] = their new index */
+        int k = 0;
+        for (int j = 0; ok && j < np; j++) {
+            if (strcmp(pw[j], "ga") == 0 || strcmp(pw[j], "wo") == 0) {
+                particles++;
+                continue;
+            }
+            ok = k < nt && strcmp(pw[j], tw[k]) == 0;
+            moved[k++] = j;
+        }
+        ok = ok && k == nt;
+        int tl[64][2], pl[64][2];
+        int ntl = align_parse(f[0][2][i], tl, 64), npl = align_parse(f[1][2][i], pl, 64);
+        ok = ok && ntl == nt && npl == nt;
+        for (int j = 0; ok && j < npl; j++) ok = pl[j][0] == tl[j][0] && pl[j][1] == moved[tl[j][1]];
+        for (int j = 0; ok && j < npl; j++) ok = strcmp(pw[pl[j][1]], "ga") != 0 && strcmp(pw[pl[j][1]], "wo") != 0;
+        /* where they go: one "ga" a clause ("e" joins two), one "wo" a transitive verb, each
+         * right after a noun phrase's last word (a noun or adjective, not a determiner) */
+        int ga = 0, wo = 0, clauses = 1, transitive = 0;
+        for (int j = 0; j < np; j++) {
+            int is_ga = strcmp(pw[j], "ga") == 0, is_wo = strcmp(pw[j], "wo") == 0;
+            ga += is_ga, wo += is_wo, clauses += strcmp(pw[j], "e") == 0;
+            char key[40];
+            snprintf(key, sizeof key, " %s ", j ? pw[j - 1] : "");
+            if ((is_ga || is_wo) && (j == 0 || strstr(" lo la los las un una unos unas e ga wo ", key))) ok = 0;
+        }
+        char sbuf[512];
+        snprintf(sbuf, sizeof sbuf, "%s", f[1][0][i]);
+        static const char *verbs = " sees see likes like finds find follows follow eats eat helps help ";
+        for (char *w = strtok_r(sbuf, " ", &sp); w; w = strtok_r(NULL, " ", &sp)) {
+            char key[40];
+            snprintf(key, sizeof key, " %s ", w); /* a verb that takes an object */
+            transitive += strstr(verbs, key) != NULL;
+        }
+        ok = ok && ga == clauses && wo == transitive;
+        words += np;
+    }
+    for (int d = 0; d < 2; d++)
+        for (int e = 0; e < 3; e++) free_lines(f[d][e], nl[d][e]);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    CHECK(system(cmd) == 0, "could not remove %s", base);
+    CHECK(ok, "train line %d: the particles task is not translate's pair with particles, or its gold is not", line);
+    /* the particles are a real share of the target, as function words are in real gold */
+    CHECK(particles > words / 8 && particles < words / 3, "%d particles of %d target words", particles, words);
+}
+
 /* A measure as the trainer's: a source share for every (layer, position), at its longest */
 static void long_shares(Model *m, AttnMaps *a) {
     (void)m;
@@ -603,6 +768,9 @@ const TestCase attnmap_tests[] = {
     {"attention_json_claims_checked_before_allocating", test_json_claims_checked_before_allocating},
     {"alignment_links_strict_unique_in_range", test_alignment_links_strict_unique_in_range},
     {"alignment_aligner_pair_links_and_scores", test_aligner_pair_links_and_scores},
+    {"alignment_null_rule_on_hand_built_rows", test_null_rule_on_hand_built_rows},
+    {"alignment_aligner_null_measure", test_aligner_null_measure},
+    {"toydata_particles_gold_matches_sentences", test_particles_gold_matches_sentences},
     {"watch_snapshot_bound_holds", test_watch_snapshot_bound},
     {NULL, NULL},
 };

@@ -30,24 +30,45 @@ int align_words(char **tokens, int n, int tokenizer, int *word_of) {
     return words;
 }
 
-void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
-                    const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+/* Each target word's rows of map summed per source word: (n_tgt_words, n_src_words),
+ * malloc'd. Summing a word's rows ranks as averaging them does. */
+static double *pool_words(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                          const int *src_word, int n_src_pieces, int n_src_words) {
     double *pooled = xcalloc((size_t)n_tgt_words * (n_src_words ? n_src_words : 1), sizeof(double));
-    int *pieces = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(int));
     for (int t = 0; t < n_tgt_pieces; t++) {
         int w = tgt_word[t];
         if (w < 0) continue;
-        pieces[w]++;
         for (int s = 0; s < n_src_pieces; s++)
             if (src_word[s] >= 0) pooled[(size_t)w * n_src_words + src_word[s]] += map[(size_t)t * cols + s];
     }
+    return pooled;
+}
+
+void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                    const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+    double *pooled = pool_words(map, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
     for (int w = 0; w < n_tgt_words; w++) {
         int best = 0;
         for (int s = 1; s < n_src_words; s++)
             if (pooled[(size_t)w * n_src_words + s] > pooled[(size_t)w * n_src_words + best]) best = s;
         links[w] = n_src_words ? best : -1;
     }
-    free(pooled), free(pieces);
+    free(pooled);
+}
+
+void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                       const int *src_word, int n_src_words, int *links) {
+    int cols = n_src_pieces + 1;
+    double *pooled = pool_words(from, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
+    double *none = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(double));
+    for (int t = 0; t < n_tgt_pieces; t++)
+        if (tgt_word[t] >= 0) none[tgt_word[t]] += from[(size_t)t * cols + n_src_pieces];
+    for (int w = 0; w < n_tgt_words; w++) {
+        int beaten = 1; /* a word with no source word to weigh is left as it is */
+        for (int s = 0; s < n_src_words && beaten; s++) beaten = none[w] > pooled[(size_t)w * n_src_words + s];
+        if (beaten && n_src_words) links[w] = -1;
+    }
+    free(pooled), free(none);
 }
 
 /* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */
@@ -109,6 +130,7 @@ void align_score(const int *links, int n_tgt_words, AlignLink *gold, int n_gold,
             }
     }
     c->gold += n_gold;
+    c->words += n_tgt_words;
 }
 
 double align_precision(const AlignCounts *c) { return c->predicted ? (double)c->hits / (double)c->predicted : 0.0; }

@@ -5,12 +5,20 @@
  * word summed (pieces are words with the word tokenizer, characters with char; the
  * space marker and EOS belong to no word; subword pieces join the word their first,
  * marked piece starts). Each target word is then linked to the
- * source word it gives the most weight. Output is Pharaoh "i-j" (source i, target j). */
+ * source word it gives the most weight. Output is Pharaoh "i-j" (source i, target j).
+ *
+ * The null decision (`qkv align --null on`, the default) then leaves a target word
+ * unaligned where the model wrote it from its own prefix rather than from the source: in
+ * the last decoder layer's cross-attention block, what the prefix (the residual) sent
+ * weighs more than what any one source word sent (contributions, explain/contrib.h). The
+ * prefix is a null word beside the source words, and the word goes to whichever weighs
+ * most: no threshold to pick, the same rule for every run and every reading. */
 #ifndef QKV_ALIGN_MAP_H
 #define QKV_ALIGN_MAP_H
 
 typedef struct {
     long hits, predicted, gold; /* |A ∩ S|, |A|, |S| */
+    long words;                 /* target words scored: those left unaligned are words - predicted */
 } AlignCounts;
 
 /* One link, Pharaoh's "i-j": {source word i, target word j}. */
@@ -26,6 +34,14 @@ int align_words(char **tokens, int n, int tokenizer, int *word_of);
 /* links[j] = source word linked to target word j; map is rows x cols pieces. */
 void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                     const int *src_word, int n_src_pieces, int n_src_words, int *links);
+
+/* The null decision: links[w] = -1 for each target word w whose rows of from, pooled as
+ * align_from_map pools (a word's rows and a source word's pieces summed), give the null
+ * column more than every source word. from is (n_tgt_pieces, n_src_pieces + 1): what each
+ * source piece sent each target piece, then what came from no source word. Other links
+ * are left as they are; so is every link of a sentence without source words. */
+void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                       const int *src_word, int n_src_words, int *links);
 
 /* Parses a Pharaoh line into pairs (src, tgt); returns the count or -1 if malformed.
  * Links are "i-j" of decimal digits, separated by blanks; a line holds at most

@@ -54,11 +54,14 @@ typedef struct {
     AttnMaps maps;
     int *src_word, *tgt_word; /* (S), (T): -1 for no word */
     int n_src_words, n_tgt_words;
+    float *from; /* NULL, or (T, S + 1): what the null decision reads */
 } PairWords;
 
 static void capture_words(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const int *sid, int ns,
-                          const int *tid, int nt, PairWords *w) {
+                          const int *tid, int nt, AlignNullMeasure null, PairWords *w) {
     attnmap_capture(m, sv, tv, sid, ns, tid, nt, &w->maps);
+    w->from = NULL;
+    if (null) null(m, &w->maps, w->from = xmalloc(sizeof(float) * (size_t)w->maps.T * (w->maps.S + 1)));
     w->src_word = xmalloc(sizeof(int) * (size_t)w->maps.S);
     w->tgt_word = xmalloc(sizeof(int) * (size_t)w->maps.T);
     /* the vocabulary's pieces, whose space markers say where words start */
@@ -68,7 +71,7 @@ static void capture_words(Model *m, int tokenizer, const Vocab *sv, const Vocab 
 
 static void free_words(PairWords *w) {
     attnmap_free(&w->maps);
-    free(w->src_word), free(w->tgt_word);
+    free(w->src_word), free(w->tgt_word), free(w->from);
 }
 
 /* links (n_tgt_words of them) under pick; map has room for one (T x S) map. */
@@ -76,17 +79,24 @@ static void pick_links(const PairWords *w, AlignPick pick, float *map, int *link
     pick_map(&w->maps, pick, map);
     const AttnMaps *a = &w->maps;
     align_from_map(map, a->S, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words, links);
+    if (w->from)
+        align_unlink_null(w->from, a->S, w->tgt_word, a->T, w->n_tgt_words, w->src_word, w->n_src_words, links);
 }
 
 int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
                   int **links) {
+    return aligner_links_null(m, tokenizer, sv, tv, p, pick, NULL, links);
+}
+
+int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
+                       AlignNullMeasure null, int **links) {
     int max = m->cfg.max_positions - 2, ns, nt, rc = 0;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     *links = NULL;
     if (encode_pair(m, tokenizer, sv, tv, p, sid, &ns, tid, &nt) != 0) rc = -1;
     else if (ns > 0 && nt > 0) {
         PairWords w;
-        capture_words(m, tokenizer, sv, tv, sid, ns, tid, nt, &w);
+        capture_words(m, tokenizer, sv, tv, sid, ns, tid, nt, null, &w);
         float *map = xmalloc(sizeof(float) * (size_t)w.maps.S * w.maps.T);
         *links = xmalloc(sizeof(int) * (size_t)(w.n_tgt_words ? w.n_tgt_words : 1));
         pick_links(&w, pick, map, *links);
@@ -100,6 +110,11 @@ int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
 
 int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, const AlignPick *picks,
                   int n_picks, AlignCounts *counts) {
+    return aligner_score_null(m, tokenizer, sv, tv, p, picks, n_picks, NULL, counts);
+}
+
+int aligner_score_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p,
+                       const AlignPick *picks, int n_picks, AlignNullMeasure null, AlignCounts *counts) {
     int max = m->cfg.max_positions - 2, ns, nt, rc = -1;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
@@ -120,7 +135,7 @@ int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
         rc = 0; /* nothing to link, and no link to find */
         goto done;
     }
-    capture_words(m, tokenizer, sv, tv, sid, ns, tid, nt, &w);
+    capture_words(m, tokenizer, sv, tv, sid, ns, tid, nt, null, &w);
     int bad = align_out_of_range(pairs, ng, w.n_src_words, w.n_tgt_words);
     if (bad >= 0) {
         err_set("%s:%d: link %d-%d is out of range: the pair has %d source and %d target words", p->gold_file, p->line,

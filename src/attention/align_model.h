@@ -9,6 +9,7 @@
 #define QKV_ALIGN_MODEL_H
 
 #include "attention/align_map.h"
+#include "attention/attnmap.h"
 #include "data/vocab.h"
 #include "nn/model.h"
 
@@ -17,6 +18,12 @@
 typedef struct {
     int layer, head; /* -1: averaged */
 } AlignPick;
+
+/* What the null decision reads (align_map.h), measured right after a pair's capture,
+ * while the capture's pass is the model's last (the caller's: contributions come from
+ * explain/, above this room): from (a->T, a->S + 1) gets what each source position sent
+ * each decoder position in the last cross-attention block, then what its prefix sent. */
+typedef void (*AlignNullMeasure)(Model *m, const AttnMaps *a, float *from);
 
 /* One line-aligned sentence pair and where it was read, named in messages as
  * "<file>:<line>: ..." (borrowed). */
@@ -37,6 +44,10 @@ int aligner_picks(int layers, int heads, AlignPick *picks);
  * empty side), or -1 with the error set: a side longer than the model's positions. */
 int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
                   int **links);
+/* The same with the null decision read from what null measures (NULL: every word linked);
+ * a word left unaligned gets -1. */
+int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
+                       AlignNullMeasure null, int **links);
 
 /* Scores each of picks[0..n_picks)'s links for the pair against p->gold, adding into
  * counts[k] (n_picks of them). 0, or -1 with the error set and nothing added: a side
@@ -44,5 +55,8 @@ int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, con
  * word past the pair. */
 int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, const AlignPick *picks,
                   int n_picks, AlignCounts *counts);
+/* The same with the null decision read from what null measures (NULL: every word linked). */
+int aligner_score_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p,
+                       const AlignPick *picks, int n_picks, AlignNullMeasure null, AlignCounts *counts);
 
 #endif

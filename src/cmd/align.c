@@ -15,6 +15,7 @@
 #include "cmdlib/options.h"
 #include "data/corpus.h"
 #include "explain/aligners.h"
+#include "explain/contrib.h"
 #include "explain/pair.h"
 #include "run/run.h"
 #include "util/err.h"
@@ -45,22 +46,62 @@ static const CmdOption options[] = {
      "what links are read from: output (cross-attention where the word is predicted), shift (where it is read, "
      "one step later), contrib (contributions through the whole layer), grad (gradients)",
      "output"},
+    {'n', "null", "on|off",
+     "on: a target word its own prefix outweighs every source word for (the last cross-attention block's "
+     "contributions) is left unaligned; off: every target word linked",
+     "on"},
     {0},
 };
 const CmdSpec cmd_align_spec = {
     .name = "align",
     .operands =
-        "RUN --src FILE --tgt FILE [--gold FILE] [--method output|shift|contrib|grad] [--layer L|all] [--head H|avg]",
+        "RUN --src FILE --tgt FILE [--gold FILE] [--method output|shift|contrib|grad] [--layer L|all] [--head H|avg] "
+        "[--null on|off]",
     .summary = "word alignments from cross-attention, or their AER against gold links",
     .about = "Each target word is linked to the source word its cross-attention weighs most (pieces\n"
              "pooled to words); one Pharaoh line \"i-j ...\" per pair. With --gold, precision, recall\n"
              "and AER for every head, each layer's average and all layers'. --method reads the links\n"
              "from elsewhere: shift (each layer's heads averaged, one step later: shift-att), contrib\n"
              "(the last layer's cross-attention contributions, and their rollout) or grad (saliency,\n"
-             "x-gradient, integrated gradients); with --gold, every reading of the method is scored.",
+             "x-gradient, integrated gradients); with --gold, every reading of the method is scored.\n"
+             "A target word the model wrote from its own prefix is left unaligned (--null on): in the\n"
+             "last decoder layer's cross-attention block, the prefix (the residual) sent it more than\n"
+             "any one source word did. The prefix competes as a null word: no threshold, one rule for\n"
+             "every run and reading. --null off links every target word.",
     .options = options,
     .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
 };
+
+/* The null decision's input (align_model.h): the last cross-attention block's
+ * contributions, from the capture's pass */
+static void last_cross_contributions(Model *m, const AttnMaps *a, float *from) {
+    Contributions c;
+    contrib_compute(m, a->S, a->T, &c);
+    size_t per = (size_t)a->T * (a->S + 1);
+    memcpy(from, c.cross + (size_t)(c.dec_layers - 1) * per, sizeof(float) * per);
+    contrib_free(&c);
+}
+
+/* The rule, said under the scores with how many target words it left unaligned (links
+ * go out as Pharaoh lines alone; the help says the rule there) */
+static const char null_rule[] = "null: a target word is left unaligned where its prefix sent it more than any source "
+                                "word (the last cross-attention block's contributions); --null off links every word";
+static void print_null(const AlignCounts *c) {
+    printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%)\n", null_rule, c->words - c->predicted, c->words,
+           c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
+}
+
+/* One reading's links of e (words as explain_words counts them), with the null decision
+ * when null is on */
+static void reading_links(const PairExplanation *e, const float *scores, const int *sw, int nsw, const int *tw, int ntw,
+                          int null, int *links) {
+    explain_links(e, scores, sw, nsw, tw, ntw, links);
+    if (null) {
+        size_t per = (size_t)e->T * (e->S + 1);
+        align_unlink_null(e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * per, e->S, tw, e->T, ntw, sw, nsw,
+                          links);
+    }
+}
 
 /* The readings of an --method other than output: explain/pair.h's methods of that name */
 static int method_reads(const char *method, const char *name) {
@@ -78,8 +119,8 @@ static const char *method_default(const char *method, int layers, char *buf, siz
 }
 
 /* --method shift|contrib|grad: links, or their AER against gold, from explain's readings */
-static int explained(Run *r, const char *method, char **src, char **tgt, char **gold, int n, const char *src_path,
-                     const char *tgt_path, const char *gold_path) {
+static int explained(Run *r, const char *method, int null, char **src, char **tgt, char **gold, int n,
+                     const char *src_path, const char *tgt_path, const char *gold_path) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, rc = 2, n_ms = 0, n_reads = 0;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)), *tid = xmalloc(sizeof(int) * (size_t)(max + 2));
     ExplainOptions eo = {.foil = -1, .ig_steps = strcmp(method, "grad") == 0 ? 16 : 0, .loo = 0};
@@ -111,18 +152,26 @@ static int explained(Run *r, const char *method, char **src, char **tgt, char **
         for (int k = 0; k < n_ms; k++)
             if (method_reads(method, ms[k].name)) reads[n_reads++] = ms[k];
         if (!counts) counts = xcalloc((size_t)n_reads, sizeof(AlignCounts));
-        int bad = 0;
-        if (gold) bad = explain_align_score(&e, reads, n_reads, tok, gold[i], gold_path, i + 1, counts) != 0;
-        else {
-            int *sw = xmalloc(sizeof(int) * (size_t)e.S), *tw = xmalloc(sizeof(int) * (size_t)e.T), nsw, ntw;
-            int *links = xmalloc(sizeof(int) * (size_t)e.T);
-            explain_words(&e, tok, sw, tw, &nsw, &ntw);
+        int *sw = xmalloc(sizeof(int) * (size_t)e.S), *tw = xmalloc(sizeof(int) * (size_t)e.T), nsw, ntw;
+        int *links = xmalloc(sizeof(int) * (size_t)e.T), bad = 0;
+        explain_words(&e, tok, sw, tw, &nsw, &ntw);
+        if (gold) {
+            AlignLink *pairs;
+            int ng = explain_gold_links(gold[i], gold_path, i + 1, nsw, ntw, &pairs);
+            for (int k = 0; k < n_reads && ng >= 0; k++) {
+                reading_links(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
+                align_score(links, ntw, pairs, ng, &counts[k]);
+            }
+            bad = ng < 0;
+            free(pairs);
+        } else {
             for (int k = 0; k < n_reads; k++)
-                if (strcmp(reads[k].name, def) == 0) explain_links(&e, reads[k].scores, sw, nsw, tw, ntw, links);
-            for (int j = 0; j < ntw; j++) printf("%s%d-%d", j ? " " : "", links[j], j);
+                if (strcmp(reads[k].name, def) == 0) reading_links(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
+            for (int j = 0, first = 1; j < ntw; j++)
+                if (links[j] >= 0) printf("%s%d-%d", first ? "" : " ", links[j], j), first = 0;
             printf("\n");
-            free(sw), free(tw), free(links);
         }
+        free(sw), free(tw), free(links);
         explain_pair_free(&e);
         if (bad) goto done;
     }
@@ -131,6 +180,7 @@ static int explained(Run *r, const char *method, char **src, char **tgt, char **
         for (int k = 0; k < n_reads; k++)
             printf("%-24s %9.3f %9.3f %9.3f%s\n", reads[k].name, align_precision(&counts[k]), align_recall(&counts[k]),
                    align_aer(&counts[k]), strcmp(reads[k].name, def) == 0 ? "  (default)" : "");
+        if (null) print_null(&counts[0]);
     }
     rc = 0;
 done:
@@ -141,7 +191,7 @@ done:
 
 int cmd_align(int argc, char **argv) {
     const char *src_path = NULL, *tgt_path = NULL, *gold_path = NULL, *layer_s = NULL, *head_s = NULL;
-    const char *method = "output";
+    const char *method = "output", *null_s = "on";
     int c;
     while ((c = cmd_option_next(&cmd_align_spec, argc, argv)) >= 0) {
         switch (c) {
@@ -151,6 +201,7 @@ int cmd_align(int argc, char **argv) {
         case 'l': layer_s = optarg; break;
         case 'h': head_s = optarg; break;
         case 'm': method = optarg; break;
+        case 'n': null_s = optarg; break;
         }
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
@@ -158,6 +209,9 @@ int cmd_align(int argc, char **argv) {
     if (strcmp(method, "output") != 0 && strcmp(method, "shift") != 0 && strcmp(method, "contrib") != 0 &&
         strcmp(method, "grad") != 0)
         return err_set("--method: '%s' is not one of output, shift, contrib, grad", method), cmd_fail(2);
+    if (strcmp(null_s, "on") != 0 && strcmp(null_s, "off") != 0)
+        return err_set("--null: '%s' is not on or off", null_s), cmd_fail(2);
+    int null = strcmp(null_s, "on") == 0;
     if (strcmp(method, "output") != 0 && (layer_s || head_s))
         return err_set("--layer/--head pick a head for --method output"), cmd_fail(2);
     Run r;
@@ -202,18 +256,22 @@ int cmd_align(int argc, char **argv) {
     int tok = r.cfg.data.tokenizer;
     if (strcmp(method, "output") != 0) {
         openblas_set_num_threads(1); /* small products: OpenBLAS's threads would wait on each other */
-        rc = explained(&r, method, src, tgt, gold, n_src, src_path, tgt_path, gold_path);
+        rc = explained(&r, method, null, src, tgt, gold, n_src, src_path, tgt_path, gold_path);
         goto done;
     }
     for (int i = 0; i < n_src; i++) {
         AlignPair pair = {src[i], tgt[i], gold ? gold[i] : NULL, src_path, tgt_path, gold_path, i + 1};
+        AlignNullMeasure measure = null ? last_cross_contributions : NULL;
         if (gold) {
-            if (aligner_score(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, picks, n_picks, counts) != 0) goto done;
+            if (aligner_score_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, picks, n_picks, measure, counts) !=
+                0)
+                goto done;
             continue;
         }
-        int *links, n = aligner_links(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, chosen, &links);
+        int *links, n = aligner_links_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, chosen, measure, &links);
         if (n < 0) goto done;
-        for (int j = 0; j < n; j++) printf("%s%d-%d", j ? " " : "", links[j], j);
+        for (int j = 0, first = 1; j < n; j++)
+            if (links[j] >= 0) printf("%s%d-%d", first ? "" : " ", links[j], j), first = 0;
         printf("\n");
         free(links);
     }
@@ -232,6 +290,7 @@ int cmd_align(int argc, char **argv) {
         pick_name(picks[best], name, sizeof name);
         printf("best head: %s, AER %.3f (%ld sentence pairs, %ld gold links)\n", name, align_aer(&counts[best]),
                (long)n_src, counts[best].gold);
+        if (null) print_null(&counts[best]);
     }
     rc = 0;
 done:
