@@ -163,6 +163,12 @@ if grep -q "^contrib.layer .*(default)" "$T/aer-contrib.txt" && grep -q "^contri
 else
     bad "align_method_contrib_and_shift_scored" "$(cat "$T/aer-contrib.txt" "$T/aer-shift.txt" | head -8)"
 fi
+# --method grad scores every gradient reading: saliency, x-gradient signed and by magnitude, IG
+"$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" --method grad \
+    >"$T/aer-grad.txt" 2>&1
+[[ $(grep -cE "^(saliency|x-gradient|x-gradient-l2|integrated-gradients) " "$T/aer-grad.txt") -eq 4 ]] &&
+    grep -q "^saliency .*(default)" "$T/aer-grad.txt" && ok "align_method_grad_scores_every_reading" ||
+    bad "align_method_grad_scores_every_reading" "$(head -8 "$T/aer-grad.txt")"
 head -n 5 "$T/data/test.src" >"$T/five.src" && head -n 5 "$T/data/test.tgt" >"$T/five.tgt"
 "$QKV" align "$T/run" --src "$T/five.src" --tgt "$T/five.tgt" --method grad --null off >"$T/five.links" 2>"$T/five.err"
 [[ $? -eq 0 && $(wc -l <"$T/five.links") -eq 5 ]] && ! grep -qv '^[0-9]\+-[0-9]\+\( [0-9]\+-[0-9]\+\)*$' "$T/five.links" &&

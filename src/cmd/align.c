@@ -63,7 +63,8 @@ const CmdSpec cmd_align_spec = {
              "and AER for every head, each layer's average and all layers'. --method reads the links\n"
              "from elsewhere: shift (each layer's heads averaged, one step later: shift-att), contrib\n"
              "(the last layer's cross-attention contributions, and their rollout) or grad (saliency,\n"
-             "x-gradient, integrated gradients); with --gold, every reading of the method is scored.\n"
+             "x-gradient signed and by magnitude, integrated gradients); with --gold, every reading of\n"
+             "the method is scored.\n"
              "A target word the model wrote from its own prefix is left unaligned (--null on): in the\n"
              "last decoder layer's cross-attention block, the prefix (the residual) sent it more than\n"
              "any one source word did. The prefix competes as a null word: no threshold, one rule for\n"
@@ -107,7 +108,7 @@ static void reading_links(const PairExplanation *e, const float *scores, const i
 static int method_reads(const char *method, const char *name) {
     if (strcmp(method, "shift") == 0) return strncmp(name, "shift.", 6) == 0;
     if (strcmp(method, "contrib") == 0) return strncmp(name, "contrib.", 8) == 0;
-    return strcmp(name, "saliency") == 0 || strcmp(name, "x-gradient") == 0 ||
+    return strcmp(name, "saliency") == 0 || strcmp(name, "x-gradient") == 0 || strcmp(name, "x-gradient-l2") == 0 ||
            strcmp(name, "integrated-gradients") == 0;
 }
 
