@@ -805,12 +805,26 @@ expect_error serve_allow_host_with_a_port 2 "^qkv: --allow-host: 'evil.example:8
     "$QKV" serve "$T/w" --port 0 --allow-host "ok.example,evil.example:80"
 expect_error serve_allow_host_bracket_with_a_port 2 "^qkv: --allow-host: '\[::2\]:80' is not" \
     "$QKV" serve "$T/w" --port 0 --allow-host "[::2]:80"
-if start_server "$T/allow.log" --allow-host "Named.Example,[::2],::3"; then
+# an empty name admits nothing, and a '*' anywhere but alone or first would match nothing or
+# too much: each is refused at start, in one line
+for bad in "empty|,,|an empty name in ',,'" "empty_between|a.example, ,b.example|an empty name in 'a.example, ,b.example'" \
+    "empty_last|a.example,|an empty name in 'a.example,'" "star_inside|a*.example.com|'a\*.example.com': a '\*' stands alone" \
+    "star_last|example.*|'example.\*': a '\*' stands alone" "star_tld|*.com|'\*.com': a wildcard takes a domain of two labels" \
+    "star_address|*.10.0.0.1|'\*.10.0.0.1': a wildcard takes"; do
+    IFS='|' read -r name list want <<<"$bad"
+    expect_error "serve_allow_host_refuses_${name}" 2 "^qkv: --allow-host: $want" "$QKV" serve "$T/w" --port 0 --allow-host "$list"
+done
+if start_server "$T/allow.log" --allow-host "Named.Example,[::2],::3 *.Wild.Example"; then
     U=http://127.0.0.1:$port
     hcall serve_allow_host_admits_a_name_in_any_case 200 '"status":"ok"' -H "Host: named.EXAMPLE:$port" "$U/v1/health"
     hcall serve_allow_host_admits_a_bracketed_ipv6 200 '"status":"ok"' -H "Host: [::2]:$port" "$U/v1/health"
     hcall serve_allow_host_admits_a_bare_ipv6 200 '"status":"ok"' -H "Host: [::3]" "$U/v1/health"
     hcall serve_allow_host_admits_no_other 403 'is not this server' -H "Host: other.example:$port" "$U/v1/health"
+    # *.wild.example: any name under it, however deep, and neither it nor a name that only ends alike
+    hcall serve_allow_host_wildcard_admits_a_subdomain 200 '"status":"ok"' -H "Host: a.WILD.example:$port" "$U/v1/health"
+    hcall serve_allow_host_wildcard_admits_a_deeper_one 200 '"status":"ok"' -H "Host: b.a.wild.example" "$U/v1/health"
+    hcall serve_allow_host_wildcard_not_the_domain_itself 403 'is not this server' -H "Host: wild.example:$port" "$U/v1/health"
+    hcall serve_allow_host_wildcard_not_a_lookalike 403 'is not this server' -H "Host: evilwild.example:$port" "$U/v1/health"
     kill -TERM $server_pid
     wait $server_pid
     server_pid=""

@@ -43,7 +43,9 @@ static const CmdOption options[] = {
      "the most work one translate, explain, whatif or patch request may ask (estimated before it starts); past it, 413",
      "300"},
     {'a', "allow-host", "NAMES",
-     "names a request's Host may give besides loopback names and the address (commas; * any)", "none"},
+     "names a request's Host may give besides loopback names and the address (commas; * any; *.example.com its "
+     "subdomains)",
+     "none"},
     {0},
 };
 const CmdSpec cmd_serve_spec = {

@@ -155,8 +155,12 @@ static int host_allowed(const HttpServer *s, const char *name) {
     size_t n = strlen(name), suffix = strlen(".localhost");
     if (n > suffix && strcmp(name + n - suffix, ".localhost") == 0) return 1; /* RFC 6761: loopback */
     if (!s->host_loopback && is_address(name)) return 1;
-    for (int i = 0; i < s->n_allow; i++)
-        if (strcmp(s->allow[i], "*") == 0 || strcasecmp(s->allow[i], name) == 0) return 1;
+    for (int i = 0; i < s->n_allow; i++) {
+        const char *a = s->allow[i];
+        size_t k = strlen(a) - 1; /* "*.example.com": ".example.com", after one label or more */
+        if (strcmp(a, "*") == 0 || strcmp(a, name) == 0) return 1;
+        if (a[0] == '*' && n > k && strcmp(name + n - k, a + 1) == 0) return 1;
+    }
     return 0;
 }
 
@@ -478,32 +482,67 @@ static int listen_on(const struct sockaddr *addr, socklen_t len) {
     return fd;
 }
 
-/* --allow-host's names, as a Host's name is compared: lower-cased, an IPv6 address out of
- * its brackets. A name with a port is refused: the port of a Host is never compared, and a
- * name kept with one would match nothing. */
-static int split_allow(HttpServer *s, const char *list) {
-    if (!list) return 0;
-    char *copy = xstrdup(list), *save = NULL;
-    for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-        char name[256], inside[300];
-        const char *entry = t;
-        struct in6_addr v6;
-        if (inet_pton(AF_INET6, t, &v6) == 1) /* an IPv6 address written bare: its colons are no port */
-            snprintf(inside, sizeof inside, "[%s]", t), entry = inside;
-        int bracketed = entry[0] == '[';
-        if (strcmp(t, "*") != 0 && (!host_name(entry, name, sizeof name) ||
-                                    (bracketed ? strchr(entry, ']')[1] != '\0' : strchr(entry, ':') != NULL))) {
+/* One name of --allow-host (t, trimmed, not empty) as a Host's name is compared: lower-cased,
+ * an IPv6 address out of its brackets; "*" as it is; "*.SUFFIX" as "*." and the suffix's
+ * name. 0, or -1 with the error set: a name with a port (the port of a Host is never
+ * compared, so a name kept with one would match nothing), a '*' anywhere else, or a
+ * wildcard over an address or over a single label ("*.com" admits every site there). */
+static int allow_name(const char *t, char *out, size_t n) {
+    if (strcmp(t, "*") == 0) return snprintf(out, n, "*"), 0;
+    int wild = strncmp(t, "*.", 2) == 0;
+    const char *body = wild ? t + 2 : t;
+    char name[256], inside[300];
+    const char *entry = body;
+    struct in6_addr v6;
+    if (inet_pton(AF_INET6, body, &v6) == 1) /* an IPv6 address written bare: its colons are no port */
+        snprintf(inside, sizeof inside, "[%s]", body), entry = inside;
+    int bracketed = entry[0] == '[';
+    if (strchr(body, '*') || !host_name(entry, name, sizeof name) ||
+        (bracketed ? strchr(entry, ']')[1] != '\0' : strchr(entry, ':') != NULL)) {
+        if (strchr(body, '*'))
+            err_set("--allow-host: '%s': a '*' stands alone (any name) or opens a name (*.example.com: its "
+                    "subdomains)",
+                    t);
+        else
             err_set("--allow-host: '%s' is not a host name or address without a port (the port of a request's Host "
                     "is not compared)",
                     t);
-            free(copy);
-            return -1;
+        return -1;
+    }
+    if (wild && (bracketed || is_address(name) || !strchr(name, '.'))) {
+        err_set("--allow-host: '%s': a wildcard takes a domain of two labels or more (*.example.com), not an "
+                "address or a top-level domain",
+                t);
+        return -1;
+    }
+    snprintf(out, n, "%s%s", wild ? "*." : "", name);
+    return 0;
+}
+
+/* --allow-host's names: apart at commas (and spaces), each as allow_name reads it. An
+ * empty name (",,", a comma first or last, nothing at all) is refused: it admits nothing,
+ * and the list meant something else. */
+static int split_allow(HttpServer *s, const char *list) {
+    if (!list) return 0;
+    char *copy = xstrdup(list);
+    int rc = 0;
+    for (char *piece = copy, *end; rc == 0 && piece; piece = end) {
+        if ((end = strchr(piece, ','))) *end++ = '\0';
+        int names = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(piece, " \t", &save); rc == 0 && t; t = strtok_r(NULL, " \t", &save), names++) {
+            char name[300];
+            if ((rc = allow_name(t, name, sizeof name)) != 0) break;
+            s->allow = xrealloc(s->allow, sizeof(char *) * (size_t)(s->n_allow + 1));
+            s->allow[s->n_allow++] = xstrdup(name);
         }
-        s->allow = xrealloc(s->allow, sizeof(char *) * (size_t)(s->n_allow + 1));
-        s->allow[s->n_allow++] = xstrdup(strcmp(t, "*") == 0 ? t : name);
+        if (rc == 0 && names == 0) {
+            err_set("--allow-host: an empty name in '%s' (names apart at commas; '*' admits any)", list);
+            rc = -1;
+        }
     }
     free(copy);
-    return 0;
+    return rc;
 }
 
 static void free_server(HttpServer *s) {
