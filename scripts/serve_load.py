@@ -6,6 +6,11 @@
       from SOURCE; prints and writes sentences/s, p50/p99 latency and the errors.
   serve_load.py hostile PORT
       each hostile client of the issue, then a normal request; prints what each got and when.
+  serve_load.py flood PORT SECONDS [SRC_WORD TGT_WORD FOIL SMALL]
+      one client keeps 3 of the heaviest explanations the server admits queued (SRC_WORD and
+      TGT_WORD repeated, 64 steps, FOIL for the contrast: the longest that is not a 413) while
+      another sends the small translate SMALL, one after another, for SECONDS; prints the
+      small ones' p50/p99 latency and statuses. Defaults fit the toy pair (tests/serve.sh).
 """
 import http.client
 import json
@@ -122,8 +127,58 @@ def hostile(port):
     print(f"{'a normal request afterwards':58s} -> {status} {data[:100].decode()}")
 
 
+def flood(port, seconds, word="the", tgt_word="un", foil="una", small="a red bird", depth=3):
+    heavy = lambda n: json.dumps({"src": " ".join([word] * n), "tgt": " ".join([tgt_word] * n),  # noqa: E731
+                                  "ig_steps": 64, "contrast": foil})
+    n = 200  # the heaviest admitted: the longest the server does not refuse (a 413 comes at once)
+    while n > 1:
+        t0 = time.perf_counter()
+        status, data = post(port, "/v1/explain", heavy(n), timeout=600)
+        if status != 413:
+            break
+        n -= 2
+    print(f"heaviest admitted explanation: {n} + {n} tokens, 64 steps, a contrast: {status} in {time.perf_counter() - t0:.2f} s alone")
+    body, end, lock = heavy(n), time.perf_counter() + seconds, threading.Lock()
+    heavies, smalls = [], []
+
+    def flooder():
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            try:
+                status, _ = post(port, "/v1/explain", body, timeout=600)
+            except OSError as e:
+                status = type(e).__name__
+            with lock:
+                heavies.append((status, time.perf_counter() - t))
+
+    for _ in range(depth):
+        threading.Thread(target=flooder, daemon=True).start()
+    time.sleep(0.5)  # the flood queued first
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        try:
+            status, _ = post(port, "/v1/translate", json.dumps({"src": [small]}), timeout=120)
+        except OSError as e:
+            status = type(e).__name__
+        smalls.append((status, time.perf_counter() - t))
+        time.sleep(0.2)
+    lat = sorted(dt for _, dt in smalls)
+    pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]  # noqa: E731
+    codes = {}
+    for status, _ in smalls:
+        codes[str(status)] = codes.get(str(status), 0) + 1
+    with lock:
+        done = [str(st) for st, _ in heavies]
+    print(json.dumps({"seconds": seconds, "small_requests": len(smalls), "small_statuses": codes,
+                      "small_p50_ms": round(1000 * pct(0.50), 1), "small_p99_ms": round(1000 * pct(0.99), 1),
+                      "small_max_ms": round(1000 * lat[-1], 1), "heavy_answered": len(done),
+                      "heavy_statuses": {c: done.count(c) for c in sorted(set(done))}}))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "load":
+    if sys.argv[1] == "flood":
+        flood(int(sys.argv[2]), float(sys.argv[3]), *sys.argv[4:8])
+    elif sys.argv[1] == "load":
         load(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
     else:
         hostile(int(sys.argv[2]))

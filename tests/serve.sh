@@ -3,7 +3,8 @@
 # byte for byte (and /v1/explain `qkv explain`'s explain.json), concurrent requests are answered right, every bad request gets its status
 # and one-line error (and the server serves on), a full queue answers 503 with Retry-After,
 # a client too slow to send its request is cut off, and SIGTERM answers the request in
-# flight and exits 0. Ends with "N passed, N failed, N skipped".
+# flight and exits 0; the same request gets the same bytes whoever else asks, a small request
+# passes one client's heavy ones. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -455,8 +456,10 @@ server_pid=""
 # ---- a full queue, and SIGTERM with a request in flight --------------------------------------
 echo '{"format": "qkv-heads-1", "heads": [{"kind": "feed_forward"}]}' >"$T/w/heads/heads.json"
 # a queue wait past the heavy request's decoding however slow the build (ThreadSanitizer's takes over 30 s):
-# the queued request is answered, not refused at its deadline
-start_server "$T/server2.log" --workers 1 --queue 1 --queue-wait 300 || exit 1
+# the queued request is answered, not refused at its deadline. The heavy request (8 GFLOP) is past a
+# thirtieth of --max-gflop 100, so the light lane's worker leaves it to the one worker; the queued
+# one asks for a checkpoint not loaded yet, whose cost is not known, so it waits for that worker too
+start_server "$T/server2.log" --workers 1 --queue 1 --queue-wait 300 --max-gflop 100 || exit 1
 grep -q "warning: $T/w/heads/heads.json: not a list of heads written by qkv heads" "$T/server2.log" &&
     ! "$BOUNDED" curl -s --max-time 30 "http://127.0.0.1:$port/" | grep -q '"head_analysis"' &&
     ok serve_foreign_heads_file_is_a_warning || bad serve_foreign_heads_file_is_a_warning "$(cat "$T/server2.log")"
@@ -465,7 +468,8 @@ lines_json "$T/heavy.src" beam=64 >"$T/heavy.json"
 (call POST /v1/translate "$T/heavy.json" >"$T/heavy.out") &
 heavy=$!
 for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
-(call POST /v1/translate "$T/empty.json" >"$T/queued.out") &
+lines_json "$T/empty.src" checkpoint='"step-000050"' >"$T/queued.json"
+(call POST /v1/translate "$T/queued.json" >"$T/queued.out") &
 queued=$!
 for _ in $(seq 200); do grep -q '"queued":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
 "$BOUNDED" curl -s --max-time 30 -D "$T/full.head" -o "$T/full.body" -H "Content-Type: application/json" -X POST --data-binary "@$T/empty.json" "http://127.0.0.1:$port/v1/translate"
@@ -737,7 +741,8 @@ server_pid=""
 
 # ---- the queue's deadline and the stop's bound, on a short --queue-wait -------------------------
 # One worker held 8 s by a slow checkpoint load (tests/shim/slow_open.c). A request queued
-# behind it gets its 503 at its 1 s deadline, not when the worker comes free; then a SIGTERM
+# behind it (for a checkpoint not loaded yet: not one the light lane takes) gets its 503 at its
+# 1 s deadline, not when the worker comes free; then a SIGTERM
 # gives up at its 2 s bound (twice the wait) on the request still being worked on, says it
 # left exactly that one unanswered (not the one answered 503 meanwhile), and exits 0
 LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload QKV_SLOW_OPEN_MS=8000 "$QKV" serve "$T/u" --port 0 --workers 1 --queue-wait 1 2>"$T/server4.log" &
@@ -748,12 +753,12 @@ port=$(grep -o '127.0.0.1:[0-9]*' "$T/server4.log" | head -1 | cut -d: -f2)
     "http://127.0.0.1:$port/v1/translate" >"$T/held.out" 2>&1 &
 held=$!
 for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
-out=$("$BOUNDED" curl -s --max-time 30 -w '\n%{http_code} %{time_total}' -H 'Content-Type: application/json' --data-binary '{"src": ["a"]}' "http://127.0.0.1:$port/v1/translate")
+out=$("$BOUNDED" curl -s --max-time 30 -w '\n%{http_code} %{time_total}' -H 'Content-Type: application/json' --data-binary '{"src": ["a"], "checkpoint": "step-000050"}' "http://127.0.0.1:$port/v1/translate")
 read -r code took <<<"$(tail -1 <<<"$out")"
 [[ $code == 503 ]] && grep -q '^{"error":"the request waited past its deadline in the queue' <<<"$out" &&
     awk -v t="$took" 'BEGIN { exit !(t >= 0.9 && t < 3) }' && kill -0 $held 2>/dev/null &&
     ok serve_queued_request_gets_503_at_its_deadline || bad serve_queued_request_gets_503_at_its_deadline "after ${took}s: $out"
-(call POST /v1/translate <(printf '{"src": ["a"]}') >"$T/late.out") &
+(call POST /v1/translate <(printf '{"src": ["a"], "checkpoint": "step-000050"}') >"$T/late.out") &
 late=$!
 for _ in $(seq 200); do grep -q '"queued":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
 start=$SECONDS
@@ -767,6 +772,77 @@ wait $held $late
     ! grep -q 'not sent whole' "$T/server4.log" && [[ $(tail -1 "$T/late.out") == 503 && $(tail -1 "$T/held.out") == 000 ]] &&
     ok serve_stop_gives_up_at_its_bound_and_counts_only_the_unanswered ||
     bad serve_stop_gives_up_at_its_bound_and_counts_only_the_unanswered "exit $rc after ${stopped_in}s; held $(tail -1 "$T/held.out"), late $(tail -1 "$T/late.out"): $(tail -3 "$T/server4.log")"
+
+# ---- an answer depends on its own request alone ------------------------------------------------
+# On a model of d_model 128 a sentence's score moves in its last digits with the rows decoded
+# beside it. One worker is held by a slow checkpoint load while eight clients send at once:
+# four the one-sentence request ["A"], four the same request of six sentences, A among them.
+# Each request is decoded alone: every ["A"] answer is the bytes ["A"] got alone, every six
+# get the same bytes, as that request alone, and each sentence's text is its text alone.
+tiny_config "$T/b.yaml" b "$T/data" 'steps: 40, batch_tokens: 1024, log_every: 20, valid_every: 40, threads: 2'
+sed -i 's/d_model: 32, heads: 4, d_ff: 64/d_model: 128, heads: 4, d_ff: 512/' "$T/b.yaml"
+{ "$QKV" train "$T/b.yaml" --set run_dir="$T/b" && "$QKV" export "$T/b" --out "$T/b/slowload.safetensors"; } >"$T/b.log" 2>&1 ||
+    { echo "set-up failed: $(tail -3 "$T/b.log")"; exit 1; }
+LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload QKV_SLOW_OPEN_MS=3000 "$QKV" serve "$T/b" --port 0 --workers 1 2>"$T/server5.log" &
+server_pid=$!
+wait_for "$T/server5.log" "serving .* on http://127.0.0.1:[0-9]*/" 60 || { echo "server did not start: $(cat "$T/server5.log")"; exit 1; }
+port=$(grep -o '127.0.0.1:[0-9]*' "$T/server5.log" | head -1 | cut -d: -f2)
+sed -n '2p;11p;23p;3p;37p;48p' "$T/data/test.src" >"$T/six.src"
+one=$(sed -n 3p "$T/six.src")
+printf '{"src": ["%s"], "beam": 4}' "$one" >"$T/one.json"
+lines_json "$T/six.src" beam=4 >"$T/six.json"
+call POST /v1/translate "$T/one.json" >"$T/one.alone"
+call POST /v1/translate "$T/six.json" >"$T/six.alone"
+for i in 1 2 3 4 5 6; do
+    lines_json <(sed -n "${i}p" "$T/six.src") beam=4 >"$T/six$i.json"
+    call POST /v1/translate "$T/six$i.json" | head -n -1 | texts >>"$T/six.each"
+done
+(call POST /v1/translate <(printf '{"src": ["a red bird"], "checkpoint": "slowload"}') >"$T/hold.out") &
+hold=$!
+for _ in $(seq 200); do grep -q '"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
+clients=()
+for i in 1 2 3 4; do
+    (call POST /v1/translate "$T/one.json" >"$T/one.$i") &
+    clients+=($!)
+    (call POST /v1/translate "$T/six.json" >"$T/six.$i") &
+    clients+=($!)
+done
+wait "${clients[@]}" $hold
+same=yes
+for i in 1 2 3 4; do cmp -s "$T/one.alone" "$T/one.$i" && cmp -s "$T/six.alone" "$T/six.$i" || same=no; done
+head -n -1 "$T/six.alone" | texts >"$T/six.got"
+[[ $same == yes && $(tail -1 "$T/one.alone") == 200 ]] && cmp -s "$T/six.each" "$T/six.got" &&
+    grep -qxF "$(head -n -1 "$T/one.alone" | texts)" "$T/six.got" && [[ $(tail -1 "$T/hold.out") == 200 ]] &&
+    ok serve_same_request_same_bytes_whoever_else_asks ||
+    bad serve_same_request_same_bytes_whoever_else_asks "same bytes: $same; alone $(head -c 160 "$T/one.alone") against $(head -c 160 "$T/one.1"); $(diff "$T/six.each" "$T/six.got" | head -4)"
+kill -TERM $server_pid
+wait $server_pid
+server_pid=""
+
+# ---- lanes: a small request never waits behind one client's heavy ones --------------------------
+# One worker; one client queues three explanations of about 100 GFLOP each (seconds apiece,
+# past a thirtieth of the bound: heavy), then another client's small translate is answered
+# while all three are still in flight (first come, first served, it came after all three)
+start_server "$T/server6.log" --workers 1 || exit 1
+heavy_src=$(printf 'the %.0s' $(seq 40)) heavy_tgt=$(printf 'un %.0s' $(seq 40))
+printf '{"src": "%s", "tgt": "%s", "ig_steps": 64, "contrast": "una"}' "$heavy_src" "$heavy_tgt" >"$T/heavy-ex.json"
+flood=()
+for i in 1 2 3; do
+    (call POST /v1/explain "$T/heavy-ex.json" >"$T/flood$i.out") &
+    flood+=($!)
+done
+for _ in $(seq 400); do grep -q '"queued":2,"working":1' <<<"$(call GET /v1/health)" && break; sleep 0.02; done
+queued=$(call GET /v1/health | head -1)
+out=$(call POST /v1/translate <(printf '{"src": ["a red bird"]}'))
+after=$(call GET /v1/health | head -1)
+running=0
+for p in "${flood[@]}"; do kill -0 "$p" 2>/dev/null && running=$((running + 1)); done
+[[ $(tail -1 <<<"$out") == 200 && $queued == *'"queued":2,"working":1'* && $running -eq 3 ]] && grep -q '"translations"' <<<"$out" &&
+    ok serve_small_request_passes_one_clients_heavy_ones ||
+    bad serve_small_request_passes_one_clients_heavy_ones "before: $queued; $(tail -c 120 <<<"$out"); heavy ones still running: $running; after: $after"
+kill -KILL $server_pid
+wait $server_pid "${flood[@]}" 2>/dev/null
+server_pid=""
 
 # the address bound is the one printed; beyond loopback, a warning says so
 for h in "::1:\[::1\]:" "::\[::\]:warning"; do

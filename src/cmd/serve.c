@@ -35,7 +35,8 @@
 static const CmdOption options[] = {
     {'H', "host", "ADDR", "the address to listen on (loopback unless you say otherwise)", "127.0.0.1"},
     {'p', "port", "PORT", "the port; 0 picks a free one (the start-up line names it)", "8080"},
-    {'w', "workers", "N", "threads that decode, each on its own core", "OpenBLAS's thread count (the cores)"},
+    {'w', "workers", "N", "threads that decode, each on its own core (and one more for light requests)",
+     "OpenBLAS's thread count (the cores)"},
     {'q', "queue", "N", "requests that may wait for a worker; past it, 503 with Retry-After", "256"},
     {'W', "queue-wait", "SECONDS",
      "how long a request may wait for a worker; then 503 (a stop waits at most twice this)", "30"},
@@ -152,7 +153,8 @@ int cmd_serve(int argc, char **argv) {
     const char *address = http_address(http);
     int v6 = strchr(address, ':') != NULL;
     fprintf(stderr,
-            "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s%s%s:%d/ with %d worker%s; Ctrl-C stops\n",
+            "qkv: serving %s (%s, step %lld; %d checkpoint%s) on http://%s%s%s:%d/ with %d worker%s and one for light "
+            "requests; Ctrl-C stops\n",
             ck->run.weights, ck->name, (long long)ck->run.meta.step, models.n, models.n == 1 ? "" : "s", v6 ? "[" : "",
             address, v6 ? "]" : "", bound, workers, workers == 1 ? "" : "s");
     if (!http_loopback(http))

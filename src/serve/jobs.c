@@ -33,19 +33,21 @@ typedef struct {
     struct Jobs *jobs;
     Model *replica; /* (models->n) one per checkpoint, made on first use */
     int *made;
+    int light; /* the light lane's: takes light jobs only */
 } Worker;
 
 struct Jobs {
     ServedModels *models;
     pthread_mutex_t lock;
-    pthread_cond_t more;   /* the workers': a job came, or the stop */
-    pthread_cond_t queued; /* the reaper's: a job came, or the reaper's end (CLOCK_MONOTONIC) */
-    Job *head, *tail;      /* in the order they came: the head is the oldest */
-    int waiting, working, stopping, n, queue_max;
-    double max_gflop; /* a request's estimated work, at most */
-    double deadline;  /* seconds a job may wait in the queue */
-    pthread_t tid[MAX_WORKERS];
-    Worker w[MAX_WORKERS];
+    pthread_cond_t more;                          /* the pool's: a job came, or the stop */
+    pthread_cond_t light;                         /* the light lane's worker's: a light job came, or the stop */
+    pthread_cond_t queued;                        /* the reaper's: a job came, or the reaper's end (CLOCK_MONOTONIC) */
+    Job *head, *tail;                             /* in the order they came: the head is the oldest */
+    int waiting, working, stopping, n, queue_max; /* n: the threads started, the light lane's last */
+    double max_gflop;                             /* a request's estimated work, at most */
+    double deadline;                              /* seconds a job may wait in the queue */
+    pthread_t tid[MAX_WORKERS + 1];
+    Worker w[MAX_WORKERS + 1];
     pthread_t reaper;
     int reaper_started, reaper_end;
 };
@@ -143,80 +145,55 @@ static char *dump(json_t *o) {
     return s;
 }
 
-/* Translate jobs of one checkpoint, options and mask, as one batch. */
-static void run_translate(Worker *w, Job **batch, int nb) {
+/* A translate job: its sentences as one batch, as `qkv translate` decodes its lines. */
+static void run_translate(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
+    const ApiRequest *q = &job->req;
     char err[512];
-    const Run *r = served_get(sm, batch[0]->checkpoint, err, sizeof err);
-    if (!r) {
-        for (int j = 0; j < nb; j++) refuse(batch[j], 500, "%s", err);
-        return;
-    }
-    /* a batch shares its checkpoint and its mask: one reading serves every job (kept
-     * apart from the jobs, which are their connections' once answered) */
+    const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
+    if (!r) return refuse(job, 500, "%s", err);
     float *gates;
-    if (mask_gates(&batch[0]->req, r, &gates, err, sizeof err) != 0) {
-        for (int j = 0; j < nb; j++) refuse(batch[j], 400, "%s", err);
-        return;
-    }
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = 0;
-    Job **ok = xmalloc(sizeof(Job *) * (size_t)nb);
-    int kept = 0;
-    for (int j = 0; j < nb; j++) {
-        int bad = -1;
-        double work = 0.0;
-        for (int i = 0; i < batch[j]->req.n && bad < 0; i++) {
-            int len = token_count(batch[j]->req.src[i], tok, &r->src_vocab, max);
-            if (len < 0) bad = i;
-            else work += work_translate_gflop(&r->model, &batch[j]->req.o.decode, len);
-        }
-        if (bad >= 0) {
-            char what[64];
-            snprintf(what, sizeof what, "\"src\"[%d]", bad);
-            char msg[160];
+    if (mask_gates(q, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
+    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = q->n;
+    double work = 0.0;
+    for (int i = 0; i < n; i++) {
+        int len = token_count(q->src[i], tok, &r->src_vocab, max);
+        if (len < 0) {
+            char what[64], msg[160];
+            snprintf(what, sizeof what, "\"src\"[%d]", i);
             snprintf(msg, sizeof msg, "%%s has more tokens than the %d this model has positions for", max);
-            refuse(batch[j], 413, msg, what);
-            continue;
+            return free(gates), refuse(job, 413, msg, what);
         }
-        if (work > w->jobs->max_gflop) { /* checked before any decoding: a search once begun runs to its end */
-            char msg[256];
-            snprintf(msg, sizeof msg,
-                     "this translation is about %.3g GFLOP, more than the %g one request may ask: send fewer or "
-                     "shorter sentences, or a smaller \"beam\"",
-                     work, w->jobs->max_gflop);
-            refuse(batch[j], 413, "%s", msg);
-            continue;
-        }
-        ok[kept++] = batch[j], n += batch[j]->req.n;
+        work += work_translate_gflop(&r->model, &q->o.decode, len);
     }
-    if (kept == 0) return free(ok), free(gates);
-    char **lines = xmalloc(sizeof(char *) * (size_t)(n ? n : 1));
-    for (int j = 0, at = 0; j < kept; j++)
-        for (int i = 0; i < ok[j]->req.n; i++) lines[at++] = ok[j]->req.src[i];
-    const TranslateOptions *o = &ok[0]->req.o;
-    int K = o->decode.nbest;
-    double *scores = xmalloc(sizeof(double) * (size_t)(n ? n : 1) * K);
-    Seq *ids = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1) * K);
-    Model *m = replica_of(w, ok[0]->checkpoint, r);
+    if (work > w->jobs->max_gflop) { /* checked before any decoding: a search once begun runs to its end */
+        snprintf(err, sizeof err,
+                 "this translation is about %.3g GFLOP, more than the %g one request may ask: send fewer or "
+                 "shorter sentences, or a smaller \"beam\"",
+                 work, w->jobs->max_gflop);
+        return free(gates), refuse(job, 413, "%s", err);
+    }
+    int K = q->o.decode.nbest;
+    size_t slots = (size_t)(n ? n : 1) * K;
+    double *scores = xmalloc(sizeof(double) * slots);
+    Seq *ids = xmalloc(sizeof(Seq) * slots);
+    Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
     TranslateStats st;
-    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, lines, n, o, &st, scores, ids);
+    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, q->src, n, &q->o, &st, scores, ids);
     model_set_head_gates(m, NULL);
-    for (int j = 0, first = 0; j < kept; j++) {
-        json_t *out = json_object(), *list = json_array();
-        add_model_keys(out, &sm->ck[ok[j]->checkpoint]);
-        for (int i = 0; i < ok[j]->req.n; i++) {
-            size_t at = (size_t)(first + i) * K;
-            json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
-            if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, first + i, K, &r->tgt_vocab));
-            json_array_append_new(list, one);
-        }
-        json_object_set_new(out, "translations", list);
-        first += ok[j]->req.n;
-        answer(ok[j], 200, dump(out)); /* the job is the connection's from here on: never touched again */
+    json_t *out = json_object(), *list = json_array();
+    add_model_keys(out, &sm->ck[job->checkpoint]);
+    for (int i = 0; i < n; i++) {
+        size_t at = (size_t)i * K;
+        json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
+        if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, i, K, &r->tgt_vocab));
+        json_array_append_new(list, one);
     }
+    json_object_set_new(out, "translations", list);
     for (int i = 0; i < n * K; i++) free(text[i]), free(ids[i].ids);
-    free(text), free(ids), free(scores), free(lines), free(ok), free(gates);
+    free(text), free(ids), free(scores), free(gates);
+    answer(job, 200, dump(out));
 }
 
 /* One sentence's anatomy: its n-best list, and the maps of the best (or of the forced
@@ -596,34 +573,22 @@ done:
     free(labels), free(framed), free(clean), free(corrupt), free(tgt);
 }
 
-static int same_batch(const Job *a, const Job *b) {
-    const DecodeOptions *x = &a->req.o.decode, *y = &b->req.o.decode;
-    return b->req.kind == API_TRANSLATE && a->checkpoint == b->checkpoint && x->beam == y->beam &&
-           x->nbest == y->nbest && x->length_penalty == y->length_penalty &&
-           ((!a->req.mask_heads && !b->req.mask_heads) ||
-            (a->req.mask_heads && b->req.mask_heads && strcmp(a->req.mask_heads, b->req.mask_heads) == 0));
+/* Takes *at (prev before it, NULL at the head) off the queue; under the lock. */
+static Job *unqueue(struct Jobs *j, Job **at, Job *prev) {
+    Job *job = *at;
+    *at = job->next;
+    if (j->tail == job) j->tail = prev;
+    job->next = NULL;
+    j->waiting--;
+    return job;
 }
 
-/* Takes the first job, and for a translate job the queued ones that batch with it;
- * under the lock. Returns how many went into batch. */
-static int take(struct Jobs *j, Job **batch) {
-    Job *first = j->head;
-    j->head = first->next;
-    first->next = NULL;
-    int nb = 1, sentences = first->req.n;
-    batch[0] = first;
-    if (first->req.kind == API_TRANSLATE)
-        for (Job **p = &j->head; *p && sentences < JOBS_BATCH_SENTENCES && nb < JOBS_BATCH_SENTENCES;) {
-            Job *c = *p;
-            if (same_batch(first, c) && sentences + c->req.n <= JOBS_BATCH_SENTENCES) {
-                *p = c->next, c->next = NULL;
-                batch[nb++] = c, sentences += c->req.n;
-            } else p = &c->next;
-        }
-    j->tail = NULL;
-    for (Job *c = j->head; c; c = c->next) j->tail = c;
-    j->waiting -= nb;
-    return nb;
+/* The job a worker takes next, off the queue, under the lock: the oldest, or for the
+ * light lane's worker the oldest light one; NULL when there is none. */
+static Job *take(struct Jobs *j, int light) {
+    Job **at = &j->head, *prev = NULL;
+    for (; *at && light && !(*at)->light; at = &(*at)->next) prev = *at;
+    return *at ? unqueue(j, at, prev) : NULL;
 }
 
 static void refuse_late(Job *job) {
@@ -648,10 +613,7 @@ static void *reap(void *arg) {
             pthread_cond_timedwait(&j->queued, &j->lock, &at);
             continue;
         }
-        j->head = first->next;
-        if (!j->head) j->tail = NULL;
-        first->next = NULL;
-        j->waiting--;
+        unqueue(j, &j->head, NULL);
         pthread_mutex_unlock(&j->lock);
         refuse_late(first); /* its done callback, not under the lock */
         pthread_mutex_lock(&j->lock);
@@ -660,32 +622,33 @@ static void *reap(void *arg) {
     return NULL;
 }
 
+static void run(Worker *w, Job *job) {
+    switch (job->req.kind) {
+    case API_TRANSLATE: return run_translate(w, job);
+    case API_EXPLAIN: return run_explain(w, job);
+    case API_WHATIF: return run_whatif(w, job);
+    case API_PATCH: return run_patch(w, job);
+    default: return run_attention(w, job);
+    }
+}
+
 static void *work(void *arg) {
     Worker *w = arg;
     struct Jobs *j = w->jobs;
-    Job *batch[JOBS_BATCH_SENTENCES];
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        while (!j->head && !j->stopping) pthread_cond_wait(&j->more, &j->lock);
-        if (!j->head) { /* stopping, and nothing left */
+        Job *job;
+        while (!(job = take(j, w->light)) && !j->stopping) pthread_cond_wait(w->light ? &j->light : &j->more, &j->lock);
+        if (!job) { /* stopping, and nothing left for this worker */
             pthread_mutex_unlock(&j->lock);
             break;
         }
-        int nb = take(j, batch);
-        j->working += nb;
+        j->working++;
         pthread_mutex_unlock(&j->lock);
-        double now = now_seconds();
-        int live = 0;
-        for (int i = 0; i < nb; i++) /* one the reaper has not come to yet */
-            if (now - batch[i]->queued_at > j->deadline) refuse_late(batch[i]);
-            else batch[live++] = batch[i];
-        if (live > 0 && batch[0]->req.kind == API_TRANSLATE) run_translate(w, batch, live);
-        else if (live > 0 && batch[0]->req.kind == API_EXPLAIN) run_explain(w, batch[0]);
-        else if (live > 0 && batch[0]->req.kind == API_WHATIF) run_whatif(w, batch[0]);
-        else if (live > 0 && batch[0]->req.kind == API_PATCH) run_patch(w, batch[0]);
-        else if (live > 0) run_attention(w, batch[0]);
+        if (now_seconds() - job->queued_at > j->deadline) refuse_late(job); /* one the reaper has not come to yet */
+        else run(w, job);
         pthread_mutex_lock(&j->lock);
-        j->working -= nb;
+        j->working--;
         pthread_mutex_unlock(&j->lock);
     }
     return NULL;
@@ -700,7 +663,8 @@ static void end_reaper(struct Jobs *j) {
 }
 
 static void free_jobs(struct Jobs *j) {
-    pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more), pthread_cond_destroy(&j->queued);
+    pthread_mutex_destroy(&j->lock), pthread_cond_destroy(&j->more), pthread_cond_destroy(&j->light);
+    pthread_cond_destroy(&j->queued);
     free(j);
 }
 
@@ -713,7 +677,7 @@ Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop, d
     j->max_gflop = max_gflop > 0 ? max_gflop : JOBS_MAX_GFLOP;
     j->deadline = deadline > 0 ? deadline : JOBS_DEADLINE_SECONDS;
     pthread_mutex_init(&j->lock, NULL);
-    pthread_cond_init(&j->more, NULL);
+    pthread_cond_init(&j->more, NULL), pthread_cond_init(&j->light, NULL);
     pthread_condattr_t monotonic; /* the deadlines are on now_seconds()'s clock */
     pthread_condattr_init(&monotonic);
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
@@ -725,15 +689,16 @@ Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop, d
         return NULL;
     }
     j->reaper_started = 1;
-    for (int i = 0; i < n; i++) {
-        j->w[i] = (Worker){j, xcalloc((size_t)models->n, sizeof(Model)), xcalloc((size_t)models->n, sizeof(int))};
+    for (int i = 0; i <= n; i++) { /* the pool, then the light lane's worker */
+        j->w[i] = (Worker){j, xcalloc((size_t)models->n, sizeof(Model)), xcalloc((size_t)models->n, sizeof(int)),
+                           i == n};
         if (pthread_create(&j->tid[i], NULL, work, &j->w[i]) != 0) {
             free(j->w[i].replica), free(j->w[i].made);
             break;
         }
         j->n++;
     }
-    if (j->n == 0) {
+    if (j->n == 0) { /* without the light lane's worker (or some of the pool's), the pool takes every job */
         end_reaper(j);
         free_jobs(j);
         err_set("cannot start a worker thread");
@@ -743,6 +708,10 @@ Jobs *jobs_start(ServedModels *models, int n, int queue_max, double max_gflop, d
 }
 
 int jobs_submit(Jobs *j, Job *job) {
+    /* its lane, from its text on a model already loaded (never waiting for a load: a job
+     * for a checkpoint not loaded yet is a heavy one) */
+    const Run *r = served_peek(j->models, job->checkpoint);
+    job->light = r && work_request_gflop(r, &job->req) <= j->max_gflop / JOBS_LIGHT_SHARE;
     pthread_mutex_lock(&j->lock);
     if (j->stopping || j->waiting >= j->queue_max) {
         pthread_mutex_unlock(&j->lock);
@@ -755,6 +724,7 @@ int jobs_submit(Jobs *j, Job *job) {
     j->tail = job;
     j->waiting++;
     pthread_cond_signal(&j->more);
+    if (job->light) pthread_cond_signal(&j->light);
     if (j->head == job) pthread_cond_signal(&j->queued); /* the reaper waits on the head */
     pthread_mutex_unlock(&j->lock);
     return 0;
@@ -770,7 +740,7 @@ void jobs_stop(Jobs *j) {
     if (!j) return;
     pthread_mutex_lock(&j->lock);
     j->stopping = 1;
-    pthread_cond_broadcast(&j->more);
+    pthread_cond_broadcast(&j->more), pthread_cond_broadcast(&j->light);
     pthread_mutex_unlock(&j->lock);
     for (int i = 0; i < j->n; i++) {
         pthread_join(j->tid[i], NULL);

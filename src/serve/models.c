@@ -138,6 +138,14 @@ const Run *served_get(ServedModels *s, int i, char *err, size_t errn) {
     return ok ? &c->run : NULL;
 }
 
+const Run *served_peek(ServedModels *s, int i) {
+    ServedCheckpoint *c = &s->ck[i];
+    if (pthread_mutex_trylock(&c->lock) != 0) return NULL; /* a load under way */
+    int ok = c->state == 1;
+    pthread_mutex_unlock(&c->lock);
+    return ok ? &c->run : NULL;
+}
+
 void served_close(ServedModels *s) {
     for (int i = 0; i < s->n; i++) {
         if (s->ck[i].state == 1) run_close(&s->ck[i].run);

@@ -35,6 +35,8 @@ int served_open(ServedModels *s, const char *path);
 int served_find(const ServedModels *s, const char *name);
 /* Checkpoint i, loaded if it was not; NULL with the reason in err when it cannot be. */
 const Run *served_get(ServedModels *s, int i, char *err, size_t errn);
+/* Checkpoint i if it is loaded, else NULL: never loads it, never waits for a load. */
+const Run *served_peek(ServedModels *s, int i);
 void served_close(ServedModels *s);
 /* `qkv heads` output beside the default checkpoint's run (RUN/heads/heads.json, its path
  * into path), for the live page's head grid: 1 with *heads the object {"heads": [...],
