@@ -4,7 +4,7 @@
 # and one-line error (and the server serves on), a full queue answers 503 with Retry-After,
 # a client too slow to send its request is cut off, and SIGTERM answers the request in
 # flight and exits 0; the same request gets the same bytes whoever else asks, a small request
-# passes one client's heavy ones. Ends with "N passed, N failed, N skipped".
+# passes one client's heavy ones, and a client that half-closes gets its answer. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -817,6 +817,57 @@ head -n -1 "$T/six.alone" | texts >"$T/six.got"
     bad serve_same_request_same_bytes_whoever_else_asks "same bytes: $same; alone $(head -c 160 "$T/one.alone") against $(head -c 160 "$T/one.1"); $(diff "$T/six.each" "$T/six.got" | head -4)"
 kill -TERM $server_pid
 wait $server_pid
+server_pid=""
+
+# ---- a client that half-closes after sending (nc -N) gets its answer ------------------------
+# libmicrohttpd 0.9.75 reads a resumed connection before anything else when it was suspended
+# while reading: the end of a half-closed stream closed it unanswered, whenever another
+# connection was older (one mid-upload here). Two such clients beside one mid-upload: one
+# answered at once (the light lane), one queued behind a worker held by a slow load.
+"$QKV" export "$T/b" --out "$T/b/slowload2.safetensors" >"$T/b2.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/b2.log")"; exit 1; }
+LD_PRELOAD=$SLOW_OPEN QKV_SLOW_OPEN=slowload2 QKV_SLOW_OPEN_MS=2000 "$QKV" serve "$T/b" --port 0 --workers 1 2>"$T/server7.log" &
+server_pid=$!
+wait_for "$T/server7.log" "serving .* on http://127.0.0.1:[0-9]*/" 60 || { echo "server did not start: $(cat "$T/server7.log")"; exit 1; }
+port=$(grep -o '127.0.0.1:[0-9]*' "$T/server7.log" | head -1 | cut -d: -f2)
+if "$BOUNDED" "$PY" - "$port" <<'PYEOF'; then
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def request(body):
+    return b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+def answer(s):
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return got
+        got += b
+slow = b'{"src": ["a red bird"], "checkpoint": "slowload2"}'
+held = {}
+def hold():
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(request(slow))
+    held["got"] = answer(s)
+holder = threading.Thread(target=hold)
+holder.start()
+time.sleep(0.3)
+upload = socket.create_connection(("127.0.0.1", port), timeout=30)  # mid-upload: 10 of 100 bytes
+upload.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"src\": [")
+time.sleep(0.2)
+for name, body in (("light", b'{"src": ["a red bird"]}'), ("queued", slow)):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(request(body))
+    s.shutdown(socket.SHUT_WR)
+    got = answer(s)
+    assert got.startswith(b"HTTP/1.1 200 ") and b'"translations"' in got, (name, got[:200])
+holder.join()
+assert held["got"].startswith(b"HTTP/1.1 200 "), held["got"][:200]
+PYEOF
+    ok serve_half_closed_client_gets_its_answer
+else
+    bad serve_half_closed_client_gets_its_answer "see above"
+fi
+kill -KILL $server_pid
+wait $server_pid 2>/dev/null
 server_pid=""
 
 # ---- lanes: a small request never waits behind one client's heavy ones --------------------------

@@ -49,6 +49,7 @@ typedef struct {
     struct HttpServer *server;
     int status; /* a refusal decided while suspended (503 full queue) */
     char *error;
+    int whole; /* the body is in: the next call queues the job (see handle) */
 } Request;
 
 struct HttpServer {
@@ -411,6 +412,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
               : strcmp(url, "/v1/whatif") == 0    ? API_WHATIF
               : strcmp(url, "/v1/patch") == 0     ? API_PATCH
                                                   : -1;
+    if (api >= 0 && q->post && !q->whole) {
+        /* Not suspended from this call, the first with the whole body: libmicrohttpd 0.9.75
+         * keeps a connection's last polling state while it is suspended, here "reading"
+         * (the body), and once resumed reads first; a client that half-closed after sending
+         * (nc -N) has its end of stream read then, and its connection closed unanswered.
+         * Left without an answer, the connection goes to its state of a request whole and
+         * unanswered, in which nothing is read, and comes back at once (the next turn of the
+         * polling loop) for this call's second. */
+        q->whole = 1;
+        return MHD_YES;
+    }
     if (api >= 0)
         return q->post ? submit(s, mc, q, api) : reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
     if (strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/v1/model") == 0) {
