@@ -326,6 +326,11 @@ expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain
 expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 target tokens with 64 \\"ig_steps\\" is about [0-9]+ GFLOP, more than the [0-9]+ one request may ask: at most [0-9]+ steps fit' POST /v1/explain "$T/e11"
 expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
+# the icon a browser asks for on every load of the page: an empty 204, not a 404 (a console error each time)
+out=$("$BOUNDED" curl -s --max-time 30 -D "$T/icon.head" -o "$T/icon.body" -w '%{http_code}' "http://127.0.0.1:$port/favicon.ico")
+[[ $out == 204 && ! -s $T/icon.body ]] && ! grep -qi '^content-type' "$T/icon.head" && ok serve_favicon_is_an_empty_204 ||
+    bad serve_favicon_is_an_empty_204 "status $out: $(cat "$T/icon.head" "$T/icon.body")"
+expect_status serve_post_favicon_is_405 405 'use GET' POST /favicon.ico "$T/b1"
 expect_status serve_get_translate_is_405 405 'use POST' GET /v1/translate
 bad_fields whatif /v1/whatif "\"src\": \"$src1\"" 'w1|"top": 0|\\"top\\" must be 1 to 20, not 0' 'w2|"tree": true, "beam": 9|\\"beam\\" must be 2 to 8, not 9' \
     'w3|"lens": "yes"|\\"lens\\" must be true or false' 'w4|"nbest": 2|unknown key \\"nbest\\"' \

@@ -79,12 +79,12 @@ struct HttpServer {
 
 /* Every answer closes its connection, so that the next request on it passes the gate
  * too (serve/gate.h): libmicrohttpd never reads a head the gate has not. allow: the
- * methods a 405 names, else NULL. */
+ * methods a 405 names, else NULL; type NULL: no body to describe (a 204). */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len,
                              const char *allow) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", type);
+    if (type) MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Connection", "close");
@@ -435,6 +435,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         snprintf(health, sizeof health, "{\"status\":\"ok\",\"queued\":%d,\"working\":%d}", waiting, working);
         return reply_json(mc, 200, health);
     }
+    /* A browser asks for the page's icon on every load: nothing to show, said without a
+     * 404 (a console error each time) and without a file: the path is a route, as above. */
+    if (strcmp(url, "/favicon.ico") == 0)
+        return get ? reply(mc, 204, NULL, "", 0, NULL) : reply_error_allow(mc, 405, "use GET", "GET, HEAD");
     return reply_error(mc, 404,
                        "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention, "
                        "/v1/explain, /v1/whatif, /v1/patch");
