@@ -51,7 +51,7 @@ expect_error "attention_run_without_checkpoint" 2 "^qkv: $T/empty: no checkpoint
 
 # ---- the anatomy of one query ---------------------------------------------------------------
 # The table's scores, pushed through a softmax here, give its weights; contributions over
-# weights are one number per key whichever query asks (||v_j W_O^h||).
+# weights are one number per key whichever query asks (||v_j W_O[head h]||).
 "$QKV" attention "$T/run" --text "the old farmer sees a red bird" --query 2 --kind cross --layer 1 --head 3 \
     --out "$T/q" >"$T/q2.log" 2>&1
 "$QKV" attention "$T/run" --text "the old farmer sees a red bird" --query 4 --kind cross --layer 1 --head 3 \
@@ -65,6 +65,10 @@ read -r n worst sum <<<"$check"
     grep -q "cross-attention (Q: decoder, K/V: encoder), layer 1, head 3, query 2" "$T/q2.log" &&
     grep -q "^  by contrib: " "$T/q2.log" && ok "attention_query_softmax_of_scores_is_weights ($n keys, max error $worst)" ||
     bad "attention_query_softmax_of_scores_is_weights" "$n keys, worst $worst, sum $sum; $(head -20 "$T/q2.log")"
+# the head is named in brackets: "W_O^3" read as W_O to the third power
+grep -q 'contrib_j = weight_j \* ||v_j W_O\[head 3\]||' "$T/q2.log" && ! grep -q 'W_O^' "$T/q2.log" &&
+    ok "attention_query_formula_names_the_head_not_a_power" ||
+    bad "attention_query_formula_names_the_head_not_a_power" "$(grep '^score_j' "$T/q2.log")"
 ratios=$(paste <(table "$T/q2.log") <(table "$T/q4.log") | awk '$4 > 1e-3 && $9 > 1e-3 {
     r = ($5 / $4) / ($10 / $9); if (r < 0.999 || r > 1.001) bad++; n++ } END { print n + 0, bad + 0 }')
 [[ ${ratios% *} -ge 4 && ${ratios#* } -eq 0 ]] && ok "attention_contribution_over_weight_is_a_key_constant" ||
@@ -377,6 +381,8 @@ else
             bad "browser_viewer_${name}_every_control_changes_the_picture_no_errors" "result: ${result:-none}; console: $console"
         fi
     done
+    [[ $result == *'"headNotPower":true'* ]] && ok "browser_anatomy_formula_names_the_head_not_a_power" ||
+        bad "browser_anatomy_formula_names_the_head_not_a_power" "${result:-none}"
     [[ $result == *'"change":"step slider to the start","changed":true'* ]] && ok "browser_watch_step_slider_moves" ||
         bad "browser_watch_step_slider_moves" "${result:-none}"
     mkdir -p build

@@ -602,7 +602,7 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
     }
     fprintf(f,
             "score_j = q.k_j / sqrt(%d); weight_j = exp(score_j) / sum_k exp(score_k); "
-            "contrib_j = weight_j * ||v_j W_O^%d||\n",
+            "contrib_j = weight_j * ||v_j W_O[head %d]||\n",
             a->d_head, head);
     fprintf(f, "sum of weights %.6f; softmax(scores) - weights: max %.1e\n", sum_w, worst);
     float *masked = xmalloc(sizeof(float) * (size_t)cols);
