@@ -311,6 +311,48 @@ else
         "file://$T/evil/report.html" 2>"$T/browser-evil.err")
     [[ $dom == *'<h2 id="heads">'* && $dom != *'data-pwned="'* ]] && ok report_run_file_scripts_do_not_run_in_chromium ||
         bad report_run_file_scripts_do_not_run_in_chromium "$(grep -o 'data-pwned="[^"]*"' <<<"$dom" | head -3) $(tail -c 300 "$T/browser-evil.err")"
+    # the charts as Chromium lays them out, glyph by glyph: a run resumed twice 4 steps
+    # apart and with 36 short epochs still draws every label inside its chart and clear of
+    # the others, and every validation marker whole inside its plot (the last one sits on
+    # the last step); the epochs' round stride is tests/test_pictures.c's
+    cp -r "$T/full" "$T/crowded"
+    "$BOUNDED" "$PY" - "$T/crowded" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
+for o in rows: o["epoch"] = o["step"] / 4.1
+open(d + "/metrics.jsonl", "w").write("".join(json.dumps(o) + "\n" for o in rows))
+rows = [json.loads(l) for l in open(d + "/journal.jsonl")]
+again = dict(next(o for o in rows if o.get("event") == "resume"), step=104)
+open(d + "/journal.jsonl", "w").write("".join(json.dumps(o) + "\n" for o in rows + [again]))
+PYEOF
+    "$QKV" report "$T/crowded" --out "$T/crowded-measured.html" >/dev/null 2>&1
+    cat >>"$T/crowded-measured.html" <<'JSEOF'
+<script>
+const wrong = [], inside = (b, f) => b.x >= f.x - 0.5 && b.y >= f.y - 0.5 && b.x + b.width <= f.x + f.width + 0.5 &&
+  b.y + b.height <= f.y + f.height + 0.5;
+for (const svg of document.querySelectorAll("svg.chart")) {
+  const name = svg.querySelector("text").textContent, all = { x: 0, y: 0, width: +svg.getAttribute("width"),
+    height: +svg.getAttribute("height") }, texts = [...svg.querySelectorAll("text")].map(t => [t.textContent, t.getBBox()]);
+  texts.forEach(([t, b], i) => {
+    if (!inside(b, all)) wrong.push(`${name}: '${t}' leaves the chart`);
+    for (const [u, c] of texts.slice(0, i))
+      if (Math.min(b.x + b.width, c.x + c.width) - Math.max(b.x, c.x) > 0.5 &&
+          Math.min(b.y + b.height, c.y + c.height) - Math.max(b.y, c.y) > 0.5) wrong.push(`${name}: '${u}' and '${t}' overlap`);
+  });
+  const frame = svg.querySelector('rect[fill="none"][stroke="#888"]').getBBox();
+  for (const c of svg.querySelectorAll("circle")) if (!inside(c.getBBox(), frame)) wrong.push(`${name}: a marker crosses the frame`);
+  const e = [...svg.querySelectorAll("text.epoch")].map(t => parseInt(t.textContent.replace("epoch ", ""), 10));
+  if (e.length < 5 || e.some((v, i) => i && !(v > e[i - 1]))) wrong.push(`${name}: epoch labels ${e.join(" ")}`);
+}
+document.body.setAttribute("data-pictures", wrong.length ? wrong.slice(0, 4).join("; ") : "ok");
+</script>
+JSEOF
+    dom=$("$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-crowded}" --dump-dom \
+        "file://$T/crowded-measured.html" 2>"$T/browser-crowded.err")
+    charts=$(grep -o 'data-pictures="[^"]*"' <<<"$dom")
+    [[ $charts == 'data-pictures="ok"' ]] && ok report_charts_labels_and_markers_fit_in_chromium ||
+        bad report_charts_labels_and_markers_fit_in_chromium "${charts:-no answer: $(tail -c 300 "$T/browser-crowded.err")}"
 fi
 
 finish

@@ -7,11 +7,84 @@
 #include <string.h>
 
 #include "util/axis.h"
+#include "util/mem.h"
 
 /* the read-out's script: src/report/chart.js, built in as a string (Makefile) */
 extern const char chart_js[];
 
-enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36 };
+/* M: the margin between the frame and the data, so that a marker at an end of the data
+ * (the last validation, a value on the top tick) is drawn whole inside the frame */
+enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36, M = 6, PW = W - L - R, PH = H - T - B };
+
+typedef struct {
+    double x0, x1, y0, y1;
+} Scale;
+
+static double px(const Scale *s, double v) { return L + M + (v - s->x0) / (s->x1 - s->x0) * (PW - 2 * M); }
+static double py(const Scale *s, double v) { return T + PH - M - (v - s->y0) / (s->y1 - s->y0) * (PH - 2 * M); }
+
+/* a label of half-width half centred at x, moved as little as it takes to stay in [lo, hi] */
+static double inside(double x, double half, double lo, double hi) { return fmax(lo + half, fmin(x, hi - half)); }
+
+/* the round number after s: 1, 2, 5, 10, 20, 50, ... */
+static long long next_round(long long s) {
+    long long mag = 1;
+    while (mag * 10 <= s) mag *= 10;
+    return s / mag == 2 ? 5 * mag : 2 * s;
+}
+
+/* The epochs that are multiples of stride get a label ("epoch N" first, then N), each
+ * inside the panel over the plot; 0 when two would print over each other. With draw, the
+ * labels are written. */
+static int epoch_labels(StrBuf *sb, const ChartAxis *ax, const Scale *sc, long long stride, int draw) {
+    double end = -INFINITY;
+    int first = 1;
+    for (int i = 0; ax->epochs && i < ax->epochs->n; i++) {
+        double x = ax->epochs->x[i];
+        long long e = (long long)ax->epochs->y[i];
+        if (x <= sc->x0 || x > sc->x1 || e % stride != 0) continue;
+        char label[48];
+        snprintf(label, sizeof label, "%s%lld", first ? "epoch " : "", e);
+        double half = text_px(label, 9) / 2.0, at = inside(px(sc, x), half, L, W - 1);
+        if (at - half < end + 4) return 0;
+        end = at + half, first = 0;
+        if (draw)
+            sb_printf(sb,
+                      "<text class=\"epoch\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" "
+                      "font-size=\"9\">%s</text>\n",
+                      at, T - 3, label);
+    }
+    return 1;
+}
+
+/* Each resume's dashed line, and its label on the lowest row (from the bottom of the plot
+ * up) where it clears the labels already there: two resumes a few steps apart printed
+ * "resumed" over each other. A label past the right edge goes on the left of its line. */
+static void resume_marks(StrBuf *sb, const ChartAxis *ax, const Scale *sc) {
+    enum { ROWS = 8 };
+    double *placed = xcalloc((size_t)ax->n_resumes + 1, 3 * sizeof(double)); /* x0, x1, row */
+    int n_placed = 0;
+    const double w = text_px("resumed", 9);
+    for (int i = 0; i < ax->n_resumes; i++) {
+        double x = ax->resumes[i];
+        if (x < sc->x0 || x > sc->x1) continue;
+        double at = px(sc, x), x0 = at + 2 + w > W - 1 ? at - 2 - w : at + 2;
+        sb_printf(sb,
+                  "<line class=\"resume\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#c00\" "
+                  "stroke-dasharray=\"4 3\"><title>resumed at step %g</title></line>",
+                  at, at, T, T + PH, x);
+        int row = 0;
+        for (int k = 0; k < n_placed; k++)
+            if (placed[3 * k + 2] == row && placed[3 * k] < x0 + w + 3 && x0 < placed[3 * k + 1] + 3) row++, k = -1;
+        if (row < ROWS) {
+            placed[3 * n_placed] = x0, placed[3 * n_placed + 1] = x0 + w, placed[3 * n_placed + 2] = row, n_placed++;
+            sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" font-size=\"9\">resumed</text>", x0,
+                      T + PH - 4 - 11 * row);
+        }
+        sb_printf(sb, "\n");
+    }
+    free(placed);
+}
 
 void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const ChartLine *lines, int n) {
     double y0 = INFINITY, y1 = -INFINITY;
@@ -24,13 +97,14 @@ void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const Chart
     if (ys > 0 && isfinite(ys)) y0 = floor(y0 / ys) * ys, y1 = ceil(y1 / ys) * ys;
     if (!(y1 > y0)) y1 = y0 + 1;
     double x0 = 0, x1 = ax->x1 > 0 ? ax->x1 : 1, xs = axis_tick_step(x0, x1, 6);
-    const int pw = W - L - R, ph = H - T - B;
-#define PX(v) (L + ((v)-x0) / (x1 - x0) * pw)
-#define PY(v) (T + ph - ((v)-y0) / (y1 - y0) * ph)
+    const Scale sc = {x0, x1, y0, y1};
+    const int pw = PW, ph = PH;
+#define PX(v) px(&sc, (v))
+#define PY(v) py(&sc, (v))
     sb_printf(sb,
               "<svg class=\"chart\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\" "
               "data-x0=\"%g\" data-x1=\"%.17g\" data-left=\"%d\" data-width=\"%d\">\n",
-              W, H, x0, x1, L, pw);
+              W, H, x0, x1, L + M, pw - 2 * M);
     sb_printf(sb, "<text x=\"%d\" y=\"14\" font-size=\"13\" font-weight=\"bold\">", L);
     sb_append_xml(sb, title);
     sb_printf(sb, "</text>\n");
@@ -43,36 +117,25 @@ void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const Chart
     }
     for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
         double v = x0 + k * xs;
-        sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", PX(v), T + ph + 14, v);
+        char label[32];
+        snprintf(label, sizeof label, "%g", v);
+        sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                  inside(PX(v), text_px(label, 11) / 2.0, 0, W - 1), T + ph + 14, label);
     }
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">step</text>\n", L + pw / 2, H - 4);
-    /* epochs along the top, resumes as dashed lines; every epoch has its line, and a label
-     * where it clears the one before (short epochs would print them over each other) */
-    double labels_end = -INFINITY;
+    /* epochs along the top, resumes as dashed lines; every epoch has its line, and the
+     * epochs of a round stride their labels (short epochs would print them over each
+     * other; a label wherever it cleared the one before read 1, 3, 4, ... 11, 13, 14) */
     for (int i = 0; ax->epochs && i < ax->epochs->n; i++) {
         double x = ax->epochs->x[i];
         if (x <= x0 || x > x1) continue;
         sb_printf(sb, "<line class=\"epoch\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ccc\"/>\n", PX(x),
                   PX(x), T, T + ph);
-        char label[48];
-        snprintf(label, sizeof label, "%s%g", ax->epochs->n <= 12 || i == 0 ? "epoch " : "", ax->epochs->y[i]);
-        double half = text_px(label, 9) / 2.0;
-        if (PX(x) - half < labels_end + 4) continue;
-        labels_end = PX(x) + half;
-        sb_printf(sb,
-                  "<text class=\"epoch\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" "
-                  "font-size=\"9\">%s</text>\n",
-                  PX(x), T - 3, label);
     }
-    for (int i = 0; i < ax->n_resumes; i++) {
-        double x = ax->resumes[i];
-        if (x < x0 || x > x1) continue;
-        sb_printf(sb,
-                  "<line class=\"resume\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#c00\" "
-                  "stroke-dasharray=\"4 3\"><title>resumed at step %g</title></line>"
-                  "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" font-size=\"9\">resumed</text>\n",
-                  PX(x), PX(x), T, T + ph, x, PX(x) + 2, T + ph - 4);
-    }
+    long long stride = 1;
+    while (stride < (1LL << 50) && !epoch_labels(sb, ax, &sc, stride, 0)) stride = next_round(stride);
+    epoch_labels(sb, ax, &sc, stride, 1);
+    resume_marks(sb, ax, &sc);
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
     int legend_x = L;
     for (int k = 0; k < n; k++) {

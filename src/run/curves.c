@@ -38,18 +38,19 @@ typedef struct {
 } Curve;
 
 /* One panel of curves at vertical offset top, x over [x0, x1], y from 0 to the largest
- * value rounded up to a tick. */
+ * value rounded up to a tick. The data keep M px off the frame, so that a marker at an end
+ * (the last validation, a value on the top tick, a BLEU of 0) is drawn whole inside it. */
 static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int n, const char *fmt,
                   const char *y_label) {
-    const int L = 60, R = 20, T = top, B = 50, pw = 720 - L - R, ph = 420 - 40 - B;
+    const int W = 720, L = 60, R = 20, T = top, B = 50, M = 6, pw = W - L - R, ph = 420 - 40 - B;
     double y0 = 0, y1 = 0;
     for (int k = 0; k < n; k++)
         for (int i = 0; i < c[k].s->n; i++) y1 = fmax(y1, c[k].s->y[i]);
     double ys = axis_tick_step(y0, y1, 5), xs = axis_tick_step(x0, x1, 6);
     y1 = axis_top(y1, ys);
     if (!(y1 > 0) || !isfinite(y1)) y1 = 1;
-#define PX(v) (L + (v - x0) / (x1 - x0) * pw)
-#define PY(v) (T + ph - (v - y0) / (y1 - y0) * ph)
+#define PX(v) (L + M + ((v)-x0) / (x1 - x0) * (pw - 2 * M))
+#define PY(v) (T + ph - M - ((v)-y0) / (y1 - y0) * (ph - 2 * M))
     for (int k = 0, nk = axis_tick_count(y0, y1, ys); k < nk; k++) {
         double v = y0 + k * ys;
         sb_printf(sb,
@@ -59,10 +60,14 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     }
     for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
         double v = x0 + k * xs;
+        char label[32];
+        snprintf(label, sizeof label, "%g", v);
+        /* the last tick's number ends inside the picture (100000 ran past its edge) */
+        double half = text_px(label, 12) / 2.0, at = fmin(PX(v), W - 1 - half);
         sb_printf(sb,
                   "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
-                  "text-anchor=\"middle\">%g</text>\n",
-                  PX(v), PX(v), T, T + ph, PX(v), T + ph + 16, v);
+                  "text-anchor=\"middle\">%s</text>\n",
+                  PX(v), PX(v), T, T + ph, at, T + ph + 16, label);
     }
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, T + ph + B - 12);
