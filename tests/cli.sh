@@ -109,13 +109,14 @@ for c in $cmds; do
     h=$("$QKV" "$c" --help 2>&1) rc=$?
     [[ $rc -eq 0 && $h == "usage: qkv $c "* && $h == *$'\nexample:\n  qkv '"$c"* ]] || { help_bad+="$c --help (exit $rc); "; continue; }
     [[ $("$QKV" help "$c" 2>&1) == "$h" ]] || help_bad+="qkv help $c differs; "
-    # "  --beam K   what it does": the option, and a value when the help names one; no
-    # operand, so the parser reads the option and stops at the usage, doing nothing
+    # "  --beam K   what it does": the option, and a value when the help names one (a
+    # name in capitals, or a choice of lower-case words: "--null on|off"); no operand,
+    # so the parser reads the option and stops at the usage, doing nothing
     while read -r o v; do
         e=$("$QKV" "$c" "$o" ${v:+1} 2>&1 >/dev/null </dev/null)
         [[ $e == *"unrecognized option"* || $e == *"requires an argument"* || $e == *"doesn't allow"* ]] &&
             help_bad+="$c $o: $e; "
-    done < <(grep -oE '^  --[a-z-]+( [A-Z][A-Z0-9.=|_]*)?' <<<"$h")
+    done < <(grep -oE '^  --[a-z-]+( [A-Z][A-Z0-9.=|_]*| [a-z]+(\|[a-z]+)+)?' <<<"$h")
 done
 [[ $n_cmds -ge 14 && -z $help_bad ]] && ok every_command_answers_help || bad every_command_answers_help "$n_cmds commands; $help_bad"
 expect_error "unknown_command_help" 2 "^qkv: 'bogus' is not a command; see 'qkv help'$" "$QKV" help bogus
