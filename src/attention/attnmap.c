@@ -331,7 +331,7 @@ static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
     out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, VALUES_FLOAT};
 }
 
-/* maps.json: see README ("Attention maps") for the schema. Keys keep this order
+/* maps.json: see docs/attention.md ("Attention maps") for the schema. Keys keep this order
  * (jansson preserves insertion order); format 1's keys are all still there. */
 json_t *attnmap_to_json(const AttnMaps *a) {
     json_t *root = json_object();

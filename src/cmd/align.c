@@ -112,7 +112,7 @@ static int method_reads(const char *method, const char *name) {
            strcmp(name, "integrated-gradients") == 0;
 }
 
-/* The default reading of each method: measured on the toy pair's test set (README,
+/* The default reading of each method: measured on the toy pair's test set (docs/attention.md,
  * "Alignments"): the last layer's contributions, shift-att's last layer, saliency */
 static const char *method_default(const char *method, int layers, char *buf, size_t n) {
     if (strcmp(method, "shift") == 0) return snprintf(buf, n, "shift.L%d", layers - 1), buf;
@@ -219,7 +219,7 @@ int cmd_align(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int L = r.model.cfg.decoder_layers, H = r.model.cfg.heads;
     /* the default: the last decoder layer's heads averaged; on the toy pair it aligns
-     * better than any single head and than all layers together (README, "Alignments") */
+     * better than any single head and than all layers together (docs/attention.md, "Alignments") */
     AlignPick chosen = {L - 1, -1};
     if ((layer_s && strcmp(layer_s, "all") != 0 && parse_index(layer_s, "layer", &chosen.layer) != 0) ||
         (head_s && strcmp(head_s, "avg") != 0 && parse_index(head_s, "head", &chosen.head) != 0)) {

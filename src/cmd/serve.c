@@ -56,7 +56,7 @@ const CmdSpec cmd_serve_spec = {
     .about = "GET / is the attention viewer, live: type a sentence, see its n-best list and every\n"
              "attention map of the translation, and change the model to see what changes. POST\n"
              "/v1/translate, /v1/attention, /v1/explain, /v1/whatif and /v1/patch take JSON\n"
-             "(the README lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
+             "(docs/server.md lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
              "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight (waiting at\n"
              "most twice --queue-wait), and exits 0; a second Ctrl-C drops nothing. Requests must\n"
              "name this server in their Host (a loopback name or the address; --allow-host adds\n"

@@ -28,7 +28,7 @@
 /* The removal orders; the scores first (heads_order_score), random last. */
 enum { HEADS_ORDER_IMPORTANCE, HEADS_ORDER_IMPORTANCE_RAW, HEADS_ORDER_DELTA_NLL, HEADS_ORDER_RANDOM, HEADS_ORDERS };
 /* The default ranking without a curve to choose it by: dNLL is exact, where the gradient
- * scores are first-order views (README.md, "Heads"). */
+ * scores are first-order views (docs/heads.md). */
 #define HEADS_ORDER_FALLBACK HEADS_ORDER_DELTA_NLL
 #define HEADS_SCOPES (ATTN_KINDS + 1) /* all heads, then each kind */
 #define HEADS_SCOPE_ALL (-1)

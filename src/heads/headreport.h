@@ -1,5 +1,5 @@
 /* headreport: what `qkv heads` writes, built in memory: heads.json (format qkv-heads-1,
- * described in README.md, "Heads"), the view's JSON for index.html (qkv-heads-view-1: the
+ * described in docs/heads.md), the view's JSON for index.html (qkv-heads-view-1: the
  * same heads and curve, and the attention maps of the set's first sentences), and
  * heads.svg, the pruning curves drawn as Michel et al. 2019's Fig. 2. Writing the files
  * is the command's. */

@@ -28,7 +28,7 @@
 
 #include "decode/translator.h"
 
-/* The bounds a request is held to (the README lists them). */
+/* The bounds a request is held to (docs/server.md lists them). */
 #define API_MAX_BODY (256 * 1024)   /* bytes of a request body: past it, 413 */
 #define API_MAX_SENTENCES 64        /* sentences in one translate request: past it, 413 */
 #define API_MAX_SENTENCE_BYTES 4096 /* bytes of one sentence: past it, 413 (tokens: the model's positions) */
