@@ -23,7 +23,7 @@ obj=${BUILD:-build}/obj
 rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
     case $1 in
     main | startup) echo 0 ;; cmd/*) echo 1 ;; cmdlib/*) echo 2 ;; serve/* | report/*) echo 3 ;;
-    heads/* | explain/* | train/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/*) echo 6 ;; run/*) echo 7 ;;
+    heads/* | explain/* | train/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/* | onnx/*) echo 6 ;; run/*) echo 7 ;;
     data/*) echo 8 ;; nn/*) echo 9 ;; config) echo 10 ;; util/*) echo 11 ;; *) echo 99 ;;
     esac
 }
