@@ -3,7 +3,9 @@
  * the config and both vocabularies (or SentencePiece models) in the metadata, so that
  * translate, eval and attention take the file on its own. --average N writes the mean
  * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does), or of
- * the N ending at a step checkpoint given. */
+ * the N ending at a step checkpoint given. `--format onnx --out DIR` writes the model as
+ * ONNX graphs in the folder layout onnxruntime and transformers.js load (onnx/onnx_dir.h),
+ * with --reference FILE qkv's own figures for those lines beside them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,11 @@
 #include "cmd/commands.h"
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/options.h"
+#include "data/corpus.h"
 #include "data/tokenize.h"
+#include "decode/decode.h"
+#include "onnx/onnx_dir.h"
+#include "onnx/reference.h"
 #include "run/average.h"
 #include "run/checkpoint.h"
 #include "run/files.h"
@@ -22,6 +28,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
+#include "util/staged_dir.h"
 #include "util/text.h"
 
 /* r->model's weights become the mean of n step checkpoints of r's run, each named: its
@@ -49,8 +56,57 @@ static int average_last(Run *r, int n) {
 /* One side's vocabulary as the export stores it: the vocabulary file, or the model in hex. */
 static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->spm_model, v->spm_len) : vocab_text(v); }
 
+/* reference.json's text for the lines of path: each non-empty line encoded as qkv translate
+ * encodes it (cut to the position table), decoded greedily as translate --greedy does.
+ * NULL with the error set. */
+static char *reference_for(Run *r, const char *path) {
+    int n;
+    char **lines = read_file_lines(path, &n);
+    if (!lines) return NULL;
+    Model *m = &r->model;
+    int max_src = m->cfg.max_positions - 1, k = 0;
+    Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        int cap = (int)strlen(lines[i]) + 2 > max_src + 1 ? (int)strlen(lines[i]) + 2 : max_src + 1;
+        int *ids = xmalloc(sizeof(int) * (size_t)cap);
+        int len = encode_line(lines[i], r->cfg.data.tokenizer, &r->src_vocab, ids, cap);
+        if (len == 0) free(ids);
+        else src[k++] = (Seq){ids, len < max_src ? len : max_src};
+    }
+    free_lines(lines, n);
+    greedy_decode(m, src, k, out);
+    char *json = onnx_reference_json(m, src, out, k);
+    for (int i = 0; i < k; i++) free(src[i].ids), free(out[i].ids);
+    free(src), free(out);
+    return json;
+}
+
+/* The ONNX folder of r's model (its weights already averaged when asked). */
+static int export_onnx(Run *r, const char *out, const char *reference) {
+    OnnxDir e = {&r->model, NULL};
+    char *json = NULL;
+    if (reference && !(json = reference_for(r, reference))) return -1;
+    e.reference_json = json;
+    int rc = onnx_dir_write(out, &e);
+    free(json);
+    if (rc == 0)
+        printf("wrote %s: the encoder and the decoder with its key/value cache as ONNX (IR 8, opset 17), %.2fM "
+               "weights of step %lld, config.json, generation_config.json%s\n",
+               out, (double)r->model.n_params / 1e6, (long long)r->meta.step, reference ? ", reference.json" : "");
+    return rc;
+}
+
 static const CmdOption options[] = {
-    {'o', "out", "FILE", "the weights file to write (required)", NULL},
+    {'o', "out", "FILE", "the weights file to write, or the folder with --format onnx (required)", NULL},
+    {'f', "format", "FORMAT",
+     "safetensors (one weights file) or onnx (a folder: the encoder and the decoder as ONNX graphs with the "
+     "configs onnxruntime and transformers.js read)",
+     "safetensors"},
+    {'r', "reference", "FILE",
+     "with --format onnx: also reference.json, qkv's own source ids, encoder output, greedy output and every "
+     "step's log-probabilities for these source lines, to check a runtime against (a few lines: it holds "
+     "whole rows)",
+     NULL},
     {'a', "average", "N",
      "the mean of the run's last N step checkpoints instead of one (given a checkpoint: the N ending at it)",
      "the run's best or latest"},
@@ -58,7 +114,7 @@ static const CmdOption options[] = {
 };
 const CmdSpec cmd_export_spec = {
     .name = "export",
-    .operands = "RUN_DIR|CHECKPOINT --out FILE.safetensors [--average N]",
+    .operands = "RUN_DIR|CHECKPOINT --out FILE.safetensors [--average N] | --format onnx --out DIR",
     .summary = "weights for use, not resuming: one file with the config and both vocabularies",
     .about = "translate, eval and attention take the exported file alone; it holds no optimizer state.",
     .options = options,
@@ -66,20 +122,32 @@ const CmdSpec cmd_export_spec = {
 };
 
 int cmd_export(int argc, char **argv) {
-    const char *out = NULL;
+    const char *out = NULL, *format = "safetensors", *reference = NULL;
     int average = 0, c;
     while ((c = cmd_option_next(&cmd_export_spec, argc, argv)) >= 0) {
         if (c == 'o') out = optarg;
+        else if (c == 'f') format = optarg;
+        else if (c == 'r') reference = optarg;
         else if (cmd_int("--average", "a checkpoint count from 1 to 1000", optarg, 1, 1000, &average) != 0)
             return cmd_fail(2);
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !out) return cmd_usage_of(&cmd_export_spec);
-    /* the rename would put the weights in place of a FIFO or a device node */
-    if (regular_or_absent(out) != 0) return cmd_fail(2);
+    int onnx = strcmp(format, "onnx") == 0;
+    if (!onnx && strcmp(format, "safetensors") != 0) {
+        err_set("--format: '%s' is not a format qkv exports (safetensors, onnx)", format);
+        return cmd_fail(2);
+    }
+    if (reference && !onnx) {
+        err_set("--reference: qkv's figures go beside ONNX graphs, for checking a runtime; give --format onnx");
+        return cmd_fail(2);
+    }
+    /* the rename would put the weights in place of a FIFO or a device node; a folder's
+     * name is checked before the work, not after it */
+    if (onnx ? staged_dir_usable(out, "--out") != 0 : regular_or_absent(out) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
-    if (run_out_replaces_own_file(&r, out, "the export")) {
+    if (!onnx && run_out_replaces_own_file(&r, out, "the export")) {
         run_close(&r);
         return cmd_fail(2);
     }
@@ -92,6 +160,11 @@ int cmd_export(int argc, char **argv) {
     }
     int rc = 0;
     if (average > 0) rc = average_last(&r, average);
+    if (rc == 0 && onnx) {
+        rc = export_onnx(&r, out, reference);
+        run_close(&r);
+        return rc == 0 ? 0 : cmd_fail(err_status());
+    }
     if (rc == 0) {
         CkptMeta meta = r.meta;
         meta.src_vocab = vocab_for_export(&r.src_vocab);

@@ -1,0 +1,26 @@
+/* onnx_dir: the folder `qkv export --format onnx` writes, in the layout transformers.js and
+ * Hugging Face's ONNX exports use for a translation model:
+ *
+ *   config.json                  the model's sizes and special ids (model_type "marian")
+ *   generation_config.json       how qkv decodes: greedy, the ids it never emits, the length cap
+ *   onnx/encoder_model.onnx      onnx/seq2seq.h
+ *   onnx/decoder_model_merged.onnx
+ *   reference.json               only when asked: onnx/reference.h
+ *
+ * Written whole or not at all (util/staged_dir.h). */
+#ifndef QKV_ONNX_ONNX_DIR_H
+#define QKV_ONNX_ONNX_DIR_H
+
+#include "nn/model.h"
+
+typedef struct {
+    const Model *m;
+    const char *reference_json; /* NULL, or reference.json's text */
+} OnnxDir;
+
+/* 0, or -1 with the error set (a refusal of the model's: err_status 2; the disk's: 1). */
+int onnx_dir_write(const char *out, const OnnxDir *e);
+/* Whether name is an entry of the folder's own (a new export replaces it; see staged_dir.h). */
+int onnx_dir_entry(const char *name);
+
+#endif
