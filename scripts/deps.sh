@@ -12,12 +12,36 @@
 # runtimes: only recommended by clang, so named here), for make fuzz; failing is an error.
 # --with-format installs clang-format (Debian 12's: version 14, which .clang-format is
 # written for), for tests/format.sh (make lint) and make format; failing is a warning.
+# --with-onnx installs what tests/onnx.sh checks an exported model with: Debian's
+# python3-onnx (the checker and shape inference; about 4 MB) and npm's onnxruntime-node
+# 1.30.0 (tests/onnx/package.json; a 116 MB download, 291 MB unpacked, into the git-ignored
+# tests/onnx/node_modules, its CPU library shipped in the package: the install script, which
+# fetches GPU libraries, is not run). Failing is a warning (the tests say loudly that they
+# were skipped).
 set -euo pipefail
 
 # curl: the corpus fetch (scripts/multi30k_data.sh) and its tests (tests/fetch.sh)
 packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev libsentencepiece-dev libmicrohttpd-dev curl)
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
+
+# npm's onnxruntime-node at the version tests/onnx/package.json names, unless it is there
+install_onnxruntime_node() {
+    local dir want
+    dir="$(dirname "$0")/../tests/onnx"
+    want=$(sed -n 's/.*"onnxruntime-node": "\(.*\)".*/\1/p' "$dir/package.json")
+    grep -qs "\"version\": \"$want\"" "$dir/node_modules/onnxruntime-node/package.json" && return 0
+    command -v npm >/dev/null || QKV_EXTRA_PACKAGES=npm "$0" || return 1
+    echo "qkv: installing onnxruntime-node $want into tests/onnx/node_modules (npm)"
+    local log
+    log=$(mktemp --tmpdir qkv-npm.XXXXXX)
+    if ! (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --ignore-scripts --no-package-lock --no-audit \
+        --no-fund) >"$log" 2>&1; then
+        tail -n 5 "$log" >&2
+        return 1
+    fi
+    rm -f "$log"
+}
 
 if [[ $# -gt 0 ]]; then
     "$0" || exit 1
@@ -36,7 +60,12 @@ if [[ $# -gt 0 ]]; then
         --with-format)
             QKV_EXTRA_PACKAGES=clang-format "$0" ||
                 echo "qkv: warning: could not install clang-format; the format check will be skipped" >&2 ;;
-        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz, --with-format)" >&2; exit 2 ;;
+        --with-onnx)
+            QKV_EXTRA_PACKAGES=python3-onnx "$0" ||
+                echo "qkv: warning: could not install python3-onnx; the ONNX checker tests will be skipped" >&2
+            install_onnxruntime_node ||
+                echo "qkv: warning: could not install onnxruntime-node; the ONNX runtime tests will be skipped" >&2 ;;
+        *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz, --with-format, --with-onnx)" >&2; exit 2 ;;
         esac
     done
     exit 0

@@ -83,7 +83,7 @@ if want decode-ways; then
         suite "decoding steps by $name" env QKV_DECODE_PANELS=$way "$QKV_TEST" model_step
     done
 fi
-for s in house format fuzz cli resume progress attention heads explain translate fetch readme serve report bundle threads signals mpi; do
+for s in house format fuzz cli resume progress attention heads explain translate onnx fetch readme serve report bundle threads signals mpi; do
     want $s && suite "tests/$s.sh" "tests/$s.sh"
 done
 

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# qkv export --format onnx end to end, on two tiny toy runs (post-LN with tied embeddings,
+# pre-LN with an output projection of its own): the folder's files; Debian's onnx checker
+# (full_check) and strict shape inference on both graphs; onnxruntime-node running them on
+# qkv's own ids against the figures qkv writes into reference.json (encoder output and every
+# greedy step's log-probabilities within 1e-4, one line at a time and all lines in one padded
+# batch) and greedy output identical to qkv translate --greedy's on the toy test set; the same
+# bytes again, and under --average 1; the refusals. The tools come from
+# scripts/deps.sh --with-onnx; a missing one is skipped loudly.
+# Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+QKV=${QKV:-build/qkv}
+T=$(mktemp -d /tmp/qkv-onnx.XXXXXX)
+[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+source tests/lib.sh
+PY=/usr/bin/python3 # Debian's, where python3-onnx installs
+NODE_MODULES=${QKV_NODE_MODULES:-$PWD/tests/onnx/node_modules}
+TOL=1e-4
+# make test installs the tools (scripts/deps.sh --with-onnx); under CI a missing one is
+# installed here too, rather than counted as a failed skip
+if [[ ${CI:-} == true ]] && ! { "$PY" -c 'import onnx' 2>/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.json ]]; }; then
+    "$BOUNDED" scripts/deps.sh --with-onnx
+fi
+
+"$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 50 >/dev/null
+# train_run NAME KEY=VALUE...: a tiny toy run in $T/NAME
+train_run() {
+    local name=$1
+    shift
+    local sets=()
+    for kv in "$@"; do sets+=(--set "$kv"); done
+    "$QKV" train configs/toy.yaml --set run_dir="$T/$name" --set train.steps=150 --set model.d_model=32 \
+        --set train.watch= --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
+        --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" "${sets[@]}" \
+        >"$T/$name.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/$name.log")"; exit 1; }
+}
+train_run post
+train_run pre model.norm=pre model.tie_embeddings=false
+
+# ---- the folder ---------------------------------------------------------------------------
+for run in post pre; do
+    out=$T/$run.onnx
+    "$QKV" export "$T/$run" --format onnx --out "$out" --reference "$T/data/test.src" >"$T/$run.export.log" 2>&1
+    rc=$?
+    [[ $rc -eq 0 && -s $out/onnx/encoder_model.onnx && -s $out/onnx/decoder_model_merged.onnx &&
+        -s $out/reference.json && -s $out/generation_config.json ]] &&
+        grep -q '"model_type": "marian"' "$out/config.json" && grep -q '"d_model": 32' "$out/config.json" &&
+        grep -q '"decoder_start_token_id": 1' "$out/generation_config.json" && ! ls -d "$T"/*partial* 2>/dev/null &&
+        ok "export_onnx_writes_the_folder_$run" ||
+        bad "export_onnx_writes_the_folder_$run" "exit $rc; $(tail -2 "$T/$run.export.log")"
+done
+grep -q '"normalize_before": true' "$T/pre.onnx/config.json" &&
+    grep -q '"tie_word_embeddings": false' "$T/pre.onnx/config.json" && ok export_onnx_config_says_pre_ln_untied ||
+    bad export_onnx_config_says_pre_ln_untied "$(cat "$T/pre.onnx/config.json")"
+
+# ---- Debian's onnx checker ----------------------------------------------------------------
+if "$PY" -c 'import onnx' 2>/dev/null; then
+    for run in post pre; do
+        log=$("$BOUNDED" "$PY" -c 'import sys, onnx
+for name in ("encoder_model", "decoder_model_merged"):
+    m = onnx.load("%s/onnx/%s.onnx" % (sys.argv[1], name))
+    assert m.ir_version == 8 and [(o.domain, o.version) for o in m.opset_import] == [("", 17)], m.opset_import
+    onnx.checker.check_model(m, full_check=True)
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True, data_prop=True)
+    print(name, len(m.graph.node), "nodes")' "$T/$run.onnx" 2>&1)
+        [[ $? -eq 0 ]] && ok "onnx_checker_full_and_strict_shapes_$run" ||
+            bad "onnx_checker_full_and_strict_shapes_$run" "$(tail -1 <<<"$log")"
+    done
+else
+    skip_missing onnx_checker "python3-onnx is not installed (scripts/deps.sh --with-onnx)"
+fi
+
+# ---- onnxruntime-node against qkv ---------------------------------------------------------
+if command -v node >/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.json ]]; then
+    for run in post pre; do
+        "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
+        figures=$(NODE_MODULES=$NODE_MODULES "$BOUNDED" node tests/onnx/ort_greedy.mjs "$T/$run.onnx" \
+            "$T/$run/tgt.vocab" "$T/$run.ort.txt" 2>"$T/$run.node.err")
+        echo "     $run: $figures"
+        verdict=$("$BOUNDED" "$PY" -c 'import json, sys
+f, tol = json.loads(sys.argv[1]), float(sys.argv[2])
+bad = [k for k in ("encoder_max_diff", "batch_encoder_max_diff", "log_prob_max_diff", "batch_log_prob_max_diff")
+       if not f[k] <= tol]
+bad += [k for k in ("identical", "batch_identical") if f[k] != f["lines"]]
+bad += ["steps_compared"] if f["steps_compared"] < 2 * f["lines"] else []
+print(" ".join(bad) or "ok")' "$figures" "$TOL" 2>&1)
+        [[ $verdict == ok ]] && ok "onnxruntime_matches_qkv_within_${TOL}_$run" ||
+            bad "onnxruntime_matches_qkv_within_${TOL}_$run" "$verdict; $(tail -2 "$T/$run.node.err")"
+        [[ -s $T/$run.qkv.txt ]] && cmp -s "$T/$run.qkv.txt" "$T/$run.ort.txt" &&
+            ok "onnxruntime_greedy_equals_qkv_translate_greedy_$run" ||
+            bad "onnxruntime_greedy_equals_qkv_translate_greedy_$run" \
+                "$(diff "$T/$run.qkv.txt" "$T/$run.ort.txt" | wc -l) diff lines; $(diff "$T/$run.qkv.txt" "$T/$run.ort.txt" | head -4)"
+    done
+else
+    skip_missing onnxruntime "node or onnxruntime-node is missing (scripts/deps.sh --with-onnx)"
+fi
+
+# ---- the same bytes -----------------------------------------------------------------------
+"$QKV" export "$T/post" --format onnx --out "$T/again" >/dev/null 2>&1
+"$QKV" export "$T/post" --format onnx --average 1 --out "$T/avg" >/dev/null 2>&1
+same=1
+for f in onnx/encoder_model.onnx onnx/decoder_model_merged.onnx config.json generation_config.json; do
+    cmp -s "$T/post.onnx/$f" "$T/again/$f" && cmp -s "$T/post.onnx/$f" "$T/avg/$f" || same=0
+done
+[[ $same == 1 && ! -e $T/again/reference.json ]] && ok export_onnx_same_bytes_again_and_averaged_over_one ||
+    bad export_onnx_same_bytes_again_and_averaged_over_one "$(ls "$T/again" "$T/avg" 2>&1 | tr '\n' ' ')"
+# a new export over an old one: its own entries replaced, a file of the user's left
+echo mine >"$T/again/notes.txt"
+touch "$T/again/reference.json"
+"$QKV" export "$T/pre" --format onnx --out "$T/again" >/dev/null 2>&1
+cmp -s "$T/pre.onnx/onnx/decoder_model_merged.onnx" "$T/again/onnx/decoder_model_merged.onnx" &&
+    [[ -f $T/again/notes.txt && ! -e $T/again/reference.json ]] && ok export_onnx_replaces_its_own_entries_only ||
+    bad export_onnx_replaces_its_own_entries_only "$(ls "$T/again" | tr '\n' ' ')"
+
+# ---- refusals -----------------------------------------------------------------------------
+expect_error export_refuses_an_unknown_format 2 "^qkv: --format: 'xml' is not a format qkv exports \(safetensors, onnx\)$" \
+    "$QKV" export "$T/post" --format xml --out "$T/x"
+expect_error export_refuses_reference_without_onnx 2 "^qkv: --reference: .*give --format onnx$" \
+    "$QKV" export "$T/post" --reference "$T/data/test.src" --out "$T/x.safetensors"
+echo file >"$T/a-file"
+expect_error export_onnx_refuses_a_file_for_its_folder 2 "^qkv: --out: .*a-file exists and is not a directory$" \
+    "$QKV" export "$T/post" --format onnx --out "$T/a-file"
+expect_error export_onnx_refuses_a_missing_reference 2 "^qkv: .*no-such\.src" \
+    "$QKV" export "$T/post" --format onnx --reference "$T/no-such.src" --out "$T/x"
+[[ ! -e $T/x && ! -e $T/x.safetensors && $(cat "$T/a-file") == file ]] && ok export_refusals_write_nothing ||
+    bad export_refusals_write_nothing "$(ls "$T")"
+
+finish

@@ -1,0 +1,119 @@
+// Runs an exported qkv model (qkv export --format onnx --reference FILE) in onnxruntime-node
+// and compares it with qkv's own figures in the folder's reference.json:
+//   - the encoder's output for each line alone, and for all lines in one padded batch;
+//   - greedy search with the decoder's key/value cache, one line at a time and all lines in
+//     one batch, each step's log-probabilities against qkv's (while the ids agree);
+//   - the greedy ids themselves.
+// Usage: node ort_greedy.mjs EXPORT_DIR TGT_VOCAB HYP_OUT (NODE_MODULES: where onnxruntime-node
+// is installed). Prints one JSON line of figures; writes the greedy output, one line per
+// reference line, as the target vocabulary's tokens joined by spaces (the word tokenizer's
+// detokenization). Exits 0 whatever it finds: the calling test judges the figures.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const [dir, vocabPath, hypPath] = process.argv.slice(2);
+const require = createRequire(path.resolve(process.env.NODE_MODULES) + '/');
+const ort = require('onnxruntime-node');
+
+const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
+const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8'));
+const vocab = fs.readFileSync(vocabPath, 'utf8').split('\n');
+const PAD = 0, BOS = 1, EOS = 2, UNK = 3, SPECIAL = 4;
+const H = config.decoder_attention_heads, L = config.decoder_layers, D = config.d_model, dh = D / H;
+const V = config.vocab_size, maxPositions = config.max_position_embeddings;
+
+const opts = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+const encoder = await ort.InferenceSession.create(path.join(dir, 'onnx/encoder_model.onnx'), opts);
+const decoder = await ort.InferenceSession.create(path.join(dir, 'onnx/decoder_model_merged.onnx'), opts);
+
+const int64 = (rows, dims) => new ort.Tensor('int64', BigInt64Array.from(rows.flat(), BigInt), dims);
+
+// qkv's greedy choice (decode.c): EOS first, then the first ordinary token at the maximum
+// if it beats EOS, then UNK only when strictly better; never PAD or BOS
+function choose(z) {
+  let best = EOS;
+  for (let v = SPECIAL; v < V; v++) if (z[v] > z[best]) best = v;
+  if (z[UNK] > z[best]) best = UNK;
+  return best;
+}
+function logSoftmax(z) {
+  let mx = -Infinity;
+  for (const x of z) mx = Math.max(mx, x);
+  let s = 0;
+  for (const x of z) s += Math.exp(x - mx);
+  const norm = mx + Math.log(s);
+  return Array.from(z, (x) => x - norm);
+}
+
+// the encoder over rows of ids, padded with PAD to the longest and masked
+async function encode(rows) {
+  const S = Math.max(...rows.map((r) => r.length));
+  const ids = rows.map((r) => [...r, ...Array(S - r.length).fill(PAD)]);
+  const mask = rows.map((r) => [...Array(r.length).fill(1), ...Array(S - r.length).fill(0)]);
+  const out = await encoder.run({ input_ids: int64(ids, [rows.length, S]), attention_mask: int64(mask, [rows.length, S]) });
+  return { hidden: out.last_hidden_state, mask: int64(mask, [rows.length, S]), S };
+}
+
+// greedy search over rows at once; onStep(row, t, logits, ids so far) sees each live row's step
+async function greedy(rows, onStep) {
+  const B = rows.length, enc = await encode(rows);
+  const feeds = { encoder_hidden_states: enc.hidden, encoder_attention_mask: enc.mask };
+  for (let l = 0; l < L; l++)
+    for (const kv of ['key', 'value'])
+      feeds[`past_key_values.${l}.decoder.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, H, 0, dh]);
+  const outs = rows.map(() => []), done = rows.map(() => false);
+  const limit = rows.map((r) => Math.min(Math.floor(2 * (r.length - 1) + 10), maxPositions - 1));
+  let tokens = rows.map(() => BOS);
+  for (let t = 0; t < maxPositions - 1 && done.some((x) => !x); t++) {
+    feeds.input_ids = int64(tokens.map((x) => [x]), [B, 1]);
+    const r = await decoder.run(feeds);
+    for (let l = 0; l < L; l++)
+      for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.decoder.${kv}`] = r[`present.${l}.decoder.${kv}`];
+    tokens = tokens.map((prev, b) => {
+      if (done[b]) return PAD;
+      const z = r.logits.data.subarray(b * V, (b + 1) * V);
+      onStep(b, t, z, outs[b]);
+      const best = choose(z);
+      if (best !== EOS) outs[b].push(best);
+      if (best === EOS || outs[b].length >= limit[b]) done[b] = true;
+      return best;
+    });
+  }
+  return { outs, enc };
+}
+
+const lines = ref.lines, n = lines.length;
+let encDiff = 0, lpDiff = 0, stepsCompared = 0, identical = 0, batchIdentical = 0, batchEncDiff = 0, batchLpDiff = 0;
+const hyps = [];
+// step t's log-probabilities against qkv's, while the ids so far are qkv's
+const compareSteps = (line, diffOf) => (b, t, z, sofar) => {
+  const want = line.log_probs[t];
+  if (!want || sofar.length !== t || line.output.slice(0, t).some((x, i) => x !== sofar[i])) return;
+  const lp = logSoftmax(z);
+  for (let v = 0; v < V; v++) diffOf(Math.abs(lp[v] - want[v]));
+  stepsCompared++;
+};
+const t0 = performance.now();
+for (const line of lines) {
+  const res = await greedy([line.source], compareSteps(line, (d) => (lpDiff = Math.max(lpDiff, d))));
+  const h = res.enc.hidden.data;
+  line.encoder.forEach((row, s) => row.forEach((x, c) => (encDiff = Math.max(encDiff, Math.abs(h[s * D + c] - x)))));
+  if (JSON.stringify(res.outs[0]) === JSON.stringify(line.output)) identical++;
+  hyps.push(res.outs[0].map((id) => vocab[id]).join(' '));
+}
+const seconds = (performance.now() - t0) / 1000;
+// every line in one padded batch: the same ids, the same figures at the real positions
+const batchSteps = (b, t, z, sofar) => compareSteps(lines[b], (d) => (batchLpDiff = Math.max(batchLpDiff, d)))(b, t, z, sofar);
+const batch = await greedy(lines.map((l) => l.source), batchSteps);
+const S = batch.enc.S, bh = batch.enc.hidden.data;
+lines.forEach((line, b) => {
+  line.encoder.forEach((row, s) =>
+    row.forEach((x, c) => (batchEncDiff = Math.max(batchEncDiff, Math.abs(bh[(b * S + s) * D + c] - x)))));
+  if (JSON.stringify(batch.outs[b]) === JSON.stringify(line.output)) batchIdentical++;
+});
+fs.writeFileSync(hypPath, hyps.map((h) => h + '\n').join(''));
+console.log(JSON.stringify({
+  lines: n, identical, batch_identical: batchIdentical, encoder_max_diff: encDiff, batch_encoder_max_diff: batchEncDiff,
+  log_prob_max_diff: lpDiff, batch_log_prob_max_diff: batchLpDiff, steps_compared: stepsCompared, sentences_per_second: n / seconds,
+}));
