@@ -447,4 +447,43 @@ timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 -
     "file://$out/index.html#pane=explain&word=2" >/dev/null 2>&1
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_explain_screenshot ($shot)" || bad "browser_explain_screenshot" "$shot"
 
+
+# patch.svg of log p(target) (no --compare) as Chromium draws it: its estimates are a small
+# fraction of its effects, and each axis of the scatter has its own scale, so they spread
+# over the plot (on one scale every estimate read 0) and no marker sits on the frame; the
+# heatmaps' colours have a key; every label is inside the picture, the unrotated ones
+# clear of each other
+"$QKV" patch "$T/run" --clean "$text" --corrupt "the old farmers see a red bird" --target "$target" \
+    --out "$T/patch-lp" >"$T/patch-lp.log" 2>&1
+{
+    echo '<!DOCTYPE html><html><body style="margin:0">'
+    cat "$T/patch-lp/patch.svg"
+    cat <<'JSEOF'
+<script>
+const svg = document.querySelector("svg"), wrong = [], all = svg.getBoundingClientRect();
+const inside = (b, f) => b.left >= f.left - 0.5 && b.top >= f.top - 0.5 && b.right <= f.right + 0.5 && b.bottom <= f.bottom + 0.5;
+const texts = [...svg.querySelectorAll("text")].map(t => [t.textContent, t.getBoundingClientRect(), t.hasAttribute("transform")]);
+texts.forEach(([t, b, turned], i) => {
+  if (!inside(b, all)) wrong.push(`'${t}' leaves the picture`);
+  for (const [u, c, also] of texts.slice(0, i))
+    if (!turned && !also && Math.min(b.right, c.right) - Math.max(b.left, c.left) > 0.5 &&
+        Math.min(b.bottom, c.bottom) - Math.max(b.top, c.top) > 0.5) wrong.push(`'${u}' and '${t}' overlap`);
+});
+const frame = svg.querySelector('rect[stroke="#bbb"]').getBoundingClientRect(), ys = [];
+for (const c of svg.querySelectorAll("circle")) {
+  const b = c.getBoundingClientRect();
+  if (!(b.left > frame.left && b.right < frame.right && b.top > frame.top && b.bottom < frame.bottom)) wrong.push("a marker on the frame");
+  ys.push(b.top);
+}
+if (Math.max(...ys) - Math.min(...ys) < frame.height / 4) wrong.push(`the estimates span ${Math.max(...ys) - Math.min(...ys)} px`);
+if (svg.querySelectorAll(".colour-key rect").length < 3) wrong.push("no colour key");
+document.body.setAttribute("data-pictures", wrong.length ? [...new Set(wrong)].slice(0, 4).join("; ") : "ok");
+</script></body></html>
+JSEOF
+} >"$T/patch-lp/measured.html"
+dom=$(timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/patch-lp/measured.html" 2>"$T/patch-lp.err")
+svg_check=$(grep -o 'data-pictures="[^"]*"' <<<"$dom")
+[[ $svg_check == 'data-pictures="ok"' ]] && ok browser_patch_svg_scatter_readable_and_colours_keyed ||
+    bad browser_patch_svg_scatter_readable_and_colours_keyed "${svg_check:-no answer: $(tail -2 "$T/patch-lp.log" "$T/patch-lp.err")}"
+
 finish

@@ -157,7 +157,8 @@ static void test_patch_svg_title_axes_and_undefined_rho(void) {
     CHECK(width >= text_px(title, 13), "width %g for a title of %d px", width, text_px(title, 13));
     CHECK(strstr(svg, "rho undefined (the effects, or the estimates, all the same)") && !strstr(svg, "nan"), "rho: %s",
           strstr(svg, "rho") ? strstr(svg, "rho") : "none");
-    /* the scatter's axes run from -0.5 to 0.5 (the largest effect or estimate), and say so */
+    /* the scatter's axes run over round ticks past the effects (-0.25..0.5) and the
+     * estimates (-0.2..0.4), and say what each is */
     CHECK(strstr(svg, ">-0.5</text>") && strstr(svg, ">0.5</text>") && strstr(svg, ">effect (patching)</text>") &&
               strstr(svg, ">estimate</text>"),
           "axes unlabelled");
@@ -170,6 +171,41 @@ static void test_patch_svg_title_axes_and_undefined_rho(void) {
     CHECK(strncmp(fill_up, "fill=\"rgb(255,", 14) == 0 &&
               strstr(fill_down, ",255)\"") == strchr(fill_down + 6, '"') - 5,
           "colours: %.30s / %.30s", fill_up, fill_down);
+    free(svg);
+}
+
+static void test_patch_svg_keys_its_colours_and_scales_each_axis(void) {
+    /* log p(target)'s effects run to -10, its estimates to a fortieth of that: on a shared
+     * scale every estimate read 0 and the largest effects sat on the frame */
+    PatchComponent c[8] = {{"enc.L0.H0", 0, 0, 0, -1, -10, -0.25},   {"enc.L0.H1", 0, 0, 1, -1, -6, 0.04},
+                           {"cross.L0.H0", 2, 0, 0, -1, 0.05, 0.03}, {"cross.L0.H1", 2, 0, 1, -1, -1.3, -0.06},
+                           {"enc.L0@0", -1, 0, -1, 0, -9.8, -0.2},   {"enc.L0@1", -1, 0, -1, 1, -0.1, 0.02},
+                           {"enc.L1@0", -1, 1, -1, 0, -5.7, -0.19},  {"enc.L1@1", -1, 1, -1, 1, 0.01, 0.01}};
+    PatchTable t = {.n = 8, .c = c, .rho = 0.7};
+    char *labels[2] = {"bird", "<eos>"};
+    char *svg = patch_svg(&t, "patching \"a b\" with \"c b\" (metric: log p(target))", labels, 2, 2);
+    /* the key: full blue at -10, white at 0, full red at +10, numbered */
+    const char *key = strstr(svg, "<g class=\"colour-key\">"), *key_end = key ? strstr(key, "</g>") : NULL;
+    CHECK(key && key_end, "no colour key");
+    const char *blue = strstr(key, "fill=\"rgb(55,55,255)\""), *red = strstr(key, "fill=\"rgb(255,55,55)\""),
+               *lo = strstr(key, ">-10</text>"), *hi = strstr(key, ">10</text>");
+    CHECK(blue && red && blue < red && red < key_end && lo && hi && hi < key_end, "key: %.*s", (int)(key_end - key),
+          key);
+    /* the scatter: every marker whole inside its frame, the estimates over most of its height */
+    const char *frame = strstr(svg, "fill=\"none\" stroke=\"#bbb\"");
+    CHECK(frame, "no scatter frame");
+    while (strncmp(frame, "<rect", 5) != 0) frame--;
+    double x = tag_attr(frame, "x", 0), y = tag_attr(frame, "y", 0), size = tag_attr(frame, "width", 0);
+    double top = 1e9, bottom = -1e9;
+    for (const char *p = frame; (p = strstr(p, "<circle")); p++) {
+        double cx = tag_attr(p, "cx", 0), cy = tag_attr(p, "cy", 0), r = tag_attr(p, "r", 0);
+        CHECK(cx - r > x && cx + r < x + size && cy - r > y && cy + r < y + size,
+              "a marker at (%.1f, %.1f) on the frame", cx, cy);
+        top = fmin(top, cy), bottom = fmax(bottom, cy);
+    }
+    CHECK(bottom - top > size / 2, "the estimates span %.1f px of %g", bottom - top, size);
+    const char *fit = labels_fit(svg);
+    CHECK(!fit[0], "%s", fit);
     free(svg);
 }
 
@@ -322,6 +358,7 @@ const TestCase pictures_tests[] = {
     {"pictures_text_px_counts_characters", test_text_px_counts_characters},
     {"pictures_attention_svg_holds_its_title", test_attention_svg_holds_its_title},
     {"pictures_patch_svg_title_axes_and_undefined_rho", test_patch_svg_title_axes_and_undefined_rho},
+    {"pictures_patch_svg_keys_its_colours_and_scales_each_axis", test_patch_svg_keys_its_colours_and_scales_each_axis},
     {"pictures_chart_epoch_labels_clear_each_other", test_chart_epoch_labels_clear_each_other},
     {"pictures_chart_epoch_labels_at_a_round_stride", test_chart_epoch_labels_at_a_round_stride},
     {"pictures_chart_resume_labels_clear_each_other", test_chart_resume_labels_clear_each_other},
