@@ -185,6 +185,18 @@ if timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/theirs" --set trai
 else
     bad train_force_writes_there "$(ls -A "$T/theirs")"
 fi
+# --force starts the run over: the old run's journal, evaluations, report and head analysis
+# go with its checkpoints (they would be read as the new model's); files of other names stay
+mkdir -p "$T/theirs/heads/masks" && echo '{}' >"$T/theirs/heads/heads.json" && echo x >"$T/theirs/heads/masks/default-all-0.txt"
+echo '{"bleu": 99}' >"$T/theirs/eval.jsonl" && echo old >"$T/theirs/samples.jsonl"
+if timeout 60 "$QKV" train configs/toy.yaml --set run_dir="$T/theirs" --set train.steps=2 --set train.valid_every=2 \
+    --set train.checkpoint_every=2 "${copy_data[@]}" --force >/dev/null 2>&1 &&
+    [[ ! -e $T/theirs/heads && ! -e $T/theirs/eval.jsonl && ! -e $T/theirs/samples.jsonl &&
+        $(grep -c '"event": "start"' "$T/theirs/journal.jsonl") -eq 1 && $(cat "$T/theirs/notes.txt") == mine ]]; then
+    ok train_force_starts_the_runs_history_over
+else
+    bad train_force_starts_the_runs_history_over "$(ls -A "$T/theirs"; grep -c start "$T/theirs/journal.jsonl")"
+fi
 # a file named lock that is not a run's (no process id in it) is someone's too: train and
 # resume refuse it, and a resume of a folder that holds no run leaves no lock there
 mkdir -p "$T/locked" "$T/norun" && echo "my precious notes" >"$T/locked/lock"

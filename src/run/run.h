@@ -56,8 +56,9 @@ int run_create(const Config *cfg, int force, RunFresh *fresh);
  * the directory if it made it and it is empty, so nothing blocks the next train. Leaves a
  * run with checkpoints alone. */
 void run_abandon(const char *dir, const RunFresh *fresh);
-/* Starts the run's files over: removes old checkpoints, makes ckpt/, writes the
- * resolved config.yaml and both vocabularies. -1 with the error set. */
+/* Starts the run's files over: removes old checkpoints and what the old run wrote of
+ * itself (journal, samples, evaluations, report, heads/), makes ckpt/, writes the resolved
+ * config.yaml and both vocabularies. Files of other names stay. -1 with the error set. */
 int run_write_files(const Run *r);
 /* Keys of config.yaml that differ from the checkpoint's config. */
 typedef struct {
