@@ -37,7 +37,8 @@ if [[ -z $page ]]; then
             { echo "set-up failed: $(tail -2 "$T/attn$i.log")"; exit 1; }
     done
     # made-up numbers for every (kind, layer, head) of the model; the roles include an empty
-    # one and one too long for its cell; a '<' in a role tests the escaping. The encoder's
+    # one, one longer than a line of its cell and one of three roles joined by '+' (each must
+    # show whole); a '<' in a role tests the escaping. The encoder's
     # positional shares are an object {prev, self, next}, the decoder's the fields previous,
     # current, next, with a list of roles: the page reads both.
     "$BOUNDED" "$PY" -c 'import json, sys, random
@@ -58,6 +59,8 @@ for kind in ["encoder_self", "decoder_self", "cross"]:
                 del h["positional"]
                 h.update(previous=pos["prev"], current=pos["self"], next=pos["next"], roles=[r for r, k in [("previous", "prev"), ("next", "next")] if pos[k] > 0.25])
             heads.append(h)
+heads[0]["role"] = "rel:current+top:previous+sink"
+heads[1]["role"] = "rel:previous+rel:rare-and-more-than-a-line"
 top = max(h["importance_raw"] for h in heads)
 for rank, h in enumerate(sorted(heads, key=lambda h: -h["importance_raw"]), 1):
     h["importance"], h["rank"] = round(h["importance_raw"] / top, 4), rank
