@@ -419,9 +419,10 @@ else
 fi
 
 # ---- the live page's what-if controls, each worked in headless Chromium; a screenshot of each ----
+# (pinavg: a click on the heads' average pins nothing and says why)
 if [[ -n $browser ]]; then
     live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
-    for control in mask pin prefix lens tree patch; do
+    for control in mask pin pinavg prefix lens tree patch; do
         url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
         "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
             >"$T/dom-$control.html" 2>"$T/browser-$control.err"
