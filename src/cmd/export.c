@@ -115,8 +115,9 @@ static const CmdOption options[] = {
 const CmdSpec cmd_export_spec = {
     .name = "export",
     .operands = "RUN_DIR|CHECKPOINT --out FILE.safetensors [--average N] | --format onnx --out DIR",
-    .summary = "weights for use, not resuming: one file with the config and both vocabularies",
-    .about = "translate, eval and attention take the exported file alone; it holds no optimizer state.",
+    .summary = "weights for use, not resuming: one file with the config and both vocabularies, or ONNX graphs",
+    .about = "translate, eval and attention take the exported file alone; it holds no optimizer state. --format onnx "
+             "writes a folder that onnxruntime and transformers.js load (docs/export.md).",
     .options = options,
     .example = "qkv export runs/toy --average 3 --out toy.safetensors",
 };
