@@ -123,6 +123,24 @@ else
     bad serve_attention_maps_follow_the_checkpoint "see above"
 fi
 
+# a word not in the source vocabulary keeps its own label, and "source_unk" says the model read it as <unk>
+printf '{"src": "the zebra sees a bird"}' >"$T/unk.json"
+call POST /v1/attention "$T/unk.json" | head -n -1 >"$T/unk-att.out"
+call POST /v1/explain "$T/unk.json" | head -n -1 >"$T/unk-ex.out"
+call POST /v1/attention "$T/att.json" | head -n -1 >"$T/known-att.out"
+if "$BOUNDED" "$PY" - "$T/unk-att.out" "$T/unk-ex.out" "$T/known-att.out" <<'PYEOF'; then
+import json, sys
+a, e, k = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:4])
+assert a["source"][:5] == ["the", "zebra", "sees", "a", "bird"] and a["source_unk"] == [1], (a["source"], a.get("source_unk"))
+assert e["maps"]["source"][1] == "zebra" and e["source_unk"] == [1], e.get("source_unk")
+assert list(e)[-3:] == ["checkpoint", "step", "source_unk"], list(e)[-3:]
+assert k["source_unk"] == [], k.get("source_unk")
+PYEOF
+    ok serve_source_unk_names_the_words_read_as_unk
+else
+    bad serve_source_unk_names_the_words_read_as_unk "$(head -c 200 "$T/unk-att.out")"
+fi
+
 # ---- explain: explain.json's object for one sentence, as `qkv explain` writes it -----------------
 # the workers multiply on one OpenBLAS thread each: the command does too, for the same bits
 printf '{"src": "%s"}' "$src1" >"$T/ex.json"
@@ -400,8 +418,9 @@ else
     flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
         --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0
         --virtual-time-budget=30000)
-    typed=$(head -1 "$T/data/test.src" | sed 's/ /%20/g')
-    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "http://127.0.0.1:$port/#selftest-live&text=$typed&ckpt=step-000050" \
+    # a sentence with a word the model does not know: the page marks it as read as <unk>
+    typed=$(sed 's/ /%20/g' <<<"$(head -1 "$T/data/test.src") zebra")
+    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "http://127.0.0.1:$port/#selftest-live&text=$typed&ckpt=step-000050&unk=zebra" \
         >"$T/dom.html" 2>"$T/browser.err"
     result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
     console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
@@ -412,6 +431,8 @@ else
     else
         bad serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it "result: ${result:-none}; console: $console"
     fi
+    [[ $result == *'"unknownMarked":true'* ]] && ok serve_browser_unknown_word_marked_as_unk ||
+        bad serve_browser_unknown_word_marked_as_unk "result: ${result:-none}"
     shot=${BUILD:-build}/serve-live.png
     "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile2}" --hide-scrollbars \
         --window-size=1300,1100 --screenshot="$shot" "http://127.0.0.1:$port/#selftest-live&text=$typed" >/dev/null 2>&1

@@ -139,6 +139,47 @@ static void add_model_keys(json_t *o, const ServedCheckpoint *c) {
     json_object_set_new(o, "step", json_integer((json_int_t)c->run.meta.step));
 }
 
+/* An object's text (ending in "}" and perhaps a line end) with keys ("\"name\":value,...")
+ * added last. Takes json and keys. */
+static char *with_keys(char *json, StrBuf *keys) {
+    if (!json) return sb_free(keys), NULL; /* jansson out of memory: no answer to add to */
+    size_t len = strlen(json);
+    while (len > 0 && json[len - 1] != '}') len--;
+    StrBuf sb = {0};
+    sb_append(&sb, json, len ? len - 1 : 0);
+    sb_printf(&sb, ",%s}", keys->buf);
+    free(json), sb_free(keys);
+    return sb.buf;
+}
+
+/* explain.json's text (ending in "}\n") with "checkpoint" and "step" added as its last
+ * keys, as every answer names the model that gave it. Takes json. */
+static char *with_model_keys(char *json, const ServedCheckpoint *c) {
+    json_t *name = json_text(c->name);
+    char *quoted = json_dumps(name, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+    json_decref(name);
+    StrBuf keys = {0};
+    sb_printf(&keys, "\"checkpoint\":%s,\"step\":%lld", quoted ? quoted : "null", (long long)c->run.meta.step);
+    free(quoted);
+    return with_keys(json, &keys);
+}
+
+/* An answer's text with "source_unk" added last: the source positions (of n ids) the model
+ * read as <unk>. The maps label each word with the text's own, so that a page can say which
+ * of them the model never saw. Takes json. */
+static char *with_source_unk(char *json, const int *ids, int n) {
+    StrBuf keys = {0};
+    sb_printf(&keys, "\"source_unk\":[");
+    const char *comma = "";
+    for (int j = 0; j < n; j++) {
+        if (ids[j] != VOCAB_UNK) continue;
+        sb_printf(&keys, "%s%d", comma, j);
+        comma = ",";
+    }
+    sb_printf(&keys, "]");
+    return with_keys(json, &keys);
+}
+
 static char *dump(json_t *o) {
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
@@ -238,8 +279,9 @@ static void run_attention(Worker *w, Job *job) {
     json_object_set_new(out, "forced", json_boolean(forced != NULL));
     attnmap_free(&maps);
     for (int k = 0; k < K; k++) free(hyp[k]), free(ids[k].ids);
+    char *json = with_source_unk(dump(out), src, n_src);
     free(hyp), free(ids), free(scores), free(src), free(tgt), free(gates);
-    answer(job, 200, dump(out));
+    answer(job, 200, json);
 }
 
 /* The words of text (split at white space) whose tokens include <unk> in v, each once,
@@ -263,21 +305,6 @@ static int unknown_words(const char *text, int tokenizer, const Vocab *v, char *
     }
     free(copy), free(ids);
     return count;
-}
-
-/* explain.json's text (ending in "}\n") with "checkpoint" and "step" added as its last
- * keys, as every answer names the model that gave it. Takes json. */
-static char *with_model_keys(char *json, const ServedCheckpoint *c) {
-    json_t *name = json_text(c->name);
-    char *quoted = json_dumps(name, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
-    json_decref(name);
-    size_t len = strlen(json);
-    while (len > 0 && json[len - 1] != '}') len--;
-    StrBuf sb = {0};
-    sb_append(&sb, json, len ? len - 1 : 0);
-    sb_printf(&sb, ",\"checkpoint\":%s,\"step\":%lld}", quoted ? quoted : "null", (long long)c->run.meta.step);
-    free(quoted), free(json);
-    return sb.buf;
 }
 
 /* One sentence explained as `qkv explain --text` explains it: the forced target or the
@@ -353,8 +380,10 @@ static void run_explain(Worker *w, Job *job) {
     char *json = explain_json(&e, ms, n_ms, contrast);
     explain_methods_free(ms, n_ms);
     explain_pair_free(&e);
+    /* after the model's keys: the answer up to them stays the command's explain.json */
+    json = with_source_unk(with_model_keys(json, &sm->ck[job->checkpoint]), src, n_src);
     free(src), free(tgt), free(gates);
-    answer(job, 200, with_model_keys(json, &sm->ck[job->checkpoint]));
+    answer(job, 200, json);
 }
 
 /* A sentence of a request as ids (max + 1 of room): 0, or the job refused (400 for an
