@@ -439,12 +439,14 @@ else
     [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
 fi
 
-# ---- the live page's what-if controls, each worked in headless Chromium; a screenshot of each ----
-# (pinavg: a click on the heads' average pins nothing and says why)
+# ---- the live page's what-if controls and its explain pane, each worked in headless Chromium; a screenshot of each ----
+# (pinavg: a click on the heads' average pins nothing and says why; explain: the pane qkv explain's page
+# draws, asked of /v1/explain, for a sentence with a word read as <unk>)
 if [[ -n $browser ]]; then
     live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
-    for control in mask pin pinavg prefix lens tree patch; do
+    for control in mask pin pinavg prefix lens tree patch explain; do
         url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
+        [[ $control == explain ]] && url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text%20zebra&control=explain&unk=zebra"
         "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
             >"$T/dom-$control.html" 2>"$T/browser-$control.err"
         result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom-$control.html" | sed 's/.*>//')
