@@ -50,7 +50,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test unit demo clean install sanitize tsan parity bench race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
+.PHONY: all deps test check unit demo clean install sanitize tsan parity bench race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so $(BUILD)/slow_open.so $(BUILD)/no_link.so
 
@@ -131,9 +131,16 @@ unit: $(BUILD)/qkv_test
 	$(BUILD)/qkv_test
 
 test:
-	@scripts/deps.sh --with-browser --with-mpi --with-format
+	@scripts/deps.sh --with-browser --with-mpi --with-format --with-onnx
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
+
+# The edit loop's tier: the unit tests and the suites that run in seconds (about a minute
+# and a half on 2 cores); make test runs them all, the server, signals, threads and MPI too.
+CHECK_SUITES := unit golden kernelsets decode-ways house format fuzz progress attention explain translate fetch readme report
+check:
+	@$(MAKE) --no-print-directory all
+	@QKV_SUITES="$(CHECK_SUITES)" tests/run.sh
 
 # Builds only what the demo runs (build/qkv), then runs it.
 demo: deps

@@ -310,8 +310,8 @@ static void test_chart_markers_inside_the_plot(void) {
     StrBuf sb = {0};
     chart_panel(&sb, "loss", &ax, &line, 1);
     const char *why = markers_inside(sb.buf, sb.buf), *fit = labels_fit(sb.buf);
+    sb_free(&sb), series_free(&v);
     CHECK(!why[0] && !fit[0], "%s%s", why, fit);
-    sb_free(&sb);
 }
 
 static void test_curves_markers_and_labels_inside(void) {
