@@ -385,6 +385,15 @@ else
         bad "browser_anatomy_formula_names_the_head_not_a_power" "${result:-none}"
     [[ $result == *'"change":"step slider to the start","changed":true'* ]] && ok "browser_watch_step_slider_moves" ||
         bad "browser_watch_step_slider_moves" "${result:-none}"
+    # the watch view's charts as drawn (tests/watch_charts.js, added to a copy of the page):
+    # every label inside its SVG (the legend's "after layer 1" was cut), y ticks at a round
+    # step (0.5, 1, 1.5; not a quarter of the top, 0.51, 1.02, 1.53)
+    { sed '/<\/body>/,$d' "$T/wview/index.html"; echo '<script>'; cat tests/watch_charts.js; echo '</script></body></html>'; } \
+        >"$T/wview/charts.html"
+    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/wview/charts.html" >"$T/charts-dom.html" 2>/dev/null
+    charts=$(grep -o 'data-pictures="[^"]*"' "$T/charts-dom.html" | head -1)
+    [[ $charts == 'data-pictures="ok"' ]] && ok "browser_watch_charts_labels_inside_round_ticks" ||
+        bad "browser_watch_charts_labels_inside_round_ticks" "${charts:-no verdict}"
     mkdir -p build
     shots=0
     for view in "attention-viewer.png file://$T/q/index.html#kind=cross&layer=1&head=avg&view=heatmap" \
