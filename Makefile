@@ -202,7 +202,7 @@ sanitize: deps
 tsan:
 	@scripts/deps.sh --with-tsan
 	@$(MAKE) --no-print-directory BUILD=build/tsan MPI=0 CC=gcc CXX=g++ CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" \
-		CXXFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" build/tsan/qkv build/tsan/qkv_test build/tsan/late_start.so build/tsan/slow_open.so
+		CXXFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" build/tsan/qkv build/tsan/qkv_test build/tsan/late_start.so build/tsan/slow_open.so build/tsan/no_link.so
 	@tests/tsan.sh
 
 # Each fuzz target for FUZZ_SECONDS (one after another, one process each), under ASan and
