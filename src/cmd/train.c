@@ -432,6 +432,15 @@ static int join_ranks(void) {
     }
     if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout))
         return err_set("cannot silence rank %d", dist_rank()), 1;
+    /* nor says that the launcher stopped it: a job every rank refuses (a bad config) ends
+     * with rank 0's line, and the launcher's SIGTERM to a rank still on its way out added
+     * a second ("qkv: stopped by SIGTERM"). A signal ignored by whoever started the rank
+     * stays ignored. */
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; dist_rank() != 0 && i < sizeof stops / sizeof *stops; i++) {
+        struct sigaction old;
+        if (sigaction(stops[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) signal(stops[i], SIG_DFL);
+    }
     return 0;
 }
 
