@@ -209,6 +209,39 @@ assert all(0 <= v <= 1 for v in a["source_share"]["by_layer"] + a["source_share"
     grep -q '>x-gradient: e \. df/dx, signed .*x-gradient-l2: |e \* df/dx|_2, its magnitude</text>' "$T/corpus1/aopc.svg" &&
     ok "explain_corpus_tables_the_same_on_one_thread_and_two" ||
     bad "explain_corpus_tables_the_same_on_one_thread_and_two" "$(tail -3 "$T/corpus.err")"
+# explain's AER column reads links as qkv align does, the null decision included: on the same
+# pairs and gold, its last layer's heads averaged (L1.avg) scores what align's default
+# (--method output, layer 1 averaged) scores, with the rule on (the default, said under the
+# table) and off. A run of 600 steps: the 150-step run's prefix outweighs the source for
+# every word, and the rule leaves all of them unaligned (AER 1 both ways, nothing compared)
+"$QKV" train configs/toy.yaml --set run_dir="$T/run600" --set train.steps=600 --set model.d_model=32 \
+    --set train.watch= --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
+    --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" >"$T/train600.log" 2>&1
+aer_pair() { # explain's log, align's table -> "explain align"
+    echo "$(awk '$1 == "L1.avg" { print $7 }' "$1") $(awk '/\(default\)$/ { print $(NF - 1) }' "$2")"
+}
+for null in on off; do
+    timeout 120 "$QKV" explain "$T/run600" --src "$T/data/test.src" --ref "$T/data/test.tgt" \
+        --gold "$T/data/test.align" --ig-steps 0 --random-orders 1 --null $null --out "$T/null-$null" \
+        >"$T/null-$null.log" 2>&1
+    "$QKV" align "$T/run600" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" \
+        --null $null >"$T/align-$null.txt" 2>&1
+done
+on=$(aer_pair "$T/null-on.log" "$T/align-on.txt") off=$(aer_pair "$T/null-off.log" "$T/align-off.txt")
+rule=$(grep '^null: a target word' "$T/align-on.txt")
+left=$(sed -n 's/^null: \([0-9]*\) of .*/\1/p' "$T/align-on.txt")
+if [[ $on =~ ^(0\.[0-9]+)\ (0\.[0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" &&
+    $off =~ ^(0\.[0-9]+)\ (0\.[0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" && $on != "$off" &&
+    ${left:-0} -gt 0 && -n $rule ]] && grep -qxF "$rule" "$T/null-on.log" && ! grep -q '^null: ' "$T/null-off.log" &&
+    grep -q '"null": "on"' "$T/null-on/explain-corpus.json" && grep -q '"null": "off"' "$T/null-off/explain-corpus.json"; then
+    ok "explain_corpus_aer_is_aligns_with_the_null_rule_on_and_off (on $on, off $off; $left words unaligned)"
+else
+    bad "explain_corpus_aer_is_aligns_with_the_null_rule_on_and_off" "explain align: on '$on', off '$off'; $left; rule '$rule'"
+fi
+expect_error "explain_null_goes_with_gold" 2 "^qkv: --null goes with --gold$" "$QKV" explain "$T/run" \
+    --src "$T/data/test.src" --null off --out "$T/null-nogold"
+expect_error "explain_null_bad_value" 2 "^qkv: --null: 'maybe' is not on or off$" "$QKV" explain "$T/run" \
+    --src "$T/data/test.src" --ref "$T/data/test.tgt" --gold "$T/data/test.align" --null maybe --out "$T/null-bad"
 # the picture says the random orders' mean as the log does, draws it over the bars (last),
 # and keys the families and the axis
 mean=$(sed -n 's/^random  *\([0-9.-]*\) .*/\1/p' "$T/corpus1.log")

@@ -83,25 +83,11 @@ static void last_cross_contributions(Model *m, const AttnMaps *a, float *from) {
     contrib_free(&c);
 }
 
-/* The rule, said under the scores with how many target words it left unaligned (links
- * go out as Pharaoh lines alone; the help says the rule there) */
-static const char null_rule[] = "null: a target word is left unaligned where its prefix sent it more than any source "
-                                "word (the last cross-attention block's contributions); --null off links every word";
+/* The rule (aligners.h), said under the scores with how many target words it left
+ * unaligned (links go out as Pharaoh lines alone; the help says the rule there) */
 static void print_null(const AlignCounts *c) {
-    printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%)\n", null_rule, c->words - c->predicted, c->words,
-           c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
-}
-
-/* One reading's links of e (words as explain_words counts them), with the null decision
- * when null is on */
-static void reading_links(const PairExplanation *e, const float *scores, const int *sw, int nsw, const int *tw, int ntw,
-                          int null, int *links) {
-    explain_links(e, scores, sw, nsw, tw, ntw, links);
-    if (null) {
-        size_t per = (size_t)e->T * (e->S + 1);
-        align_unlink_null(e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * per, e->S, tw, e->T, ntw, sw, nsw,
-                          links);
-    }
+    printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%)\n", explain_null_rule, c->words - c->predicted,
+           c->words, c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
 }
 
 /* The readings of an --method other than output: explain/pair.h's methods of that name */
@@ -160,14 +146,15 @@ static int explained(Run *r, const char *method, int null, char **src, char **tg
             AlignLink *pairs;
             int ng = explain_gold_links(gold[i], gold_path, i + 1, nsw, ntw, &pairs);
             for (int k = 0; k < n_reads && ng >= 0; k++) {
-                reading_links(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
+                explain_links_null(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
                 align_score(links, ntw, pairs, ng, &counts[k]);
             }
             bad = ng < 0;
             free(pairs);
         } else {
             for (int k = 0; k < n_reads; k++)
-                if (strcmp(reads[k].name, def) == 0) reading_links(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
+                if (strcmp(reads[k].name, def) == 0)
+                    explain_links_null(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
             for (int j = 0, first = 1; j < ntw; j++)
                 if (links[j] >= 0) printf("%s%d-%d", first ? "" : " ", links[j], j), first = 0;
             printf("\n");

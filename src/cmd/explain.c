@@ -40,6 +40,7 @@
 typedef struct {
     const char *text, *target, *contrast, *out, *src, *ref, *gold, *mask_heads;
     int ig_steps, max_sentences, random_orders, threads;
+    int null; /* --null on: with --gold, the null decision on every method's links */
 } Options;
 
 /* The files each mode writes: what a new export replaces in an old one. The two modes
@@ -175,6 +176,8 @@ static json_t *corpus_json(const CorpusRun *c) {
     json_put(root, "target_tokens", json_integer(f->tokens));
     json_put(root, "seconds", json_fmt("%.1f", c->seconds));
     json_put(root, "removal", json_string("unk"));
+    if (c->aer) json_put(root, "null", json_string(c->o->null ? "on" : "off"));
+    if (c->aer && c->o->null) json_put(root, "null_rule", json_string(explain_null_rule));
     json_t *ms = json_array();
     for (int i = 0; i < f->n_methods; i++) {
         json_t *m = json_object();
@@ -186,6 +189,7 @@ static json_t *corpus_json(const CorpusRun *c) {
         for (int k = 0; k < FAITH_KS; k++) json_array_append_new(ks, json_fmt("%.4f", faith_drop_at(f, i, k)));
         json_put(m, "drop_at_k", ks);
         if (c->aer) json_put(m, "aer", json_fmt("%.4f", align_aer(&c->aer[i])));
+        if (c->aer) json_put(m, "unaligned", json_integer(c->aer[i].words - c->aer[i].predicted));
         json_array_append_new(ms, m);
     }
     json_put(root, "methods", ms);
@@ -327,6 +331,7 @@ static void print_corpus(const CorpusRun *c) {
         putchar('\n');
     }
     printf("%-22s %39.3f  (sd %.3f over %d orders)\n", "random", mean, sd, f->n_random);
+    if (c->aer && c->o->null) printf("%s\n", explain_null_rule); /* the AER column's rule, as qkv align says it */
     printf("the gradient rows rank the source tokens by (f = log p(y_t), x = e + position):\n");
     for (int k = 0; k < EXPLAIN_GRADIENTS; k++)
         printf("  %-20s %s\n", explain_gradients[k].name, explain_gradients[k].score);
@@ -408,6 +413,7 @@ static int corpus(Run *r, const Options *o) {
                         .tgt = ts,
                         .gold = golds,
                         .gold_file = o->gold,
+                        .null = o->null,
                         .line = lines,
                         .tokenizer = tok,
                         .sv = &r->src_vocab,
@@ -451,12 +457,16 @@ static const CmdOption options[] = {
     {'o', "out", "DIR",
      "where explain.json and index.html go, or with --src the corpus tables; neither replaces the other's", "explain"},
     {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
+    {'u', "null", "on|off",
+     "with --gold, on: a target word its own prefix outweighs every source word for (the last cross-attention "
+     "block's contributions) is left unaligned, as qkv align leaves it; off: every target word linked",
+     "on"},
     {0},
 };
 const CmdSpec cmd_explain_spec = {
     .name = "explain",
     .operands = "RUN (--text \"SOURCE\" [--target \"TRANSLATION\"] [--contrast WORD] | --src FILE [--ref FILE] "
-                "[--gold FILE]) [--out DIR]",
+                "[--gold FILE [--null on|off]]) [--out DIR]",
     .summary = "where each target word came from: source share, attributions, and how faithful each is",
     .about = "For each target word: its source share (contributions through every layer, rolled out),\n"
              "and the source tokens attention, contributions, gradients (saliency, x-gradient signed\n"
@@ -464,13 +474,15 @@ const CmdSpec cmd_explain_spec = {
              "DIR/index.html shows them side by side. With --src, over a corpus: each method's AOPC\n"
              "(drop in log p when its top tokens are removed) against random orders, Kendall tau per\n"
              "head, source share per layer and position, and with --gold AER per method (the gold\n"
-             "file read and checked first).",
+             "file read and checked first; a word its prefix wrote left unaligned, as qkv align\n"
+             "leaves it, unless --null off).",
     .options = options,
     .example = "qkv explain runs/toy --text \"the old farmer sees a red bird\" --out explain/",
 };
 
 int cmd_explain(int argc, char **argv) {
-    Options o = {.out = "explain", .ig_steps = 32, .max_sentences = 500, .random_orders = 10};
+    Options o = {.out = "explain", .ig_steps = 32, .max_sentences = 500, .random_orders = 10, .null = 1};
+    const char *null_s = NULL;
     int c, bad = 0;
     const char *corpus_sizes = NULL; /* a corpus-only option given: with --text it would change nothing */
     while (!bad && (c = cmd_option_next(&cmd_explain_spec, argc, argv)) >= 0) {
@@ -483,6 +495,7 @@ int cmd_explain(int argc, char **argv) {
         case 'a': o.gold = optarg; break;
         case 'o': o.out = optarg; break;
         case 'm': o.mask_heads = optarg; break;
+        case 'u': null_s = optarg; break;
         case 'n':
             bad = cmd_int("--max-sentences", "a sentence count", optarg, 0, 100000000, &o.max_sentences);
             corpus_sizes = "max-sentences";
@@ -498,6 +511,10 @@ int cmd_explain(int argc, char **argv) {
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || (!o.text) == !o.src) return cmd_usage_of(&cmd_explain_spec);
     if (o.out[0] == '\0') return err_set("--out: an empty directory name"), cmd_fail(2);
+    if (null_s && strcmp(null_s, "on") != 0 && strcmp(null_s, "off") != 0)
+        return err_set("--null: '%s' is not on or off", null_s), cmd_fail(2);
+    if (null_s && !o.gold) return err_set("--null goes with --gold"), cmd_fail(2);
+    o.null = !null_s || strcmp(null_s, "on") == 0;
     const char *src_only = o.ref ? "ref" : o.gold ? "gold" : corpus_sizes;
     if (o.text && src_only) return err_set("--%s goes with --src", src_only), cmd_fail(2);
     if (o.src && (o.target || o.contrast))

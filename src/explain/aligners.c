@@ -1,4 +1,5 @@
-/* aligners: links from any method's scores, and their AER (aligners.h). */
+/* aligners: links from any method's scores, the null decision on them, and their AER
+ * (aligners.h). */
 #include "explain/aligners.h"
 
 #include <stdlib.h>
@@ -16,6 +17,20 @@ void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *
 void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
                    int n_tgt, int *links) {
     align_from_map(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
+}
+
+const char explain_null_rule[] = "null: a target word is left unaligned where its prefix sent it more than any "
+                                 "source word (the last cross-attention block's contributions); --null off links "
+                                 "every word";
+
+void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
+                        const int *tgt_word, int n_tgt, int null, int *links) {
+    explain_links(e, scores, src_word, n_src, tgt_word, n_tgt, links);
+    if (null) {
+        size_t per = (size_t)e->T * (e->S + 1);
+        align_unlink_null(e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * per, e->S, tgt_word, e->T, n_tgt,
+                          src_word, n_src, links);
+    }
 }
 
 int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer) {
@@ -42,8 +57,8 @@ int explain_gold_links(const char *gold, const char *gold_file, int line, int n_
     return align_unique(*pairs, ng);
 }
 
-int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, const char *gold,
-                        const char *gold_file, int line, AlignCounts *counts) {
+int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, int null,
+                        const char *gold, const char *gold_file, int line, AlignCounts *counts) {
     int n_src, n_tgt;
     AlignLink *pairs = NULL;
     int *src_word = xmalloc(sizeof(int) * (size_t)e->S), *tgt_word = xmalloc(sizeof(int) * (size_t)e->T);
@@ -51,7 +66,7 @@ int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, 
     explain_words(e, tokenizer, src_word, tgt_word, &n_src, &n_tgt);
     int ng = explain_gold_links(gold, gold_file, line, n_src, n_tgt, &pairs);
     for (int k = 0; ng >= 0 && k < n; k++) {
-        explain_links(e, methods[k].scores, src_word, n_src, tgt_word, n_tgt, links);
+        explain_links_null(e, methods[k].scores, src_word, n_src, tgt_word, n_tgt, null, links);
         align_score(links, n_tgt, pairs, ng, &counts[k]);
     }
     free(pairs), free(src_word), free(tgt_word), free(links);

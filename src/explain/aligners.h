@@ -16,6 +16,16 @@ void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *
 void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
                    int n_tgt, int *links);
 
+/* explain_links, then with null set the null decision (align_map.h's align_unlink_null)
+ * on e's last cross-attention block's contributions: a target word its own prefix sent
+ * more than any one source word is left unaligned (links[w] = -1). qkv align and qkv
+ * explain's AER both read links through it, so their tables agree. */
+void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
+                        const int *tgt_word, int n_tgt, int null, int *links);
+
+/* The null decision in one line, as the AER tables state it under their rows */
+extern const char explain_null_rule[];
+
 /* The words of a side as explain_words counts them, from its ids alone (n, unframed: the
  * EOS explain_pair adds is counted as it counts it), before any pass over the model. */
 int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer);
@@ -26,10 +36,11 @@ int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer);
  * links, a link past the pair's words. */
 int explain_gold_links(const char *gold, const char *gold_file, int line, int n_src, int n_tgt, AlignLink **pairs);
 
-/* Scores each method's links against the pair's gold Pharaoh line (named file:line in
- * messages), adding into counts[k] for method k. 0, or -1 with the error set (a line that
+/* Scores each method's links (explain_links_null: with the null decision when null is
+ * set) against the pair's gold Pharaoh line (named file:line in messages), adding into
+ * counts[k] for method k. 0, or -1 with the error set (a line that
  * is not links, a link past the pair's words) and nothing added. */
-int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, const char *gold,
-                        const char *gold_file, int line, AlignCounts *counts);
+int explain_align_score(const PairExplanation *e, const ExplainMethod *methods, int n, int tokenizer, int null,
+                        const char *gold, const char *gold_file, int line, AlignCounts *counts);
 
 #endif

@@ -51,7 +51,8 @@ static void work(Model *m, int w, void *arg) {
         faith_add(&r->f, m, &e, ms, 0x5eed + (uint64_t)in->line[i]);
         if (in->gold) {
             r->aer = xcalloc((size_t)n_ms, sizeof(AlignCounts));
-            if (explain_align_score(&e, ms, n_ms, in->tokenizer, in->gold[i], in->gold_file, in->line[i], r->aer) != 0)
+            if (explain_align_score(&e, ms, n_ms, in->tokenizer, in->null, in->gold[i], in->gold_file, in->line[i],
+                                    r->aer) != 0)
                 r->error = xstrdup(err_msg());
         }
         explain_methods_free(ms, n_ms);
@@ -103,6 +104,7 @@ int explain_corpus(Model *m, const ExplainCorpus *in, int threads, void (*progre
             out->aer[k].hits += r->aer[k].hits;
             out->aer[k].predicted += r->aer[k].predicted;
             out->aer[k].gold += r->aer[k].gold;
+            out->aer[k].words += r->aer[k].words;
         }
         faith_free(&r->f), free(r->aer), free(r->error);
     }

@@ -15,6 +15,7 @@ typedef struct {
     const Seq *tgt; /* (n) forced targets, or NULL: each source's greedy translation */
     char **gold;    /* NULL, or (n) Pharaoh lines */
     const char *gold_file;
+    int null;        /* with gold: the null decision on every method's links (aligners.h) */
     const int *line; /* (n) each pair's line in the files, for messages */
     int tokenizer;
     const Vocab *sv, *tv;

@@ -25,7 +25,14 @@
  *                 0..t; later ones 0)
  *
  * Rows are decoder positions t, predicting target_out[t]. Numbers are written with seven
- * significant digits. */
+ * significant digits.
+ *
+ * explain-corpus.json ("qkv-explain-corpus-1", qkv explain --src, written by the command)
+ * says with --gold how its AER was read, as qkv align reads it:
+ *   null          "on" or "off": the null decision (aligners.h) on every method's links
+ *   null_rule     with "on": the rule in the one line printed under the table
+ *   methods[].aer, methods[].unaligned
+ *                 the method's AER, and the target words the rule left unaligned (0 off) */
 #ifndef QKV_EXPLAIN_JSON_H
 #define QKV_EXPLAIN_JSON_H
 
