@@ -473,25 +473,6 @@ void run_abandon(const char *dir, const RunFresh *fresh) {
     if (fresh->made) rmdir(dir); /* only when empty: nothing of anyone else's goes */
 }
 
-/* Removes the plain files and links under path, then its folders as they empty, down to
- * depth levels of folders (heads/ and its masks/); anything else stays, and so do the
- * folders that hold it. */
-static void remove_plain_tree(const char *path, int depth) {
-    DIR *d = opendir(path);
-    if (!d) return;
-    struct dirent *e;
-    char p[CONFIG_PATH_MAX + 320];
-    struct stat st;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p || lstat(p, &st) != 0) continue;
-        if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) unlink(p);
-        else if (S_ISDIR(st.st_mode) && depth > 0) remove_plain_tree(p, depth - 1);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 /* What a run wrote of itself past its checkpoints: a new run in the folder (train
  * --force, or over a run stopped before its first checkpoint) starts without the old
  * one's journal, samples, evaluations, report and head analysis, which would otherwise
@@ -500,7 +481,7 @@ static void clear_history(const char *dir) {
     char p[CONFIG_PATH_MAX + 32];
     static const char *const files[] = {RUN_JOURNAL, RUN_SAMPLES, RUN_EVAL, RUN_REPORT};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(run_path(p, sizeof p, dir, files[i]));
-    remove_plain_tree(run_path(p, sizeof p, dir, RUN_HEADS_DIR), 1);
+    remove_tree(run_path(p, sizeof p, dir, RUN_HEADS_DIR), 2); /* heads/ and its masks/ */
 }
 
 int run_write_files(const Run *r) {

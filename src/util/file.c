@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE /* realpath */
 #include "util/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -333,4 +334,19 @@ int path_inside(const char *path, const char *dir, const char *except) {
     const char *sk = except ? skip : NULL;
     return (resolved_name(path, name) == 0 && name_inside(name, root, sk)) ||
            (realpath(path, target) && name_inside(target, root, sk));
+}
+
+void remove_tree(const char *path, int levels) {
+    if (unlink(path) == 0 || (errno != EISDIR && errno != EPERM)) return;
+    int fd = levels > 0 ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : -1;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d) close(fd);
+    struct dirent *e;
+    char sub[PATH_MAX];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub) remove_tree(sub, levels - 1);
+    }
+    if (d) closedir(d);
+    rmdir(path);
 }

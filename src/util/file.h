@@ -63,6 +63,10 @@ char **read_lines_arriving(int fd, const char *name, int line0, char **pending, 
                            int *done);
 
 /* mkdir -p; 0 or -1 with the error set. */
+/* Removes path: a file or link itself (a link is never followed), a directory with what it
+ * holds, down to levels of subdirectories; what lies deeper stays, and so does its parent.
+ * Best effort: nothing is reported. */
+void remove_tree(const char *path, int levels);
 int make_dirs(const char *path);
 
 /* 1 if path names dir or something inside it (at any depth, there yet or not), other than

@@ -16,27 +16,8 @@
 
 /* The directory, '/', a name of up to 255 bytes. */
 #define ENTRY_MAX (STAGED_DIR_MAX + 256)
-/* The staging directory, a subdirectory, a file in it. */
-#define TREE_MAX (STAGED_DIR_MAX + 512)
 /* How often a subdirectory's move into place is tried, another writer's moved aside between. */
 #define MOVE_TRIES 8
-
-/* Removes path: a file or link itself (a link is never followed), a directory with what it
- * holds, down to levels of subdirectories; what lies deeper stays, and so does its parent. */
-static void remove_tree(const char *path, int levels) {
-    if (unlink(path) == 0 || (errno != EISDIR && errno != EPERM)) return;
-    int fd = levels > 0 ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : -1;
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (fd >= 0 && !d) close(fd);
-    struct dirent *e;
-    char sub[TREE_MAX];
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub) remove_tree(sub, levels - 1);
-    }
-    if (d) closedir(d);
-    rmdir(path);
-}
 
 static void remove_dir(const char *dir) { remove_tree(dir, STAGED_DIR_LEVELS); }
 
