@@ -3,16 +3,6 @@
 
 #include "util/json.h"
 
-static json_t *grid(const float *x, int rows, int cols, int stride) {
-    json_t *g = json_array();
-    for (int r = 0; r < rows; r++) {
-        json_t *row = json_array();
-        for (int c = 0; c < cols; c++) json_array_append_new(row, json_fmt("%.7g", x[(size_t)r * stride + c]));
-        json_array_append_new(g, row);
-    }
-    return g;
-}
-
 static json_t *doubles(const double *x, int n) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(a, json_fmt("%.7g", x[i]));
@@ -42,8 +32,8 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
     json_put(root, "f", doubles(e->grad.f, T));
     json_put(root, "f_base", doubles(e->grad.f_base, T));
     json_put(root, "ig_error", doubles(e->grad.ig_error, T));
-    json_put(root, "share", grid(e->contrib.share, e->contrib.dec_layers, T, T));
-    json_put(root, "rollout", grid(e->contrib.dec_roll, T, W, W));
+    json_put(root, "share", json_float_rows("%.7g", e->contrib.share, e->contrib.dec_layers, T, (size_t)T));
+    json_put(root, "rollout", json_float_rows("%.7g", e->contrib.dec_roll, T, W, (size_t)W));
     json_t *ms = json_array();
     for (int i = 0; i < n_methods; i++) {
         json_t *m = json_object();
@@ -51,7 +41,7 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
         json_put(m, "family", json_string(family_name(methods[i].family)));
         const char *said = explain_gradient_said(methods[i].name);
         if (said) json_put(m, "score", json_string(said));
-        json_put(m, "scores", grid(methods[i].scores, T, S, S));
+        json_put(m, "scores", json_float_rows("%.7g", methods[i].scores, T, S, (size_t)S));
         json_array_append_new(ms, m);
     }
     json_put(root, "methods", ms);
@@ -60,7 +50,7 @@ char *explain_json(const PairExplanation *e, const ExplainMethod *methods, int n
         json_t *m = json_object();
         json_put(m, "name", json_string(explain_gradients[k].name));
         json_put(m, "score", json_string(explain_gradients[k].score));
-        json_put(m, "scores", grid(explain_gradient_scores(&e->grad, k) + S, T, T, W));
+        json_put(m, "scores", json_float_rows("%.7g", explain_gradient_scores(&e->grad, k) + S, T, T, (size_t)W));
         json_array_append_new(px, m);
     }
     json_put(root, "prefix", px);

@@ -10,16 +10,6 @@
 #include "util/json.h"
 #include "util/mem.h"
 
-static json_t *float_rows(const float *x, int rows, int cols) {
-    json_t *a = json_array();
-    for (int r = 0; r < rows; r++) {
-        json_t *row = json_array();
-        for (int c = 0; c < cols; c++) json_array_append_new(row, json_fmt("%.9g", x[(size_t)r * cols + c]));
-        json_array_append_new(a, row);
-    }
-    return a;
-}
-
 /* z (V) to log-probabilities in lp, normalised in double */
 static void log_softmax(float *lp, const float *z, int V) {
     float mx = z[0];
@@ -39,13 +29,14 @@ static json_t *one_line(Model *m, DecodeState *st, const Seq *src, const Seq *ou
     json_t *line = json_object();
     json_put(line, "source", json_ints(ids, S));
     json_put(line, "output", json_ints(out->ids, out->len));
-    json_put(line, "encoder", float_rows(m->a.src.out, S, d)); /* model_step_begin's encoder pass */
+    json_put(line, "encoder",
+             json_float_rows("%.9g", m->a.src.out, S, d, (size_t)d)); /* model_step_begin's encoder pass */
     float *lp = xmalloc(sizeof(float) * (size_t)rows * V);
     for (int t = 0; t < rows; t++) {
         log_softmax(lp + (size_t)t * V, model_step(m, st, &tok), V);
         if (t < out->len) tok = out->ids[t];
     }
-    json_put(line, "log_probs", float_rows(lp, rows, V));
+    json_put(line, "log_probs", json_float_rows("%.9g", lp, rows, V, (size_t)V));
     free(lp), free(ids);
     return line;
 }

@@ -47,6 +47,16 @@ json_t *json_ints(const int *v, int n) {
     return a;
 }
 
+json_t *json_float_rows(const char *fmt, const float *x, int rows, int cols, size_t stride) {
+    json_t *a = json_array();
+    for (int r = 0; r < rows; r++) {
+        json_t *row = json_array();
+        for (int c = 0; c < cols; c++) json_array_append_new(row, json_fmt(fmt, x[(size_t)r * stride + c]));
+        json_array_append_new(a, row);
+    }
+    return a;
+}
+
 void json_put(json_t *o, const char *key, json_t *value) {
     if (value) json_object_set_new(o, key, value);
 }

@@ -20,6 +20,8 @@ json_t *json_fmt(const char *fmt, double v);
 json_t *json_utf8(const char *s);
 /* An array of n ints. */
 json_t *json_ints(const int *v, int n);
+/* An array of rows arrays of cols numbers, each json_fmt(fmt) of x[r * stride + c]. */
+json_t *json_float_rows(const char *fmt, const float *x, int rows, int cols, size_t stride);
 /* root as text ending in a newline (malloc'd), with flags; takes root's reference. */
 char *json_text_line(json_t *root, size_t flags);
 /* Sets key in o to value, taking the reference (json_object_set_new), ignoring NULL. */
