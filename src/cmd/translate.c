@@ -45,13 +45,8 @@ typedef struct {
 /* Translates lines and prints them; adds to *notes. */
 static void translate_and_print(Run *r, const TranslateOptions *o, char **lines, int n, int first, InputNotes *notes) {
     TranslateStats st;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!utf8_valid(lines[i], strlen(lines[i])) && notes->not_utf8++ == 0) notes->first_not_utf8 = first + i + 1;
-        StrBuf words = {0};
-        if (cmd_unknown_source_words(r, lines[i], &words) > 0 && notes->unknown++ == 0)
-            notes->first_unknown = first + i + 1, notes->unknown_words = words, words = (StrBuf){0};
-        sb_free(&words);
-    }
     /* scores are printed with n-best lists only; without them greedy search skips a
      * softmax normaliser over the vocabulary at every step */
     double *scores = o->decode.nbest > 1 ? xmalloc(sizeof(double) * (size_t)(n ? n : 1) * o->decode.nbest) : NULL;
@@ -59,6 +54,14 @@ static void translate_and_print(Run *r, const TranslateOptions *o, char **lines,
                                   scores);
     print_hypotheses(text, scores, n, o->decode.nbest, first);
     notes->truncated += st.truncated;
+    /* which lines hold the unknown words: read again word by word only where the
+     * translation met any (st.src_unk), so input the vocabulary knows costs nothing more */
+    for (int i = 0; st.src_unk > 0 && i < n; i++) {
+        StrBuf words = {0};
+        if (cmd_unknown_source_words(r, lines[i], &words) > 0 && notes->unknown++ == 0)
+            notes->first_unknown = first + i + 1, notes->unknown_words = words, words = (StrBuf){0};
+        sb_free(&words);
+    }
     free_lines(text, n * o->decode.nbest), free(scores);
 }
 
