@@ -173,9 +173,9 @@ static void intervene_weights(AttnActs *a, const AttnShape *s) {
     if (!iv || !iv->pin_weights) return;
     int i = iv->pin_query - s->q_pos;
     if (i < 0 || i >= s->Tq) return;
-    const float *pin = pinned_row(a, s, iv->pin_head, i);
     for (int b = 0; b < s->B; b++)
-        memcpy(a->p + (((size_t)b * s->heads + iv->pin_head) * s->Tq + i) * s->Tk, pin, sizeof(float) * (size_t)s->Tk);
+        memcpy(a->p + (((size_t)b * s->heads + iv->pin_head) * s->Tq + i) * s->Tk, iv->pin_weights,
+               sizeof(float) * (size_t)s->Tk);
 }
 
 static void intervene_ctx(AttnActs *a, size_t rows, int d, int H) {
