@@ -13,11 +13,13 @@
 # --with-format installs clang-format (Debian 12's: version 14, which .clang-format is
 # written for), for tests/format.sh (make lint) and make format; failing is a warning.
 # --with-onnx installs what tests/onnx.sh checks an exported model with: Debian's
-# python3-onnx (the checker and shape inference; about 4 MB) and npm's onnxruntime-node
-# 1.30.0 (tests/onnx/package.json; a 116 MB download, 291 MB unpacked, into the git-ignored
-# tests/onnx/node_modules, its CPU library shipped in the package: the install script, which
-# fetches GPU libraries, is not run). Failing is a warning (the tests say loudly that they
-# were skipped).
+# python3-onnx (the checker and shape inference; about 4 MB), npm's onnxruntime-node 1.30.0
+# and @huggingface/transformers 4.3.2 (transformers.js, which brings onnxruntime-web and
+# sharp) as tests/onnx/package.json names them: a 173 MB download, 488 MB unpacked (the
+# runtime alone was 116 and 291 MB), into the git-ignored tests/onnx/node_modules. The CPU
+# library ships in onnxruntime-node's package: no install script is run (the runtime's
+# fetches GPU libraries), so nothing is fetched but the packages. Failing is a warning (the
+# tests say loudly that they were skipped).
 set -euo pipefail
 
 # curl: the corpus fetch (scripts/multi30k_data.sh) and its tests (tests/fetch.sh)
@@ -25,14 +27,17 @@ packages=(build-essential pkg-config libopenblas-dev libyaml-dev libjansson-dev 
 # shellcheck disable=SC2206
 packages+=(${QKV_EXTRA_PACKAGES:-})
 
-# npm's onnxruntime-node at the version tests/onnx/package.json names, unless it is there
-install_onnxruntime_node() {
-    local dir want
+# npm's onnxruntime-node and @huggingface/transformers at the versions tests/onnx/package.json
+# names, unless both are there
+install_onnx_node_modules() {
+    local dir ort tjs
     dir="$(dirname "$0")/../tests/onnx"
-    want=$(sed -n 's/.*"onnxruntime-node": "\(.*\)".*/\1/p' "$dir/package.json")
-    grep -qs "\"version\": \"$want\"" "$dir/node_modules/onnxruntime-node/package.json" && return 0
+    ort=$(sed -n 's/.*"onnxruntime-node": "\(.*\)".*/\1/p' "$dir/package.json")
+    tjs=$(sed -n 's/.*"@huggingface\/transformers": "\(.*\)".*/\1/p' "$dir/package.json")
+    grep -qs "\"version\": \"$ort\"" "$dir/node_modules/onnxruntime-node/package.json" &&
+        grep -qs "\"version\": \"$tjs\"" "$dir/node_modules/@huggingface/transformers/package.json" && return 0
     command -v npm >/dev/null || QKV_EXTRA_PACKAGES=npm "$0" || return 1
-    echo "qkv: installing onnxruntime-node $want into tests/onnx/node_modules (npm)"
+    echo "qkv: installing onnxruntime-node $ort and @huggingface/transformers $tjs into tests/onnx/node_modules (npm)"
     local log
     log=$(mktemp --tmpdir qkv-npm.XXXXXX)
     if ! (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --ignore-scripts --no-package-lock --no-audit \
@@ -63,8 +68,8 @@ if [[ $# -gt 0 ]]; then
         --with-onnx)
             QKV_EXTRA_PACKAGES=python3-onnx "$0" ||
                 echo "qkv: warning: could not install python3-onnx; the ONNX checker tests will be skipped" >&2
-            install_onnxruntime_node ||
-                echo "qkv: warning: could not install onnxruntime-node; the ONNX runtime tests will be skipped" >&2 ;;
+            install_onnx_node_modules ||
+                echo "qkv: warning: could not install onnxruntime-node and transformers.js; the ONNX runtime tests will be skipped" >&2 ;;
         *) echo "qkv: scripts/deps.sh: unknown option '$opt' (--with-browser, --with-mpi, --with-tsan, --with-fuzz, --with-format, --with-onnx)" >&2; exit 2 ;;
         esac
     done

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# qkv export --format onnx end to end, on two tiny toy runs (post-LN with tied embeddings,
-# pre-LN with an output projection of its own): the folder's files; Debian's onnx checker
+# qkv export --format onnx end to end, on tiny toy runs of every tokenizer: word (post-LN
+# with tied embeddings; pre-LN with an output projection of its own), SentencePiece unigram
+# and bpe, and char with a shared vocabulary: the folder's files; Debian's onnx checker
 # (full_check) and strict shape inference on both graphs; onnxruntime-node running them on
-# qkv's own ids against the figures qkv writes into reference.json (encoder output and every
-# greedy step's log-probabilities within 1e-4, one line at a time and all lines in one padded
-# batch) and greedy output identical to qkv translate --greedy's on the toy test set; the same
-# bytes again, and under --average 1; the refusals. The tools come from
-# scripts/deps.sh --with-onnx; a missing one is skipped loudly.
+# the export's ids against the figures qkv writes into reference.json (encoder output and
+# every greedy step's log-probabilities within 1e-4, one line at a time and all lines in one
+# padded batch; the ids past the target vocabulary never likely) and greedy output identical
+# to qkv translate --greedy's on the toy test set; transformers.js' pipeline('translation')
+# from the folder alone, offline, translating as qkv translate --greedy does and its
+# tokenizer giving qkv's ids on every line (odd spacing too); the same bytes again, and
+# under --average 1; the refusals. The tools come from scripts/deps.sh --with-onnx; a
+# missing one is skipped loudly.
 # Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
@@ -19,7 +23,8 @@ NODE_MODULES=${QKV_NODE_MODULES:-$PWD/tests/onnx/node_modules}
 TOL=1e-4
 # make test installs the tools (scripts/deps.sh --with-onnx); under CI a missing one is
 # installed here too, rather than counted as a failed skip
-if [[ ${CI:-} == true ]] && ! { "$PY" -c 'import onnx' 2>/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.json ]]; }; then
+if [[ ${CI:-} == true ]] && ! { "$PY" -c 'import onnx' 2>/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.json &&
+    -f $NODE_MODULES/@huggingface/transformers/package.json ]]; }; then
     "$BOUNDED" scripts/deps.sh --with-onnx
 fi
 
@@ -35,16 +40,26 @@ train_run() {
         --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" "${sets[@]}" \
         >"$T/$name.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/$name.log")"; exit 1; }
 }
+RUNS="post pre uni bpe char"
+WORD_RUNS="post pre" # whose output ort_greedy.mjs spells (tokens joined by spaces)
 train_run post
 train_run pre model.norm=pre model.tie_embeddings=false
+# SentencePiece: 350 pieces, the most the toy text gives a unigram model
+train_run uni data.tokenizer=unigram data.vocab_size=350
+train_run bpe data.tokenizer=bpe data.vocab_size=350
+train_run char data.tokenizer=char data.shared_vocab=true data.max_len=200
+# lines as a user types them: blanks doubled, at the ends, tabs
+sed -n '1,10p' "$T/data/test.src" | awk '{ gsub(/ /, NR % 2 ? "  " : " \t "); print (NR % 3 ? "  " : "") $0 (NR % 4 ? " " : "") }' \
+    >"$T/data/odd.src"
 
 # ---- the folder ---------------------------------------------------------------------------
-for run in post pre; do
+for run in $RUNS; do
     out=$T/$run.onnx
     "$QKV" export "$T/$run" --format onnx --out "$out" --reference "$T/data/test.src" >"$T/$run.export.log" 2>&1
     rc=$?
     [[ $rc -eq 0 && -s $out/onnx/encoder_model.onnx && -s $out/onnx/decoder_model_merged.onnx &&
-        -s $out/reference.json && -s $out/generation_config.json ]] &&
+        -s $out/reference.json && -s $out/generation_config.json && -s $out/tokenizer.json &&
+        -s $out/tokenizer_config.json ]] &&
         grep -q '"model_type": "marian"' "$out/config.json" && grep -q '"d_model": 32' "$out/config.json" &&
         grep -q '"decoder_start_token_id": 1' "$out/generation_config.json" && ! ls -d "$T"/*partial* 2>/dev/null &&
         ok "export_onnx_writes_the_folder_$run" ||
@@ -54,9 +69,29 @@ grep -q '"normalize_before": true' "$T/pre.onnx/config.json" &&
     grep -q '"tie_word_embeddings": false' "$T/pre.onnx/config.json" && ok export_onnx_config_says_pre_ln_untied ||
     bad export_onnx_config_says_pre_ln_untied "$(cat "$T/pre.onnx/config.json")"
 
+# the export's ids: the target vocabulary's, then the source's own (none when shared)
+for run in $RUNS; do
+    verdict=$("$BOUNDED" "$PY" -c 'import json, sys
+d = sys.argv[1]
+c, t, r = (json.load(open(d + f)) for f in ("/config.json", "/tokenizer.json", "/reference.json"))
+tgt = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")]
+src = [l.rstrip("\n") for l in open(sys.argv[3], encoding="utf-8")]
+own = [w for w in src if w not in set(tgt)]
+v = t["model"]["vocab"]
+ids = [p[0] for p in v] if isinstance(v, list) else sorted(v, key=v.get)
+want = tgt + own
+bad = [] if ids == want else ["tokenizer ids %d, want %d (target %d + source own %d)" % (len(ids), len(want), len(tgt), len(own))]
+bad += [] if c["vocab_size"] == r["vocab_size"] == len(want) and c["target_vocab_size"] == len(tgt) else ["config sizes"]
+bad += [] if all(r["source_of_id"][i] == (src.index(w) if w in src else 3) for i, w in enumerate(want)) else ["source_of_id"]
+bad += [] if c["share_encoder_decoder_embeddings"] == (src == tgt) else ["shared"]
+print("; ".join(bad) or "ok")' "$T/$run.onnx" "$T/$run/tgt.vocab" "$T/$run/src.vocab" 2>&1)
+    [[ $verdict == ok ]] && ok "export_onnx_ids_are_the_target_vocab_then_the_sources_own_$run" ||
+        bad "export_onnx_ids_are_the_target_vocab_then_the_sources_own_$run" "$verdict"
+done
+
 # ---- Debian's onnx checker ----------------------------------------------------------------
 if "$PY" -c 'import onnx' 2>/dev/null; then
-    for run in post pre; do
+    for run in $RUNS; do
         log=$("$BOUNDED" "$PY" -c 'import sys, onnx
 for name in ("encoder_model", "decoder_model_merged"):
     m = onnx.load("%s/onnx/%s.onnx" % (sys.argv[1], name))
@@ -73,7 +108,7 @@ fi
 
 # ---- onnxruntime-node against qkv ---------------------------------------------------------
 if command -v node >/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.json ]]; then
-    for run in post pre; do
+    for run in $RUNS; do
         "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
         figures=$(NODE_MODULES=$NODE_MODULES "$BOUNDED" node tests/onnx/ort_greedy.mjs "$T/$run.onnx" \
             "$T/$run/tgt.vocab" "$T/$run.ort.txt" 2>"$T/$run.node.err")
@@ -84,9 +119,12 @@ bad = [k for k in ("encoder_max_diff", "batch_encoder_max_diff", "log_prob_max_d
        if not f[k] <= tol]
 bad += [k for k in ("identical", "batch_identical") if f[k] != f["lines"]]
 bad += ["steps_compared"] if f["steps_compared"] < 2 * f["lines"] else []
+# an id past the target vocabulary is never likely: log p near -1e9
+bad += ["source_only_max_log_prob"] if f["export_ids"] > f["target_ids"] and not f["source_only_max_log_prob"] < -1e8 else []
 print(" ".join(bad) or "ok")' "$figures" "$TOL" 2>&1)
         [[ $verdict == ok ]] && ok "onnxruntime_matches_qkv_within_${TOL}_$run" ||
             bad "onnxruntime_matches_qkv_within_${TOL}_$run" "$verdict; $(tail -2 "$T/$run.node.err")"
+        [[ " $WORD_RUNS " == *" $run "* ]] || continue
         [[ -s $T/$run.qkv.txt ]] && cmp -s "$T/$run.qkv.txt" "$T/$run.ort.txt" &&
             ok "onnxruntime_greedy_equals_qkv_translate_greedy_$run" ||
             bad "onnxruntime_greedy_equals_qkv_translate_greedy_$run" \
@@ -96,11 +134,44 @@ else
     skip_missing onnxruntime "node or onnxruntime-node is missing (scripts/deps.sh --with-onnx)"
 fi
 
+# ---- transformers.js against qkv ----------------------------------------------------------
+# pipeline('translation') from the folder alone, offline, with the folder's tokenizer: the
+# same text as qkv translate --greedy on at least 99% of the lines (a difference can only be
+# a near tie between two words, which float sums in another order may turn), and the
+# tokenizer's ids qkv's on every line, the test set's and odd.src's
+if command -v node >/dev/null && [[ -f $NODE_MODULES/@huggingface/transformers/package.json ]]; then
+    for run in $RUNS; do
+        [[ -s $T/$run.qkv.txt ]] || "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
+        figures=$(NODE_MODULES=$NODE_MODULES "$BOUNDED" node tests/onnx/tjs_translate.mjs "$T/$run.onnx" \
+            "$T/data/test.src" "$T/$run.tjs.txt" 2>"$T/$run.tjs.err")
+        echo "     $run transformers.js: $figures"
+        same=$(exact_match "$T/$run.qkv.txt" "$T/$run.tjs.txt")
+        lines=$(wc -l <"$T/$run.qkv.txt")
+        [[ $lines -ge 50 ]] && awk -v s="$same" 'BEGIN { exit !(s >= 99) }' &&
+            ok "transformers_js_translates_as_qkv_greedy_$run ($same% of $lines lines)" ||
+            bad "transformers_js_translates_as_qkv_greedy_$run" "$same% of $lines lines; $(diff "$T/$run.qkv.txt" "$T/$run.tjs.txt" | head -4 | tr '\n' ' ') $(tail -c 300 "$T/$run.tjs.err")"
+        "$QKV" export "$T/$run" --format onnx --out "$T/$run.odd" --reference "$T/data/odd.src" >/dev/null 2>&1
+        odd=$(NODE_MODULES=$NODE_MODULES "$BOUNDED" node tests/onnx/tjs_translate.mjs "$T/$run.odd" \
+            "$T/data/odd.src" "$T/$run.odd.txt" 2>&1)
+        verdict=$("$BOUNDED" "$PY" -c 'import json, sys
+bad = []
+for f in map(json.loads, sys.argv[1:]):
+    bad += [] if f["tokenizer_ids_equal"] == f["tokenizer_compared"] >= 10 else [json.dumps(f["first_ids_difference"])]
+    bad += [] if f["remote_requests"] == 0 else ["%d requests off the machine" % f["remote_requests"]]
+print("; ".join(bad) or "ok")' "$figures" "$odd" 2>&1)
+        [[ $verdict == ok ]] && ok "transformers_js_tokenizer_gives_qkvs_ids_offline_$run" ||
+            bad "transformers_js_tokenizer_gives_qkvs_ids_offline_$run" "$verdict"
+    done
+else
+    skip_missing transformers_js "node or @huggingface/transformers is missing (scripts/deps.sh --with-onnx)"
+fi
+
 # ---- the same bytes -----------------------------------------------------------------------
 "$QKV" export "$T/post" --format onnx --out "$T/again" >/dev/null 2>&1
 "$QKV" export "$T/post" --format onnx --average 1 --out "$T/avg" >/dev/null 2>&1
 same=1
-for f in onnx/encoder_model.onnx onnx/decoder_model_merged.onnx config.json generation_config.json; do
+for f in onnx/encoder_model.onnx onnx/decoder_model_merged.onnx config.json generation_config.json tokenizer.json \
+    tokenizer_config.json; do
     cmp -s "$T/post.onnx/$f" "$T/again/$f" && cmp -s "$T/post.onnx/$f" "$T/avg/$f" || same=0
 done
 [[ $same == 1 && ! -e $T/again/reference.json ]] && ok export_onnx_same_bytes_again_and_averaged_over_one ||

@@ -19,6 +19,7 @@
 #include "data/corpus.h"
 #include "data/tokenize.h"
 #include "decode/decode.h"
+#include "onnx/joint_vocab.h"
 #include "onnx/onnx_dir.h"
 #include "onnx/reference.h"
 #include "run/average.h"
@@ -59,7 +60,7 @@ static char *vocab_for_export(const Vocab *v) { return v->spm ? hex_encode(v->sp
 /* reference.json's text for the lines of path: each non-empty line encoded as qkv translate
  * encodes it (cut to the position table), decoded greedily as translate --greedy does.
  * NULL with the error set. */
-static char *reference_for(Run *r, const char *path) {
+static char *reference_for(Run *r, const JointVocab *jv, const char *path) {
     int n;
     char **lines = read_file_lines(path, &n);
     if (!lines) return NULL;
@@ -75,7 +76,7 @@ static char *reference_for(Run *r, const char *path) {
     }
     free_lines(lines, n);
     greedy_decode(m, src, k, out);
-    char *json = onnx_reference_json(m, src, out, k);
+    char *json = onnx_reference_json(m, jv, src, out, k);
     for (int i = 0; i < k; i++) free(src[i].ids), free(out[i].ids);
     free(src), free(out);
     return json;
@@ -83,16 +84,21 @@ static char *reference_for(Run *r, const char *path) {
 
 /* The ONNX folder of r's model (its weights already averaged when asked). */
 static int export_onnx(Run *r, const char *out, const char *reference) {
-    OnnxDir e = {&r->model, NULL};
+    JointVocab jv;
+    joint_vocab_build(&jv, &r->src_vocab, &r->tgt_vocab);
+    OnnxDir e = {&r->model, &jv, r->cfg.data.tokenizer, &r->src_vocab, NULL};
     char *json = NULL;
-    if (reference && !(json = reference_for(r, reference))) return -1;
+    int rc = reference && !(json = reference_for(r, &jv, reference)) ? -1 : 0;
     e.reference_json = json;
-    int rc = onnx_dir_write(out, &e);
+    if (rc == 0) rc = onnx_dir_write(out, &e);
     free(json);
     if (rc == 0)
         printf("wrote %s: the encoder and the decoder with its key/value cache as ONNX (IR 8, opset 17), %.2fM "
-               "weights of step %lld, config.json, generation_config.json%s\n",
-               out, (double)r->model.n_params / 1e6, (long long)r->meta.step, reference ? ", reference.json" : "");
+               "weights of step %lld, config.json, generation_config.json, tokenizer.json (%s, %d ids: %s)%s\n",
+               out, (double)r->model.n_params / 1e6, (long long)r->meta.step, tokenizer_name(r->cfg.data.tokenizer),
+               jv.size, jv.shared ? "the shared vocabulary" : "the target's, then the source's own",
+               reference ? ", reference.json" : "");
+    joint_vocab_free(&jv);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include "data/vocab.h"
 #include "onnx/seq2seq.h"
+#include "onnx/tokenizer_json.h"
 #include "util/atomic_file.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -24,7 +25,7 @@ static json_t *special_ids(json_t *o) {
     return o;
 }
 
-static char *config_json(const ModelConfig *c) {
+static char *config_json(const ModelConfig *c, const JointVocab *jv) {
     json_t *o = json_object();
     json_put(o, "architectures", json_pack("[s]", "MarianMTModel"));
     json_put(o, "model_type", json_string("marian"));
@@ -41,8 +42,9 @@ static char *config_json(const ModelConfig *c) {
                  {"decoder_attention_heads", c->heads},
                  {"encoder_ffn_dim", c->d_ff},
                  {"decoder_ffn_dim", c->d_ff},
-                 {"vocab_size", c->tgt_vocab},
-                 {"decoder_vocab_size", c->tgt_vocab},
+                 {"vocab_size", jv->size}, /* the export's ids: onnx/joint_vocab.h */
+                 {"decoder_vocab_size", jv->size},
+                 {"target_vocab_size", c->tgt_vocab},
                  {"source_vocab_size", c->src_vocab},
                  {"max_position_embeddings", c->max_positions}};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) json_put(o, sizes[i].key, json_integer(sizes[i].value));
@@ -50,7 +52,7 @@ static char *config_json(const ModelConfig *c) {
     json_put(o, "scale_embedding", json_true());
     json_put(o, "normalize_before", json_boolean(c->pre_norm));
     json_put(o, "tie_word_embeddings", json_boolean(c->tie_embeddings));
-    json_put(o, "share_encoder_decoder_embeddings", json_false());
+    json_put(o, "share_encoder_decoder_embeddings", json_boolean(jv->shared));
     json_put(o, "use_cache", json_true());
     return json_text_line(special_ids(o), JSON_WRITE_FLAGS);
 }
@@ -70,11 +72,11 @@ static int write_text(const char *dir, const char *name, const char *text) {
     return write_file_atomic(path, text, strlen(text));
 }
 
-static int write_graph(const char *dir, const char *name, int (*make)(const Model *, uint8_t **, size_t *),
-                       const Model *m) {
+static int write_graph(const char *dir, const char *name,
+                       int (*make)(const Model *, const JointVocab *, uint8_t **, size_t *), const OnnxDir *e) {
     uint8_t *data;
     size_t len;
-    if (make(m, &data, &len) != 0) return -1;
+    if (make(e->m, e->jv, &data, &len) != 0) return -1;
     char path[STAGED_DIR_MAX + 256];
     snprintf(path, sizeof path, "%s/onnx/%s", dir, name);
     int rc = write_file_atomic(path, data, len);
@@ -82,16 +84,26 @@ static int write_graph(const char *dir, const char *name, int (*make)(const Mode
     return rc;
 }
 
+/* What fill writes, the tokenizer made before the folder is staged: a tokenizer the
+ * format cannot hold is refused with nothing written. */
+typedef struct {
+    const OnnxDir *e;
+    char *tokenizer, *tokenizer_config;
+} Fill;
+
 static int fill(const char *dir, void *arg) {
-    const OnnxDir *e = arg;
+    const Fill *f = arg;
+    const OnnxDir *e = f->e;
     char sub[STAGED_DIR_MAX + 256];
     snprintf(sub, sizeof sub, "%s/onnx", dir);
-    if (make_dirs(sub) != 0 || write_graph(dir, "encoder_model.onnx", onnx_encoder_model, e->m) != 0 ||
-        write_graph(dir, "decoder_model_merged.onnx", onnx_decoder_model, e->m) != 0)
+    if (make_dirs(sub) != 0 || write_graph(dir, "encoder_model.onnx", onnx_encoder_model, e) != 0 ||
+        write_graph(dir, "decoder_model_merged.onnx", onnx_decoder_model, e) != 0)
         return -1;
-    char *config = config_json(&e->m->cfg), *generation = generation_json(&e->m->cfg);
+    char *config = config_json(&e->m->cfg, e->jv), *generation = generation_json(&e->m->cfg);
     int rc = write_text(dir, "config.json", config) != 0 ||
                      write_text(dir, "generation_config.json", generation) != 0 ||
+                     write_text(dir, "tokenizer.json", f->tokenizer) != 0 ||
+                     write_text(dir, "tokenizer_config.json", f->tokenizer_config) != 0 ||
                      (e->reference_json && write_text(dir, "reference.json", e->reference_json) != 0)
                  ? -1
                  : 0;
@@ -100,12 +112,19 @@ static int fill(const char *dir, void *arg) {
 }
 
 int onnx_dir_entry(const char *name) {
-    static const char *const own[] = {"config.json", "generation_config.json", "onnx", "reference.json"};
+    static const char *const own[] = {"config.json",    "generation_config.json",
+                                      "tokenizer.json", "tokenizer_config.json",
+                                      "onnx",           "reference.json"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (strcmp(name, own[i]) == 0) return 1;
     return 0;
 }
 
 int onnx_dir_write(const char *out, const OnnxDir *e) {
-    return staged_dir_write(out, "--out", fill, (void *)e, onnx_dir_entry);
+    Fill f = {e, tokenizer_json(e->jv, e->tokenizer, e->src), NULL};
+    if (!f.tokenizer) return -1;
+    f.tokenizer_config = tokenizer_config_json(e->jv, e->m->cfg.max_positions - 1);
+    int rc = staged_dir_write(out, "--out", fill, &f, onnx_dir_entry);
+    free(f.tokenizer), free(f.tokenizer_config);
+    return rc;
 }

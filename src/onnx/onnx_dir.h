@@ -3,6 +3,8 @@
  *
  *   config.json                  the model's sizes and special ids (model_type "marian")
  *   generation_config.json       how qkv decodes: greedy, the ids it never emits, the length cap
+ *   tokenizer.json               one tokenizer over the export's ids: onnx/tokenizer_json.h
+ *   tokenizer_config.json
  *   onnx/encoder_model.onnx      onnx/seq2seq.h
  *   onnx/decoder_model_merged.onnx
  *   reference.json               only when asked: onnx/reference.h
@@ -11,10 +13,15 @@
 #ifndef QKV_ONNX_ONNX_DIR_H
 #define QKV_ONNX_ONNX_DIR_H
 
+#include "data/vocab.h"
 #include "nn/model.h"
+#include "onnx/joint_vocab.h"
 
 typedef struct {
     const Model *m;
+    const JointVocab *jv;       /* the export's ids (joint_vocab_build of the run's vocabularies) */
+    int tokenizer;              /* the run's data.tokenizer (config.h's TOKENIZER_*) */
+    const Vocab *src;           /* the run's source vocabulary */
     const char *reference_json; /* NULL, or reference.json's text */
 } OnnxDir;
 

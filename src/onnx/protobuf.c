@@ -8,7 +8,7 @@
 
 #include "util/mem.h"
 
-enum { PB_VARINT = 0, PB_LEN = 2, PB_FIXED32 = 5 };
+enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2, PB_FIXED32 = 5 };
 
 void pb_free(PbBuf *b) {
     if (!b) return;
@@ -79,4 +79,42 @@ void pb_end(PbBuf *b, size_t mark) {
     memmove(b->data + mark + k, b->data + mark, n);
     put_varint(b->data + mark, n);
     b->len += (size_t)k;
+}
+
+static int read_varint(PbReader *r, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (r->p >= r->end) return -1;
+        uint8_t byte = *r->p++;
+        *v |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) return 0;
+    }
+    return -1;
+}
+
+int pb_next(PbReader *r, PbField *f) {
+    if (r->p >= r->end) return 0;
+    uint64_t key;
+    if (read_varint(r, &key) != 0 || key >> 3 == 0 || key >> 3 > 0x1fffffff) return -1;
+    memset(f, 0, sizeof *f);
+    f->field = (int)(key >> 3), f->wire = (int)(key & 7);
+    size_t left = (size_t)(r->end - r->p);
+    switch (f->wire) {
+    case PB_VARINT: return read_varint(r, &f->v) == 0 ? 1 : -1;
+    case PB_FIXED64:
+        if (left < 8) return -1;
+        r->p += 8;
+        return 1;
+    case PB_FIXED32:
+        if (left < 4) return -1;
+        f->v = (uint64_t)r->p[0] | (uint64_t)r->p[1] << 8 | (uint64_t)r->p[2] << 16 | (uint64_t)r->p[3] << 24;
+        r->p += 4;
+        return 1;
+    case PB_LEN:
+        if (read_varint(r, &f->v) != 0 || f->v > (uint64_t)(r->end - r->p)) return -1;
+        f->data = r->p, f->len = (size_t)f->v;
+        r->p += f->len;
+        return 1;
+    default: return -1;
+    }
 }

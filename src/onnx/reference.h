@@ -9,11 +9,16 @@
 
 #include "data/corpus.h"
 #include "nn/model.h"
+#include "onnx/joint_vocab.h"
 
-/* src[i] the sources (no EOS), out[i] qkv's greedy output for it (no EOS), i < n: the
- * document as JSON text (malloc'd) with format "qkv-onnx-reference-1" and "lines", each
+/* src[i] the sources (no EOS), out[i] qkv's greedy output for it (no EOS), i < n, in
+ * qkv's ids: the document as JSON text (malloc'd) in the export's ids (jv), with format
+ * "qkv-onnx-reference-1", "vocab_size" (the export's ids), "target_vocab_size",
+ * "source_of_id" (each export id's source id, as the encoder reads it) and "lines", each
  * {"source": ids, "output": ids, "encoder": (S, d_model), "log_probs": (len + 1, tgt_vocab)}:
- * row t is the distribution over the token at output position t, given the ones before. */
-char *onnx_reference_json(Model *m, const Seq *src, const Seq *out, int n);
+ * row t is the distribution over the token at output position t, given the ones before,
+ * over the target vocabulary (the export's ids below target_vocab_size; the others have
+ * probability 0). */
+char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n);
 
 #endif

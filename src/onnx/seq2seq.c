@@ -7,7 +7,11 @@
  *   sub-layer   post-LN: LN(x + f(x)); pre-LN: x + f(LN(x)), and a final LN per stack
  *   feed-forward relu(x W_1 + b_1) W_2 + b_2; layer norm's epsilon 1e-5
  *   output      logits = h generator^T (the target embedding when tied)
- * Dropout is off, as in every pass qkv decodes with. */
+ * Dropout is off, as in every pass qkv decodes with.
+ * The graphs take and give the export's ids (onnx/joint_vocab.h): the encoder first maps
+ * them to source ids, the decoder to target ids (an id past the target vocabulary, which
+ * it never emits, to <unk>), and the logits of those ids are a constant far below any
+ * logit a model gives, so that no search picks one and their probability is 0 in float. */
 #include "onnx/seq2seq.h"
 
 #include <float.h>
@@ -16,8 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/vocab.h"
 #include "onnx/onnxgraph.h"
 #include "util/err.h"
+#include "util/mem.h"
+
+/* The logit of an id the model never emits: far below any logit (a model's are tens at
+ * most), far above -FLT_MAX, so that a runtime's log-softmax stays finite. */
+#define ONNX_NEVER (-1e9f)
 
 /* protobuf's own limit on one message: larger weights need ONNX's external data files */
 #define ONNX_MAX_BYTES (2047ull << 20)
@@ -26,6 +36,7 @@
 typedef struct {
     OnnxGraph g;
     const Model *m;
+    const JointVocab *jv;
     const char *split_shape; /* [0, 0, heads, d_head]: (B, T, d) as heads */
     const char *merge_shape; /* [0, 0, d]: back */
     const char *scale;       /* 1 / sqrt(d_head) */
@@ -122,6 +133,43 @@ static const char *embed(Build *b, const char *table, const char *ids, const cha
     return op2(b, "Add", e, op2(b, "Gather", pe, pos));
 }
 
+/* The export's ids as the encoder's source ids: a Gather through the joint vocabulary's
+ * map, unless it is the identity. */
+static const char *source_ids(Build *b) {
+    const JointVocab *jv = b->jv;
+    int identity = jv->size == jv->n_source;
+    for (int i = 0; identity && i < jv->size; i++) identity = jv->source_of[i] == i;
+    if (identity) return "input_ids";
+    onnx_scope(&b->g, "export_ids");
+    int64_t *map = xmalloc(sizeof(int64_t) * (size_t)jv->size), n = jv->size;
+    for (int i = 0; i < jv->size; i++) map[i] = jv->source_of[i];
+    const char *table = onnx_ints(&b->g, "source_id_of_export_id", map, 1, &n);
+    free(map);
+    return op2(b, "Gather", table, "input_ids");
+}
+
+/* The export's ids as target ids: those past the target vocabulary (source-only tokens,
+ * never emitted, so never fed back by a search) read as <unk> rather than out of range. */
+static const char *target_ids(Build *b) {
+    const JointVocab *jv = b->jv;
+    if (jv->size == jv->n_target) return "input_ids";
+    onnx_scope(&b->g, "export_ids");
+    int64_t *map = xmalloc(sizeof(int64_t) * (size_t)jv->size), n = jv->size;
+    for (int i = 0; i < jv->size; i++) map[i] = i < jv->n_target ? i : VOCAB_UNK;
+    const char *table = onnx_ints(&b->g, "target_id_of_export_id", map, 1, &n);
+    free(map);
+    return op2(b, "Gather", table, "input_ids");
+}
+
+/* logits (B, T, n_target) padded to the export's vocabulary as "logits": the ids past the
+ * target vocabulary get ONNX_NEVER, which exp takes to 0 next to any real logit, so their
+ * probability is 0 and the target ids' log-probabilities are the model's own. */
+static void never_emitted(Build *b, const char *logits) {
+    int64_t pads[] = {0, 0, 0, 0, 0, b->jv->size - b->jv->n_target};
+    const char *in[] = {logits, onnx_int_list(&b->g, 6, pads), onnx_float_scalar(&b->g, ONNX_NEVER)};
+    onnx_node(&b->g, "Pad", "logits", 3, in, 0, NULL);
+}
+
 /* an int64 mask (B, S) of 1s and 0s as the keys a query may see: bool (B, 1, 1, S) */
 static const char *key_mask(Build *b, const char *mask) {
     static const int64_t axes[] = {1, 2};
@@ -130,9 +178,9 @@ static const char *key_mask(Build *b, const char *mask) {
     return op2(b, "Unsqueeze", m, onnx_int_list(&b->g, 2, axes));
 }
 
-static void begin(Build *b, const Model *m, const char *name, const char *doc) {
+static void begin(Build *b, const Model *m, const JointVocab *jv, const char *name, const char *doc) {
     memset(b, 0, sizeof *b);
-    b->m = m;
+    b->m = m, b->jv = jv;
     onnx_begin(&b->g, name, doc);
     const ModelConfig *c = &m->cfg;
     int64_t split[] = {0, 0, c->heads, c->d_model / c->heads}, merge[] = {0, 0, c->d_model};
@@ -153,15 +201,15 @@ static int finish(Build *b, const char *what, uint8_t **data, size_t *len) {
 
 static const OnnxDim BATCH = {"batch_size", 0}, SRC_LEN = {"encoder_sequence_length", 0};
 
-int onnx_encoder_model(const Model *m, uint8_t **data, size_t *len) {
+int onnx_encoder_model(const Model *m, const JointVocab *jv, uint8_t **data, size_t *len) {
     const ModelConfig *c = &m->cfg;
     Build b;
-    begin(&b, m, "qkv encoder", "qkv's Transformer encoder: token ids to the last layer's states");
+    begin(&b, m, jv, "qkv encoder", "qkv's Transformer encoder: token ids to the last layer's states");
     OnnxDim ids_dims[] = {BATCH, SRC_LEN}, out_dims[] = {BATCH, SRC_LEN, {NULL, c->d_model}};
     onnx_input(&b.g, "input_ids", ONNX_INT64, 2, ids_dims);
     onnx_input(&b.g, "attention_mask", ONNX_INT64, 2, ids_dims);
     onnx_output(&b.g, "last_hidden_state", ONNX_FLOAT, 3, out_dims);
-    const char *x = embed(&b, "encoder.embed_tokens", "input_ids", NULL);
+    const char *x = embed(&b, "encoder.embed_tokens", source_ids(&b), NULL);
     const char *allowed = key_mask(&b, "attention_mask");
     for (int l = 0; l < c->encoder_layers; l++) {
         char p[96], n1[96], n2[96], f[96];
@@ -181,17 +229,17 @@ int onnx_encoder_model(const Model *m, uint8_t **data, size_t *len) {
     return finish(&b, "encoder", data, len);
 }
 
-int onnx_decoder_model(const Model *m, uint8_t **data, size_t *len) {
+int onnx_decoder_model(const Model *m, const JointVocab *jv, uint8_t **data, size_t *len) {
     const ModelConfig *c = &m->cfg;
     int H = c->heads;
     Build b;
-    begin(&b, m, "qkv decoder",
+    begin(&b, m, jv, "qkv decoder",
           "qkv's Transformer decoder, one step or many: new token ids, the encoder's states and the cached keys "
           "and values to the logits and the caches grown");
     OnnxDim tgt_len = {"decoder_sequence_length", 0}, past = {"past_decoder_sequence_length", 0},
             present = {"present_decoder_sequence_length", 0}, dh = {NULL, c->d_model / H};
     OnnxDim ids_dims[] = {BATCH, tgt_len}, enc_dims[] = {BATCH, SRC_LEN, {NULL, c->d_model}},
-            mask_dims[] = {BATCH, SRC_LEN}, logits_dims[] = {BATCH, tgt_len, {NULL, c->tgt_vocab}},
+            mask_dims[] = {BATCH, SRC_LEN}, logits_dims[] = {BATCH, tgt_len, {NULL, jv->size}},
             past_dims[] = {BATCH, {NULL, H}, past, dh}, present_dims[] = {BATCH, {NULL, H}, present, dh};
     onnx_input(&b.g, "input_ids", ONNX_INT64, 2, ids_dims);
     onnx_input(&b.g, "encoder_hidden_states", ONNX_FLOAT, 3, enc_dims);
@@ -209,7 +257,7 @@ int onnx_decoder_model(const Model *m, uint8_t **data, size_t *len) {
      * keys at positions up to its own */
     onnx_scope(&b.g, "positions");
     const char *first = element(&b, op1(&b, "Shape", "past_key_values.0.decoder.key"), 2);
-    const char *x = embed(&b, "decoder.embed_tokens", "input_ids", first);
+    const char *x = embed(&b, "decoder.embed_tokens", target_ids(&b), first);
     onnx_scope(&b.g, "positions");
     const char *T = element(&b, op1(&b, "Shape", "input_ids"), 1), *one = onnx_int_scalar(&b.g, 1);
     const char *end = op2(&b, "Add", first, T);
@@ -248,6 +296,7 @@ int onnx_decoder_model(const Model *m, uint8_t **data, size_t *len) {
     /* tied: the embedding's own initializer, turned by a node (onnxruntime folds it once) */
     const char *table = c->tie_embeddings ? "decoder.embed_tokens" : weight(&b, "generator");
     const char *in[] = {x, transpose(&b, table, 2, turn)};
-    onnx_node(&b.g, "MatMul", "logits", 2, in, 0, NULL);
+    if (jv->size == c->tgt_vocab) onnx_node(&b.g, "MatMul", "logits", 2, in, 0, NULL);
+    else never_emitted(&b, onnx_node(&b.g, "MatMul", NULL, 2, in, 0, NULL));
     return finish(&b, "decoder", data, len);
 }

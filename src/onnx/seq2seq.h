@@ -10,12 +10,13 @@
  *                        encoder_attention_mask        int64 (batch_size, encoder_sequence_length)
  *                        past_key_values.{i}.decoder.key|value
  *                                                      float (batch_size, heads, past_decoder_sequence_length, d_head)
- *                        -> logits                     float (batch_size, decoder_sequence_length, tgt_vocab)
+ *                        -> logits                     float (batch_size, decoder_sequence_length, vocab)
  *                           present.{i}.decoder.key|value  the pasts with the new positions appended
  *
- * The decoder's positions start at the pasts' length. The graphs compute what nn/model.c
- * computes (the same weights, by their table names, as initializers), never reading the
- * model's code: the math is restated here in ONNX's operators. */
+ * Ids are the export's (onnx/joint_vocab.h: the target vocabulary's, then the source
+ * tokens it lacks), vocab their count. The decoder's positions start at the pasts' length. The graphs compute what
+ * nn/model.c computes (the same weights, by their table names, as initializers), never reading the model's code: the
+ * math is restated here in ONNX's operators. */
 #ifndef QKV_ONNX_SEQ2SEQ_H
 #define QKV_ONNX_SEQ2SEQ_H
 
@@ -23,10 +24,11 @@
 #include <stdint.h>
 
 #include "nn/model.h"
+#include "onnx/joint_vocab.h"
 
 /* The protobuf bytes of each graph (*data malloc'd, the caller's). 0, or -1 with the error
  * set when the model cannot be written as one ONNX file. */
-int onnx_encoder_model(const Model *m, uint8_t **data, size_t *len);
-int onnx_decoder_model(const Model *m, uint8_t **data, size_t *len);
+int onnx_encoder_model(const Model *m, const JointVocab *jv, uint8_t **data, size_t *len);
+int onnx_decoder_model(const Model *m, const JointVocab *jv, uint8_t **data, size_t *len);
 
 #endif

@@ -21,7 +21,9 @@ const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8')
 const vocab = fs.readFileSync(vocabPath, 'utf8').split('\n');
 const PAD = 0, BOS = 1, EOS = 2, UNK = 3, SPECIAL = 4;
 const H = config.decoder_attention_heads, L = config.decoder_layers, D = config.d_model, dh = D / H;
-const V = config.vocab_size, maxPositions = config.max_position_embeddings;
+// the export's ids (qkv export's joint vocabulary): the target vocabulary's ids first, at
+// qkv's own ids, then the source's own tokens, which the decoder never emits
+const V = config.vocab_size, VT = ref.target_vocab_size, maxPositions = config.max_position_embeddings;
 
 const opts = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const encoder = await ort.InferenceSession.create(path.join(dir, 'onnx/encoder_model.onnx'), opts);
@@ -84,6 +86,7 @@ async function greedy(rows, onStep) {
 }
 
 const lines = ref.lines, n = lines.length;
+let neverMax = -Infinity; // the largest log-probability of an id past the target vocabulary
 let encDiff = 0, lpDiff = 0, stepsCompared = 0, identical = 0, batchIdentical = 0, batchEncDiff = 0, batchLpDiff = 0;
 const hyps = [];
 // step t's log-probabilities against qkv's, while the ids so far are qkv's
@@ -91,7 +94,8 @@ const compareSteps = (line, diffOf) => (b, t, z, sofar) => {
   const want = line.log_probs[t];
   if (!want || sofar.length !== t || line.output.slice(0, t).some((x, i) => x !== sofar[i])) return;
   const lp = logSoftmax(z);
-  for (let v = 0; v < V; v++) diffOf(Math.abs(lp[v] - want[v]));
+  for (let v = 0; v < VT; v++) diffOf(Math.abs(lp[v] - want[v]));
+  for (let v = VT; v < V; v++) neverMax = Math.max(neverMax, lp[v]);
   stepsCompared++;
 };
 const t0 = performance.now();
@@ -115,5 +119,6 @@ lines.forEach((line, b) => {
 fs.writeFileSync(hypPath, hyps.map((h) => h + '\n').join(''));
 console.log(JSON.stringify({
   lines: n, identical, batch_identical: batchIdentical, encoder_max_diff: encDiff, batch_encoder_max_diff: batchEncDiff,
-  log_prob_max_diff: lpDiff, batch_log_prob_max_diff: batchLpDiff, steps_compared: stepsCompared, sentences_per_second: n / seconds,
+  log_prob_max_diff: lpDiff, batch_log_prob_max_diff: batchLpDiff, steps_compared: stepsCompared,
+  export_ids: V, target_ids: VT, source_only_max_log_prob: V > VT ? neverMax : null, sentences_per_second: n / seconds,
 }));
