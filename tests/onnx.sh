@@ -59,7 +59,7 @@ for run in $RUNS; do
     rc=$?
     [[ $rc -eq 0 && -s $out/onnx/encoder_model.onnx && -s $out/onnx/decoder_model_merged.onnx &&
         -s $out/reference.json && -s $out/generation_config.json && -s $out/tokenizer.json &&
-        -s $out/tokenizer_config.json ]] &&
+        -s $out/tokenizer_config.json && -s $out/index.html ]] &&
         grep -q '"model_type": "marian"' "$out/config.json" && grep -q '"d_model": 32' "$out/config.json" &&
         grep -q '"decoder_start_token_id": 1' "$out/generation_config.json" && ! ls -d "$T"/*partial* 2>/dev/null &&
         ok "export_onnx_writes_the_folder_$run" ||
@@ -166,12 +166,68 @@ else
     skip_missing transformers_js "node or @huggingface/transformers is missing (scripts/deps.sh --with-onnx)"
 fi
 
+# ---- the page: index.html translating in headless Chromium ---------------------------------
+# The folder served from loopback by a server this test starts and stops, the library files
+# beside the page as docs/export.md says (links here, copies for a user); the page types ten
+# test lines (#selftest), presses Enter and must give qkv translate --greedy's ten lines; a
+# folder without the library says what is missing
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+    skip_missing onnx_page_in_chromium "Chromium is not installed (scripts/deps.sh --with-browser)"
+elif ! [[ -f $NODE_MODULES/@huggingface/transformers/dist/transformers.min.js ]]; then
+    skip_missing onnx_page_in_chromium "@huggingface/transformers is missing (scripts/deps.sh --with-onnx)"
+else
+    mkdir -p "$T/www"
+    for run in post uni bare; do
+        cp -r "$T/${run/bare/post}.onnx" "$T/www/$run"
+        [[ $run == bare ]] && continue
+        ln -s "$NODE_MODULES/@huggingface/transformers/dist/transformers.min.js" "$T/www/$run/"
+        ln -s "$NODE_MODULES"/onnxruntime-web/dist/ort-wasm-simd-threaded.* "$T/www/$run/"
+    done
+    "$BOUNDED" "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/http.log" 2>&1 &
+    server=$!
+    wait_for "$T/http.log" "port [0-9]" 20
+    port=$(grep -o 'port [0-9]*' "$T/http.log" | head -1 | cut -d' ' -f2)
+    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+        --disable-component-update --disable-sync --enable-logging=stderr --v=0 --virtual-time-budget=60000)
+    # page RUN: the page's verdict on the first ten test lines, typed as one text
+    page() {
+        local text
+        text=$(head -10 "$T/data/test.src" | "$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read().rstrip("\n")))')
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --user-data-dir="$T/profile-$1" --dump-dom \
+            "http://127.0.0.1:$port/$1/index.html#selftest&text=$text" >"$T/page-$1.html" 2>"$T/page-$1.err"
+        grep -o '<pre id="selftest"[^<]*' "$T/page-$1.html" | sed 's/.*>//'
+    }
+    for run in post uni; do
+        [[ -s $T/$run.qkv.txt ]] || "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
+        result=$(page $run)
+        verdict=$("$PY" -c 'import html, json, sys
+r = json.loads(html.unescape(sys.argv[1]) or "{}")
+want = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][:10]
+got = r.get("translation", "").split("\n")
+print("ok" if r.get("ok") and got == want else "%s; %d of 10 lines differ" % (r.get("status"), sum(a != b for a, b in zip(got + [""] * 10, want))))' "$result" "$T/$run.qkv.txt" 2>&1)
+        console=$(grep -E 'CONSOLE|Uncaught' "$T/page-$run.err" | head -3)
+        [[ $verdict == ok && -z $console ]] && ok "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" ||
+            bad "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" "${verdict:-no verdict}; $console"
+    done
+    result=$(page bare)
+    [[ $result == *'"ok":false'* && $result == *'transformers.min.js is not beside this page'* ]] &&
+        ok onnx_page_without_the_library_says_what_is_missing ||
+        bad onnx_page_without_the_library_says_what_is_missing "${result:-no verdict}"
+    # every request the pages made was for a file of the folder, and found
+    grep -E '"GET [^"]*" [0-9]+' "$T/http.log" | grep -vE '" (200|304) |/favicon.ico|/bare/transformers.min.js' >"$T/http.bad"
+    [[ ! -s $T/http.bad ]] && ok onnx_page_loads_only_its_folders_files ||
+        bad onnx_page_loads_only_its_folders_files "$(head -3 "$T/http.bad")"
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+fi
+
 # ---- the same bytes -----------------------------------------------------------------------
 "$QKV" export "$T/post" --format onnx --out "$T/again" >/dev/null 2>&1
 "$QKV" export "$T/post" --format onnx --average 1 --out "$T/avg" >/dev/null 2>&1
 same=1
 for f in onnx/encoder_model.onnx onnx/decoder_model_merged.onnx config.json generation_config.json tokenizer.json \
-    tokenizer_config.json; do
+    tokenizer_config.json index.html; do
     cmp -s "$T/post.onnx/$f" "$T/again/$f" && cmp -s "$T/post.onnx/$f" "$T/avg/$f" || same=0
 done
 [[ $same == 1 && ! -e $T/again/reference.json ]] && ok export_onnx_same_bytes_again_and_averaged_over_one ||

@@ -16,6 +16,9 @@
 #include "util/json.h"
 #include "util/staged_dir.h"
 
+/* onnx/onnx_page.html, built in as a string: the folder's index.html */
+extern const char onnx_page_html[];
+
 static json_t *special_ids(json_t *o) {
     json_put(o, "pad_token_id", json_integer(VOCAB_PAD));
     json_put(o, "bos_token_id", json_integer(VOCAB_BOS));
@@ -104,6 +107,7 @@ static int fill(const char *dir, void *arg) {
                      write_text(dir, "generation_config.json", generation) != 0 ||
                      write_text(dir, "tokenizer.json", f->tokenizer) != 0 ||
                      write_text(dir, "tokenizer_config.json", f->tokenizer_config) != 0 ||
+                     write_text(dir, "index.html", onnx_page_html) != 0 ||
                      (e->reference_json && write_text(dir, "reference.json", e->reference_json) != 0)
                  ? -1
                  : 0;

@@ -5,6 +5,7 @@
  *   generation_config.json       how qkv decodes: greedy, the ids it never emits, the length cap
  *   tokenizer.json               one tokenizer over the export's ids: onnx/tokenizer_json.h
  *   tokenizer_config.json
+ *   index.html                   a page that translates in the browser (onnx/onnx_page.html)
  *   onnx/encoder_model.onnx      onnx/seq2seq.h
  *   onnx/decoder_model_merged.onnx
  *   reference.json               only when asked: onnx/reference.h
