@@ -250,6 +250,56 @@ expect_error export_onnx_refuses_a_file_for_its_folder 2 "^qkv: --out: .*a-file 
     "$QKV" export "$T/post" --format onnx --out "$T/a-file"
 expect_error export_onnx_refuses_a_missing_reference 2 "^qkv: .*no-such\.src" \
     "$QKV" export "$T/post" --format onnx --reference "$T/no-such.src" --out "$T/x"
+# SentencePiece models whose tokenizer the Hugging Face format cannot restate: the unigram
+# run's source model with one field changed (sentencepiece_model.proto's numbers), trained
+# on for a step through data.spm_model; each export refused with its reason, nothing written
+"$PY" - "$T/uni/src.model" "$T" <<'PYEOF'
+import sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        v |= (b[i] & 0x7f) << s; s += 7; i += 1
+        if b[i - 1] < 0x80: return v, i
+def enc(v):
+    out = bytearray()
+    while True:
+        out.append((v & 0x7f) | (0x80 if v > 0x7f else 0)); v >>= 7
+        if not v: return bytes(out)
+def fields(b):
+    i, out = 0, []
+    while i < len(b):
+        key, i = varint(b, i)
+        if key & 7 == 0: v, i = varint(b, i); out.append((key, v))
+        elif key & 7 == 5: out.append((key, b[i:i + 4])); i += 4
+        else: n, i = varint(b, i); out.append((key, b[i:i + n])); i += n
+    return out
+def build(fs):
+    return b"".join(enc(k) + (enc(v) if k & 7 == 0 else v if k & 7 == 5 else enc(len(v)) + v) for k, v in fs)
+def patch(model, field, sub, value):  # sets field sub of message field to value
+    out = []
+    for k, v in fields(model):
+        if k >> 3 == field:
+            inner = [(kk, vv) for kk, vv in fields(v) if kk >> 3 != sub]
+            inner.append(((sub << 3) | (2 if isinstance(value, bytes) else 0), value))
+            v = build(inner)
+        out.append((k, v))
+    return build(out)
+m = open(sys.argv[1], "rb").read()
+for name, f, sub, value in (("cf", 3, 1, b"nmt_nfkc_cf"), ("word", 2, 3, 3), ("spaces", 3, 5, 0)):
+    open("%s/%s.model" % (sys.argv[2], name), "wb").write(patch(m, f, sub, value))
+PYEOF
+for kind in cf word spaces; do
+    train_run "spm_$kind" data.tokenizer=unigram train.steps=1 data.spm_model.src="$T/$kind.model" \
+        data.spm_model.tgt="$T/uni/tgt.model"
+done
+expect_error export_onnx_refuses_a_normalization_tokenizers_lack 2 \
+    "^qkv: tokenizer.json: the source SentencePiece model's normalization 'nmt_nfkc_cf' has no counterpart" \
+    "$QKV" export "$T/spm_cf" --format onnx --out "$T/x"
+expect_error export_onnx_refuses_a_word_sentencepiece_model 2 \
+    "^qkv: tokenizer.json: the source SentencePiece model is of type word; the export writes unigram and bpe models$" \
+    "$QKV" export "$T/spm_word" --format onnx --out "$T/x"
+expect_error export_onnx_refuses_unescaped_spaces 2 "^qkv: tokenizer.json: .*escape_whitespaces false" \
+    "$QKV" export "$T/spm_spaces" --format onnx --out "$T/x"
 [[ ! -e $T/x && ! -e $T/x.safetensors && $(cat "$T/a-file") == file ]] && ok export_refusals_write_nothing ||
     bad export_refusals_write_nothing "$(ls "$T")"
 
