@@ -25,6 +25,24 @@ problems=$(paste -d'\t' "$T/toy/train.src" "$T/toy/train.tgt" "$T/toy/train.alig
     for (k = 1; k <= na; k++) { split(a[k], p, "-"); if (p[1] >= ns || p[2] >= nt || p[2] != k - 1) print "line " NR ": bad link " a[k]; }
 }' | head -3)
 [[ -z $problems ]] && ok "toy_data_alignments_cover_every_target_word" || bad "toy_data_alignments_cover_every_target_word" "$problems"
+# each gold link joins a word and its translation, in both tasks that have gold worth the name:
+# determiners, "and" and prepositions by their forms; every other source word always to one
+# target stem (agreement endings off); a determiner's number is its noun's (the next word's)
+"$QKV" toy-data "$T/particles" --task particles --train 2000 --valid 10 --test 10 >/dev/null
+gold_lexicon() { # DIR -> the first three links that are not translations, or nothing
+    paste -d'\t' "$1/train.src" "$1/train.tgt" "$1/train.align" | awk -F'\t' '
+    BEGIN { split("the lo la los las a un una an un una some unos unas and e near apud under sub with kun behind post", f, " ")
+        for (k = 1; k <= 27; k++) if (f[k] ~ /^(the|a|an|some|and|near|under|with|behind)$/) w = f[k]; else form[w, f[k]] = 1 }
+    { ns = split($1, s, " "); nt = split($2, t, " "); na = split($3, a, " ")
+      for (k = 1; k <= na; k++) { split(a[k], p, "-"); sw = s[p[1] + 1]; tw = t[p[2] + 1]
+        if (sw ~ /^(the|a|an|some|and|near|under|with|behind)$/) { if (!((sw, tw) in form)) print NR ": " sw " -> " tw; continue }
+        stem = tw; sub(/(os|as|an|es|o|a|s)$/, "", stem)
+        if (sw in stems && stems[sw] != stem) print NR ": " sw " -> " tw ", elsewhere " stems[sw]; stems[sw] = stem }
+      for (j = 1; j < nt; j++) if (t[j] ~ /^(lo|la|un|una)$/ && t[j + 1] ~ /s$/ || t[j] ~ /^(los|las|unos|unas)$/ && t[j + 1] !~ /s$/)
+        print NR ": " t[j] " " t[j + 1] }' | head -3
+}
+wrong="$(gold_lexicon "$T/toy")$(gold_lexicon "$T/particles")"
+[[ -z $wrong ]] && ok "toy_data_gold_links_translations" || bad "toy_data_gold_links_translations" "$wrong"
 # reordering really happens: some links cross
 if awk '{for(k=1;k<=NF;k++){split($k,p,"-"); if(p[1]<last) x=1; last=p[1]} last=-1} END{exit !x}' "$T/toy/train.align"; then
     ok "toy_data_reorders_words"

@@ -119,6 +119,8 @@ static void emit_np(Pair *p, const NounPhrase *np) {
     const Noun *n = &nouns[np->noun];
     static const char *dets[2][2][2] = {{{"lo", "los"}, {"la", "las"}}, {{"un", "unos"}, {"una", "unas"}}};
     static const char *endings[2][2] = {{"o", "os"}, {"a", "as"}};
+    /* the determiner's gold is the source determiner it translates, as annotators link
+     * articles, though its gender (and with "the" its number) is the noun's */
     add_tgt(p, dets[np->det][n->fem][np->plural], np->src_det);
     add_tgt(p, np->plural ? n->t_pl : n->t_sg, np->src_noun);
     for (int i = 0; i < np->n_adj; i++) {
