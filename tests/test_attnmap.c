@@ -461,7 +461,10 @@ static void test_alignment_links_strict_unique_in_range(void) {
 
 /* The links of selection pk by the lower-level calls: one head's map, or head averages
  * (attnmap_head_average) of one layer or of all layers averaged, pooled by align_from_map. */
-static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int nsw, const int *tw, int ntw, int *links) {
+/* The links of pick pk as the lower-level calls give them; with null_word >= 0, that word
+ * left unaligned and the rest matched one to one, as --null on reads them */
+static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int nsw, const int *tw, int ntw,
+                          int null_word, int *links) {
     size_t per = (size_t)a->T * a->S;
     float *map = xcalloc(per, sizeof(float)), *avg = xmalloc(sizeof(float) * per);
     if (pk.head >= 0) memcpy(map, attnmap_at(a, ATTN_CROSS, pk.layer, pk.head), sizeof(float) * per);
@@ -472,6 +475,10 @@ static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int ns
             for (size_t i = 0; i < per; i++) map[i] += avg[i] / (float)a->layers[ATTN_CROSS];
         }
     align_from_map(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
+    if (null_word >= 0) {
+        links[null_word] = -1;
+        align_match(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
+    }
     free(map), free(avg);
 }
 
@@ -500,7 +507,7 @@ static void test_aligner_pair_links_and_scores(void) {
     int ntw = align_words(a.tgt_out, a.T, TOKENIZER_WORD, tw);
     int want[16][3], differ = 0;
     if (nsw == 4 && ntw == 3)
-        for (int k = 0; k < n_picks; k++) links_by_hand(&a, picks[k], sw, nsw, tw, ntw, want[k]);
+        for (int k = 0; k < n_picks; k++) links_by_hand(&a, picks[k], sw, nsw, tw, ntw, -1, want[k]);
     attnmap_free(&a);
     CHECK(nsw == 4 && ntw == 3, "%d source and %d target words", nsw, ntw);
     for (int k = 1; k < n_picks; k++) differ += memcmp(want[k], want[0], sizeof want[0]) != 0;
@@ -604,6 +611,52 @@ static void test_null_rule_on_hand_built_rows(void) {
           c.hits, c.predicted, c.gold, c.words);
 }
 
+/* align_match on hand-built maps: the strongest pair is linked first and each source word
+ * taken once, a word the null decision left takes nothing, a word left over keeps its
+ * link, a word's pieces are averaged, and a source word given nothing is no link. */
+static void test_match_on_hand_built_rows(void) {
+    /* a determiner that reads its noun (for the gender) more than its own determiner, the
+     * noun, and a particle the null decision left that reads the determiner most of all */
+    int tw[3] = {0, 1, 2}, sw[4] = {0, 1, 2, -1};
+    float map[3 * 4] = {
+        0.30f, 0.60f, 0.10f, 0.0f, /* det: argmax the noun */
+        0.05f, 0.90f, 0.05f, 0.0f, /* noun: the noun, more strongly */
+        0.90f, 0.05f, 0.05f, 9.0f, /* particle: unaligned; the EOS column is no word */
+    };
+    int links[3];
+    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
+    CHECK(links[0] == 1 && links[1] == 1 && links[2] == 0, "argmax links %d %d %d", links[0], links[1], links[2]);
+    links[2] = -1;
+    align_match(map, 4, tw, 3, 3, sw, 4, 3, links);
+    CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d (want 0), noun %d (want 1), particle %d (want -1)",
+          links[0], links[1], links[2]);
+    /* three words, two source words: 0.9 first, then 0.3 beats 0.2 for the free source
+     * word, and the word left over keeps its argmax */
+    int tw3[3] = {0, 1, 2}, sw2[2] = {0, 1}, three[3] = {0, 0, 0};
+    float over[3 * 2] = {0.9f, 0.1f, 0.8f, 0.2f, 0.7f, 0.3f};
+    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, three);
+    CHECK(three[0] == 0 && three[1] == 0 && three[2] == 1, "links %d %d %d, want 0 0 1", three[0], three[1], three[2]);
+    /* word 0 in two pieces of 0.6 each on source 0 (1.2 summed, 0.6 averaged) against word
+     * 1's 0.7: averaged, word 1 takes source 0 */
+    int tw2[3] = {0, 0, 1}, two[2] = {0, 0};
+    float pieces[3 * 2] = {0.6f, 0.4f, 0.6f, 0.4f, 0.7f, 0.3f};
+    align_match(pieces, 2, tw2, 3, 2, sw2, 2, 2, two);
+    CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0 (a word's pieces averaged)", two[0], two[1]);
+    /* a tie goes to the earlier word; a source word the other gives nothing is no link */
+    float zero[2 * 2] = {1.0f, 0.5f, 1.0f, 0.0f};
+    two[0] = two[1] = 0;
+    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, two);
+    CHECK(two[0] == 0 && two[1] == 0, "links %d %d, want 0 0", two[0], two[1]);
+    /* a target piece of no word weighs nothing; no source words: the links stay */
+    int tw_eos[2] = {-1, 0}, one[1] = {1}, none_sw[2] = {-1, -1};
+    float eos_row[2 * 2] = {9.0f, 0.0f, 0.2f, 0.8f};
+    align_match(eos_row, 2, tw_eos, 2, 1, sw2, 2, 2, one);
+    CHECK(one[0] == 1, "the EOS row counted: link %d", one[0]);
+    one[0] = -1;
+    align_match(eos_row, 2, tw_eos, 2, 1, none_sw, 2, 0, one);
+    CHECK(one[0] == -1, "a sentence without source words got link %d", one[0]);
+}
+
 /* A null measure that says target position `null_position` came wholly from its prefix */
 static int null_position;
 static void prefix_at(Model *m, const AttnMaps *a, float *from) {
@@ -627,10 +680,32 @@ static void test_aligner_null_measure(void) {
     null_position = 1;
     int n_on = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], prefix_at, &on);
     int same = n == 3 && n_off == 3 && n_on == 3 && memcmp(plain, off, 3 * sizeof(int)) == 0;
-    int unlinked = n_on == 3 && on[0] == plain[0] && on[1] == -1 && on[2] == plain[2];
+    /* the others are linked, one to one (align_match: the source has four words) */
+    int unlinked = n_on == 3 && on[0] >= 0 && on[1] == -1 && on[2] >= 0 && on[0] != on[2];
     free(plain), free(off), free(on);
     CHECK(same, "no measure changed the links");
     CHECK(unlinked, "the word the measure gives to its prefix is still linked, or another lost its link");
+    /* every selection: the null word unaligned and the rest matched, as by hand; where two
+     * words want the same source word, the matching moved one (else this proves little) */
+    int sid[8], tid[8], moved = 0;
+    int ns = encode_line(p.src, TOKENIZER_WORD, &sv, sid, 8), nt = encode_line(p.tgt, TOKENIZER_WORD, &tv, tid, 8);
+    AttnMaps a;
+    attnmap_capture(&m, &sv, &tv, sid, ns, tid, nt, &a);
+    int sw[8], tw[8], nsw = align_words(a.src, a.S, TOKENIZER_WORD, sw),
+                      ntw = align_words(a.tgt_out, a.T, TOKENIZER_WORD, tw);
+    for (int k = 0; k < n_picks && nsw == 4 && ntw == 3; k++) {
+        int want[3], argmax[3], *got = NULL;
+        links_by_hand(&a, picks[k], sw, nsw, tw, ntw, 1, want);
+        links_by_hand(&a, picks[k], sw, nsw, tw, ntw, -1, argmax);
+        moved += want[0] != argmax[0] || want[2] != argmax[2];
+        int n_got = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[k], prefix_at, &got);
+        int same_links = n_got == 3 && memcmp(got, want, sizeof want) == 0;
+        free(got);
+        CHECK(same_links, "pick %d: the links are not the null word's and the matching's of the maps", k);
+    }
+    attnmap_free(&a);
+    CHECK(nsw == 4 && ntw == 3 && moved >= 2, "%d source, %d target words; the matching moved %d selections' links",
+          nsw, ntw, moved);
     AlignCounts with[16] = {{0}}, without[16] = {{0}};
     p.gold = "0-0 1-1 2-2";
     CHECK(aligner_score_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, prefix_at, with) == 0 &&
@@ -769,6 +844,7 @@ const TestCase attnmap_tests[] = {
     {"alignment_links_strict_unique_in_range", test_alignment_links_strict_unique_in_range},
     {"alignment_aligner_pair_links_and_scores", test_aligner_pair_links_and_scores},
     {"alignment_null_rule_on_hand_built_rows", test_null_rule_on_hand_built_rows},
+    {"alignment_match_on_hand_built_rows", test_match_on_hand_built_rows},
     {"alignment_aligner_null_measure", test_aligner_null_measure},
     {"toydata_particles_gold_matches_sentences", test_particles_gold_matches_sentences},
     {"watch_snapshot_bound_holds", test_watch_snapshot_bound},

@@ -71,6 +71,46 @@ void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word,
     free(pooled), free(none);
 }
 
+/* One candidate link of align_match: its score, target word, source word */
+typedef struct {
+    double score;
+    int w, s;
+} Candidate;
+
+/* Strongest first; a tie goes to the earlier target word, then the earlier source word,
+ * so the same scores always give the same links (qsort alone is not stable) */
+static int by_strength(const void *a, const void *b) {
+    const Candidate *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    return x->w != y->w ? (x->w > y->w) - (x->w < y->w) : (x->s > y->s) - (x->s < y->s);
+}
+
+void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                 const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+    if (!n_src_words || !n_tgt_words) return;
+    double *pooled = pool_words(map, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
+    /* a word's rows averaged, not summed: a word of three pieces must not outbid a word of
+     * one for the same source word by having more rows */
+    int *pieces = xcalloc((size_t)n_tgt_words, sizeof(int));
+    for (int t = 0; t < n_tgt_pieces; t++)
+        if (tgt_word[t] >= 0) pieces[tgt_word[t]]++;
+    Candidate *c = xmalloc(sizeof(Candidate) * (size_t)n_tgt_words * n_src_words);
+    size_t n = 0;
+    for (int w = 0; w < n_tgt_words; w++)
+        for (int s = 0; links[w] >= 0 && pieces[w] && s < n_src_words; s++) {
+            double v = pooled[(size_t)w * n_src_words + s] / pieces[w];
+            if (v > 0) c[n++] = (Candidate){v, w, s}; /* a source word given nothing is no link */
+        }
+    qsort(c, n, sizeof *c, by_strength);
+    char *word_done = xcalloc((size_t)n_tgt_words, 1), *source_taken = xcalloc((size_t)n_src_words, 1);
+    for (size_t k = 0; k < n; k++) {
+        if (word_done[c[k].w] || source_taken[c[k].s]) continue;
+        links[c[k].w] = c[k].s;
+        word_done[c[k].w] = source_taken[c[k].s] = 1;
+    }
+    free(pooled), free(pieces), free(c), free(word_done), free(source_taken);
+}
+
 /* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */
 static const char *parse_index(const char *p, int *out) {
     if (*p < '0' || *p > '9') return NULL;

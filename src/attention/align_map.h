@@ -12,7 +12,10 @@
  * the last decoder layer's cross-attention block, what the prefix (the residual) sent
  * weighs more than what any one source word sent (contributions, explain/contrib.h). The
  * prefix is a null word beside the source words, and the word goes to whichever weighs
- * most: no threshold to pick, the same rule for every run and every reading. */
+ * most: no threshold to pick, the same rule for every run and every reading. The words
+ * left linked are then linked one to one where they can be (align_match): a target word
+ * often reads two source words (a determiner its own, and its noun for the gender), and
+ * the word that weighs a source word most takes it. --null off: every word to its argmax. */
 #ifndef QKV_ALIGN_MAP_H
 #define QKV_ALIGN_MAP_H
 
@@ -42,6 +45,17 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
  * are left as they are; so is every link of a sentence without source words. */
 void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                        const int *src_word, int n_src_words, int *links);
+
+/* One to one where it can be (competitive linking, Melamed 2000; SimAlign's "match" is
+ * its optimal form): of every (target word, source word) pair of map, pooled (a word's
+ * rows averaged, a source word's pieces summed), the strongest is linked first, and each
+ * source word and each target word is taken once. A word whose argmax another word wants
+ * more goes to its next source word: a determiner that reads its noun for the noun's
+ * gender is linked to its own determiner once the noun's word has taken the noun. Words
+ * with links[w] = -1 (the null decision's) stay unaligned and take no source word; a word
+ * left over (the source words ran out, or it gives the free ones nothing) keeps its link. */
+void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                 const int *src_word, int n_src_pieces, int n_src_words, int *links);
 
 /* Parses a Pharaoh line into pairs (src, tgt); returns the count or -1 if malformed.
  * Links are "i-j" of decimal digits, separated by blanks; a line holds at most

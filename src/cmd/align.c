@@ -48,7 +48,8 @@ static const CmdOption options[] = {
      "output"},
     {'n', "null", "on|off",
      "on: a target word its own prefix outweighs every source word for (the last cross-attention block's "
-     "contributions) is left unaligned; off: every target word linked",
+     "contributions) is left unaligned, and the rest are linked one to one where they can be; off: every target "
+     "word linked to its strongest source word",
      "on"},
     {0},
 };
@@ -68,7 +69,11 @@ const CmdSpec cmd_align_spec = {
              "A target word the model wrote from its own prefix is left unaligned (--null on): in the\n"
              "last decoder layer's cross-attention block, the prefix (the residual) sent it more than\n"
              "any one source word did. The prefix competes as a null word: no threshold, one rule for\n"
-             "every run and reading. --null off links every target word.",
+             "every run and reading. The words left are then linked one to one where they can be\n"
+             "(competitive linking): the strongest (word, source word) pair first, each source word\n"
+             "taken once, so a determiner that reads its noun for the noun's gender keeps its own\n"
+             "determiner once the noun has taken the noun; a word left over keeps its strongest.\n"
+             "--null off links every target word to its strongest source word.",
     .options = options,
     .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
 };

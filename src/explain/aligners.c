@@ -20,8 +20,9 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
 }
 
 const char explain_null_rule[] = "null: a target word is left unaligned where its prefix sent it more than any "
-                                 "source word (the last cross-attention block's contributions); --null off links "
-                                 "every word";
+                                 "source word (the last cross-attention block's contributions); the others are "
+                                 "linked one to one where they can be, the strongest link first; --null off links "
+                                 "every word to its strongest source word";
 
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links) {
@@ -30,6 +31,7 @@ void explain_links_null(const PairExplanation *e, const float *scores, const int
         size_t per = (size_t)e->T * (e->S + 1);
         align_unlink_null(e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * per, e->S, tgt_word, e->T, n_tgt,
                           src_word, n_src, links);
+        align_match(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
     }
 }
 

@@ -18,8 +18,9 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
 
 /* explain_links, then with null set the null decision (align_map.h's align_unlink_null)
  * on e's last cross-attention block's contributions: a target word its own prefix sent
- * more than any one source word is left unaligned (links[w] = -1). qkv align and qkv
- * explain's AER both read links through it, so their tables agree. */
+ * more than any one source word is left unaligned (links[w] = -1), and the rest linked one
+ * to one on the same scores (align_match). qkv align and qkv explain's AER both read
+ * links through it, so their tables agree. */
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links);
 
