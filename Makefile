@@ -137,7 +137,7 @@ test:
 
 # The edit loop's tier: the unit tests and the suites that run in seconds (76 s here,
 # nothing to build, on 2 cores); make test runs them all, the server, signals, threads and MPI too.
-CHECK_SUITES := unit golden kernelsets decode-ways house format fuzz progress attention explain translate fetch readme report
+CHECK_SUITES := unit golden kernelsets decode-ways house format fuzz progress attention explain translate fetch report
 check:
 	@$(MAKE) --no-print-directory all
 	@QKV_SUITES="$(CHECK_SUITES)" tests/run.sh
