@@ -294,7 +294,7 @@ for kind in cf word spaces; do
 done
 expect_error export_onnx_refuses_a_normalization_tokenizers_lack 2 \
     "^qkv: tokenizer.json: the source SentencePiece model's normalization 'nmt_nfkc_cf' has no counterpart" \
-    "$QKV" export "$T/spm_cf" --format onnx --out "$T/x"
+    "$QKV" export "$T/spm_cf" --format onnx --reference "$T/data/test.src" --out "$T/x"
 expect_error export_onnx_refuses_a_word_sentencepiece_model 2 \
     "^qkv: tokenizer.json: the source SentencePiece model is of type word; the export writes unigram and bpe models$" \
     "$QKV" export "$T/spm_word" --format onnx --out "$T/x"

@@ -5,6 +5,7 @@
  * of the run's last N step checkpoints (as fairseq's average_checkpoints.py does), or of
  * the N ending at a step checkpoint given. `--format onnx --out DIR` writes the model as
  * ONNX graphs in the folder layout onnxruntime and transformers.js load (onnx/onnx_dir.h),
+ * with one tokenizer over both vocabularies (onnx/joint_vocab.h) and a page that translates,
  * with --reference FILE qkv's own figures for those lines beside them. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,13 +89,15 @@ static int export_onnx(Run *r, const char *out, const char *reference) {
     joint_vocab_build(&jv, &r->src_vocab, &r->tgt_vocab);
     OnnxDir e = {&r->model, &jv, r->cfg.data.tokenizer, &r->src_vocab, NULL};
     char *json = NULL;
-    int rc = reference && !(json = reference_for(r, &jv, reference)) ? -1 : 0;
+    /* a tokenizer the format cannot hold is refused before the reference's decoding */
+    int rc = onnx_dir_usable(&e) != 0 || (reference && !(json = reference_for(r, &jv, reference))) ? -1 : 0;
     e.reference_json = json;
     if (rc == 0) rc = onnx_dir_write(out, &e);
     free(json);
     if (rc == 0)
         printf("wrote %s: the encoder and the decoder with its key/value cache as ONNX (IR 8, opset 17), %.2fM "
-               "weights of step %lld, config.json, generation_config.json, tokenizer.json (%s, %d ids: %s)%s\n",
+               "weights of step %lld, config.json, generation_config.json, tokenizer.json (%s, %d ids: %s), "
+               "index.html%s\n",
                out, (double)r->model.n_params / 1e6, (long long)r->meta.step, tokenizer_name(r->cfg.data.tokenizer),
                jv.size, jv.shared ? "the shared vocabulary" : "the target's, then the source's own",
                reference ? ", reference.json" : "");
@@ -106,7 +109,8 @@ static const CmdOption options[] = {
     {'o', "out", "FILE", "the weights file to write, or the folder with --format onnx (required)", NULL},
     {'f', "format", "FORMAT",
      "safetensors (one weights file) or onnx (a folder: the encoder and the decoder as ONNX graphs with the "
-     "configs onnxruntime and transformers.js read)",
+     "configs and tokenizer onnxruntime and transformers.js read, and index.html, a page that translates in the "
+     "browser)",
      "safetensors"},
     {'r', "reference", "FILE",
      "with --format onnx: also reference.json, qkv's own source ids, encoder output, greedy output and every "
@@ -122,8 +126,10 @@ const CmdSpec cmd_export_spec = {
     .name = "export",
     .operands = "RUN_DIR|CHECKPOINT --out FILE.safetensors [--average N] | --format onnx --out DIR",
     .summary = "weights for use, not resuming: one file with the config and both vocabularies, or ONNX graphs",
-    .about = "translate, eval and attention take the exported file alone; it holds no optimizer state. --format onnx "
-             "writes a folder that onnxruntime and transformers.js load (docs/export.md).",
+    .about =
+        "translate, eval and attention take the exported file alone; it holds no optimizer state. --format onnx "
+        "writes a folder that onnxruntime and transformers.js load, the source and target vocabularies joined into "
+        "one tokenizer (docs/export.md).",
     .options = options,
     .example = "qkv export runs/toy --average 3 --out toy.safetensors",
 };

@@ -124,6 +124,12 @@ int onnx_dir_entry(const char *name) {
     return 0;
 }
 
+int onnx_dir_usable(const OnnxDir *e) {
+    char *tokenizer = tokenizer_json(e->jv, e->tokenizer, e->src);
+    free(tokenizer);
+    return tokenizer ? 0 : -1;
+}
+
 int onnx_dir_write(const char *out, const OnnxDir *e) {
     Fill f = {e, tokenizer_json(e->jv, e->tokenizer, e->src), NULL};
     if (!f.tokenizer) return -1;

@@ -28,6 +28,9 @@ typedef struct {
 
 /* 0, or -1 with the error set (a refusal of the model's: err_status 2; the disk's: 1). */
 int onnx_dir_write(const char *out, const OnnxDir *e);
+/* 0 if the folder can be written for e's model (its tokenizer can be stated in the
+ * format), else -1 with the refusal: checked before long work, not only after it. */
+int onnx_dir_usable(const OnnxDir *e);
 /* Whether name is an entry of the folder's own (a new export replaces it; see staged_dir.h). */
 int onnx_dir_entry(const char *name);
 
