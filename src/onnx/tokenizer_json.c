@@ -114,14 +114,13 @@ static json_t *unigram(const JointVocab *jv, const SpmProto *p) {
 }
 
 typedef struct {
+    float score;            /* the piece's */
     int piece, left, right; /* source ids */
 } Merge;
 
-static const float *merge_scores;
 static int merge_order(const void *a, const void *b) {
     const Merge *x = a, *y = b;
-    if (merge_scores[x->piece] != merge_scores[y->piece])
-        return merge_scores[x->piece] > merge_scores[y->piece] ? -1 : 1;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
     if (x->piece != y->piece) return x->piece < y->piece ? -1 : 1;
     if (x->left != y->left) return x->left < y->left ? -1 : 1;
     return (x->right > y->right) - (x->right < y->right);
@@ -145,10 +144,9 @@ static json_t *bpe(const JointVocab *jv, const Vocab *src, const SpmProto *p) {
             int l = vocab_lookup(src, piece, cut), r = vocab_lookup(src, piece + cut, len - cut);
             if (l < VOCAB_N_SPECIAL || r < VOCAB_N_SPECIAL) continue;
             if (n == cap) cap = cap ? 2 * cap : 1024, m = xrealloc(m, sizeof *m * cap);
-            m[n++] = (Merge){s, l, r};
+            m[n++] = (Merge){p->score[s], s, l, r};
         }
     }
-    merge_scores = p->score;
     if (n) qsort(m, n, sizeof *m, merge_order);
     json_t *merges = json_array();
     for (size_t i = 0; i < n; i++)
@@ -204,6 +202,16 @@ char *tokenizer_json(const JointVocab *jv, int kind, const Vocab *src) {
         return NULL;
     } else if (subword_stages(t, jv, src) != 0) {
         json_decref(t);
+        return NULL;
+    }
+    /* jansson drops a string that is not UTF-8 (a key, an array's element) without a word:
+     * the ids after it would shift, so a vocabulary short of an entry is an error */
+    json_t *vocab = json_object_get(json_object_get(t, "model"), "vocab");
+    size_t n = json_is_array(vocab) ? json_array_size(vocab) : json_object_size(vocab);
+    if (n != (size_t)jv->size) {
+        json_decref(t);
+        err_set("tokenizer.json: %d of the vocabulary's %d tokens could not be written (not UTF-8?)", jv->size - (int)n,
+                jv->size);
         return NULL;
     }
     return json_text_line(t, JSON_WRITE_FLAGS);
