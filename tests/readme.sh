@@ -81,6 +81,7 @@ echo "-- the tour took $((SECONDS - start)) s"
 # what the tour says it leaves behind is there
 missing=""
 for f in hyp.txt attn/index.html explain/index.html heads/index.html patch/patch.svg toy.safetensors \
+    toy-onnx/onnx/encoder_model.onnx toy-onnx/onnx/decoder_model_merged.onnx toy-onnx/tokenizer.json toy-onnx/index.html \
     runs/toy/report.html; do
     [[ -s $T/clone/$f ]] || missing+=" $f"
 done
