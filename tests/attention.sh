@@ -42,6 +42,11 @@ grep -q 'linearGradient' "$out/cross-layer0-head0.svg" && grep -q '>farmer<' "$o
 "$QKV" attention "$T/run" --text "the zebra sees a bird" --out "$T/unk" >"$T/unk.log" 2>&1 &&
     grep -q "not in the source vocabulary, read as <unk>: 'zebra'" "$T/unk.log" && ok "attention_unknown_words_warn" ||
     bad "attention_unknown_words_warn" "$(tail -2 "$T/unk.log")"
+# maps.json says which source positions the model read as <unk> (none: an empty list), so
+# that the viewer marks them (below, in Chromium)
+grep -q '"source":\["the","zebra",' "$T/unk/maps.json" && grep -q '"source_unk":\[1\]' "$T/unk/maps.json" &&
+    grep -q '"source_unk":\[\]' "$out/maps.json" && ok "maps_json_source_unk_names_the_positions_read_as_unk" ||
+    bad "maps_json_source_unk_names_the_positions_read_as_unk" "$(grep -o '"source_unk":[^]]*]' "$T/unk/maps.json" "$out/maps.json")"
 expect_error "attention_empty_text" 2 "^qkv: --text: nothing to attend to" "$QKV" attention "$T/run" --text "  " --out "$T/x"
 expect_error "attention_target_not_in_vocabulary" 2 "^qkv: --target: not in the target vocabulary: 'zebrao'" \
     "$QKV" attention "$T/run" --text "the cat sleeps" --target "lo zebrao dorma" --out "$T/x"
@@ -429,6 +434,11 @@ else
         [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && shots=$((shots + 1))
     done
     [[ $shots -eq 4 ]] && ok "browser_screenshots (build/attention-*.png)" || bad "browser_screenshots" "$shots of 4"
+    # the static page marks a word the model read as <unk> in its source line, as the live page does
+    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/unk/index.html" >"$T/unk-dom.html" 2>/dev/null
+    marked=$(grep -o '<span class="unk"[^>]*>[^<]*' "$T/unk-dom.html" | sed 's/.*>//')
+    [[ $marked == "zebra (&lt;unk&gt;)" ]] && ok "browser_viewer_marks_the_words_read_as_unk" ||
+        bad "browser_viewer_marks_the_words_read_as_unk" "marked: '${marked:-nothing}'"
 fi
 
 finish

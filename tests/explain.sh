@@ -410,6 +410,11 @@ else
 fi
 
 # ---- the page in a real browser ----------------------------------------------------------------
+# explain.json's maps say which source positions the model read as <unk>, and the page marks them
+"$QKV" explain "$T/run" --text "the zebra sleeps" --ig-steps 0 --out "$T/unkx" >"$T/unkx.log" 2>&1
+grep -q '"source_unk":\[1\]' "$T/unkx/explain.json" && ok "explain_json_maps_name_the_words_read_as_unk" ||
+    bad "explain_json_maps_name_the_words_read_as_unk" "$(grep -o '"source_unk":[^]]*]' "$T/unkx/explain.json"; tail -1 "$T/unkx.log")"
+
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed: the explain page was NOT tested in a browser"
@@ -518,5 +523,10 @@ dom=$(timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/patch-lp/measur
 svg_check=$(grep -o 'data-pictures="[^"]*"' <<<"$dom")
 [[ $svg_check == 'data-pictures="ok"' ]] && ok browser_patch_svg_scatter_readable_and_colours_keyed ||
     bad browser_patch_svg_scatter_readable_and_colours_keyed "${svg_check:-no answer: $(tail -2 "$T/patch-lp.log" "$T/patch-lp.err")}"
+
+timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/unkx/index.html" >"$T/unkx-dom.html" 2>/dev/null
+marked=$(grep -o '<span class="unk"[^>]*>[^<]*' "$T/unkx-dom.html" | sed 's/.*>//')
+[[ $marked == "zebra (&lt;unk&gt;)" ]] && ok "browser_explain_page_marks_the_words_read_as_unk" ||
+    bad "browser_explain_page_marks_the_words_read_as_unk" "marked: '${marked:-nothing}'"
 
 finish

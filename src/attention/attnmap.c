@@ -229,6 +229,9 @@ static void label_words(char **labels, int n, int tokenizer, const char *text) {
 void attnmap_surface_labels(AttnMaps *a, int tokenizer, const Vocab *sv, const Vocab *tv, const int *src,
                             const char *src_text, const int *tgt, const char *tgt_text) {
     int n_src = a->S - 1, n_tgt = a->T - 1;
+    free(a->src_unk);
+    a->src_unk = xcalloc((size_t)a->S, 1);
+    for (int i = 0; i < n_src; i++) a->src_unk[i] = src[i] == VOCAB_UNK;
     if (sv->spm) {
         for (int i = 0; i < n_src; i++) relabel(&a->src[i], decode_ids(&src[i], 1, tokenizer, sv));
     } else {
@@ -262,7 +265,7 @@ void attnmap_free(AttnMaps *a) {
     free(a->src), free(a->tgt_in), free(a->tgt_out);
     for (int k = 0; k < ATTN_KINDS; k++)
         free(a->maps[k]), free(a->scores[k]), free(a->contrib[k]), free(a->queries[k]), free(a->keys[k]);
-    free(a->share);
+    free(a->share), free(a->src_unk);
     memset(a, 0, sizeof *a);
 }
 
@@ -358,6 +361,12 @@ json_t *attnmap_to_json(const AttnMaps *a) {
             json_array_append_new(g, row);
         }
         json_object_set_new(root, "source_share", g);
+    }
+    if (a->src_unk) {
+        json_t *u = json_array();
+        for (int j = 0; j < a->S; j++)
+            if (a->src_unk[j]) json_array_append_new(u, json_integer(j));
+        json_object_set_new(root, "source_unk", u);
     }
     return root;
 }

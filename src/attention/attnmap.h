@@ -41,6 +41,9 @@ typedef struct {
     float *share;               /* NULL, or (decoder layers, T): each decoder position's source share
                                    after each layer, when its maker measured it (explain/contrib.h);
                                    maps.json's "source_share" */
+    unsigned char *src_unk;     /* NULL, or (S) 1 where the model read the source token as <unk>
+                                   (its label is the text's own word): maps.json's "source_unk",
+                                   so that a page marks the words the model never saw */
 } AttnMaps;
 
 /* Runs the model on src (n_src ids) force-decoding tgt (n_tgt ids) and copies every
@@ -49,9 +52,9 @@ void attnmap_capture(Model *m, const Vocab *sv, const Vocab *tv, const int *src,
                      AttnMaps *out);
 /* Labels for people instead of vocabulary entries: a subword piece as the text it stands
  * for; with word/char vocabularies the words of src_text (and of tgt_text when the target
- * was forced), so an unknown word shows as itself; an <unk> the model produced shows as
- * the source word its cross-attention (last layer, heads averaged) weighs most. src and
- * tgt are the ids the maps were captured with. */
+ * was forced), so an unknown word shows as itself (and src_unk says the model read <unk>
+ * there); an <unk> the model produced shows as the source word its cross-attention (last
+ * layer, heads averaged) weighs most. src and tgt are the ids the maps were captured with. */
 void attnmap_surface_labels(AttnMaps *a, int tokenizer, const Vocab *sv, const Vocab *tv, const int *src,
                             const char *src_text, const int *tgt, const char *tgt_text);
 void attnmap_free(AttnMaps *a);

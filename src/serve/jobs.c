@@ -279,7 +279,7 @@ static void run_attention(Worker *w, Job *job) {
     json_object_set_new(out, "forced", json_boolean(forced != NULL));
     attnmap_free(&maps);
     for (int k = 0; k < K; k++) free(hyp[k]), free(ids[k].ids);
-    char *json = with_source_unk(dump(out), src, n_src);
+    char *json = dump(out); /* the maps carry "source_unk" */
     free(hyp), free(ids), free(scores), free(src), free(tgt), free(gates);
     answer(job, 200, json);
 }
