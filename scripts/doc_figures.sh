@@ -138,6 +138,8 @@ fig docs/attention.md "| \`--method grad\` (default: saliency) | $(aer "$grad" '
 fig docs/attention.md "| \`--method grad\`, integrated gradients / x-gradient-l2 / x-gradient | $(aer "$grad" 'integrated-gradients') / $(aer "$grad" 'x-gradient-l2') / $(aer "$grad" 'x-gradient ') |"
 null=$(sed -n 's/^null: \([0-9]*\) of \([0-9]*\) target words left unaligned.*/\1 of \2/p' <<<"$out")
 nullc="${null%% *} of $(commas "${null##* }")"
+contrib_off=$(q align "$RUN" "${gold[@]}" --method contrib --null off)
+fig docs/attention.md "(\`--null off\`: $(aer "$contrib_off" 'contrib.layer') against the best head's $(sed -n 's/^best head: .*, AER \([0-9.]*\).*/\1/p' <<<"$off"))"
 fig docs/attention.md "(on the demo run, $nullc: the toy pair has no unaligned words, and AER moves from $(aer "$off" 'layer 1, average') to $(aer "$out" 'layer 1, average'))"
 
 # ---- faithfulness on the test set --------------------------------------------------------

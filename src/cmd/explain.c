@@ -459,7 +459,8 @@ static const CmdOption options[] = {
     {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {'u', "null", "on|off",
      "with --gold, on: a target word its own prefix outweighs every source word for (the last cross-attention "
-     "block's contributions) is left unaligned, as qkv align leaves it; off: every target word linked",
+     "block's contributions) is left unaligned and the rest linked one to one where they can be, as qkv align "
+     "links them; off: every target word linked to its strongest source word",
      "on"},
     {0},
 };
@@ -474,8 +475,8 @@ const CmdSpec cmd_explain_spec = {
              "DIR/index.html shows them side by side. With --src, over a corpus: each method's AOPC\n"
              "(drop in log p when its top tokens are removed) against random orders, Kendall tau per\n"
              "head, source share per layer and position, and with --gold AER per method (the gold\n"
-             "file read and checked first; a word its prefix wrote left unaligned, as qkv align\n"
-             "leaves it, unless --null off).",
+             "file read and checked first; a word its prefix wrote left unaligned and the rest linked\n"
+             "one to one where they can be, as qkv align links them, unless --null off).",
     .options = options,
     .example = "qkv explain runs/toy --text \"the old farmer sees a red bird\" --out explain/",
 };
