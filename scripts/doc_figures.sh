@@ -30,6 +30,11 @@ pct() { awk -v x="$1" 'BEGIN { printf "%.0f%%", 100 * x }'; }
 field() { awk -v k="$2" -v n="$3" '$1 == k { print $n; exit }' <<<"$1"; }
 q() { "$QKV" "$@" 2>/dev/null; }
 
+# The gradient readings of align run on one thread: started first, beside the rest
+gold=(--src "$D/test.src" --tgt "$D/test.tgt" --gold "$D/test.align")
+q align "$RUN" "${gold[@]}" --method grad >"$W/grad" &
+grad_pid=$!
+
 # ---- the demo's own last lines -----------------------------------------------------------
 exact=$(q translate "$RUN" --greedy <"$D/test.src" | paste -d'\t' - "$D/test.tgt" |
     awk -F'\t' '{ n++; if ($1 == $2) c++ } END { printf "exact match: %d of %d held-out sentences (%.1f%%)", c, n, 100 * c / n }')
@@ -121,13 +126,13 @@ subj=$(awk '$1 == "clean" { sub(",", "", $4); print $4; exit }' <<<"$s")
 fig docs/whatif.md "moves the metric by $(r2 "$(awk -v a="$clean" -v b="$subj" 'BEGIN { print a - b }')") ($(r2 "$clean") to $(r2 "$subj"))"
 
 # ---- alignments --------------------------------------------------------------------------
-gold=(--src "$D/test.src" --tgt "$D/test.tgt" --gold "$D/test.align")
 aer() { awk -v k="$2" 'index($0, k) == 1 { print $NF == "(default)" ? $(NF - 1) : $NF; exit }' <<<"$1"; }
 out=$(q align "$RUN" "${gold[@]}")
 off=$(q align "$RUN" "${gold[@]}" --null off)
 shift_=$(q align "$RUN" "${gold[@]}" --method shift)
 contrib=$(q align "$RUN" "${gold[@]}" --method contrib)
-grad=$(q align "$RUN" "${gold[@]}" --method grad)
+wait "$grad_pid" || { echo "scripts/doc_figures.sh: align --method grad failed" >&2; exit 1; }
+grad=$(cat "$W/grad")
 bh=$(sed -n 's/^best head: \(layer [0-9]*, head [0-9]*\), AER \([0-9.]*\).*/\1|\2/p' <<<"$out")
 fig docs/attention.md "| \`--method output\` (default: last layer, heads averaged) | $(aer "$out" 'layer 1, average') |"
 fig docs/attention.md "| \`--method output\`, best single head (${bh%|*}) | ${bh#*|} |"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Command-line tests: exit codes and one-line errors for bad input, the toy generator,
-# an end-to-end run, and the learning test. Ends with "N passed, N failed, N skipped".
-# QKV_SKIP_LEARN=1 skips the two-minute learning test (the sanitizer build sets it).
+# an end-to-end run. (The learning test is tests/readme.sh's: make demo's run.) Ends with
+# "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 QKV=${QKV:-build/qkv}
@@ -713,28 +713,6 @@ else
     ktrain child QKV_KERNELS_UPGRADED="Prescott:$best" OPENBLAS_CORETYPE=Prescott
     [[ $(kline child) == "openblas: Prescott kernels (OPENBLAS_CORETYPE set by the user); "* ]] &&
         ok "kernels_marker_of_another_set_is_not_read" || bad "kernels_marker_of_another_set_is_not_read" "$(kline child)"
-fi
-
-# ---- learning: the toy pair to >= 95% exact match on held-out sentences --------------------
-if [[ ${QKV_SKIP_LEARN:-0} == 1 ]]; then
-    skip learning "QKV_SKIP_LEARN=1"
-else
-    "$QKV" toy-data "$T/learn" >/dev/null
-    steps=${QKV_LEARN_STEPS:-2500}
-    start=$(date +%s)
-    "$QKV" train configs/toy.yaml --set run_dir="$T/learnrun" --set train.steps="$steps" --set train.log_every=500 \
-        --set data.train.src="$T/learn/train.src" --set data.train.tgt="$T/learn/train.tgt" \
-        --set data.valid.src="$T/learn/valid.src" --set data.valid.tgt="$T/learn/valid.tgt" >"$T/learn.log" 2>&1
-    "$QKV" translate "$T/learnrun" --greedy <"$T/learn/test.src" >"$T/learn.hyp" 2>/dev/null
-    em=$(exact_match "$T/learn.hyp" "$T/learn/test.tgt")
-    echo "learning: $steps steps in $(($(date +%s) - start))s, exact match $em% on $(wc -l <"$T/learn/test.tgt") held-out pairs"
-    if awk -v em="$em" 'BEGIN{exit !(em >= 95)}'; then ok "learns_toy_pair_95_percent_exact"; else bad "learns_toy_pair_95_percent_exact" "exact match $em%; $(tail -2 "$T/learn.log")"; fi
-    # the trained model's cross-attention aligns the toy pair: the default (last layer's
-    # head average) against the generator's gold alignments
-    "$QKV" align "$T/learnrun" --src "$T/learn/test.src" --tgt "$T/learn/test.tgt" --gold "$T/learn/test.align" >"$T/aer.txt" 2>&1
-    cat "$T/aer.txt"
-    aer=$(awk '/\(default\)/ {print $(NF-1)}' "$T/aer.txt")
-    if [[ -n $aer ]] && awk -v a="$aer" 'BEGIN{exit !(a < 0.25)}'; then ok "default_alignment_aer_below_0.25"; else bad "default_alignment_aer_below_0.25" "AER ${aer:-?}"; fi
 fi
 
 finish

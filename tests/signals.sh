@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGINT and SIGTERM at random instants in the first 300 ms of a run, QKV_SIGNAL_RUNS
-# times each (default 50) with 2 and 4 threads, every other run with threads started late
+# times each (default 25: each make test draws new instants; QKV_SIGNAL_RUNS=200 for a
+# longer storm) with 2 and 4 threads, every other run with threads started late
 # by up to 100 ms (tests/shim): each run ends, with exit 0 (stopped after a step, with a
 # checkpoint, or done) or, when the signal came before training began, the signal's own
 # status (130, 143), at most "qkv: stopped by SIG..." on stderr, and nothing that blocks
@@ -14,7 +15,7 @@ QKV=${QKV:-build/qkv}
 T=$(mktemp -d /tmp/qkv-signals.XXXXXX)
 [[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-runs=${QKV_SIGNAL_RUNS:-50}
+runs=${QKV_SIGNAL_RUNS:-25}
 use_late_start || { echo "FAIL set-up: no late_start.so beside $QKV_BIN (make builds it)"; echo "0 passed, 1 failed"; exit 1; }
 
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null

@@ -15,7 +15,8 @@ export QKV=${QKV:-build/tsan/qkv} QKV_TEST=${QKV_TEST:-build/tsan/qkv_test}
 reports=$(mktemp -d /tmp/qkv-tsan.XXXXXX)
 trap 'rm -rf "$reports"' EXIT
 export OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="log_path=$reports/report halt_on_error=0 second_deadlock_stack=1"
-# TSan runs code 5-15 times slower: longer bounds, fewer signal storms, no learning test
+# TSan runs code 5-15 times slower: longer bounds, fewer signal storms, no learning test (a
+# 300-step demo where the readme suite runs)
 export QKV_TIMEOUT=${QKV_TIMEOUT:-1200} QKV_SIGNAL_RUNS=${QKV_SIGNAL_RUNS:-10} QKV_SKIP_LEARN=1
 # of the unit tests, those that step over threads (the rest are single-threaded maths)
 QKV_UNIT_FILTER=train_step QKV_SUITES=${QKV_SUITES:-"unit threads resume progress attention signals heads serve"} tests/run.sh | tee "$reports/run.log"
