@@ -128,7 +128,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # Open MPI's own allocations outlive MPI_Finalize: under make sanitize, LeakSanitizer would
 # fail every rank's exit for them (as in tests/mpi.sh)
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-mpi_runs=${QKV_MPI_SIGNAL_RUNS:-10}
+mpi_runs=${QKV_MPI_SIGNAL_RUNS:-5}
 # ranks_catch_usr1 PID: waits (at most 20 s) until the 2 qkv ranks under the launcher PID
 # catch SIGUSR1 (its bit in /proc/*/status SigCgt), or until the launcher has ended.
 # Before that a rank is a wrapper (a shell, the loader) and SIGUSR1 kills it; a rank killed
