@@ -444,9 +444,11 @@ fi
 # draws, asked of /v1/explain, for a sentence with a word read as <unk>)
 if [[ -n $browser ]]; then
     live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
-    for control in mask pin pinavg prefix lens tree patch explain; do
+    for control in mask pin pinavg prefix lens tree patch explain explainbeam; do
         url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
         [[ $control == explain ]] && url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text%20zebra&control=explain&unk=zebra"
+        # the beam's best translation (beam 5, the page's default) is the one explained, not greedy's
+        [[ $control == explainbeam ]] && url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=explainbeam"
         "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
             >"$T/dom-$control.html" 2>"$T/browser-$control.err"
         result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom-$control.html" | sed 's/.*>//')
