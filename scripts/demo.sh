@@ -12,6 +12,9 @@ QKV=${QKV:-build/qkv}
 if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=Haswell
 fi
+# The commands after training decode on 2 threads too, as many as the config trains with, on a
+# machine of any size (an OPENBLAS_NUM_THREADS already set is kept)
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2}
 
 if [[ ! -f data/toy/test.tgt ]]; then
     "$QKV" toy-data data/toy

@@ -17,6 +17,7 @@ trap 'rm -rf "$W"' EXIT
 if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=Haswell
 fi
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2} # and its threads, as scripts/demo.sh
 
 fig() { printf '%s\t%s\n' "$1" "$2"; }
 # r2 X / r3 X / pct X: X rounded as the docs print it

@@ -31,7 +31,9 @@ chmod +x "$T/clone/build/qkv"
 demo_args=()
 [[ ${QKV_SKIP_LEARN:-0} == 1 ]] && demo_args=(--set train.steps=300 --set train.valid_every=100 --set train.checkpoint_every=100)
 start=$SECONDS
-(cd "$T/clone" && QKV=build/qkv "$BOUNDED" bash scripts/demo.sh "${demo_args[@]}") >"$T/demo.out" 2>&1 </dev/null
+# on 2 threads, as on the machine the docs' figures came from, whatever this one's size or
+# environment says (the config trains with 2 threads; decoding on more could round otherwise)
+(cd "$T/clone" && OPENBLAS_NUM_THREADS=2 QKV=build/qkv "$BOUNDED" bash scripts/demo.sh "${demo_args[@]}") >"$T/demo.out" 2>&1 </dev/null
 rc=$?
 echo "-- make demo took $((SECONDS - start)) s"
 run=$T/clone/runs/toy
@@ -67,7 +69,7 @@ elif [[ $losses != "$demo_valid_losses" ]]; then
     skip "figures_of_the_docs" "this machine's demo run is other bits (validation losses $losses; the docs' run: $demo_valid_losses)"
 else
     start=$SECONDS
-    (cd "$T/clone" && QKV=build/qkv "$BOUNDED" bash scripts/doc_figures.sh runs/toy) >"$T/figures" 2>"$T/figures.err"
+    (cd "$T/clone" && OPENBLAS_NUM_THREADS=2 QKV=build/qkv "$BOUNDED" bash scripts/doc_figures.sh runs/toy) >"$T/figures" 2>"$T/figures.err"
     rc=$?
     echo "-- scripts/doc_figures.sh took $((SECONDS - start)) s"
     n=$(grep -c $'\t' "$T/figures")
