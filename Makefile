@@ -47,7 +47,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
 # tests/fuzz/<target>/); each is also built as a plain replay program for make test.
-FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model attnmap api http_head
+FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model spm_proto attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
 .PHONY: all deps test check unit demo clean install sanitize tsan parity bench race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
