@@ -20,15 +20,14 @@ fi
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2} # and its threads, as scripts/demo.sh
 
 fig() { printf '%s\t%s\n' "$1" "$2"; }
-# r2 X / r3 X / pct X: X rounded as the docs print it
+# r1 .. r4 X, pct X: X rounded as the docs print it
 r2() { awk -v x="$1" 'BEGIN { printf "%.2f", x }'; }
 r3() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 r1() { awk -v x="$1" 'BEGIN { printf "%.1f", x }'; }
+r4() { awk -v x="$1" 'BEGIN { printf "%.4f", x }'; }
 # commas N: 4885 as 4,885
 commas() { awk -v n="$1" 'BEGIN { s = ""; while (n >= 1000) { s = sprintf(",%03d", n % 1000) s; n = int(n / 1000) }; printf "%d%s", n, s }'; }
 pct() { awk -v x="$1" 'BEGIN { printf "%.0f%%", 100 * x }'; }
-# field TEXT KEY N: field N of the first line of TEXT whose first field is KEY
-field() { awk -v k="$2" -v n="$3" '$1 == k { print $n; exit }' <<<"$1"; }
 q() { "$QKV" "$@" 2>/dev/null; }
 
 # The gradient readings of align run on one thread: started first, beside the rest
@@ -59,10 +58,10 @@ red_n=$(awk -v c="$red_c" -v w="$red_w" 'BEGIN { print c / w }')
 bird_n=$(awk -v c="$bird_c" -v w="$bird_w" 'BEGIN { print c / w }')
 sends=$(pct "$(awk -v a="$bird_c" -v b="$red_c" 'BEGIN { print a / b }')")
 fig docs/tutorial.md "*red* scores $(r2 "$red_s") and takes $(r3 "$red_w") of the weight; *bird* scores $(r2 "$bird_s") and takes $(r3 "$bird_w"), $ratio times less, which is e^($(r2 "$red_s") - $(r2 "$bird_s"))"
-fig docs/tutorial.md "(‖v W_O‖ $(awk -v x="$bird_n" 'BEGIN { printf "%.1f", x }') against *red*'s $(r2 "$red_n")), so it still sends $sends as much as *red*"
+fig docs/tutorial.md "(‖v W_O‖ $(r1 "$bird_n") against *red*'s $(r2 "$red_n")), so it still sends $sends as much as *red*"
 fig docs/attention.md "The score of *red* ($(r2 "$red_s"))"
-fig docs/attention.md "*red* is $gap above *bird*, and its weight is e^$gap = $ratio times larger ($(r3 "$red_w") against $(awk -v x="$bird_w" 'BEGIN { printf "%.4f", x }'))"
-fig docs/attention.md "‖v W_O‖ is $(r2 "$red_n") for *red* ($(r3 "$red_c") / $(r3 "$red_w")) and $(r2 "$bird_n") for *bird* ($(r3 "$bird_c") / $(awk -v x="$bird_w" 'BEGIN { printf "%.4f", x }'))"
+fig docs/attention.md "*red* is $gap above *bird*, and its weight is e^$gap = $ratio times larger ($(r3 "$red_w") against $(r4 "$bird_w"))"
+fig docs/attention.md "‖v W_O‖ is $(r2 "$red_n") for *red* ($(r3 "$red_c") / $(r3 "$red_w")) and $(r2 "$bird_n") for *bird* ($(r3 "$bird_c") / $(r4 "$bird_w"))"
 fig docs/attention.md "still sends $sends as much"
 fig docs/attention.md "($(r3 "$bird_w") against $(r3 "$a_w")) and adds $(awk -v a="$bird_c" -v b="$a_c" 'BEGIN { printf "%.1f", a / b }') times as much ($(r3 "$bird_c") against $(r3 "$a_c"))"
 

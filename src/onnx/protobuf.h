@@ -4,7 +4,7 @@
  * Owns a growing byte buffer and the four things a message is made of: varints, 32-bit
  * floats, length-delimited fields (strings, bytes, packed arrays) and nested messages.
  * Knows nothing of ONNX's messages (onnx/onnxgraph.h names their fields) nor of
- * SentencePiece's (onnx/spm_model.h).
+ * SentencePiece's (onnx/spm_proto.h).
  * Encodings are the canonical ones (shortest varints, fields in the order written), so the
  * same calls give the same bytes. */
 #ifndef QKV_ONNX_PROTOBUF_H

@@ -164,15 +164,15 @@ static char *with_model_keys(char *json, const ServedCheckpoint *c) {
     return with_keys(json, &keys);
 }
 
-/* An answer's text with "source_unk" added last: the source positions (of n ids) the model
- * read as <unk>. The maps label each word with the text's own, so that a page can say which
- * of them the model never saw. Takes json. */
-static char *with_source_unk(char *json, const int *ids, int n) {
+/* An explanation's text with its maps' "source_unk" (the positions attnmap_surface_labels
+ * marked as read <unk>) added last at the top level too, where /v1/explain's answer carries
+ * it. Takes json. */
+static char *with_source_unk(char *json, const AttnMaps *maps) {
     StrBuf keys = {0};
     sb_printf(&keys, "\"source_unk\":[");
     const char *comma = "";
-    for (int j = 0; j < n; j++) {
-        if (ids[j] != VOCAB_UNK) continue;
+    for (int j = 0; j < maps->S; j++) {
+        if (!maps->src_unk || !maps->src_unk[j]) continue;
         sb_printf(&keys, "%s%d", comma, j);
         comma = ",";
     }
@@ -379,9 +379,9 @@ static void run_explain(Worker *w, Job *job) {
     int n_ms = explain_methods(&e, &ms);
     char *json = explain_json(&e, ms, n_ms, contrast);
     explain_methods_free(ms, n_ms);
-    explain_pair_free(&e);
     /* after the model's keys: the answer up to them stays the command's explain.json */
-    json = with_source_unk(with_model_keys(json, &sm->ck[job->checkpoint]), src, n_src);
+    json = with_source_unk(with_model_keys(json, &sm->ck[job->checkpoint]), &e.maps);
+    explain_pair_free(&e);
     free(src), free(tgt), free(gates);
     answer(job, 200, json);
 }
