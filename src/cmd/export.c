@@ -17,9 +17,9 @@
 #include "cmd/commands.h"
 #include "cmdlib/cmdutil.h"
 #include "cmdlib/options.h"
-#include "data/corpus.h"
 #include "data/tokenize.h"
 #include "decode/decode.h"
+#include "decode/translator.h"
 #include "onnx/joint_vocab.h"
 #include "onnx/onnx_dir.h"
 #include "onnx/reference.h"
@@ -69,11 +69,9 @@ static char *reference_for(Run *r, const JointVocab *jv, const char *path) {
     int max_src = m->cfg.max_positions - 1, k = 0;
     Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
-        int cap = (int)strlen(lines[i]) + 2 > max_src + 1 ? (int)strlen(lines[i]) + 2 : max_src + 1;
-        int *ids = xmalloc(sizeof(int) * (size_t)cap);
-        int len = encode_line(lines[i], r->cfg.data.tokenizer, &r->src_vocab, ids, cap);
-        if (len == 0) free(ids);
-        else src[k++] = (Seq){ids, len < max_src ? len : max_src};
+        int cut;
+        Seq s = translator_source(lines[i], r->cfg.data.tokenizer, &r->src_vocab, max_src, &cut);
+        if (s.len) src[k++] = s;
     }
     free_lines(lines, n);
     greedy_decode(m, src, k, out);

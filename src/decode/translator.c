@@ -78,6 +78,16 @@ char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
     return translate_lines_ids(m, tokenizer, sv, tv, lines, n, o, st, scores, NULL);
 }
 
+Seq translator_source(const char *line, int tokenizer, const Vocab *sv, int max_src, int *cut) {
+    int cap = (int)strlen(line) + 2 > max_src + 1 ? (int)strlen(line) + 2 : max_src + 1;
+    int *ids = xmalloc(sizeof(int) * (size_t)cap);
+    int len = encode_line(line, tokenizer, sv, ids, cap);
+    *cut = len > max_src;
+    if (*cut) len = max_src;
+    if (len == 0) free(ids), ids = NULL;
+    return (Seq){ids, len};
+}
+
 char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
                            const TranslateOptions *o, TranslateStats *st, double *scores, Seq *ids) {
     int K = o->decode.nbest, max_src = m->cfg.max_positions - 1;
@@ -88,19 +98,17 @@ char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab
     Surface *surface = xcalloc(slots, sizeof(Surface));
     int *line_of = xmalloc(sizeof(int) * slots), k = 0;
     for (int i = 0; i < n; i++) {
-        int cap = (int)strlen(lines[i]) + 2 > max_src + 1 ? (int)strlen(lines[i]) + 2 : max_src + 1;
-        int *ids = xmalloc(sizeof(int) * (size_t)cap);
-        int len = encode_line(lines[i], tokenizer, sv, ids, cap);
-        if (len > max_src) len = max_src, st->truncated++;
-        if (len == 0) {
-            free(ids);
+        int cut;
+        Seq s = translator_source(lines[i], tokenizer, sv, max_src, &cut);
+        st->truncated += cut;
+        if (s.len == 0) {
             st->empty++;
             continue;
         }
-        st->src_tokens += len;
-        for (int t = 0; t < len; t++) st->src_unk += ids[t] == VOCAB_UNK;
+        st->src_tokens += s.len;
+        for (int t = 0; t < s.len; t++) st->src_unk += s.ids[t] == VOCAB_UNK;
         if (!sv->spm && o->replace_unk) tokenize_line(tokenizer, lines[i], keep_surface, &surface[k]);
-        src[k] = (Seq){ids, len};
+        src[k] = s;
         line_of[k++] = i;
     }
     double *sc = xmalloc(sizeof(double) * slots * K);

@@ -25,6 +25,10 @@ typedef struct {
     double flops;                  /* the decoding's matrix-product FLOPs (decode_counting) */
 } TranslateStats;
 
+/* Line as the model reads it when translating: its source ids, cut to max_src (*cut 1 when
+ * they were); an empty line gives {NULL, 0}. The caller frees .ids. */
+Seq translator_source(const char *line, int tokenizer, const Vocab *src_vocab, int max_src, int *cut);
+
 /* The model's hypotheses for lines[0..n): n * nbest strings (malloc'd; free_lines(.., n * nbest)),
  * line i's k-th best at [i * nbest + k]; scores (NULL or n * nbest) their ranking scores. */
 char **translate_lines(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines, int n,
