@@ -23,6 +23,7 @@
 #include "onnx/joint_vocab.h"
 #include "onnx/onnx_dir.h"
 #include "onnx/reference.h"
+#include "onnx/tokenizer_json.h"
 #include "run/average.h"
 #include "run/checkpoint.h"
 #include "run/files.h"
@@ -85,13 +86,12 @@ static char *reference_for(Run *r, const JointVocab *jv, const char *path) {
 static int export_onnx(Run *r, const char *out, const char *reference) {
     JointVocab jv;
     joint_vocab_build(&jv, &r->src_vocab, &r->tgt_vocab);
-    OnnxDir e = {&r->model, &jv, r->cfg.data.tokenizer, &r->src_vocab, NULL};
-    char *json = NULL;
     /* a tokenizer the format cannot hold is refused before the reference's decoding */
-    int rc = onnx_dir_usable(&e) != 0 || (reference && !(json = reference_for(r, &jv, reference))) ? -1 : 0;
-    e.reference_json = json;
+    char *tokenizer = tokenizer_json(&jv, r->cfg.data.tokenizer, &r->src_vocab), *json = NULL;
+    int rc = !tokenizer || (reference && !(json = reference_for(r, &jv, reference))) ? -1 : 0;
+    OnnxDir e = {&r->model, &jv, tokenizer, json};
     if (rc == 0) rc = onnx_dir_write(out, &e);
-    free(json);
+    free(tokenizer), free(json);
     if (rc == 0)
         printf("wrote %s: the encoder and the decoder with its key/value cache as ONNX (IR 8, opset 17), %.2fM "
                "weights of step %lld, config.json, generation_config.json, tokenizer.json (%s, %d ids: %s), "

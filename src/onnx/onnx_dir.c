@@ -87,11 +87,10 @@ static int write_graph(const char *dir, const char *name,
     return rc;
 }
 
-/* What fill writes, the tokenizer made before the folder is staged: a tokenizer the
- * format cannot hold is refused with nothing written. */
+/* What fill writes beside the folder's description */
 typedef struct {
     const OnnxDir *e;
-    char *tokenizer, *tokenizer_config;
+    char *tokenizer_config;
 } Fill;
 
 static int fill(const char *dir, void *arg) {
@@ -105,7 +104,7 @@ static int fill(const char *dir, void *arg) {
     char *config = config_json(&e->m->cfg, e->jv), *generation = generation_json(&e->m->cfg);
     int rc = write_text(dir, "config.json", config) != 0 ||
                      write_text(dir, "generation_config.json", generation) != 0 ||
-                     write_text(dir, "tokenizer.json", f->tokenizer) != 0 ||
+                     write_text(dir, "tokenizer.json", e->tokenizer_json) != 0 ||
                      write_text(dir, "tokenizer_config.json", f->tokenizer_config) != 0 ||
                      write_text(dir, "index.html", onnx_page_html) != 0 ||
                      (e->reference_json && write_text(dir, "reference.json", e->reference_json) != 0)
@@ -124,17 +123,9 @@ int onnx_dir_entry(const char *name) {
     return 0;
 }
 
-int onnx_dir_usable(const OnnxDir *e) {
-    char *tokenizer = tokenizer_json(e->jv, e->tokenizer, e->src);
-    free(tokenizer);
-    return tokenizer ? 0 : -1;
-}
-
 int onnx_dir_write(const char *out, const OnnxDir *e) {
-    Fill f = {e, tokenizer_json(e->jv, e->tokenizer, e->src), NULL};
-    if (!f.tokenizer) return -1;
-    f.tokenizer_config = tokenizer_config_json(e->jv, e->m->cfg.max_positions - 1);
+    Fill f = {e, tokenizer_config_json(e->jv, e->m->cfg.max_positions - 1)};
     int rc = staged_dir_write(out, "--out", fill, &f, onnx_dir_entry);
-    free(f.tokenizer), free(f.tokenizer_config);
+    free(f.tokenizer_config);
     return rc;
 }

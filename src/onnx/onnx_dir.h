@@ -21,16 +21,13 @@
 typedef struct {
     const Model *m;
     const JointVocab *jv;       /* the export's ids (joint_vocab_build of the run's vocabularies) */
-    int tokenizer;              /* the run's data.tokenizer (config.h's TOKENIZER_*) */
-    const Vocab *src;           /* the run's source vocabulary */
+    const char *tokenizer_json; /* tokenizer.json's text (onnx/tokenizer_json.h), made first: a
+                                   tokenizer the format cannot state is refused before long work */
     const char *reference_json; /* NULL, or reference.json's text */
 } OnnxDir;
 
-/* 0, or -1 with the error set (a refusal of the model's: err_status 2; the disk's: 1). */
+/* 0, or -1 with the error set (the disk's: err_status 1). */
 int onnx_dir_write(const char *out, const OnnxDir *e);
-/* 0 if the folder can be written for e's model (its tokenizer can be stated in the
- * format), else -1 with the refusal: checked before long work, not only after it. */
-int onnx_dir_usable(const OnnxDir *e);
 /* Whether name is an entry of the folder's own (a new export replaces it; see staged_dir.h). */
 int onnx_dir_entry(const char *name);
 
