@@ -111,6 +111,14 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
     free(pooled), free(pieces), free(c), free(word_done), free(source_taken);
 }
 
+void align_links(const float *map, const float *from, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                 const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+    align_from_map(map, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words, links);
+    if (!from) return;
+    align_unlink_null(from, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_words, links);
+    align_match(map, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words, links);
+}
+
 /* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */
 static const char *parse_index(const char *p, int *out) {
     if (*p < '0' || *p > '9') return NULL;

@@ -57,6 +57,12 @@ void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word,
 void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                  const int *src_word, int n_src_pieces, int n_src_words, int *links);
 
+/* The links of one reading, map (n_tgt_pieces x n_src_pieces): align_from_map's, then, when
+ * from (as align_unlink_null takes it) is given, the null decision and align_match: what
+ * `qkv align` and `qkv explain --gold` link with --null on (from NULL: --null off). */
+void align_links(const float *map, const float *from, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                 const int *src_word, int n_src_pieces, int n_src_words, int *links);
+
 /* Parses a Pharaoh line into pairs (src, tgt); returns the count or -1 if malformed.
  * Links are "i-j" of decimal digits, separated by blanks; a line holds at most
  * strlen(line) / 3 + 1 of them, room enough for max. */

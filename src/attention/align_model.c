@@ -78,11 +78,7 @@ static void free_words(PairWords *w) {
 static void pick_links(const PairWords *w, AlignPick pick, float *map, int *links) {
     pick_map(&w->maps, pick, map);
     const AttnMaps *a = &w->maps;
-    align_from_map(map, a->S, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words, links);
-    if (w->from) {
-        align_unlink_null(w->from, a->S, w->tgt_word, a->T, w->n_tgt_words, w->src_word, w->n_src_words, links);
-        align_match(map, a->S, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words, links);
-    }
+    align_links(map, w->from, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words, links);
 }
 
 int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,

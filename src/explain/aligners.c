@@ -26,13 +26,9 @@ const char explain_null_rule[] = "null: a target word is left unaligned where it
 
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links) {
-    explain_links(e, scores, src_word, n_src, tgt_word, n_tgt, links);
-    if (null) {
-        size_t per = (size_t)e->T * (e->S + 1);
-        align_unlink_null(e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * per, e->S, tgt_word, e->T, n_tgt,
-                          src_word, n_src, links);
-        align_match(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
-    }
+    /* the null decision reads the last cross-attention block's contributions */
+    const float *from = null ? e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * e->T * (e->S + 1) : NULL;
+    align_links(scores, from, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
 }
 
 int explain_side_words(const int *ids, int n, const Vocab *v, int tokenizer) {
