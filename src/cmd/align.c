@@ -144,27 +144,20 @@ static int explained(Run *r, const char *method, int null, char **src, char **tg
         for (int k = 0; k < n_ms; k++)
             if (method_reads(method, ms[k].name)) reads[n_reads++] = ms[k];
         if (!counts) counts = xcalloc((size_t)n_reads, sizeof(AlignCounts));
-        int *sw = xmalloc(sizeof(int) * (size_t)e.S), *tw = xmalloc(sizeof(int) * (size_t)e.T), nsw, ntw;
-        int *links = xmalloc(sizeof(int) * (size_t)e.T), bad = 0;
-        explain_words(&e, tok, sw, tw, &nsw, &ntw);
-        if (gold) {
-            AlignLink *pairs;
-            int ng = explain_gold_links(gold[i], gold_path, i + 1, nsw, ntw, &pairs);
-            for (int k = 0; k < n_reads && ng >= 0; k++) {
-                explain_links_null(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
-                align_score(links, ntw, pairs, ng, &counts[k]);
-            }
-            bad = ng < 0;
-            free(pairs);
-        } else {
+        int bad = 0;
+        if (gold) bad = explain_align_score(&e, reads, n_reads, tok, null, gold[i], gold_path, i + 1, counts) != 0;
+        else {
+            int *sw = xmalloc(sizeof(int) * (size_t)e.S), *tw = xmalloc(sizeof(int) * (size_t)e.T), nsw, ntw;
+            int *links = xmalloc(sizeof(int) * (size_t)e.T);
+            explain_words(&e, tok, sw, tw, &nsw, &ntw);
             for (int k = 0; k < n_reads; k++)
                 if (strcmp(reads[k].name, def) == 0)
                     explain_links_null(&e, reads[k].scores, sw, nsw, tw, ntw, null, links);
             for (int j = 0, first = 1; j < ntw; j++)
                 if (links[j] >= 0) printf("%s%d-%d", first ? "" : " ", links[j], j), first = 0;
             printf("\n");
+            free(sw), free(tw), free(links);
         }
-        free(sw), free(tw), free(links);
         explain_pair_free(&e);
         if (bad) goto done;
     }
