@@ -199,7 +199,7 @@ expect_error "align_bad_head" 2 "^qkv: --layer/--head: this model has layers 0..
 # lines alone). What it links is checked on the particles task's model below.
 "$QKV" align "$T/run" --src "$T/data/test.src" --tgt "$T/data/test.tgt" --gold "$T/data/test.align" --null off \
     >"$T/aer-off.txt" 2>&1
-if grep -q '^null: a target word .* one to one' "$T/aer.txt" &&
+if grep -q '^null: words are linked one to one' "$T/aer.txt" &&
     grep -qE '^null: [0-9]+ of [0-9]+ target words left unaligned' "$T/aer.txt" &&
     ! grep -q 'null' "$T/aer-off.txt" && diff <(awk '/^(layer|all) /{ print substr($0, 1, 24) }' "$T/aer.txt") \
         <(awk '/^(layer|all) /{ print substr($0, 1, 24) }' "$T/aer-off.txt") >/dev/null; then
@@ -209,6 +209,28 @@ else
 fi
 expect_error "align_null_bad_value" 2 "^qkv: --null: 'maybe' is not on or off$" "$QKV" align "$T/run" \
     --src "$T/five.src" --tgt "$T/five.tgt" --null maybe
+
+# data/multi30k-val40.align, the hand-written gold of Multi30k's first 40 validation pairs:
+# 40 Pharaoh lines; where the corpus is at hand (fetched, or beside the project), the lines
+# it was written for hash to the sums data/README.md gives, and every link names a word of
+# its pair (a gold that drifted from its text would score nonsense without a word)
+gold40=data/multi30k-val40.align
+shape=$(grep -cE '^[0-9]+-[0-9]+( [0-9]+-[0-9]+)*$' "$gold40")
+[[ $shape -eq 40 && $(wc -l <"$gold40") -eq 40 ]] && ok "multi30k_gold_is_40_pharaoh_lines" ||
+    bad "multi30k_gold_is_40_pharaoh_lines" "$shape well-formed of $(wc -l <"$gold40")"
+corpus=""
+for d in data/multi30k ../shared/corpora/multi30k; do [[ -f $d/val.de && -f $d/val.en ]] && corpus=$d && break; done
+if [[ -n $corpus ]]; then
+    sums=$(for l in de en; do head -40 "$corpus/val.$l" | sha256sum | cut -c1-64; done)
+    out=$(paste -d'\t' <(head -40 "$corpus/val.de") <(head -40 "$corpus/val.en") "$gold40" | awk -F'\t' '{
+        ns = split($1, s, " "); nt = split($2, t, " "); m = split($3, l, " ")
+        for (k = 1; k <= m; k++) { split(l[k], ij, "-"); if (ij[1] >= ns || ij[2] >= nt) bad = bad NR ":" l[k] " " } }
+        END { print bad }')
+    missing=""
+    for sum in $sums; do grep -q "$sum" data/README.md || missing+="$sum "; done
+    [[ -z $out && -z $missing ]] && ok "multi30k_gold_fits_its_pairs ($corpus)" ||
+        bad "multi30k_gold_fits_its_pairs" "out of range: ${out:-none}; sums not in data/README.md: ${missing:-none}"
+fi # a bare clone has no corpus: the shape above is all there is to check
 
 # The toy tasks that were there write the files they always wrote (the particles task added
 # no draw to them): checksums of a fixed seed's files, as written before it came.
@@ -253,6 +275,12 @@ total=$(wc -w <"$T/pdata/test.tgt")
 [[ ! -s $T/align.err && ! -s $T/null.err && $(wc -l <"$T/null.align") -eq 50 && $((kept * 4)) -ge $total && $kept -le $total ]] &&
     ok "align_null_links_one_to_one ($kept of $total words linked)" ||
     bad "align_null_links_one_to_one" "$kept of $total; $(head -2 "$T/null.err" "$T/align.err")"
+# The count under the table is the default reading's: the words its Pharaoh lines leave out
+# (not the best head's, whose links nobody printed)
+left_out=$(($(wc -w <"$T/pdata/test.tgt") - $(wc -w <"$T/null.align")))
+said=$(sed -n 's/^null: \([0-9]*\) of [0-9]* target words left unaligned.* by the default reading$/\1/p' "$T/paer-on.txt")
+[[ -n $said && $said == "$left_out" ]] && ok "align_null_counts_the_default_reading ($said)" ||
+    bad "align_null_counts_the_default_reading" "said '${said}', the default links leave out $left_out"
 "$QKV" align "$T/prun" --src "$T/pdata/test.src" --tgt "$T/pdata/test.tgt" --null off >"$T/p-off.align" 2>/dev/null
 # --null off is today's reading byte for byte: each target word linked to the source word the
 # last layer's heads, averaged, weigh most, as qkv attention's maps.json holds them (python3

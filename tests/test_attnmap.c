@@ -476,8 +476,9 @@ static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int ns
         }
     align_from_map(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
     if (null_word >= 0) {
-        links[null_word] = -1;
-        align_match(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
+        double weight[8];
+        for (int w = 0; w < ntw && w < 8; w++) weight[w] = w == null_word ? 0.0 : 1.0;
+        align_match(map, a->S, tw, a->T, ntw, sw, a->S, nsw, weight, links);
     }
     free(map), free(avg);
 }
@@ -562,47 +563,45 @@ static void test_aligner_pair_links_and_scores(void) {
     vocab_free(&sv), vocab_free(&tv);
 }
 
-/* The null decision on hand-built rows: a target word whose prefix column outweighs every
- * source word is unlinked, whatever its link was; a tie, or a source word summed over its
- * pieces that beats the prefix, keeps the link; rows of one target word are pooled. */
-static void test_null_rule_on_hand_built_rows(void) {
+/* The null decision's weights on hand-built rows: a target word whose prefix column
+ * outweighs every source word gets strongest / prefix, the others 1 (a tie, a source word
+ * summed over its pieces that beats the prefix, a prefix that sent nothing); rows of one
+ * target word are pooled; EOS and pieces of no word count for nothing. */
+static void test_null_weights_on_hand_built_rows(void) {
     /* 3 target pieces (word 0, word 1 in two pieces), source pieces s0 s1 | s2 (word 1 in
      * two pieces), EOS; the last column is what came from no source word */
     int tw[3] = {0, 1, 1}, sw[4] = {0, 1, 1, -1};
     float from[3 * 5] = {
-        0.30f, 0.10f, 0.10f, 0.00f, 0.50f, /* word 0: prefix 0.5 > 0.3 and 0.2: unaligned */
+        0.30f, 0.10f, 0.10f, 0.00f, 0.50f, /* word 0: prefix 0.5 > 0.3 and 0.2: 0.3 / 0.5 */
         0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* word 1: source word 1 = 0.4 + 0.4 over two rows */
-        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* beats the prefix's 1.0? no: 0.8 < 1.0, unaligned */
+        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* against the prefix's 1.0: 0.8 / 1.0 */
     };
-    int links[2] = {1, 0};
-    align_unlink_null(from, 4, tw, 3, 2, sw, 2, links);
-    CHECK(links[0] == -1 && links[1] == -1, "links %d %d, both should be unaligned", links[0], links[1]);
+    double weight[2];
+    align_null_weights(from, 4, tw, 3, 2, sw, 2, weight);
+    CHECK(fabs(weight[0] - 0.6) < 1e-6 && fabs(weight[1] - 0.8) < 1e-6, "weights %g %g, want 0.6 0.8", weight[0],
+          weight[1]);
     /* a source word's pieces summed: 0.3 + 0.3 beat the prefix's 0.5 */
     float split[1 * 5] = {0.05f, 0.30f, 0.30f, 0.00f, 0.50f};
-    int one[1] = {1}, tw1[1] = {0};
-    align_unlink_null(split, 4, tw1, 1, 1, sw, 2, one);
-    CHECK(one[0] == 1, "a source word of two pieces (0.6) lost to a prefix of 0.5: link %d", one[0]);
-    /* a tie keeps the link (a row of zeros, as a row whose every proximity clips) */
+    int tw1[1] = {0};
+    align_null_weights(split, 4, tw1, 1, 1, sw, 2, weight);
+    CHECK(weight[0] == 1.0, "a source word of two pieces (0.6) lost to a prefix of 0.5: weight %g", weight[0]);
+    /* a tie is no discount (a row of zeros, as a row whose every proximity clips) */
     float tie[1 * 5] = {0.5f, 0.0f, 0.0f, 0.0f, 0.5f};
-    one[0] = 0;
-    align_unlink_null(tie, 4, tw1, 1, 1, sw, 2, one);
-    CHECK(one[0] == 0, "a tie between the prefix and a source word unlinked the word");
-    /* the EOS column and a piece of no word count for no source word */
+    align_null_weights(tie, 4, tw1, 1, 1, sw, 2, weight);
+    CHECK(weight[0] == 1.0, "a tie between the prefix and a source word discounted the word: %g", weight[0]);
+    /* the EOS column counts for no source word: 0.1 + 0.1 against 0.3 */
     float eos[1 * 5] = {0.1f, 0.1f, 0.1f, 0.9f, 0.3f};
-    one[0] = 0;
-    align_unlink_null(eos, 4, tw1, 1, 1, sw, 2, one);
-    CHECK(one[0] == -1, "the EOS column's 0.9 counted for a source word: link %d", one[0]);
-    /* a target piece of no word is skipped; the linked word keeps its link */
+    align_null_weights(eos, 4, tw1, 1, 1, sw, 2, weight);
+    CHECK(fabs(weight[0] - 0.2 / 0.3) < 1e-6, "the EOS column's 0.9 counted for a source word: %g", weight[0]);
+    /* a target piece of no word is skipped */
     int tw2[2] = {-1, 0};
     float skip[2 * 5] = {0.0f, 0.0f, 0.0f, 0.0f, 9.0f, 0.6f, 0.1f, 0.1f, 0.0f, 0.2f};
-    one[0] = 0;
-    align_unlink_null(skip, 4, tw2, 2, 1, sw, 2, one);
-    CHECK(one[0] == 0, "a piece of no word (the EOS row) counted for word 0: link %d", one[0]);
-    /* no source words: nothing to weigh, the links stay */
+    align_null_weights(skip, 4, tw2, 2, 1, sw, 2, weight);
+    CHECK(weight[0] == 1.0, "a piece of no word (the EOS row) counted for word 0: %g", weight[0]);
+    /* no source words: nothing to weigh */
     int none_sw[4] = {-1, -1, -1, -1};
-    one[0] = 3;
-    align_unlink_null(eos, 4, tw1, 1, 1, none_sw, 0, one);
-    CHECK(one[0] == 3, "a sentence without source words lost its link");
+    align_null_weights(eos, 4, tw1, 1, 1, none_sw, 0, weight);
+    CHECK(weight[0] == 1.0, "a sentence without source words was discounted: %g", weight[0]);
     /* the scores count an unlinked word as no prediction, and say how many were left */
     AlignCounts c = {0};
     int gold[2][2] = {{1, 1}, {0, 2}}, scored[3] = {1, -1, 0};
@@ -612,48 +611,78 @@ static void test_null_rule_on_hand_built_rows(void) {
 }
 
 /* align_match on hand-built maps: the strongest pair is linked first and each source word
- * taken once, a word the null decision left takes nothing, a word left over keeps its
- * link, a word's pieces are averaged, and a source word given nothing is no link. */
+ * taken once, a word's pairs weigh times its weight, a word left over is unaligned when
+ * its weight is below 1 and keeps its link otherwise, a word's pieces are averaged, and a
+ * source word given nothing is no link. */
 static void test_match_on_hand_built_rows(void) {
     /* a determiner that reads its noun (for the gender) more than its own determiner, the
-     * noun, and a particle the null decision left that reads the determiner most of all */
+     * noun, and a particle written from its prefix that reads the determiner most of all */
     int tw[3] = {0, 1, 2}, sw[4] = {0, 1, 2, -1};
     float map[3 * 4] = {
         0.30f, 0.60f, 0.10f, 0.0f, /* det: argmax the noun */
         0.05f, 0.90f, 0.05f, 0.0f, /* noun: the noun, more strongly */
-        0.90f, 0.05f, 0.05f, 9.0f, /* particle: unaligned; the EOS column is no word */
+        0.90f, 0.05f, 0.05f, 9.0f, /* particle; the EOS column is no word */
     };
     int links[3];
     align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
     CHECK(links[0] == 1 && links[1] == 1 && links[2] == 0, "argmax links %d %d %d", links[0], links[1], links[2]);
-    links[2] = -1;
-    align_match(map, 4, tw, 3, 3, sw, 4, 3, links);
-    CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d (want 0), noun %d (want 1), particle %d (want -1)",
+    /* the particle's prefix sent it 5 times what the determiner did: its 0.9 weighs 0.18,
+     * less than the determiner's 0.3, which takes its own determiner; the particle is
+     * left over with only the adjective free, 0.05 * 0.2 = 0.01 > 0: it takes it */
+    double weight[3] = {1.0, 1.0, 0.2};
+    align_match(map, 4, tw, 3, 3, sw, 4, 3, weight, links);
+    CHECK(links[0] == 0 && links[1] == 1 && links[2] == 2, "det %d (want 0), noun %d (want 1), particle %d (want 2)",
           links[0], links[1], links[2]);
+    /* undiscounted, the particle's 0.9 takes the determiner first and the determiner the
+     * adjective: the discount is what gives the determiner its own word */
+    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
+    align_match(map, 4, tw, 3, 3, sw, 4, 3, NULL, links);
+    CHECK(links[0] == 2 && links[1] == 1 && links[2] == 0, "undiscounted: %d %d %d, want 2 1 0", links[0], links[1],
+          links[2]);
+    /* a word already unlinked (-1) takes nothing, whatever its weight */
+    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
+    links[2] = -1;
+    align_match(map, 4, tw, 3, 3, sw, 4, 3, NULL, links);
+    CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d, noun %d, particle %d: want 0 1 -1", links[0],
+          links[1], links[2]);
     /* three words, two source words: 0.9 first, then 0.3 beats 0.2 for the free source
-     * word, and the word left over keeps its argmax */
+     * word; the word left over keeps its argmax at weight 1, and is unaligned below it */
     int tw3[3] = {0, 1, 2}, sw2[2] = {0, 1}, three[3] = {0, 0, 0};
     float over[3 * 2] = {0.9f, 0.1f, 0.8f, 0.2f, 0.7f, 0.3f};
-    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, three);
+    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, NULL, three);
     CHECK(three[0] == 0 && three[1] == 0 && three[2] == 1, "links %d %d %d, want 0 0 1", three[0], three[1], three[2]);
+    double kept[3] = {1.0, 1.0, 1.0}, prefix[3] = {1.0, 0.9, 1.0};
+    three[0] = three[1] = three[2] = 0;
+    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, kept, three);
+    CHECK(three[0] == 0 && three[1] == 0 && three[2] == 1, "weights 1: links %d %d %d, want 0 0 1", three[0], three[1],
+          three[2]);
+    three[0] = three[1] = three[2] = 0;
+    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, prefix, three);
+    CHECK(three[0] == 0 && three[1] == -1 && three[2] == 1, "word 1 at 0.9, left over: links %d %d %d, want 0 -1 1",
+          three[0], three[1], three[2]);
     /* word 0 in two pieces of 0.6 each on source 0 (1.2 summed, 0.6 averaged) against word
      * 1's 0.7: averaged, word 1 takes source 0 */
     int tw2[3] = {0, 0, 1}, two[2] = {0, 0};
     float pieces[3 * 2] = {0.6f, 0.4f, 0.6f, 0.4f, 0.7f, 0.3f};
-    align_match(pieces, 2, tw2, 3, 2, sw2, 2, 2, two);
+    align_match(pieces, 2, tw2, 3, 2, sw2, 2, 2, NULL, two);
     CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0 (a word's pieces averaged)", two[0], two[1]);
-    /* a tie goes to the earlier word; a source word the other gives nothing is no link */
+    /* a tie goes to the earlier word; a source word the other gives nothing is no link,
+     * and a word of weight 0 claims nothing: left over, unaligned */
     float zero[2 * 2] = {1.0f, 0.5f, 1.0f, 0.0f};
     two[0] = two[1] = 0;
-    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, two);
+    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, NULL, two);
     CHECK(two[0] == 0 && two[1] == 0, "links %d %d, want 0 0", two[0], two[1]);
+    double nothing[2] = {1.0, 0.0};
+    two[0] = two[1] = 0;
+    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, nothing, two);
+    CHECK(two[0] == 0 && two[1] == -1, "links %d %d, want 0 -1", two[0], two[1]);
     /* a target piece of no word weighs nothing; no source words: the links stay */
     int tw_eos[2] = {-1, 0}, one[1] = {1}, none_sw[2] = {-1, -1};
     float eos_row[2 * 2] = {9.0f, 0.0f, 0.2f, 0.8f};
-    align_match(eos_row, 2, tw_eos, 2, 1, sw2, 2, 2, one);
+    align_match(eos_row, 2, tw_eos, 2, 1, sw2, 2, 2, NULL, one);
     CHECK(one[0] == 1, "the EOS row counted: link %d", one[0]);
     one[0] = -1;
-    align_match(eos_row, 2, tw_eos, 2, 1, none_sw, 2, 0, one);
+    align_match(eos_row, 2, tw_eos, 2, 1, none_sw, 2, 0, NULL, one);
     CHECK(one[0] == -1, "a sentence without source words got link %d", one[0]);
 }
 
@@ -843,7 +872,7 @@ const TestCase attnmap_tests[] = {
     {"attention_json_claims_checked_before_allocating", test_json_claims_checked_before_allocating},
     {"alignment_links_strict_unique_in_range", test_alignment_links_strict_unique_in_range},
     {"alignment_aligner_pair_links_and_scores", test_aligner_pair_links_and_scores},
-    {"alignment_null_rule_on_hand_built_rows", test_null_rule_on_hand_built_rows},
+    {"alignment_null_weights_on_hand_built_rows", test_null_weights_on_hand_built_rows},
     {"alignment_match_on_hand_built_rows", test_match_on_hand_built_rows},
     {"alignment_aligner_null_measure", test_aligner_null_measure},
     {"toydata_particles_gold_matches_sentences", test_particles_gold_matches_sentences},

@@ -56,19 +56,21 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
     free(pooled);
 }
 
-void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
-                       const int *src_word, int n_src_words, int *links) {
+void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                        const int *src_word, int n_src_words, double *weight) {
     int cols = n_src_pieces + 1;
     double *pooled = pool_words(from, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
-    double *none = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(double));
+    double *prefix = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(double));
     for (int t = 0; t < n_tgt_pieces; t++)
-        if (tgt_word[t] >= 0) none[tgt_word[t]] += from[(size_t)t * cols + n_src_pieces];
+        if (tgt_word[t] >= 0) prefix[tgt_word[t]] += from[(size_t)t * cols + n_src_pieces];
     for (int w = 0; w < n_tgt_words; w++) {
-        int beaten = 1; /* a word with no source word to weigh is left as it is */
-        for (int s = 0; s < n_src_words && beaten; s++) beaten = none[w] > pooled[(size_t)w * n_src_words + s];
-        if (beaten && n_src_words) links[w] = -1;
+        double strongest = 0;
+        for (int s = 0; s < n_src_words; s++)
+            if (pooled[(size_t)w * n_src_words + s] > strongest) strongest = pooled[(size_t)w * n_src_words + s];
+        /* a word with no source word to weigh, or whose prefix sent nothing, is not discounted */
+        weight[w] = n_src_words && prefix[w] > strongest ? strongest / prefix[w] : 1.0;
     }
-    free(pooled), free(none);
+    free(pooled), free(prefix);
 }
 
 /* One candidate link of align_match: its score, target word, source word */
@@ -86,7 +88,7 @@ static int by_strength(const void *a, const void *b) {
 }
 
 void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
-                 const int *src_word, int n_src_pieces, int n_src_words, int *links) {
+                 const int *src_word, int n_src_pieces, int n_src_words, const double *weight, int *links) {
     if (!n_src_words || !n_tgt_words) return;
     double *pooled = pool_words(map, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
     /* a word's rows averaged, not summed: a word of three pieces must not outbid a word of
@@ -98,7 +100,7 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
     size_t n = 0;
     for (int w = 0; w < n_tgt_words; w++)
         for (int s = 0; links[w] >= 0 && pieces[w] && s < n_src_words; s++) {
-            double v = pooled[(size_t)w * n_src_words + s] / pieces[w];
+            double v = pooled[(size_t)w * n_src_words + s] / pieces[w] * (weight ? weight[w] : 1.0);
             if (v > 0) c[n++] = (Candidate){v, w, s}; /* a source word given nothing is no link */
         }
     qsort(c, n, sizeof *c, by_strength);
@@ -108,6 +110,9 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
         links[c[k].w] = c[k].s;
         word_done[c[k].w] = source_taken[c[k].s] = 1;
     }
+    /* a word left over: unaligned if its prefix outweighed every source word, else it keeps its link */
+    for (int w = 0; w < n_tgt_words && weight; w++)
+        if (!word_done[w] && weight[w] < 1.0) links[w] = -1;
     free(pooled), free(pieces), free(c), free(word_done), free(source_taken);
 }
 
@@ -115,8 +120,11 @@ void align_links(const float *map, const float *from, const int *tgt_word, int n
                  const int *src_word, int n_src_pieces, int n_src_words, int *links) {
     align_from_map(map, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words, links);
     if (!from) return;
-    align_unlink_null(from, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_words, links);
-    align_match(map, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words, links);
+    double *weight = xmalloc(sizeof(double) * (size_t)(n_tgt_words ? n_tgt_words : 1));
+    align_null_weights(from, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_words, weight);
+    align_match(map, n_src_pieces, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words, weight,
+                links);
+    free(weight);
 }
 
 /* A link's index: decimal digits only (strtol alone would take " 2", "+2" or "-0"). */

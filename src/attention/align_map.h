@@ -7,15 +7,18 @@
  * marked piece starts). Each target word is then linked to the
  * source word it gives the most weight. Output is Pharaoh "i-j" (source i, target j).
  *
- * The null decision (`qkv align --null on`, the default) then leaves a target word
- * unaligned where the model wrote it from its own prefix rather than from the source: in
- * the last decoder layer's cross-attention block, what the prefix (the residual) sent
- * weighs more than what any one source word sent (contributions, explain/contrib.h). The
- * prefix is a null word beside the source words, and the word goes to whichever weighs
- * most: no threshold to pick, the same rule for every run and every reading. The words
- * left linked are then linked one to one where they can be (align_match): a target word
- * often reads two source words (a determiner its own, and its noun for the gender), and
- * the word that weighs a source word most takes it. --null off: every word to its argmax. */
+ * The null decision (`qkv align --null on`, the default) weighs the prefix against the
+ * source: in the last decoder layer's cross-attention block, what the prefix (the
+ * residual) sent a target word against what each source word sent it (contributions,
+ * explain/contrib.h). The words are then linked one to one where they can be (align_match,
+ * competitive linking): the strongest (word, source word) pair first, each source word
+ * taken once, a word's pairs discounted by strongest source word / prefix where its prefix
+ * sent more, so that a word written from its prefix claims a source word only after the
+ * words that came from one. A word left over is unaligned when its prefix outweighed
+ * every source word, and keeps its strongest source word otherwise. No threshold to pick:
+ * one rule for every run and every reading. The matching is also what a determiner needs:
+ * it reads its noun for the gender, and the noun's word takes the noun. --null off: every
+ * word to its argmax. */
 #ifndef QKV_ALIGN_MAP_H
 #define QKV_ALIGN_MAP_H
 
@@ -38,27 +41,29 @@ int align_words(char **tokens, int n, int tokenizer, int *word_of);
 void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                     const int *src_word, int n_src_pieces, int n_src_words, int *links);
 
-/* The null decision: links[w] = -1 for each target word w whose rows of from, pooled as
- * align_from_map pools (a word's rows and a source word's pieces summed), give the null
- * column more than every source word. from is (n_tgt_pieces, n_src_pieces + 1): what each
- * source piece sent each target piece, then what came from no source word. Other links
- * are left as they are; so is every link of a sentence without source words. */
-void align_unlink_null(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
-                       const int *src_word, int n_src_words, int *links);
+/* The null decision's discount of each target word: weight[w] = strongest / prefix where
+ * the prefix column outweighs every source word (pooled as align_from_map pools: a word's
+ * rows and a source word's pieces summed), 1 otherwise (a tie, a prefix that sent nothing,
+ * a sentence without source words). from is (n_tgt_pieces, n_src_pieces + 1): what each
+ * source piece sent each target piece, then what came from no source word. */
+void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
+                        const int *src_word, int n_src_words, double *weight);
 
 /* One to one where it can be (competitive linking, Melamed 2000; SimAlign's "match" is
  * its optimal form): of every (target word, source word) pair of map, pooled (a word's
- * rows averaged, a source word's pieces summed), the strongest is linked first, and each
- * source word and each target word is taken once. A word whose argmax another word wants
- * more goes to its next source word: a determiner that reads its noun for the noun's
- * gender is linked to its own determiner once the noun's word has taken the noun. Words
- * with links[w] = -1 (the null decision's) stay unaligned and take no source word; a word
- * left over (the source words ran out, or it gives the free ones nothing) keeps its link. */
+ * rows averaged, a source word's pieces summed) and times the word's weight (NULL: 1),
+ * the strongest is linked first, and each source word and each target word is taken
+ * once. A word whose argmax another word wants more goes to its next source word: a
+ * determiner that reads its noun for the noun's gender is linked to its own determiner
+ * once the noun's word has taken the noun. Words with links[w] = -1 stay unaligned and
+ * take no source word. A word left over (the source words ran out, or it gives the free
+ * ones nothing) is left unaligned where its weight is below 1 (align_null_weights: its
+ * prefix outweighed every source word), and keeps its link otherwise. */
 void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
-                 const int *src_word, int n_src_pieces, int n_src_words, int *links);
+                 const int *src_word, int n_src_pieces, int n_src_words, const double *weight, int *links);
 
 /* The links of one reading, map (n_tgt_pieces x n_src_pieces): align_from_map's, then, when
- * from (as align_unlink_null takes it) is given, the null decision and align_match: what
+ * from (as align_null_weights takes it) is given, align_match under its weights: what
  * `qkv align` and `qkv explain --gold` link with --null on (from NULL: --null off). */
 void align_links(const float *map, const float *from, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                  const int *src_word, int n_src_pieces, int n_src_words, int *links);

@@ -47,9 +47,9 @@ static const CmdOption options[] = {
      "one step later), contrib (contributions through the whole layer), grad (gradients)",
      "output"},
     {'n', "null", "on|off",
-     "on: a target word its own prefix outweighs every source word for (the last cross-attention block's "
-     "contributions) is left unaligned, and the rest are linked one to one where they can be; off: every target "
-     "word linked to its strongest source word",
+     "on: target words linked one to one where they can be, a word its own prefix outweighs every source word "
+     "for (the last cross-attention block's contributions) claiming last and, left over, unaligned; off: every "
+     "target word linked to its strongest source word",
      "on"},
     {0},
 };
@@ -66,13 +66,14 @@ const CmdSpec cmd_align_spec = {
              "(the last layer's cross-attention contributions, and their rollout) or grad (saliency,\n"
              "x-gradient signed and by magnitude, integrated gradients); with --gold, every reading of\n"
              "the method is scored.\n"
-             "A target word the model wrote from its own prefix is left unaligned (--null on): in the\n"
-             "last decoder layer's cross-attention block, the prefix (the residual) sent it more than\n"
-             "any one source word did. The prefix competes as a null word: no threshold, one rule for\n"
-             "every run and reading. The words left are then linked one to one where they can be\n"
-             "(competitive linking): the strongest (word, source word) pair first, each source word\n"
-             "taken once, so a determiner that reads its noun for the noun's gender keeps its own\n"
-             "determiner once the noun has taken the noun; a word left over keeps its strongest.\n"
+             "With --null on, target words are linked one to one where they can be (competitive\n"
+             "linking): the strongest (word, source word) pair first, each source word taken once, so\n"
+             "a determiner that reads its noun for the noun's gender keeps its own determiner once the\n"
+             "noun has taken the noun. The prefix competes as a null word: where the last decoder\n"
+             "layer's cross-attention block got more from the prefix (the residual) than from any one\n"
+             "source word, the word's pairs are discounted by that ratio, and if it is left over it\n"
+             "stays unaligned; a word left over that the source outweighed keeps its strongest. No\n"
+             "threshold: one rule for every run and reading.\n"
              "--null off links every target word to its strongest source word.",
     .options = options,
     .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
@@ -89,10 +90,12 @@ static void last_cross_contributions(Model *m, const AttnMaps *a, float *from) {
 }
 
 /* The rule (aligners.h), said under the scores with how many target words it left
- * unaligned (links go out as Pharaoh lines alone; the help says the rule there) */
+ * unaligned in the row marked default (links go out as Pharaoh lines alone; the help
+ * says the rule there) */
 static void print_null(const AlignCounts *c) {
-    printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%)\n", explain_null_rule, c->words - c->predicted,
-           c->words, c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
+    printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%) by the default reading\n", explain_null_rule,
+           c->words - c->predicted, c->words,
+           c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
 }
 
 /* The readings of an --method other than output: explain/pair.h's methods of that name */
@@ -166,7 +169,8 @@ static int explained(Run *r, const char *method, int null, char **src, char **tg
         for (int k = 0; k < n_reads; k++)
             printf("%-24s %9.3f %9.3f %9.3f%s\n", reads[k].name, align_precision(&counts[k]), align_recall(&counts[k]),
                    align_aer(&counts[k]), strcmp(reads[k].name, def) == 0 ? "  (default)" : "");
-        if (null) print_null(&counts[0]);
+        for (int k = 0; k < n_reads && null; k++)
+            if (strcmp(reads[k].name, def) == 0) print_null(&counts[k]);
     }
     rc = 0;
 done:
@@ -263,20 +267,21 @@ int cmd_align(int argc, char **argv) {
     }
     if (gold) {
         printf("%-24s %9s %9s %9s\n", "cross-attention", "precision", "recall", "AER");
-        int best = -1;
+        int best = -1, shown = 0;
         for (int p = 0; p < n_picks; p++) {
             char name[64];
             pick_name(picks[p], name, sizeof name);
             printf("%-24s %9.3f %9.3f %9.3f%s\n", name, align_precision(&counts[p]), align_recall(&counts[p]),
                    align_aer(&counts[p]),
                    picks[p].layer == chosen.layer && picks[p].head == chosen.head ? "  (default)" : "");
+            if (picks[p].layer == chosen.layer && picks[p].head == chosen.head) shown = p;
             if (picks[p].head >= 0 && (best < 0 || align_aer(&counts[p]) < align_aer(&counts[best]))) best = p;
         }
         char name[64];
         pick_name(picks[best], name, sizeof name);
         printf("best head: %s, AER %.3f (%ld sentence pairs, %ld gold links)\n", name, align_aer(&counts[best]),
                (long)n_src, counts[best].gold);
-        if (null) print_null(&counts[best]);
+        if (null) print_null(&counts[shown]); /* the row marked default */
     }
     rc = 0;
 done:

@@ -16,11 +16,11 @@ void explain_words(const PairExplanation *e, int tokenizer, int *src_word, int *
 void explain_links(const PairExplanation *e, const float *scores, const int *src_word, int n_src, const int *tgt_word,
                    int n_tgt, int *links);
 
-/* explain_links, then with null set the null decision (align_map.h's align_unlink_null)
- * on e's last cross-attention block's contributions: a target word its own prefix sent
- * more than any one source word is left unaligned (links[w] = -1), and the rest linked one
- * to one on the same scores (align_match). qkv align and qkv explain's AER both read
- * links through it, so their tables agree. */
+/* explain_links, then with null set the null decision on e's last cross-attention block's
+ * contributions and the one-to-one matching on the same scores (align_map.h's align_links):
+ * a word written from its prefix claims a source word last, and one left over whose prefix
+ * outweighed every source word is unaligned (links[w] = -1). qkv align and qkv explain's
+ * AER both read links through it, so their tables agree. */
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links);
 
