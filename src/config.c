@@ -511,6 +511,30 @@ int config_differences(const Config *a, const Config *b, const char *const *skip
     return count;
 }
 
+/* --set train.watch=[...]: the value as the file would hold it, a YAML flow list (of
+ * sentences or {src: ..., tgt: ...}), under the file's limits; a value that is not a list
+ * would otherwise be watched as one sentence, brackets and all. */
+static int set_watch_flow(Config *c, const char *value, const char *where) {
+    size_t len = strlen(value);
+    if (yaml_prescan(value, len, where) != 0) return -1;
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)value, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        int rc = yaml_syntax_error(&parser, value, len, where);
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    int rc = root && root->type == YAML_SEQUENCE_NODE
+                 ? set_watch_list(c, &doc, root, where)
+                 : err_set("%s: train.watch: expected a list [\"...\", {src: ..., tgt: ...}] or one sentence", where);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 int config_set(Config *c, const char *assignment) {
     char where[300];
     snprintf(where, sizeof where, "--set %s", assignment);
@@ -532,7 +556,12 @@ int config_set(Config *c, const char *assignment) {
         if (hint) return err_set("%s: unknown key '%s' (did you mean '%s'?)", where, path, hint);
         return err_set("%s: unknown key '%s'", where, path);
     }
-    if (set_value(c, &keys[idx], eq + 1, where) != 0) return -1;
+    const char *value = eq + 1;
+    if (keys[idx].type == KEY_WATCH && value[strspn(value, " \t")] == '[') {
+        if (set_watch_flow(c, value, where) != 0) return -1;
+    } else if (set_value(c, &keys[idx], value, where) != 0) {
+        return -1;
+    }
     c->set_line[idx] = -1; /* -1: set on the command line */
     return 0;
 }

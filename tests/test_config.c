@@ -331,6 +331,19 @@ static void test_watch_list(void) {
           "--set: %s", err_msg());
     CHECK(config_set(&b, "train.watch=") == 0 && b.train.n_watch == 0, "--set empty");
     CHECK(config_write(&b, out) == 0 && config_load(&a, out) == 0 && a.train.n_watch == 0, "empty list round trip");
+    /* --set with the file's own list syntax reads a list, not one sentence with brackets */
+    CHECK(config_set(&b, "train.watch=[\"the cat\", {src: a dog, tgt: un cano}]") == 0 && b.train.n_watch == 2 &&
+              strcmp(b.train.watch[0].src, "the cat") == 0 && strcmp(b.train.watch[1].src, "a dog") == 0 &&
+              strcmp(b.train.watch[1].tgt, "un cano") == 0,
+          "--set a flow list: %d, '%s'", b.train.n_watch, b.train.watch[0].src);
+    CHECK(config_set(&b, "train.watch=[]") == 0 && b.train.n_watch == 0, "--set []: %d sentences", b.train.n_watch);
+    CHECK(config_set(&b, "train.watch=[\"a\"") != 0 && strstr(err_msg(), "--set train.watch=") &&
+              strstr(err_msg(), "YAML syntax error"),
+          "an unclosed list: %s", err_msg());
+    CHECK(config_set(&b, "train.watch=[[1]]") != 0 && strstr(err_msg(), "a sentence or {src: ..., tgt: ...}"),
+          "a list in the list: %s", err_msg());
+    CHECK(config_set(&b, "train.watch=[a, b, c, d, e, f, g, h, i]") != 0 && strstr(err_msg(), "more than 8"),
+          "nine: %s", err_msg());
     unlink(out);
     EXPECT_ERROR(DATA "train:\n  watch:\n    - {src: a, lang: b}\n", ":5:7:", "a sentence or {src: ..., tgt: ...}");
     EXPECT_ERROR(DATA "train:\n  watch:\n    - \"  \"\n", ":5:7:", "a sentence is empty");
