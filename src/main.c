@@ -10,6 +10,7 @@
 
 #include "cmd/commands.h"
 #include "startup.h"
+#include "util/atomic_file.h"
 
 /* A command stopped by Ctrl-C or a kill says so in one line, then dies of the signal as
  * it would have (status 128 + N): what it wrote whole stays, and its atomic writes hold
@@ -21,6 +22,7 @@ static void on_stop_signal(int sig) {
     /* strlen and write are async-signal-safe */
     if (write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to say it with */
     }
+    atomic_streams_discard(); /* a file written as it was made, never published: gone with the process */
     signal(sig, SIG_DFL);
     raise(sig);
 }

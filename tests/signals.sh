@@ -118,6 +118,27 @@ rc=${PIPESTATUS[0]}
     ok "train_into_a_closed_pipe_trains_to_its_end" ||
     bad "train_into_a_closed_pipe_trains_to_its_end" "exit $rc: $(head -2 "$dir.err"); $(ls "$dir/ckpt" 2>&1 | tail -2)"
 
+# qkv bench --dump writes its batches file as it times the steps and publishes it at the
+# end: a stop in between (the shell's Ctrl-C, a kill) ends the command with the signal's
+# status and takes the half-written file with it, where a kill left F.batches.jsonl.PID.tmp
+for sig in INT TERM; do
+    dir=$T/bench-$sig
+    mkdir -p "$dir"
+    QKV_TIMEOUT=60 env --default-signal=INT "$QKV" bench "$T/c.yaml" --steps 100000 --decode 0 --ceiling 100 \
+        --dump "$dir/F.json" >"$dir.out" 2>"$dir.err" &
+    pid=$!
+    for _ in $(seq 200); do compgen -G "$dir/F.json.batches.jsonl.*.tmp" >/dev/null && break; sleep 0.05; done
+    made=$(compgen -G "$dir/F.json.batches.jsonl.*.tmp")
+    sleep 0.3
+    kill -"$sig" $pid
+    wait $pid
+    rc=$?
+    left=$(ls -A "$dir")
+    [[ -n $made && $rc -eq $((128 + $(kill -l $sig))) && -z $left && $(cat "$dir.err") == "qkv: stopped by SIG$sig" ]] &&
+        ok "bench_stopped_by_sig${sig,,}_leaves_no_tmp" ||
+        bad "bench_stopped_by_sig${sig,,}_leaves_no_tmp" "exit $rc; tmp seen: '${made}'; left: '${left}'; $(head -2 "$dir.err")"
+done
+
 # ---- under mpirun --------------------------------------------------------------------------
 if ! ldd "$QKV_BIN" 2>/dev/null | grep -q libmpi || ! command -v mpirun >/dev/null; then
     skip_missing mpi_signals "qkv without MPI, or no mpirun"

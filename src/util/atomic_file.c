@@ -157,12 +157,33 @@ int write_file_atomic(const char *path, const void *data, size_t len) {
     return write_file_atomic_parts(path, &part, 1);
 }
 
+/* The tmp files of the streams open now, for atomic_streams_discard: copied here (a stream
+ * lives in its caller's frame), and marked live only once the name is whole. */
+#define STREAMS_MAX 4
+static char stream_tmp[STREAMS_MAX][sizeof((AtomicStream *)0)->tmp];
+static volatile sig_atomic_t stream_live[STREAMS_MAX];
+
+static void stream_forget(AtomicStream *s) {
+    if (s->slot >= 0) stream_live[s->slot] = 0;
+    s->slot = -1;
+}
+
+void atomic_streams_discard(void) {
+    for (int i = 0; i < STREAMS_MAX; i++)
+        if (stream_live[i]) unlink(stream_tmp[i]); /* async-signal-safe */
+}
+
 int atomic_stream_open(AtomicStream *s, const char *path) {
-    *s = (AtomicStream){.fd = -1};
+    *s = (AtomicStream){.fd = -1, .slot = -1};
     if (tmp_name(s->tmp, sizeof s->tmp, path) != 0) return -1;
     s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     int e = errno;
     if (s->fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+    for (int i = 0; i < STREAMS_MAX && s->slot < 0; i++)
+        if (!stream_live[i]) {
+            memcpy(stream_tmp[i], s->tmp, sizeof s->tmp);
+            stream_live[i] = 1, s->slot = i;
+        }
     return 0;
 }
 
@@ -173,11 +194,13 @@ int atomic_stream_write(AtomicStream *s, const void *data, size_t len) {
 
 int atomic_stream_commit(AtomicStream *s, const char *path) {
     if (s->err) {
+        stream_forget(s);
         close(s->fd), unlink(s->tmp);
         return err_set("%s: write failed: %s", s->tmp, strerror(s->err)), err_io(s->err);
     }
     signals_hold();
     int rc = publish(s->fd, s->tmp, path);
+    stream_forget(s); /* renamed or removed: nothing of it for a stop to take away */
     signals_release();
     return rc;
 }

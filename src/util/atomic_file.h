@@ -29,15 +29,20 @@ int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts
  * failed write, nothing more: the first fault is kept); atomic_stream_commit, if every
  * write went through, fsyncs, closes and renames it to path (the directory fsynced, the
  * stop signals held over it), else removes it. Each 0, or -1 (commit and open with the
- * error set: "<tmp>: write failed: ...", err_io judged). A process killed between open
- * and commit leaves a tmp file that tmp_is_stale knows. */
+ * error set: "<tmp>: write failed: ...", err_io judged). A process stopped by a signal
+ * between open and commit removes the tmp file (atomic_streams_discard, from the stop
+ * handler); one killed outright leaves a tmp file that tmp_is_stale knows. */
 typedef struct {
     int fd, err;    /* err: the errno of the first write that failed */
+    int slot;       /* its place among the open streams atomic_streams_discard removes, or -1 */
     char tmp[4200]; /* the tmp file's name */
 } AtomicStream;
 int atomic_stream_open(AtomicStream *s, const char *path);
 int atomic_stream_write(AtomicStream *s, const void *data, size_t len);
 int atomic_stream_commit(AtomicStream *s, const char *path);
+/* Removes the tmp file of every stream opened and not yet committed: for a handler of a
+ * signal that ends the process (async-signal-safe: unlink alone). */
+void atomic_streams_discard(void);
 /* Whether write_file_atomic could create path's tmp file now (it makes it and removes it):
  * 0, or -1 with its error set, before minutes of work whose result goes there. */
 int probe_writable(const char *path);
