@@ -110,6 +110,23 @@ for f in hyp.txt attn/index.html explain/index.html heads/index.html patch/patch
 done
 [[ -z $missing ]] && ok "readme_tour_leaves_what_it_says" || bad "readme_tour_leaves_what_it_says" "missing:$missing"
 
+# docs/export.md's onnxruntime-node example, as written, on the tour's toy-onnx/: it prints
+# the translation qkv translate --greedy gives the same line (its paths are the tour's;
+# the modules are the onnx suite's, which make test installs)
+NODE_MODULES=${QKV_NODE_MODULES:-$PWD/tests/onnx/node_modules}
+awk '/^### onnxruntime/ {on = 1} on && /^```js$/ {inside = 1; next} inside && /^```$/ {exit} inside' docs/export.md \
+    >"$T/clone/ort_example.mjs"
+if [[ -f $NODE_MODULES/onnxruntime-node/package.json && -s $T/clone/toy-onnx/tokenizer.json ]] && command -v node >/dev/null; then
+    ln -sfn "$NODE_MODULES" "$T/clone/node_modules"
+    line=$(sed -n "s/^const line = '\(.*\)';$/\1/p" "$T/clone/ort_example.mjs")
+    got=$(cd "$T/clone" && "$BOUNDED" node ort_example.mjs 2>"$T/ort_example.err")
+    want=$(cd "$T/clone" && echo "$line" | "$QKV" translate runs/toy --greedy 2>/dev/null)
+    [[ -n $line && -n $want && $got == "$want" ]] && ok "export_md_onnxruntime_example_translates ($got)" ||
+        bad "export_md_onnxruntime_example_translates" "'$line': got '$got', qkv '$want'; $(grep -m1 Error "$T/ort_example.err")"
+else
+    skip_missing "export_md_onnxruntime_example_translates" "no onnxruntime-node in $NODE_MODULES (scripts/deps.sh --with-onnx)"
+fi
+
 # ---- links and length ------------------------------------------------------------------------
 # every relative link of README.md and docs/*.md names a file of the repository
 broken=""
