@@ -129,6 +129,23 @@ else
 fi
 grep -q "AER" "$T/watch.log" && grep -q "watching 2 sentences" "$T/watch-train.log" && ok "watch_reports_aer_and_says_it_watches" ||
     bad "watch_reports_aer_and_says_it_watches" "$(head -3 "$T/watch.log")"
+# the AER of the last snapshot (step 480) is qkv align's on the same pairs and weights, the
+# null decision included (training records the contributions it reads): sentence 1's
+# target is the step's greedy translation, sentence 2's the forced one
+sed -n 7p "$T/data/test.src" >"$T/watch2.src" && echo "$ws" >>"$T/watch2.src"
+{ sed -n 7p "$T/data/test.src" | "$QKV" translate "$T/watched/ckpt/step-000480.safetensors" --greedy; echo "$wt"; } \
+    >"$T/watch2.tgt" 2>/dev/null
+last=$(awk '/^ *step  sentence 1/{on=1; next} on && $1 == "480" {print $NF; exit}' "$T/watch.log")
+for n in on off; do
+    "$QKV" align "$T/watched/ckpt/step-000480.safetensors" --src "$T/watch2.src" --tgt "$T/watch2.tgt" \
+        --gold "$T/watch.gold" --null $n >"$T/watch2-$n.txt" 2>&1
+done
+on=$(awk '/\(default\)$/ { print $(NF - 1) }' "$T/watch2-on.txt") off=$(awk '/\(default\)$/ { print $(NF - 1) }' "$T/watch2-off.txt")
+[[ -n $last && $last == "$on" ]] && grep -q '^AER: .*(the null decision on)' "$T/watch.log" &&
+    grep -q '"aer_null":true' "$T/wview/watch.json" &&
+    ok "watch_aer_is_aligns_with_the_null_rule ($last; --null off $off)" ||
+    bad "watch_aer_is_aligns_with_the_null_rule" "watch '$last', align '$on' (off '$off'); $(grep '^AER' "$T/watch.log")"
+
 # each snapshot records the watched sentences' source share: a second table, every mean in
 # [0, 1], and the view's data holds it for its chart
 shares=$(awk '/^source share:/{on=1; next} on && $1 ~ /^[0-9]+$/ {for (i = 2; i <= NF; i++) print $i}' "$T/watch.log")
@@ -246,7 +263,11 @@ done < <(xargs -n 2 <<<"$pins")
 # The particles task: a model trained briefly on it leaves its particles ("ga", "wo": no
 # source word, no gold link) unaligned, and the null decision raises the precision.
 "$QKV" toy-data "$T/pdata" --task particles --train 1500 --valid 50 --test 50 >/dev/null
-"$QKV" train configs/toy.yaml --set run_dir="$T/prun" --set train.steps=300 --set model.d_model=32 --set train.watch= \
+# (it watches test pairs 1-4 with their targets forced: the watch view's AER, below)
+pwatch=$(paste -d'\t' <(head -4 "$T/pdata/test.src") <(head -4 "$T/pdata/test.tgt") |
+    awk -F'\t' '{ printf "%s{src: \"%s\", tgt: \"%s\"}", (NR > 1 ? ", " : ""), $1, $2 }')
+"$QKV" train configs/toy.yaml --set run_dir="$T/prun" --set train.steps=300 --set model.d_model=32 \
+    --set "train.watch=[$pwatch]" --set train.valid_every=150 \
     --set data.train.src="$T/pdata/train.src" --set data.train.tgt="$T/pdata/train.tgt" \
     --set data.valid.src="$T/pdata/valid.src" --set data.valid.tgt="$T/pdata/valid.tgt" >"$T/ptrain.log" 2>&1
 "$QKV" align "$T/prun" --src "$T/pdata/test.src" --tgt "$T/pdata/test.tgt" >"$T/p.align" 2>/dev/null
@@ -264,6 +285,20 @@ read -r p_on p_off <<<"$prec"
 [[ ${p:-0} -gt 50 && $((u * 10)) -ge $((p * 8)) ]] && awk -v a="$p_on" -v b="$p_off" 'BEGIN { exit !(a > b + 0.1) }' &&
     ok "align_null_leaves_particles_unaligned ($u of $p; precision $p_off -> $p_on)" ||
     bad "align_null_leaves_particles_unaligned" "$u of $p particles unaligned, precision $p_off -> $p_on; $(tail -2 "$T/ptrain.log")"
+
+# The watch view's AER at the last snapshot is align's on the watched pairs, with the null
+# rule (the particles model is one where it moves the links: --null off scores otherwise)
+head -4 "$T/pdata/test.src" >"$T/p4.src" && head -4 "$T/pdata/test.tgt" >"$T/p4.tgt" && head -4 "$T/pdata/test.align" >"$T/p4.gold"
+"$QKV" attention "$T/prun" --watch --gold "$T/p4.gold" --out "$T/pview" >"$T/pwatch.log" 2>&1
+last=$(awk '/^ *step  sentence 1/{on=1; next} on && $1 == "300" {print $NF; exit}' "$T/pwatch.log")
+for n in on off; do
+    "$QKV" align "$T/prun/ckpt/step-000300.safetensors" --src "$T/p4.src" --tgt "$T/p4.tgt" --gold "$T/p4.gold" \
+        --null $n >"$T/p4-$n.txt" 2>&1
+done
+on=$(awk '/\(default\)$/ { print $(NF - 1) }' "$T/p4-on.txt") off=$(awk '/\(default\)$/ { print $(NF - 1) }' "$T/p4-off.txt")
+[[ -n $last && $last == "$on" && $on != "$off" ]] && grep -q '"aer_null":true' "$T/pview/watch.json" &&
+    ok "watch_aer_reads_the_null_rule_on_particles ($last; --null off $off)" ||
+    bad "watch_aer_reads_the_null_rule_on_particles" "watch '$last', align '$on', off '$off'; $(tail -2 "$T/pwatch.log")"
 
 # The words the rule leaves linked are linked one to one: no source word twice in a line
 # while the line has source words no link takes (the particles model links a good part of its words)

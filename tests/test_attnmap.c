@@ -823,16 +823,20 @@ static void test_particles_gold_matches_sentences(void) {
     CHECK(particles > words / 8 && particles < words / 3, "%d particles of %d target words", particles, words);
 }
 
-/* A measure as the trainer's: a source share for every (layer, position), at its longest */
+/* A measure as the trainer's: a source share for every (layer, position) and the last
+ * cross block's contributions for every (position, source position and prefix), at their
+ * longest */
 static void long_shares(Model *m, AttnMaps *a) {
     (void)m;
     a->share = xmalloc(sizeof(float) * (size_t)a->layers[ATTN_CROSS] * a->T);
     for (int i = 0; i < a->layers[ATTN_CROSS] * a->T; i++) a->share[i] = 0.1234567f + 0.0000001f * (float)i;
+    a->null_from = xmalloc(sizeof(float) * (size_t)a->T * (a->S + 1));
+    for (int i = 0; i < a->T * (a->S + 1); i++) a->null_from[i] = 0.7654321f - 0.0000001f * (float)i;
 }
 
 /* watch_check's bound on a snapshot's size holds for what watch_record writes (the
- * source share included), and is not loose by more than twice (it takes every number at
- * its longest); the shares read back. */
+ * source share and the last cross block's contributions included), and is not loose by
+ * more than twice (it takes every number at its longest); both read back. */
 static void test_watch_snapshot_bound(void) {
     Model m;
     Vocab sv, tv;
@@ -847,6 +851,7 @@ static void test_watch_snapshot_bound(void) {
     WatchLog log;
     int loaded = watch_load(dir, &log) == 0;
     float back = loaded && log.snap[0].sentences[1].share ? log.snap[0].sentences[1].share[1] : -1;
+    float null_back = loaded && log.snap[0].sentences[1].null_from ? log.snap[0].sentences[1].null_from[2] : -1;
     if (loaded) watch_free(&log);
     unlink(path);
     snprintf(path, sizeof path, "%s/watch", dir);
@@ -856,6 +861,8 @@ static void test_watch_snapshot_bound(void) {
     double bound = watch_snapshot_bound(&m, TOKENIZER_WORD, &sv, &tv, w, 2);
     CHECK(bound >= (double)len && bound <= 2.0 * (double)len, "%zu bytes written, bound %.0f", len, bound);
     CHECK(fabsf(back - 0.1234568f) < 1e-6f, "source share read back as %.7g, not 0.1234568", back);
+    CHECK(fabsf(null_back - 0.7654319f) < 1e-6f,
+          "the last cross block's contributions read back as %.7g, not 0.7654319", null_back);
     model_free(&m);
     vocab_free(&sv), vocab_free(&tv);
 }

@@ -265,7 +265,7 @@ void attnmap_free(AttnMaps *a) {
     free(a->src), free(a->tgt_in), free(a->tgt_out);
     for (int k = 0; k < ATTN_KINDS; k++)
         free(a->maps[k]), free(a->scores[k]), free(a->contrib[k]), free(a->queries[k]), free(a->keys[k]);
-    free(a->share), free(a->src_unk);
+    free(a->share), free(a->null_from), free(a->src_unk);
     memset(a, 0, sizeof *a);
 }
 
@@ -336,6 +336,17 @@ static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
 
 /* maps.json: see docs/attention.md ("Attention maps") for the schema. Keys keep this order
  * (jansson preserves insertion order); format 1's keys are all still there. */
+/* A (rows, cols) array as rows of numbers */
+static json_t *json_rows(const float *x, int rows, int cols) {
+    json_t *g = json_array();
+    for (int r = 0; r < rows; r++) {
+        json_t *row = json_array();
+        for (int c = 0; c < cols; c++) json_array_append_new(row, json_real(x[(size_t)r * cols + c]));
+        json_array_append_new(g, row);
+    }
+    return g;
+}
+
 json_t *attnmap_to_json(const AttnMaps *a) {
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string("qkv-attention-2"));
@@ -353,15 +364,8 @@ json_t *attnmap_to_json(const AttnMaps *a) {
             json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
         }
     }
-    if (a->share) {
-        json_t *g = json_array();
-        for (int l = 0; l < a->layers[ATTN_CROSS]; l++) {
-            json_t *row = json_array();
-            for (int t = 0; t < a->T; t++) json_array_append_new(row, json_real(a->share[(size_t)l * a->T + t]));
-            json_array_append_new(g, row);
-        }
-        json_object_set_new(root, "source_share", g);
-    }
+    if (a->share) json_object_set_new(root, "source_share", json_rows(a->share, a->layers[ATTN_CROSS], a->T));
+    if (a->null_from) json_object_set_new(root, "null_contributions", json_rows(a->null_from, a->T, a->S + 1));
     if (a->src_unk) {
         json_t *u = json_array();
         for (int j = 0; j < a->S; j++)
@@ -437,26 +441,26 @@ static int read_grid(json_t *root, const char *key, float *x, int layers, int he
     return 0;
 }
 
-/* "source_share", when present: (decoder layers, T) numbers in [0, 1] */
-static int read_share(json_t *root, AttnMaps *a, const char *what) {
-    json_t *g = json_object_get(root, "source_share");
+/* An optional (rows, cols) array of shares in [0, 1] under key: *out stays NULL when the
+ * key is absent, else it is allocated once the shape is checked */
+static int read_shares(json_t *root, const char *key, int rows, int cols, float **out, const char *what) {
+    json_t *g = json_object_get(root, key);
     if (!g) return 0;
-    int L = a->layers[ATTN_CROSS];
-    if (!json_is_array(g) || (int)json_array_size(g) != L)
-        return err_set("%s: 'source_share' does not hold %d layers", what, L);
-    for (int l = 0; l < L; l++) {
-        json_t *row = json_array_get(g, (size_t)l);
-        if (!json_is_array(row) || (int)json_array_size(row) != a->T)
-            return err_set("%s: 'source_share' layer %d does not hold %d numbers", what, l, a->T);
+    if (!json_is_array(g) || (int)json_array_size(g) != rows)
+        return err_set("%s: '%s' does not hold %d rows", what, key, rows);
+    for (int r = 0; r < rows; r++) {
+        json_t *row = json_array_get(g, (size_t)r);
+        if (!json_is_array(row) || (int)json_array_size(row) != cols)
+            return err_set("%s: '%s' row %d does not hold %d numbers", what, key, r, cols);
     }
-    a->share = xmalloc(sizeof(float) * (size_t)L * a->T);
-    for (int l = 0; l < L; l++)
-        for (int t = 0; t < a->T; t++) {
-            json_t *v = json_array_get(json_array_get(g, (size_t)l), (size_t)t);
+    *out = xmalloc(sizeof(float) * (size_t)rows * cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            json_t *v = json_array_get(json_array_get(g, (size_t)r), (size_t)c);
             double x = json_number_value(v);
             if (!json_is_number(v) || !(x >= 0 && x <= 1.0001))
-                return err_set("%s: 'source_share' holds something that is not a share in [0, 1]", what);
-            a->share[(size_t)l * a->T + t] = (float)x;
+                return err_set("%s: '%s' holds something that is not a share in [0, 1]", what, key);
+            (*out)[(size_t)r * cols + c] = (float)x;
         }
     return 0;
 }
@@ -514,7 +518,9 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
             }
         }
     }
-    if (read_share(root, out, what) != 0) goto fail;
+    if (read_shares(root, "source_share", out->layers[ATTN_CROSS], out->T, &out->share, what) != 0 ||
+        read_shares(root, "null_contributions", out->T, out->S + 1, &out->null_from, what) != 0)
+        goto fail;
     return 0;
 fail:
     attnmap_free(out);

@@ -41,6 +41,10 @@ typedef struct {
     float *share;               /* NULL, or (decoder layers, T): each decoder position's source share
                                    after each layer, when its maker measured it (explain/contrib.h);
                                    maps.json's "source_share" */
+    float *null_from;           /* NULL, or (T, S + 1): the last cross-attention block's contributions,
+                                   the source positions then the prefix, when its maker measured them
+                                   (explain/contrib.h): what align's null decision reads
+                                   (align_map.h); maps.json's "null_contributions" */
     unsigned char *src_unk;     /* NULL, or (S) 1 where the model read the source token as <unk>
                                    (its label is the text's own word): maps.json's "source_unk",
                                    so that a page marks the words the model never saw */

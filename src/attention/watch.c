@@ -60,7 +60,8 @@ static double sentence_bytes(const Model *m, int S, int T, size_t label) {
     b += 3 * grid_bytes(Le, H, S, S) + 2 * grid_bytes(Le, H, S, dh);
     b += 3 * grid_bytes(Ld, H, T, T) + 2 * grid_bytes(Ld, H, T, dh);
     b += 3 * grid_bytes(Ld, H, T, S) + grid_bytes(Ld, H, T, dh) + grid_bytes(Ld, H, S, dh);
-    b += grid_bytes(Ld, 1, 1, T); /* the source share */
+    b += grid_bytes(Ld, 1, 1, T);    /* the source share */
+    b += grid_bytes(1, 1, T, S + 1); /* the last cross-attention block's contributions */
     return b;
 }
 
@@ -343,7 +344,14 @@ int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *
     return rc;
 }
 
-int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer) {
+int watch_null_recorded(const WatchLog *w) {
+    int all = 1;
+    for (int k = 0; k < w->n_snapshots; k++)
+        for (int i = 0; i < w->n_sentences; i++) all &= w->snap[k].sentences[i].null_from != NULL;
+    return all;
+}
+
+int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, int null, double *aer) {
     AlignCounts counts = {0};
     int rc = 0;
     for (int i = 0; i < w->n_sentences && rc == 0; i++) {
@@ -357,7 +365,7 @@ int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer)
         int *links = xmalloc(sizeof(int) * (size_t)(ntw ? ntw : 1));
         if (rc == 0) {
             attnmap_head_average(a, ATTN_CROSS, a->layers[ATTN_CROSS] - 1, map);
-            align_from_map(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
+            align_links(map, null ? a->null_from : NULL, tw, a->T, ntw, sw, a->S, nsw, links);
             align_score(links, ntw, pairs, n_gold, &counts);
         }
         free(pairs), free(sw), free(tw), free(map), free(links);
@@ -366,7 +374,7 @@ int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer)
     return rc;
 }
 
-char *watch_view_json(const WatchLog *w, const double *aer) {
+char *watch_view_json(const WatchLog *w, const double *aer, int aer_null) {
     json_t *root = json_object(), *snaps = json_array(), *ent = json_array();
     json_object_set_new(root, "format", json_string("qkv-watch-view-1"));
     for (int k = 0; k < w->n_snapshots; k++) {
@@ -400,6 +408,7 @@ char *watch_view_json(const WatchLog *w, const double *aer) {
     json_t *aers = aer ? json_array() : json_null();
     for (int k = 0; aer && k < w->n_snapshots; k++) json_array_append_new(aers, json_real(aer[k]));
     json_object_set_new(root, "aer", aers);
+    json_object_set_new(root, "aer_null", json_boolean(aer && aer_null));
     char *text = xcheck(json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7)));
     json_decref(root);
     return text;

@@ -70,14 +70,21 @@ void watch_free(WatchLog *w);
 int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *path, const int *forced,
                      int max_target);
 
+/* Whether every snapshot of w holds its sentences' last cross-attention block's
+ * contributions (AttnMaps.null_from, which training records): what the null decision reads. */
+int watch_null_recorded(const WatchLog *w);
+
 /* AER of snapshot k against gold (checked by watch_gold_check; source word i - target
  * word j, a link written twice counted once), read off the last decoder layer's
- * head-averaged cross-attention as `qkv align` does by default. tokenizer: as for
+ * head-averaged cross-attention as `qkv align` does by default: with null set (every
+ * snapshot holds what it reads: watch_null_recorded), with the null decision; without,
+ * every word linked to its strongest source word (align's --null off). tokenizer: as for
  * watch_gold_check. -1 with the error set when a line is not Pharaoh. */
-int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, double *aer);
+int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, int null, double *aer);
 
 /* The viewer's data (caller frees): {"format": "qkv-watch-view-1", "snapshots": [...],
- * "entropy": [sentence][snapshot][kind][layer][head], "aer": [snapshot] or null}. */
-char *watch_view_json(const WatchLog *w, const double *aer);
+ * "entropy": [sentence][snapshot][kind][layer][head], "aer": [snapshot] or null,
+ * "aer_null": true where every snapshot's AER was read with the null decision}. */
+char *watch_view_json(const WatchLog *w, const double *aer, int aer_null);
 
 #endif

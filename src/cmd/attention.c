@@ -130,7 +130,7 @@ done:
 static int watched(Run *r, const Options *o) {
     WatchLog w;
     if (watch_load(r->dir, &w) != 0) return 2;
-    int rc = 2, n_gold = 0;
+    int rc = 2, n_gold = 0, null = watch_null_recorded(&w);
     char **gold = NULL;
     double *aer = NULL;
     if (o->gold) {
@@ -157,10 +157,10 @@ static int watched(Run *r, const Options *o) {
         if (watch_gold_check(&w, tok, gold, o->gold, forced, r->model.cfg.max_positions - 2) != 0) goto done;
         aer = xmalloc(sizeof(double) * (size_t)w.n_snapshots);
         for (int k = 0; k < w.n_snapshots; k++)
-            if (watch_aer(&w, k, tok, gold, &aer[k]) != 0) goto done;
+            if (watch_aer(&w, k, tok, gold, null, &aer[k]) != 0) goto done;
     }
     rc = 1;
-    char *json = watch_view_json(&w, aer);
+    char *json = watch_view_json(&w, aer, null);
     int written = staged_dir_write(o->out, "--out", write_watch_files, json, export_file) == 0;
     free(json);
     if (!written) goto done;
@@ -184,6 +184,11 @@ static int watched(Run *r, const Options *o) {
         printf("sentence %d: %d source tokens; uniform attention over them has entropy %.4f\n", i + 1, a->S,
                log((double)a->S));
     }
+    if (aer)
+        printf("AER: the last decoder layer's heads averaged, %s\n",
+               null ? "links read as qkv align reads them (the null decision on)"
+                    : "every word linked to its strongest source word (snapshots recorded without the contributions "
+                      "the null decision reads: qkv align --null off)");
     int shares = 1;
     for (int k = 0; k < w.n_snapshots; k++)
         for (int i = 0; i < w.n_sentences; i++) shares &= w.snap[k].sentences[i].share != NULL;

@@ -254,11 +254,16 @@ static double on_valid_bleu(void *ctx, Model *m) {
 
 /* ---- train.watch ------------------------------------------------------------------------ */
 
-/* Each watched sentence's source share (contributions rolled out), from its capture's pass */
+/* Each watched sentence's source share (contributions rolled out) and its last
+ * cross-attention block's contributions (for the null decision of the watch view's AER),
+ * from its capture's pass */
 static void measure_share(Model *m, AttnMaps *a) {
     Contributions c;
     contrib_compute(m, a->S, a->T, &c);
     a->share = c.share, c.share = NULL;
+    size_t per = (size_t)a->T * (a->S + 1);
+    a->null_from = xmalloc(sizeof(float) * per);
+    memcpy(a->null_from, c.cross + (size_t)(c.dec_layers - 1) * per, sizeof(float) * per);
     contrib_free(&c);
 }
 

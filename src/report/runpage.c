@@ -524,7 +524,7 @@ static void attention_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</p>\n");
         return;
     }
-    char *json = watch_view_json(&w, NULL);
+    char *json = watch_view_json(&w, NULL, 0);
     StrBuf page = {0};
     if (json && attnview_page(json, &page) == 0) {
         sb_printf(sb, "<p>%d sentence%s, %d snapshots (steps %lld to %lld): the step slider replays training.</p>\n",
