@@ -209,7 +209,8 @@ done:
 
 static const CmdOption options[] = {
     {'t', "text", "SOURCE", "the sentence (required)", NULL},
-    {'g', "target", "TRANSLATION", "force this target or prefix (default: the model's greedy translation)", NULL},
+    {'g', "target", "TRANSLATION",
+     "force this translation, its <eos> included (default: the model's greedy translation)", NULL},
     {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {'p', "pin", "L.H.T=J", "pin cross-attention layer L, head H, at target position T onto source position J", NULL},
     {'k', "top", "K", "next tokens listed per position", "5"},

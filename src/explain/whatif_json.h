@@ -2,7 +2,7 @@
  * command's --out and `qkv serve`'s POST /v1/whatif answer with:
  *
  *   format, source, target     the sentence and the target as forced (or greedy) text
- *   tokens                     (T) the target's pieces position by position, </s> last
+ *   tokens                     (T) the target's pieces position by position, <eos> last
  *   model, changed             per position, the model as trained and (when a head is off
  *                              or a query pinned) as changed: {logp (T), entropy (T), top
  *                              (T, k) [{token, logp}], lens (L, T) [{top, top_logp,

@@ -435,7 +435,7 @@ static void run_whatif(Worker *w, Job *job) {
         if (bad) {
             snprintf(err, sizeof err,
                      "\"pin.%s\": this model's cross-attention has layers 0..%d and heads 0..%d, and the source "
-                     "%d positions (its </s> included): \"key\" 0..%d, or %d \"weights\"",
+                     "%d positions (its <eos> included): \"key\" 0..%d, or %d \"weights\"",
                      bad, mc->decoder_layers - 1, mc->heads - 1, S, S - 1, S);
             refuse(job, 400, "%s", err);
             goto done;
