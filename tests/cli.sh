@@ -293,6 +293,20 @@ if [[ $(wc -l <"$T/job.json.batches.jsonl") -eq 5 && -n $(hashes "$T/job.json" d
 else
     bad "bench_batches_only_same_ids_as_the_run" "$(wc -l <"$T/job.json.batches.jsonl") lines; data $(hashes "$T/job.json" data_hash) vs $(hashes "$ckpt_head" data_hash); $(cat "$T/job.err")"
 fi
+# a dump is published as one set (batches, weights, the dump): one that cannot be written
+# whole (a file size limit, as a full disk) leaves an earlier run's set as it was, and no
+# part of its own
+cp "$T/job.json" "$T/set.json" && cp "$T/job.json.batches.jsonl" "$T/set.json.batches.jsonl"
+before=$(cat "$T/set.json" "$T/set.json.batches.jsonl" | sha256sum)
+big=$(stat -c %s "$T/set.json.batches.jsonl")
+err=$(trap '' XFSZ; ulimit -f $((big / 1024 - 1)); "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 \
+    --decode 3 --dump "$T/set.json" 2>&1 >/dev/null)
+rc=$?
+left=$(ls "$T" | grep '^set\.json' | tr '\n' ' ')
+[[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $T/set.json"*"File too large"* &&
+    $left == "set.json set.json.batches.jsonl " && $(cat "$T/set.json" "$T/set.json.batches.jsonl" | sha256sum) == "$before" ]] &&
+    ok "bench_dump_that_cannot_be_written_leaves_the_old_set" ||
+    bad "bench_dump_that_cannot_be_written_leaves_the_old_set" "exit $rc: $err; left '$left'"
 # a benchmark's padding share is the timed batches' positions that hold no token, as the
 # batches it recorded show them (the warm-up's batch is not timed)
 if "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 \
@@ -530,7 +544,7 @@ rc=$?
 [[ $rc -eq 1 && $err == *"File too large"* && $(wc -l <<<"$err") -eq 1 && ! -e $T/gcut/g && -z $(ls -d "$T"/gcut/g.partial-* 2>/dev/null) ]] &&
     ok "grads_write_fault_leaves_nothing" || bad "grads_write_fault_leaves_nothing" "exit $rc: $err; $(ls -R "$T/gcut" 2>&1)"
 rm -rf "$T/gcut"
-expect_error "toy_data_read_only_dir" 2 "^qkv: /sys/toy: cannot create directory: " "$QKV" toy-data /sys/toy
+expect_error "toy_data_read_only_dir" 2 "^qkv: /sys/toy: cannot create: " "$QKV" toy-data /sys/toy
 mkdir -p "$run/eval.jsonl"
 expect_error "eval_result_file_is_a_directory" 2 "eval.jsonl: cannot append the result: Is a directory" "$QKV" eval "$run" --src "$T/al.src" --ref "$T/al.src" --greedy
 rmdir "$run/eval.jsonl"

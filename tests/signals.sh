@@ -139,6 +139,53 @@ for sig in INT TERM; do
         bad "bench_stopped_by_sig${sig,,}_leaves_no_tmp" "exit $rc; tmp seen: '${made}'; left: '${left}'; $(head -2 "$dir.err")"
 done
 
+# miss WHY: one run of a loop below gone wrong, counted; the first one's WHY is kept
+miss() {
+    fails=$((fails + 1))
+    [[ -n $first ]] || first=$1
+}
+# ... and publishes its dump's set (batches, weights, the dump naming them) together at the
+# very end: stopped at any instant, a run leaves all three or none, and no tmp file
+fails=0 first="" whole=0
+for ((i = 0; i < runs; i++)); do
+    dir=$T/bench-set-$i
+    mkdir -p "$dir"
+    QKV_TIMEOUT=60 env --default-signal=INT "$QKV" bench "$T/c.yaml" --steps 20 --decode 300 --ceiling 100 \
+        --set data.valid.src="$T/data/train.src" --set data.valid.tgt="$T/data/train.tgt" \
+        --dump "$dir/F.json" >/dev/null 2>"$dir.err" &
+    signal_soon $! INT
+    rc=$?
+    left=$(ls -A "$dir" | tr '\n' ' ')
+    [[ -n $left ]] && whole=$((whole + 1))
+    [[ ($left != "" && $left != "F.json F.json.batches.jsonl F.json.safetensors ") || ($rc -ne 0 && $rc -ne 130) ]] &&
+        miss "run $i: exit $rc, left '$left'"
+    rm -rf "$dir" "$dir.err"
+done 2>/dev/null
+[[ $fails -eq 0 ]] && ok "bench_stopped_leaves_its_dump_whole_or_none ($runs runs, $whole with the set)" ||
+    bad "bench_stopped_leaves_its_dump_whole_or_none" "$fails of $runs runs; $first"
+
+# qkv toy-data writes its nine files as one set: stopped at any instant over a corpus of
+# another seed, the folder holds the old set or the new, whole, and nothing half-made
+"$QKV" toy-data "$T/td-new" >/dev/null && "$QKV" toy-data "$T/td-old" --seed 2 >/dev/null
+sum_of() { (cd "$1" && cat {train,valid,test}.{src,tgt,align} 2>/dev/null | sha256sum | cut -c1-16); }
+new_sum=$(sum_of "$T/td-new") old_sum=$(sum_of "$T/td-old") fails=0 first="" stopped=0
+for ((i = 0; i < runs; i++)); do
+    dir=$T/td-$i
+    cp -r "$T/td-old" "$dir"
+    [[ $((i % 2)) -eq 0 ]] && sig=INT || sig=TERM
+    QKV_TIMEOUT=60 env --default-signal=INT "$QKV" toy-data "$dir" >/dev/null 2>"$dir.err" &
+    signal_soon $! $sig
+    rc=$?
+    got=$(sum_of "$dir")
+    [[ $rc -ne 0 ]] && stopped=$((stopped + 1))
+    extra=$(ls -A "$T" | grep -F "td-$i.partial" ; ls -A "$dir" | grep -vxE '(train|valid|test)\.(src|tgt|align)')
+    [[ ($got != "$new_sum" && $got != "$old_sum") || -n $extra || ($rc -ne 0 && $rc -ne 130 && $rc -ne 143) ]] &&
+        miss "run $i ($sig): exit $rc, set $got, extra '$extra'"
+    rm -rf "$dir" "$dir.err"
+done 2>/dev/null
+[[ $fails -eq 0 ]] && ok "toy_data_stopped_leaves_one_whole_set ($runs runs, $stopped stopped)" ||
+    bad "toy_data_stopped_leaves_one_whole_set" "$fails of $runs runs; $first"
+
 # ---- under mpirun --------------------------------------------------------------------------
 if ! ldd "$QKV_BIN" 2>/dev/null | grep -q libmpi || ! command -v mpirun >/dev/null; then
     skip_missing mpi_signals "qkv without MPI, or no mpirun"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cmd/commands.h"
 #include "cmdlib/bench_ceiling.h"
@@ -443,22 +444,43 @@ static void print_result(const Trainer *t, const BenchOpts *o, double peak, cons
     json_decref(r);
 }
 
-/* After training: save the weights (for the peer), decode, print, write the dump (only
- * with its batches written: a dump names no file that is not there). The exit status: 0,
- * or status (a failed write before), or a failed write's here. */
-static int decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, double peak, const TrainTimes *tr,
-                             json_t *dump, int batches_written, int status) {
-    /* the trained weights, so the peer decodes with the very same model (same work) */
-    const char *weights = "";
-    if (dump && batches_written) {
+/* The dump's files published as one set, the stop signals held over it: the batches file
+ * (bf, written as the steps ran), the trained weights (with_weights: so that the peer
+ * decodes with the very same model) and the dump that names them. The weights and the dump
+ * are written beside their places first, then the batches file is committed, and only then
+ * are the other two renamed into place: one that cannot be written (a full disk) leaves an
+ * earlier run's set whole, never a dump beside another run's batches or weights. 0, or -1
+ * with the error set. */
+static int publish_dump(Trainer *t, const BenchOpts *o, AtomicStream *bf, const json_t *dump, int with_weights) {
+    char weights_tmp[1200], dump_tmp[1200];
+    if (tmp_name(weights_tmp, sizeof weights_tmp, o->weights) != 0 || tmp_name(dump_tmp, sizeof dump_tmp, o->dump) != 0)
+        return atomic_stream_abandon(bf), -1;
+    signals_hold();
+    /* a write that failed as the steps ran: its error, and nothing more written */
+    int rc = bf->err ? atomic_stream_commit(bf, o->batches) : 0, stream_done = bf->err != 0;
+    if (rc == 0 && with_weights) {
         CkptMeta meta = {.valid_loss = NAN,
                          .best_valid_loss = NAN,
                          .valid_bleu = NAN,
                          .best_valid_bleu = NAN,
                          .config = ""};
-        if (ckpt_save(o->weights, &t->m, NULL, &meta) != 0) status = write_failed(status);
-        else weights = o->weights;
+        rc = ckpt_save(weights_tmp, &t->m, NULL, &meta);
     }
+    if (rc == 0) rc = finish_dump(dump, dump_tmp);
+    if (rc == 0) rc = atomic_stream_commit(bf, o->batches);
+    else if (!stream_done) atomic_stream_abandon(bf);
+    /* renames in one folder: nothing left to run out of */
+    if (rc == 0 && with_weights) rc = rename_into_place(weights_tmp, o->weights);
+    if (rc == 0) rc = rename_into_place(dump_tmp, o->dump);
+    if (rc != 0) unlink(weights_tmp), unlink(dump_tmp);
+    signals_release();
+    return rc;
+}
+
+/* After training: decode, then publish the dump's set (publish_dump), then print. The exit
+ * status: 0, or status (a failed write before), or a failed write's here. */
+static int decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, double peak, const TrainTimes *tr,
+                             json_t *dump, AtomicStream *bf, int status) {
     openblas_set_num_threads(t->run.cfg.train.threads); /* decoding uses OpenBLAS's own threads */
     int nd = decode_count(o, dc);
     Seq *out = xmalloc(sizeof(Seq) * (size_t)(nd ? nd : 1));
@@ -477,12 +499,14 @@ static int decode_and_report(Trainer *t, const BenchOpts *o, const Corpus *dc, d
     for (int i = 0; i < nd; i++) free(out[i].ids);
     free(out);
     progress(NULL); /* an error of the dump's write starts a line of its own */
-    if (dump && weights[0]) {
+    const char *weights = "";
+    if (dump) {
         put_decode_sources(dump, dc, nd);
         json_put(dump, "decode_out_tokens", json_integer(out_tokens));
         json_put(dump, "steps", json_integer(o->steps));
-        json_put(dump, "weights", json_utf8(weights));
-        if (finish_dump(dump, o->dump) != 0) status = write_failed(status);
+        json_put(dump, "weights", json_utf8(o->weights));
+        if (publish_dump(t, o, bf, dump, 1) != 0) status = write_failed(status);
+        else weights = o->weights;
     }
     print_result(t, o, peak, tr, t_decode, nd, out_tokens, t_beam, weights);
     return status;
@@ -499,8 +523,7 @@ static int write_batches_only(Trainer *t, const BenchOpts *o, const Corpus *dc, 
     put_decode_sources(dump, dc, decode_count(o, dc));
     json_put(dump, "steps", json_integer(o->steps));
     json_put(dump, "batches_file", json_utf8(o->batches));
-    int rc = atomic_stream_commit(bf, o->batches);
-    if (rc == 0) rc = finish_dump(dump, o->dump);
+    int rc = publish_dump(t, o, bf, dump, 0);
     json_decref(dump);
     if (rc != 0) return cmd_fail(err_status());
     json_t *r = json_object();
@@ -536,7 +559,7 @@ static int write_timeline(const char *path, const Timeline *tl) {
 static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     int has_valid, rc = bench_setup(t, valid, &has_valid);
     if (rc != 0) return rc;
-    /* the batches are written as the steps run, into a tmp file renamed into place at the end */
+    /* the batches are written as the steps run, into a tmp file published with the dump at the end */
     AtomicStream stream, *bf = o->dump ? &stream : NULL;
     if (bf && atomic_stream_open(bf, o->batches) != 0) return cmd_fail(err_status());
     json_t *dump = bf ? dump_header(t, o->warmup) : NULL;
@@ -546,10 +569,8 @@ static int bench(Trainer *t, const BenchOpts *o, double peak, Corpus *valid) {
     int status = o->timeline && write_timeline(o->timeline, &tr.tl) != 0 ? write_failed(0) : 0;
     workers_stop(t->workers); /* the training threads are idle from here on */
     t->workers = t->ts.workers = NULL;
-    int batches_written = bf && atomic_stream_commit(bf, o->batches) == 0;
-    if (bf && !batches_written) status = write_failed(status);
     if (dump) json_put(dump, "batches_file", json_utf8(o->batches));
-    status = decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, batches_written, status);
+    status = decode_and_report(t, o, has_valid ? valid : &t->train, peak, &tr, dump, bf, status);
     json_decref(dump);
     free_times(&tr);
     return status;

@@ -28,6 +28,7 @@
 #include "util/file.h"
 #include "util/mem.h"
 #include "util/rng.h"
+#include "util/staged_dir.h"
 #include "util/text.h"
 
 typedef struct {
@@ -205,6 +206,25 @@ static uint64_t pair_hash(const Pair *p) {
     return h;
 }
 
+/* The nine files of a toy corpus, made in memory and written as one set */
+typedef struct {
+    StrBuf files[3][3]; /* [split][src, tgt, align] */
+} ToySet;
+
+static const char *const toy_splits[3] = {"train", "valid", "test"}, *const toy_exts[3] = {"src", "tgt", "align"};
+
+static int write_toy_files(const char *dir, void *arg) {
+    ToySet *set = arg;
+    for (int s = 0; s < 3; s++)
+        for (int e = 0; e < 3; e++) {
+            char path[STAGED_DIR_MAX + 256];
+            snprintf(path, sizeof path, "%s/%s.%s", dir, toy_splits[s], toy_exts[e]);
+            const StrBuf *b = &set->files[s][e];
+            if (write_file_atomic(path, b->buf ? b->buf : "", b->len) != 0) return -1;
+        }
+    return 0;
+}
+
 int toydata_write(const char *dir, const char *task, int n_train, int n_valid, int n_test, uint64_t seed) {
     int kind = strcmp(task, "translate") == 0   ? 0
                : strcmp(task, "copy") == 0      ? 1
@@ -212,8 +232,7 @@ int toydata_write(const char *dir, const char *task, int n_train, int n_valid, i
                : strcmp(task, "particles") == 0 ? 3
                                                 : -1;
     if (kind < 0) return err_set("unknown toy task '%s' (translate, copy, reverse, particles)", task);
-    if (make_dirs(dir) != 0) return -1;
-    const char *splits[3] = {"train", "valid", "test"};
+    if (staged_dir_usable(dir, "DIR") != 0) return -1;
     int sizes[3] = {n_train, n_valid, n_test};
     size_t total = (size_t)n_train + n_valid + n_test;
     Seen seen = {NULL, 1024};
@@ -221,9 +240,9 @@ int toydata_write(const char *dir, const char *task, int n_train, int n_valid, i
     seen.slots = xcalloc(seen.n, sizeof(uint64_t));
     Rng r;
     rng_seed(&r, seed);
-    int rc = 0;
-    for (int s = 0; s < 3 && rc == 0; s++) {
-        StrBuf src = {0}, tgt = {0}, align = {0};
+    ToySet set = {0};
+    for (int s = 0; s < 3; s++) {
+        StrBuf *src = &set.files[s][0], *tgt = &set.files[s][1], *align = &set.files[s][2];
         for (int k = 0; k < sizes[s]; k++) {
             Pair p;
             int tries = 0;
@@ -231,21 +250,18 @@ int toydata_write(const char *dir, const char *task, int n_train, int n_valid, i
                 if (kind == 0 || kind == 3) gen_translate(&p, &r, kind == 3);
                 else gen_sequence(&p, &r, kind == 2);
             } while (!seen_add(&seen, pair_hash(&p)) && ++tries < 1000);
-            for (int i = 0; i < p.ns; i++) sb_printf(&src, "%s%s", i ? " " : "", p.src[i]);
-            for (int j = 0; j < p.nt; j++) sb_printf(&tgt, "%s%s", j ? " " : "", p.tgt_buf[j]);
+            for (int i = 0; i < p.ns; i++) sb_printf(src, "%s%s", i ? " " : "", p.src[i]);
+            for (int j = 0; j < p.nt; j++) sb_printf(tgt, "%s%s", j ? " " : "", p.tgt_buf[j]);
             for (int j = 0, first = 1; j < p.nt; j++)
-                if (p.align[j] >= 0) sb_printf(&align, "%s%d-%d", first ? "" : " ", p.align[j], j), first = 0;
-            sb_append(&src, "\n", 1), sb_append(&tgt, "\n", 1), sb_append(&align, "\n", 1);
+                if (p.align[j] >= 0) sb_printf(align, "%s%d-%d", first ? "" : " ", p.align[j], j), first = 0;
+            sb_append(src, "\n", 1), sb_append(tgt, "\n", 1), sb_append(align, "\n", 1);
         }
-        const char *ext[3] = {"src", "tgt", "align"};
-        StrBuf *bufs[3] = {&src, &tgt, &align};
-        for (int e = 0; e < 3 && rc == 0; e++) {
-            char path[1200];
-            snprintf(path, sizeof path, "%s/%s.%s", dir, splits[s], ext[e]);
-            rc = write_file_atomic(path, bufs[e]->buf ? bufs[e]->buf : "", bufs[e]->len);
-        }
-        sb_free(&src), sb_free(&tgt), sb_free(&align);
     }
     free(seen.slots);
+    /* all nine or none: a stop or a full disk never leaves a new train.src beside an old
+     * train.align (other files in the folder are left alone) */
+    int rc = staged_dir_write(dir, "DIR", write_toy_files, &set, NULL);
+    for (int s = 0; s < 3; s++)
+        for (int e = 0; e < 3; e++) sb_free(&set.files[s][e]);
     return rc;
 }

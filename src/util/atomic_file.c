@@ -192,6 +192,20 @@ int atomic_stream_write(AtomicStream *s, const void *data, size_t len) {
     return s->err ? -1 : 0;
 }
 
+int rename_into_place(const char *from, const char *to) {
+    if (rename(from, to) != 0) {
+        int e = errno;
+        return err_set("%s: cannot rename into place: %s", to, strerror(e)), err_io(e);
+    }
+    return fsync_parent_dir(to);
+}
+
+void atomic_stream_abandon(AtomicStream *s) {
+    stream_forget(s);
+    if (s->fd >= 0) close(s->fd), unlink(s->tmp);
+    s->fd = -1;
+}
+
 int atomic_stream_commit(AtomicStream *s, const char *path) {
     if (s->err) {
         stream_forget(s);

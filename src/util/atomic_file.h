@@ -40,6 +40,11 @@ typedef struct {
 int atomic_stream_open(AtomicStream *s, const char *path);
 int atomic_stream_write(AtomicStream *s, const void *data, size_t len);
 int atomic_stream_commit(AtomicStream *s, const char *path);
+/* rename(from, to), then the folder fsynced: publishing a file written whole under another
+ * name. 0, or -1 with the error set ("<to>: cannot rename into place: ...", err_io judged). */
+int rename_into_place(const char *from, const char *to);
+/* Closes and removes the stream's tmp file: what was written is not to be published. */
+void atomic_stream_abandon(AtomicStream *s);
 /* Removes the tmp file of every stream opened and not yet committed: for a handler of a
  * signal that ends the process (async-signal-safe: unlink alone). */
 void atomic_streams_discard(void);
