@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmdlib/cmdutil.h"
 #include "startup.h"
 #include "util/atomic_file.h"
 
@@ -19,8 +20,9 @@ static void on_stop_signal(int sig) {
     const char *msg = sig == SIGINT    ? "qkv: stopped by SIGINT\n"
                       : sig == SIGTERM ? "qkv: stopped by SIGTERM\n"
                                        : "qkv: stopped by SIGHUP\n";
-    /* strlen and write are async-signal-safe */
-    if (write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to say it with */
+    /* strlen and write are async-signal-safe; a progress line on the terminal is ended first */
+    if ((cmd_progress_shown && write(STDERR_FILENO, "\n", 1) < 0) || write(STDERR_FILENO, msg, strlen(msg)) < 0) {
+        /* nothing more to say it with */
     }
     atomic_streams_discard(); /* a file written as it was made, never published: gone with the process */
     signal(sig, SIG_DFL);
@@ -39,12 +41,14 @@ static void say_stop_signals(void) {
 }
 
 int main(int argc, char **argv) {
+    /* first, so that a stop at once still says so in its one line (a start again below
+     * puts the handlers back to the defaults, and this sets them again) */
+    say_stop_signals();
     /* OpenBLAS's kernels, where it picked a set weaker than the CPU's (may start qkv again) */
     startup_choose_kernels(argv);
     /* past a file size limit (ulimit -f) a write fails with EFBIG, reported as one line
      * with the tmp file removed, rather than the process dying half-way through it */
     signal(SIGXFSZ, SIG_IGN);
-    say_stop_signals();
     if (argc < 2) { /* a usage error: the list goes where errors go, as the status says */
         command_list(stderr);
         return 2;

@@ -30,6 +30,23 @@ else
     bad "heads_writes_json_svg_html_and_260_masks" "exit $rc, $masks masks; $(tail -3 "$T/h.log")"
 fi
 
+# on a terminal the curve's progress is one redrawn line, and a stop (Ctrl-C) mid-curve
+# says so on a line of its own, not glued to the progress (script(1): a pseudo-terminal;
+# the 1,500 training pairs, for a curve of some seconds)
+timeout 120 script -qec "'$QKV' heads '$T/run' --src '$D/train.src' --ref '$D/train.tgt' --out '$T/hp'" /dev/null \
+    >"$T/hp.tty" 2>&1 &
+spid=$!
+for _ in $(seq 600); do grep -aq "curve: [0-9]* of" "$T/hp.tty" 2>/dev/null && break; sleep 0.05; done
+pkill -INT -f -- "--out $T/hp\$" 2>/dev/null
+wait $spid
+lines=$(tr '\r' '\n' <"$T/hp.tty" | sed 's/^\x1b\[K//')
+if grep -aq "^qkv heads: curve: [0-9]* of [0-9]* masks decoded" <<<"$lines" &&
+    grep -aq "^qkv: stopped by SIGINT" <<<"$lines" && [[ ! -e $T/hp ]]; then
+    ok "heads_progress_then_a_stop_on_its_own_line"
+else
+    bad "heads_progress_then_a_stop_on_its_own_line" "$(tail -c 300 "$T/hp.tty" | tr '\r' '|')"
+fi
+
 # heads.json: the format, one object per head ((2 encoder + 2 * 2 decoder layers) * 4
 # heads), every field, each layer's importance of L2 norm 1, the curves and their masks
 check=$("$PY" - "$T/h" <<'EOF' 2>&1

@@ -364,9 +364,10 @@ static void print_corpus(const CorpusRun *c) {
 
 static void on_progress(int done, int total, void *arg) {
     double t0 = *(const double *)arg, el = now_seconds() - t0;
-    if (done % 25 && done != total) return;
-    fprintf(stderr, "\rexplained %d/%d pairs, %.0f s, ETA %.0f s   ", done, total, el, el / done * (total - done));
-    if (done == total) fputc('\n', stderr);
+    if (done < total)
+        cmd_progress("explain", "explained %d of %d pairs, %.0f s, ETA %.0f s", done, total, el,
+                     el / done * (total - done));
+    else cmd_progress("explain", NULL);
 }
 
 static int corpus(Run *r, const Options *o) {

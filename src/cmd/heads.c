@@ -100,8 +100,8 @@ static void spearman_print(double rho) {
 
 static void progress(int done, int total, void *arg) {
     (void)arg;
-    fprintf(stderr, "\rcurve: %d of %d masks decoded", done, total);
-    if (done == total) fprintf(stderr, "\n");
+    if (done < total) cmd_progress("heads", "curve: %d of %d masks decoded", done, total);
+    else cmd_progress("heads", NULL);
 }
 
 /* ---- the command ------------------------------------------------------------------------------------ */

@@ -19,11 +19,14 @@ int cmd_fail(int code) {
     return code;
 }
 
+volatile sig_atomic_t cmd_progress_shown;
+
 void cmd_progress(const char *command, const char *fmt, ...) {
     static int tty = -1;
     if (tty < 0) tty = isatty(STDERR_FILENO);
     if (!tty) return;
     fputs("\r\033[K", stderr);
+    cmd_progress_shown = fmt != NULL;
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);

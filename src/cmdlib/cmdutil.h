@@ -4,6 +4,8 @@
 #ifndef QKV_CMDUTIL_H
 #define QKV_CMDUTIL_H
 
+#include <signal.h>
+
 /* Prints "qkv: <err_msg()>" to stderr; returns code (1 runtime, 2 usage/input). */
 int cmd_fail(int code);
 
@@ -12,6 +14,9 @@ int cmd_fail(int code);
  * silent; nothing when stderr is not a terminal, where the results are all there is.
  * fmt NULL clears the line (before results, or an error of its own). */
 void cmd_progress(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 while cmd_progress's line is on the terminal, unfinished: a stop's message (main.c's
+ * handler) starts a line of its own then */
+extern volatile sig_atomic_t cmd_progress_shown;
 
 /* arg as a whole decimal integer in [lo, hi] into *out; otherwise -1 with the error
  * "<where>: '<arg>' is not <what>" set (e.g. "--steps", "a positive step count"). */
