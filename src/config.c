@@ -529,7 +529,7 @@ static int set_watch_flow(Config *c, const char *value, const char *where) {
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc = root && root->type == YAML_SEQUENCE_NODE
                  ? set_watch_list(c, &doc, root, where)
-                 : err_set("%s: train.watch: expected a list [\"...\", {src: ..., tgt: ...}] or one sentence", where);
+                 : err_set("%s: train.watch: expected a list [\"...\", {src: ..., tgt: ...}]", where);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return rc;

@@ -293,20 +293,22 @@ if [[ $(wc -l <"$T/job.json.batches.jsonl") -eq 5 && -n $(hashes "$T/job.json" d
 else
     bad "bench_batches_only_same_ids_as_the_run" "$(wc -l <"$T/job.json.batches.jsonl") lines; data $(hashes "$T/job.json" data_hash) vs $(hashes "$ckpt_head" data_hash); $(cat "$T/job.err")"
 fi
-# a dump is published as one set (batches, weights, the dump): one that cannot be written
-# whole (a file size limit, as a full disk) leaves an earlier run's set as it was, and no
-# part of its own
-cp "$T/job.json" "$T/set.json" && cp "$T/job.json.batches.jsonl" "$T/set.json.batches.jsonl"
-before=$(cat "$T/set.json" "$T/set.json.batches.jsonl" | sha256sum)
-big=$(stat -c %s "$T/set.json.batches.jsonl")
-err=$(trap '' XFSZ; ulimit -f $((big / 1024 - 1)); "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 \
-    --decode 3 --dump "$T/set.json" 2>&1 >/dev/null)
+# a dump is published as one set (batches, weights, the dump): when the weights cannot be
+# written (a file size limit, as a full disk, above the batches' size and below theirs),
+# an earlier run's set stays as it was (its batches told apart by a line), and no part of
+# the new one is left
+set_run() { "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 --decode 3 --dump "$T/set.json"; }
+set_run >/dev/null 2>&1 && echo '{"earlier": true}' >>"$T/set.json.batches.jsonl"
+before=$(cat "$T/set.json" "$T/set.json.batches.jsonl" "$T/set.json.safetensors" 2>/dev/null | sha256sum)
+small=$(stat -c %s "$T/set.json.batches.jsonl") big=$(stat -c %s "$T/set.json.safetensors")
+err=$(trap '' XFSZ; ulimit -f $(((small + big) / 2048)); set_run 2>&1 >/dev/null)
 rc=$?
 left=$(ls "$T" | grep '^set\.json' | tr '\n' ' ')
-[[ $rc -eq 1 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $T/set.json"*"File too large"* &&
-    $left == "set.json set.json.batches.jsonl " && $(cat "$T/set.json" "$T/set.json.batches.jsonl" | sha256sum) == "$before" ]] &&
+[[ $rc -eq 1 && $((small * 4)) -lt $big && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $T/set.json.safetensors"*"File too large"* &&
+    $left == "set.json set.json.batches.jsonl set.json.safetensors " &&
+    $(cat "$T/set.json" "$T/set.json.batches.jsonl" "$T/set.json.safetensors" | sha256sum) == "$before" ]] &&
     ok "bench_dump_that_cannot_be_written_leaves_the_old_set" ||
-    bad "bench_dump_that_cannot_be_written_leaves_the_old_set" "exit $rc: $err; left '$left'"
+    bad "bench_dump_that_cannot_be_written_leaves_the_old_set" "exit $rc: $err; sizes $small $big; left '$left'"
 # a benchmark's padding share is the timed batches' positions that hold no token, as the
 # batches it recorded show them (the warm-up's batch is not timed)
 if "$QKV" bench configs/toy.yaml "${copy_data[@]}" --warmup 1 --steps 4 \

@@ -36,7 +36,7 @@ fi
 timeout 120 script -qec "'$QKV' heads '$T/run' --src '$D/train.src' --ref '$D/train.tgt' --out '$T/hp'" /dev/null \
     >"$T/hp.tty" 2>&1 &
 spid=$!
-for _ in $(seq 600); do grep -aq "curve: [0-9]* of" "$T/hp.tty" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1800); do grep -aq "curve: [0-9]* of" "$T/hp.tty" 2>/dev/null && break; sleep 0.05; done
 pkill -INT -f -- "--out $T/hp\$" 2>/dev/null
 wait $spid
 lines=$(tr '\r' '\n' <"$T/hp.tty" | sed 's/^\x1b\[K//')
@@ -44,7 +44,7 @@ if grep -aq "^qkv heads: curve: [0-9]* of [0-9]* masks decoded" <<<"$lines" &&
     grep -aq "^qkv: stopped by SIGINT" <<<"$lines" && [[ ! -e $T/hp ]]; then
     ok "heads_progress_then_a_stop_on_its_own_line"
 else
-    bad "heads_progress_then_a_stop_on_its_own_line" "$(tail -c 300 "$T/hp.tty" | tr '\r' '|')"
+    bad "heads_progress_then_a_stop_on_its_own_line" "$(grep -aq "curve: [0-9]* of" "$T/hp.tty" || echo "no progress line in 90 s: ")$(tail -c 300 "$T/hp.tty" | tr '\r' '|')"
 fi
 
 # heads.json: the format, one object per head ((2 encoder + 2 * 2 decoder layers) * 4

@@ -21,8 +21,8 @@ use_late_start || { echo "FAIL set-up: no late_start.so beside $QKV_BIN (make bu
 "$QKV" toy-data "$T/data" --train 300 --valid 20 --test 20 >/dev/null
 tiny_config "$T/c.yaml" r "$T/data" "steps: 100000, log_every: 10, valid_every: 1000, checkpoint_every: 1000"
 
-# signal_soon PID SIG: SIG to PID at a random instant in the first 300 ms of the program
-# it runs; its exit status. The instants start once PID is that program, not the
+# signal_soon PID SIG [MS]: SIG to PID at a random instant in the first MS (300) ms of the
+# program it runs; its exit status. The instants start once PID is that program, not the
 # wrappers (env, tests/qkv, tests/bounded) that exec it: a signal to a wrapper's bash
 # before its exec is that shell's, and lost to the program.
 signal_soon() {
@@ -32,7 +32,9 @@ signal_soon() {
         [[ $exe == */bash || $exe == */env ]] || break
         sleep 0.005
     done
-    sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+    local ms=$((RANDOM * 32768 + RANDOM))
+    ms=$((ms % ${3:-300}))
+    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
     kill -"$2" "$1" 2>/dev/null
     wait "$1" 2>/dev/null
 }
@@ -145,15 +147,20 @@ miss() {
     [[ -n $first ]] || first=$1
 }
 # ... and publishes its dump's set (batches, weights, the dump naming them) together at the
-# very end: stopped at any instant, a run leaves all three or none, and no tmp file
+# very end: stopped at any instant of its run (timed once whole first), a run leaves all
+# three or none, and no tmp file
+bench_set=(bench "$T/c.yaml" --steps 20 --decode 300 --ceiling 100 --set data.valid.src="$T/data/train.src"
+    --set data.valid.tgt="$T/data/train.tgt")
+mkdir -p "$T/bench-whole"
+start=$(date +%s%N)
+"$QKV" "${bench_set[@]}" --dump "$T/bench-whole/F.json" >/dev/null 2>&1
+whole_ms=$((($(date +%s%N) - start) / 1000000 + 50))
 fails=0 first="" whole=0
 for ((i = 0; i < runs; i++)); do
     dir=$T/bench-set-$i
     mkdir -p "$dir"
-    QKV_TIMEOUT=60 env --default-signal=INT "$QKV" bench "$T/c.yaml" --steps 20 --decode 300 --ceiling 100 \
-        --set data.valid.src="$T/data/train.src" --set data.valid.tgt="$T/data/train.tgt" \
-        --dump "$dir/F.json" >/dev/null 2>"$dir.err" &
-    signal_soon $! INT
+    QKV_TIMEOUT=60 env --default-signal=INT "$QKV" "${bench_set[@]}" --dump "$dir/F.json" >/dev/null 2>"$dir.err" &
+    signal_soon $! INT $whole_ms
     rc=$?
     left=$(ls -A "$dir" | tr '\n' ' ')
     [[ -n $left ]] && whole=$((whole + 1))
@@ -161,7 +168,7 @@ for ((i = 0; i < runs; i++)); do
         miss "run $i: exit $rc, left '$left'"
     rm -rf "$dir" "$dir.err"
 done 2>/dev/null
-[[ $fails -eq 0 ]] && ok "bench_stopped_leaves_its_dump_whole_or_none ($runs runs, $whole with the set)" ||
+[[ $fails -eq 0 ]] && ok "bench_stopped_leaves_its_dump_whole_or_none ($runs runs over ${whole_ms} ms, $whole with the set)" ||
     bad "bench_stopped_leaves_its_dump_whole_or_none" "$fails of $runs runs; $first"
 
 # qkv toy-data writes its nine files as one set: stopped at any instant over a corpus of

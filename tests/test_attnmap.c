@@ -476,9 +476,10 @@ static void links_by_hand(const AttnMaps *a, AlignPick pk, const int *sw, int ns
         }
     align_from_map(map, a->S, tw, a->T, ntw, sw, a->S, nsw, links);
     if (null_word >= 0) {
-        double weight[8];
-        for (int w = 0; w < ntw && w < 8; w++) weight[w] = w == null_word ? 0.0 : 1.0;
+        double *weight = xmalloc(sizeof(double) * (size_t)(ntw ? ntw : 1));
+        for (int w = 0; w < ntw; w++) weight[w] = w == null_word ? 0.0 : 1.0;
         align_match(map, a->S, tw, a->T, ntw, sw, a->S, nsw, weight, links);
+        free(weight);
     }
     free(map), free(avg);
 }

@@ -344,6 +344,8 @@ static void test_watch_list(void) {
           "a list in the list: %s", err_msg());
     CHECK(config_set(&b, "train.watch=[a, b, c, d, e, f, g, h, i]") != 0 && strstr(err_msg(), "more than 8"),
           "nine: %s", err_msg());
+    CHECK(config_set(&b, "train.watch=[a]\n--- [b]") != 0 && strstr(err_msg(), "a second YAML document"),
+          "two documents: %s", err_msg());
     unlink(out);
     EXPECT_ERROR(DATA "train:\n  watch:\n    - {src: a, lang: b}\n", ":5:7:", "a sentence or {src: ..., tgt: ...}");
     EXPECT_ERROR(DATA "train:\n  watch:\n    - \"  \"\n", ":5:7:", "a sentence is empty");

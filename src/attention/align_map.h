@@ -13,8 +13,8 @@
  * explain/contrib.h). The words are then linked one to one where they can be (align_match,
  * competitive linking): the strongest (word, source word) pair first, each source word
  * taken once, a word's pairs discounted by strongest source word / prefix where its prefix
- * sent more, so that a word written from its prefix claims a source word only after the
- * words that came from one. A word left over is unaligned when its prefix outweighed
+ * sent more, so that a word written from its prefix weighs less in the contest than the
+ * words that came from the source. A word left over is unaligned when its prefix outweighed
  * every source word, and keeps its strongest source word otherwise. No threshold to pick:
  * one rule for every run and every reading. The matching is also what a determiner needs:
  * it reads its noun for the gender, and the noun's word takes the noun. --null off: every

@@ -48,7 +48,8 @@ static const CmdOption options[] = {
      "output"},
     {'n', "null", "on|off",
      "on: target words linked one to one where they can be, a word its own prefix outweighs every source word "
-     "for (the last cross-attention block's contributions) claiming last and, left over, unaligned; off: every "
+     "for (the last cross-attention block's contributions) claiming with a discount and, left over, unaligned; off: "
+     "every "
      "target word linked to its strongest source word",
      "on"},
     {0},

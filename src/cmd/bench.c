@@ -457,7 +457,7 @@ static int publish_dump(Trainer *t, const BenchOpts *o, AtomicStream *bf, const 
         return atomic_stream_abandon(bf), -1;
     signals_hold();
     /* a write that failed as the steps ran: its error, and nothing more written */
-    int rc = bf->err ? atomic_stream_commit(bf, o->batches) : 0, stream_done = bf->err != 0;
+    int rc = bf->err ? atomic_stream_commit(bf, o->batches) : 0;
     if (rc == 0 && with_weights) {
         CkptMeta meta = {.valid_loss = NAN,
                          .best_valid_loss = NAN,
@@ -468,7 +468,7 @@ static int publish_dump(Trainer *t, const BenchOpts *o, AtomicStream *bf, const 
     }
     if (rc == 0) rc = finish_dump(dump, dump_tmp);
     if (rc == 0) rc = atomic_stream_commit(bf, o->batches);
-    else if (!stream_done) atomic_stream_abandon(bf);
+    else atomic_stream_abandon(bf); /* nothing, where the commit above closed it */
     /* renames in one folder: nothing left to run out of */
     if (rc == 0 && with_weights) rc = rename_into_place(weights_tmp, o->weights);
     if (rc == 0) rc = rename_into_place(dump_tmp, o->dump);

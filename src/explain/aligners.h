@@ -18,7 +18,7 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
 
 /* explain_links, then with null set the null decision on e's last cross-attention block's
  * contributions and the one-to-one matching on the same scores (align_map.h's align_links):
- * a word written from its prefix claims a source word last, and one left over whose prefix
+ * a word written from its prefix has its pairs discounted, and one left over whose prefix
  * outweighed every source word is unaligned (links[w] = -1). qkv align and qkv explain's
  * AER both read links through it, so their tables agree. */
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,

@@ -158,7 +158,11 @@ int write_file_atomic(const char *path, const void *data, size_t len) {
 }
 
 /* The tmp files of the streams open now, for atomic_streams_discard: copied here (a stream
- * lives in its caller's frame), and marked live only once the name is whole. */
+ * lives in its caller's frame), marked live only once the name is whole (the fence keeps
+ * the copy before the mark), and before the file exists, so that no instant has a tmp
+ * file the handler does not know (unlinking one not made yet is harmless). A process has
+ * one stream open today (bench's batches); a fifth would go untracked, its tmp file then
+ * left to tmp_is_stale's sweeps. */
 #define STREAMS_MAX 4
 static char stream_tmp[STREAMS_MAX][sizeof((AtomicStream *)0)->tmp];
 static volatile sig_atomic_t stream_live[STREAMS_MAX];
@@ -176,14 +180,15 @@ void atomic_streams_discard(void) {
 int atomic_stream_open(AtomicStream *s, const char *path) {
     *s = (AtomicStream){.fd = -1, .slot = -1};
     if (tmp_name(s->tmp, sizeof s->tmp, path) != 0) return -1;
-    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    int e = errno;
-    if (s->fd < 0) return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
     for (int i = 0; i < STREAMS_MAX && s->slot < 0; i++)
         if (!stream_live[i]) {
             memcpy(stream_tmp[i], s->tmp, sizeof s->tmp);
+            atomic_signal_fence(memory_order_release);
             stream_live[i] = 1, s->slot = i;
         }
+    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int e = errno;
+    if (s->fd < 0) return stream_forget(s), err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
     return 0;
 }
 
@@ -201,19 +206,19 @@ int rename_into_place(const char *from, const char *to) {
 }
 
 void atomic_stream_abandon(AtomicStream *s) {
-    stream_forget(s);
-    if (s->fd >= 0) close(s->fd), unlink(s->tmp);
+    if (s->fd >= 0) close(s->fd), unlink(s->tmp); /* removed, then forgotten: never a moment unknown */
     s->fd = -1;
+    stream_forget(s);
 }
 
 int atomic_stream_commit(AtomicStream *s, const char *path) {
     if (s->err) {
-        stream_forget(s);
-        close(s->fd), unlink(s->tmp);
+        atomic_stream_abandon(s);
         return err_set("%s: write failed: %s", s->tmp, strerror(s->err)), err_io(s->err);
     }
     signals_hold();
     int rc = publish(s->fd, s->tmp, path);
+    s->fd = -1;       /* publish closed it */
     stream_forget(s); /* renamed or removed: nothing of it for a stop to take away */
     signals_release();
     return rc;

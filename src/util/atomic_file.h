@@ -30,8 +30,9 @@ int write_file_atomic_parts(const char *path, const FilePart *parts, int n_parts
  * write went through, fsyncs, closes and renames it to path (the directory fsynced, the
  * stop signals held over it), else removes it. Each 0, or -1 (commit and open with the
  * error set: "<tmp>: write failed: ...", err_io judged). A process stopped by a signal
- * between open and commit removes the tmp file (atomic_streams_discard, from the stop
- * handler); one killed outright leaves a tmp file that tmp_is_stale knows. */
+ * between open and commit removes the tmp file (atomic_streams_discard, from main's stop
+ * handler: train and serve set handlers of their own, which stop rather than exit); one
+ * killed outright leaves a tmp file that tmp_is_stale knows. */
 typedef struct {
     int fd, err;    /* err: the errno of the first write that failed */
     int slot;       /* its place among the open streams atomic_streams_discard removes, or -1 */
