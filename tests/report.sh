@@ -62,6 +62,13 @@ missing=$(grep -c 'class="missing"' "$full")
 [[ $missing -eq 0 ]] && grep -q '<iframe id="watch"' "$full" && grep -q '<iframe id="headgrid"' "$full" &&
     grep -q '<img alt="the pruning curve (heads/heads.svg)" style="max-width:100%" src="data:image/svg+xml;base64,' "$full" && grep -q '<td class="hyp">' "$full" && grep -q '<b>finished</b>' "$full" &&
     ok report_full_run_has_every_part || bad report_full_run_has_every_part "$missing parts missing: $(grep -o 'class="missing">[^<]*' "$full")"
+# the watch data keeps queries and keys for the last of its snapshots alone (they are
+# nearly two thirds of a snapshot, and only the Q.K picture reads them)
+snaps=$(ls "$T/full/watch" | wc -l)
+last_step=$(ls "$T/full/watch" | tail -1 | sed 's/^step-0*\([0-9][0-9]*\)\.json$/\1/')
+[[ $(grep -o 'cross_queries' "$full" | wc -l) -eq 1 && $(grep -o 'cross_keys' "$full" | wc -l) -eq 1 &&
+    $snaps -ge 3 && $(grep -o 'cross_scores' "$full" | wc -l) -eq $snaps ]] && ok report_watch_keeps_the_last_queries_and_keys ||
+    bad report_watch_keeps_the_last_queries_and_keys "$(grep -o 'cross_queries' "$full" | wc -l) queries, $(grep -o 'cross_scores' "$full" | wc -l) scores"
 short=$T/short/report.html
 grep -q 'No samples' "$short" && grep -q 'No watched sentences' "$short" && grep -q 'No evaluations' "$short" &&
     grep -q 'No head analysis' "$short" && ok report_short_run_names_what_it_lacks ||
@@ -306,6 +313,19 @@ else
         [[ -s $shot && -z $console ]] && ok "report_${run}_run_loads_in_chromium_without_errors" ||
             bad "report_${run}_run_loads_in_chromium_without_errors" "screenshot: $(ls -la "$shot" 2>&1); console: $console"
     done
+    # the watch frame on its own: at step 0 the Q.K picture says where its queries and keys
+    # are, at the last step it draws them
+    "$PY" -c 'import html, re, sys
+page = open(sys.argv[1]).read()
+open(sys.argv[2], "w").write(html.unescape(re.search(r"<iframe id=\"watch\"[^>]*srcdoc=\"([^\"]*)\"", page).group(1)))' \
+        "$full" "$T/watch-frame.html"
+qk() { "$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-qk-$1}" --dump-dom \
+    "file://$T/watch-frame.html#view=qk&kind=cross&head=0&step=$1" 2>/dev/null; }
+first=$(qk 0) last=$(qk $((snaps - 1)))
+# (the page's own script holds both texts with placeholders: the drawn ones have numbers)
+[[ $first == *"keeps the queries and keys of the last step only (step $last_step)"* && $first != *"PCA of all "[0-9]* &&
+    $last == *"PCA of all "[0-9]* ]] && ok report_watch_qk_view_at_every_step ||
+    bad report_watch_qk_view_at_every_step "last step $last_step; step 0: $(grep -o 'keeps the queries[^<]*\|PCA of all [0-9][^<]*' <<<"$first" | tr '\n' ' '); last step: $(grep -o 'PCA of all [0-9][^<]*' <<<"$last")"
     # the page whose run files carry scripts: none of them runs
     dom=$("$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-evil}" --dump-dom \
         "file://$T/evil/report.html" 2>"$T/browser-evil.err")

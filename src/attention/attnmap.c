@@ -334,8 +334,6 @@ static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
     out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, VALUES_FLOAT};
 }
 
-/* maps.json: see docs/attention.md ("Attention maps") for the schema. Keys keep this order
- * (jansson preserves insertion order); format 1's keys are all still there. */
 /* A (rows, cols) array as rows of numbers */
 static json_t *json_rows(const float *x, int rows, int cols) {
     json_t *g = json_array();
@@ -347,6 +345,8 @@ static json_t *json_rows(const float *x, int rows, int cols) {
     return g;
 }
 
+/* maps.json: see docs/attention.md ("Attention maps") for the schema. Keys keep this order
+ * (jansson preserves insertion order); format 1's keys are all still there. */
 json_t *attnmap_to_json(const AttnMaps *a) {
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string("qkv-attention-2"));
@@ -361,7 +361,8 @@ json_t *attnmap_to_json(const AttnMaps *a) {
         for (int i = 0; i < KIND_ARRAYS; i++) {
             char key[64];
             snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
-            json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
+            if (arr[i].x) /* absent only where a page left them out (a report's earlier snapshots) */
+                json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
         }
     }
     if (a->share) json_object_set_new(root, "source_share", json_rows(a->share, a->layers[ATTN_CROSS], a->T));

@@ -524,6 +524,15 @@ static void attention_section(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</p>\n");
         return;
     }
+    /* queries and keys are nearly two thirds of a snapshot, and only the viewer's Q.K
+     * picture reads them: the page keeps the last snapshot's (the picture says so) */
+    for (int k = 0; k + 1 < w.n_snapshots; k++)
+        for (int i = 0; i < w.n_sentences; i++)
+            for (int kind = 0; kind < ATTN_KINDS; kind++) {
+                AttnMaps *a = &w.snap[k].sentences[i];
+                free(a->queries[kind]), free(a->keys[kind]);
+                a->queries[kind] = a->keys[kind] = NULL;
+            }
     char *json = watch_view_json(&w, NULL, 0);
     StrBuf page = {0};
     if (json && attnview_page(json, &page) == 0) {
