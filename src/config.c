@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "config_yaml.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -338,87 +339,11 @@ static int walk(Config *c, yaml_document_t *doc, yaml_node_t *node, const char *
     return 0;
 }
 
-/* The limits a config's YAML is held to before it is loaded: a config is a few dozen
- * keys three levels deep, and libyaml's loader slows to a crawl (quadratically) on deep
- * flow nesting, so depth and size are checked on libyaml's event stream as it is read,
- * stopping at the first event past a limit. */
-#define YAML_DEPTH_MAX 16
-#define YAML_EVENTS_MAX 100000
-
-static const char *event_where(char *buf, size_t n, const char *name, const yaml_mark_t *m) {
-    snprintf(buf, n, "%s:%zu:%zu", name, m->line + 1, m->column + 1);
-    return buf;
-}
-
-/* "name:line:col: YAML syntax error: ..." for a failed parse. A reader error (bytes that are
- * not UTF-8, a control character) has no mark, only the byte offset where it stopped: its
- * line and column (in characters, as the marks count) come from the text itself, so the
- * user is not sent to 1:1. */
-static int yaml_syntax_error(const yaml_parser_t *p, const char *text, size_t len, const char *name) {
-    const char *problem = p->problem ? p->problem : "unreadable";
-    if (p->error != YAML_READER_ERROR)
-        return err_set("%s:%zu:%zu: YAML syntax error: %s", name, p->problem_mark.line + 1, p->problem_mark.column + 1,
-                       problem);
-    size_t at = p->problem_offset < len ? p->problem_offset : len, line = 1, col = 1;
-    for (size_t i = 0; i < at; i++)
-        if (text[i] == '\n') line++, col = 1;
-        else if (((unsigned char)text[i] & 0xC0) != 0x80) col++; /* a continuation byte is no new character */
-    if (p->problem_value >= 0)
-        return err_set("%s:%zu:%zu: YAML syntax error: %s (byte 0x%02x)", name, line, col, problem,
-                       (unsigned)p->problem_value & 0xFFu);
-    return err_set("%s:%zu:%zu: YAML syntax error: %s", name, line, col, problem);
-}
-
-/* One document of bounded depth and size whose scalars hold no NUL (a "\0" escape would
- * cut the string short unseen); nothing after it, not even after "...". -1 with the error
- * set, syntax errors included. */
-static int yaml_prescan(const char *text, size_t len, const char *name) {
-    char where[CONFIG_PATH_MAX + 32];
-    if (len > CONFIG_TEXT_MAX)
-        return err_set("%s: %zu bytes of YAML, more than the %d a config may hold", name, len, CONFIG_TEXT_MAX);
-    yaml_parser_t p;
-    yaml_parser_initialize(&p);
-    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-    int depth = 0, docs = 0, rc = 0;
-    for (long n = 0; rc == 0; n++) {
-        yaml_event_t e;
-        if (!yaml_parser_parse(&p, &e)) { /* anywhere: the loader would stop reading after the first document */
-            rc = yaml_syntax_error(&p, text, len, name);
-            break;
-        }
-        yaml_event_type_t type = e.type;
-        if (n >= YAML_EVENTS_MAX)
-            rc = err_set("%s: more than %d YAML nodes: not a config",
-                         event_where(where, sizeof where, name, &e.start_mark), YAML_EVENTS_MAX);
-        else if (type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
-            rc = err_set("%s: a second YAML document: a config is one document, with nothing after its end",
-                         event_where(where, sizeof where, name, &e.start_mark));
-        else if ((type == YAML_MAPPING_START_EVENT || type == YAML_SEQUENCE_START_EVENT) && ++depth > YAML_DEPTH_MAX)
-            rc = err_set("%s: nested more than %d levels deep: not a config",
-                         event_where(where, sizeof where, name, &e.start_mark), YAML_DEPTH_MAX);
-        else if (type == YAML_MAPPING_END_EVENT || type == YAML_SEQUENCE_END_EVENT) depth--;
-        else if (type == YAML_SCALAR_EVENT && memchr(e.data.scalar.value, '\0', e.data.scalar.length))
-            rc = err_set("%s: a string holding a NUL character", event_where(where, sizeof where, name, &e.start_mark));
-        yaml_event_delete(&e);
-        if (type == YAML_STREAM_END_EVENT) break;
-    }
-    yaml_parser_delete(&p);
-    return rc;
-}
-
 int config_parse(Config *c, const char *text, size_t len, const char *name) {
     snprintf(c->source, sizeof c->source, "%s", name);
-    if (yaml_prescan(text, len, name) != 0) return -1;
-    yaml_parser_t parser;
     yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (config_yaml_load(text, len, CONFIG_TEXT_MAX, name, &doc) != 0) return -1;
     int rc = 0;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = yaml_syntax_error(&parser, text, len, name);
-        yaml_parser_delete(&parser);
-        return rc;
-    }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     /* where each key is set in this text alone, so that walk sees a key set twice however
      * spelled ("train.steps" and train: {steps}); where earlier texts set the others is kept */
@@ -429,7 +354,6 @@ int config_parse(Config *c, const char *text, size_t len, const char *name) {
     for (size_t i = 0; i < N_KEYS; i++)
         if (c->set_line[i] == 0) c->set_line[i] = before_line[i], c->set_col[i] = before_col[i];
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     if (rc == 0 && c->name[0] == '\0') {
         /* the run is named after its config file unless it says otherwise */
         const char *base = strrchr(name, '/');
@@ -515,23 +439,13 @@ int config_differences(const Config *a, const Config *b, const char *const *skip
  * sentences or {src: ..., tgt: ...}), under the file's limits; a value that is not a list
  * would otherwise be watched as one sentence, brackets and all. */
 static int set_watch_flow(Config *c, const char *value, const char *where) {
-    size_t len = strlen(value);
-    if (yaml_prescan(value, len, where) != 0) return -1;
-    yaml_parser_t parser;
     yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)value, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        int rc = yaml_syntax_error(&parser, value, len, where);
-        yaml_parser_delete(&parser);
-        return rc;
-    }
+    if (config_yaml_load(value, strlen(value), CONFIG_TEXT_MAX, where, &doc) != 0) return -1;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc = root && root->type == YAML_SEQUENCE_NODE
                  ? set_watch_list(c, &doc, root, where)
                  : err_set("%s: train.watch: expected a list [\"...\", {src: ..., tgt: ...}]", where);
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     return rc;
 }
 

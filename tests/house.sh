@@ -24,7 +24,7 @@ rank() { # the layer of module $1 (a path under src/ without extension); lower i
     case $1 in
     main | startup) echo 0 ;; cmd/*) echo 1 ;; cmdlib/*) echo 2 ;; serve/* | report/*) echo 3 ;;
     heads/* | explain/* | train/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/* | onnx/*) echo 6 ;; run/*) echo 7 ;;
-    data/*) echo 8 ;; nn/*) echo 9 ;; config) echo 10 ;; util/*) echo 11 ;; *) echo 99 ;;
+    data/*) echo 8 ;; nn/*) echo 9 ;; config | config_yaml) echo 10 ;; util/*) echo 11 ;; *) echo 99 ;;
     esac
 }
 analysis() { [[ $1 == heads/* || $1 == explain/* || $1 == attention/* || $1 == decode/* || $1 == score/* ]]; }
