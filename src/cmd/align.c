@@ -48,9 +48,8 @@ static const CmdOption options[] = {
      "output"},
     {'n', "null", "on|off",
      "on: target words linked one to one where they can be, a word its own prefix outweighs every source word "
-     "for (the last cross-attention block's contributions) claiming with a discount and, left over, unaligned; off: "
-     "every "
-     "target word linked to its strongest source word",
+     "for (the last cross-attention block's contributions) claiming with a discount and, left over, unaligned; "
+     "off: every target word linked to its strongest source word",
      "on"},
     {0},
 };
@@ -86,7 +85,7 @@ static void last_cross_contributions(Model *m, const AttnMaps *a, float *from) {
     Contributions c;
     contrib_compute(m, a->S, a->T, &c);
     size_t per = (size_t)a->T * (a->S + 1);
-    memcpy(from, c.cross + (size_t)(c.dec_layers - 1) * per, sizeof(float) * per);
+    memcpy(from, contrib_last_cross(&c), sizeof(float) * per);
     contrib_free(&c);
 }
 

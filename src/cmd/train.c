@@ -263,7 +263,7 @@ static void measure_share(Model *m, AttnMaps *a) {
     a->share = c.share, c.share = NULL;
     size_t per = (size_t)a->T * (a->S + 1);
     a->null_from = xmalloc(sizeof(float) * per);
-    memcpy(a->null_from, c.cross + (size_t)(c.dec_layers - 1) * per, sizeof(float) * per);
+    memcpy(a->null_from, contrib_last_cross(&c), sizeof(float) * per);
     contrib_free(&c);
 }
 

@@ -28,7 +28,7 @@ const char explain_null_rule[] = "null: words are linked one to one, the stronge
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links) {
     /* the null decision reads the last cross-attention block's contributions */
-    const float *from = null ? e->contrib.cross + (size_t)(e->contrib.dec_layers - 1) * e->T * (e->S + 1) : NULL;
+    const float *from = null ? contrib_last_cross(&e->contrib) : NULL;
     align_links(scores, from, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
 }
 

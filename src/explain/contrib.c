@@ -187,3 +187,7 @@ void contrib_free(Contributions *c) {
     free(c->enc), free(c->dec_self), free(c->cross), free(c->enc_roll), free(c->dec_roll), free(c->share);
     memset(c, 0, sizeof *c);
 }
+
+const float *contrib_last_cross(const Contributions *c) {
+    return c->cross + (size_t)(c->dec_layers - 1) * c->T * (c->S + 1);
+}

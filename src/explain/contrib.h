@@ -76,5 +76,8 @@ void contrib_alloc(Contributions *c, int S, int T, int enc_layers, int dec_layer
 /* enc_roll, dec_roll and share from the layer contributions enc, dec_self and cross. */
 void contrib_rollout(Contributions *c);
 void contrib_free(Contributions *c);
+/* The last decoder layer's cross block in c->cross, (T, S + 1): what align's null decision
+ * reads (attention/align_map.h). */
+const float *contrib_last_cross(const Contributions *c);
 
 #endif

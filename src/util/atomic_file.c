@@ -104,12 +104,8 @@ static int publish(int fd, const char *tmp, const char *path) {
         goto fail;
     }
     fd = -1;
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        err_set("%s: cannot rename into place: %s", path, strerror(e));
-        goto fail;
-    }
-    return fsync_parent_dir(path);
+    if (rename_into_place(tmp, path) != 0) return unlink(tmp), -1; /* (gone already where it was renamed) */
+    return 0;
 fail:
     err_io(e);
     if (fd >= 0) close(fd);
