@@ -122,6 +122,80 @@ else
     bad fetch_over_http "the loopback server did not start: $(tail -n 3 "$T/http.log")"
 fi
 
+# ---- a mirror that stalls, a folder in a file's place, a read-only folder, a full disk ------
+# a server that sends the headers and 100 bytes of a file, then nothing: given up after
+# QKV_MULTI30K_STALL_S seconds twice (once more tried), one line naming the file and mirror
+rm -rf "$got"
+cat >"$T/stall.py" <<'PYEOF'
+import http.server, sys, time
+class Stall(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"\x1f\x8b" + b"x" * 98)
+        self.wfile.flush()
+        time.sleep(60)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stall)
+print("port", s.server_address[1], flush=True)
+s.serve_forever()
+PYEOF
+"$BOUNDED" /usr/bin/python3 -u "$T/stall.py" >"$T/stall.log" 2>&1 &
+stalling=$!
+if wait_for "$T/stall.log" "^port [0-9]" 30; then
+    port=$(sed -nE 's/^port ([0-9]+)/\1/p' "$T/stall.log")
+    start=$SECONDS
+    QKV_MULTI30K_STALL_S=2 expect_error fetch_stalled_mirror_gives_up 1 \
+        "^qkv: multi30k: http://127\.0\.0\.1:$port/train\.de\.gz: the mirror sent nothing for 2 s, twice" \
+        fetch_from "http://127.0.0.1:$port"
+    took=$((SECONDS - start))
+    ((took < 20)) && nothing_of train.de && ok fetch_stalled_mirror_gives_up_in_time ||
+        bad fetch_stalled_mirror_gives_up_in_time "$took s; $(ls -A "$got")"
+else
+    bad fetch_stalled_mirror_gives_up "the stalling server did not start: $(tail -n 3 "$T/stall.log")"
+fi
+kill "$stalling" 2>/dev/null
+wait "$stalling" 2>/dev/null
+# a folder where a file goes: refused, naming it, every run (it was taken in and "done")
+rm -rf "$got"
+mkdir -p "$got/val.en"
+expect_error fetch_folder_for_a_file_refused 2 "^qkv: multi30k: .*/val\.en is not a file \(directory\): move it away" \
+    fetch_from "file://$T/mirror"
+[[ -z $(ls -A "$got/val.en") && ! -e $got/train.de ]] && ok fetch_folder_for_a_file_fetches_nothing ||
+    bad fetch_folder_for_a_file_fetches_nothing "$(ls -AR "$got")"
+# a read-only folder and a full disk, each a mount of its own in a mount namespace of the
+# test's (root and unshare(1) needed: where they are missing, these are skipped)
+rm -rf "$got"
+mkdir -p "$got"
+if [[ $(id -u) -eq 0 ]] && "$BOUNDED" unshare -m true 2>/dev/null; then
+    # in_mount MOUNT-ARGS... -- : the fetch from the mirror, with $got mounted so
+    in_mount() { "$BOUNDED" unshare -m bash -c 'mount "$@" "$0" "$0" 2>/dev/null || mount "$@" none "$0" || exit 99
+        QKV_MULTI30K_URL=$URL QKV_MULTI30K_SUMS=$SUMS "$FETCH"' "$got" "$@"; }
+    export FETCH=$T/proj/scripts/multi30k_data.sh URL=file://$T/mirror SUMS=$QKV_MULTI30K_SUMS
+    expect_error fetch_read_only_folder_is_one_line 2 \
+        "^qkv: multi30k: cannot write into $got \(Read-only file system\): name a folder that can be written" \
+        in_mount --bind -o ro
+    # a mirror whose train.de does not compress: its .gz overfills a 64 KiB disk
+    mkdir -p "$T/big"
+    cp "$T/mirror/"*.gz "$T/big/"
+    head -c 150000 /dev/urandom | base64 >"$T/big.train.de"
+    gzip -c "$T/big.train.de" >"$T/big/train.de.gz"
+    sed "s/^[0-9a-f]*  train\.de\$/$(sha256sum <"$T/big.train.de" | cut -d' ' -f1)  train.de/" "$T/sums" >"$T/big.sums"
+    URL=file://$T/big SUMS=$T/big.sums expect_error fetch_full_disk_is_one_line 1 \
+        "^qkv: multi30k: cannot write train\.de\.gz into $got: No space left on device \(free some space there" \
+        in_mount -t tmpfs -o size=64k
+    # decompressed, the file fills the disk: gzip's write fails, and that is said too
+    head -c 40000 /dev/zero >"$T/big.train.de"
+    gzip -c "$T/big.train.de" >"$T/big/train.de.gz"
+    sed "s/^[0-9a-f]*  train\.de\$/$(sha256sum <"$T/big.train.de" | cut -d' ' -f1)  train.de/" "$T/sums" >"$T/big.sums"
+    URL=file://$T/big SUMS=$T/big.sums expect_error fetch_full_disk_decompressing_is_one_line 1 \
+        "^qkv: multi30k: cannot write train\.de into $got: No space left on device" \
+        in_mount -t tmpfs -o size=32k
+else
+    skip fetch_read_only_and_full_disk "needs root and unshare -m"
+fi
+
 # ---- a folder the user names, ../shared beside the project ---------------------------------
 rm -rf "$got"
 fetch_named "$T/plain" >"$T/out" 2>&1 && same_as_plain &&

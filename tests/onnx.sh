@@ -240,6 +240,72 @@ cmp -s "$T/pre.onnx/onnx/decoder_model_merged.onnx" "$T/again/onnx/decoder_model
     [[ -f $T/again/notes.txt && ! -e $T/again/reference.json ]] && ok export_onnx_replaces_its_own_entries_only ||
     bad export_onnx_replaces_its_own_entries_only "$(ls "$T/again" | tr '\n' ' ')"
 
+# ---- a publish is all or nothing ----------------------------------------------------------
+# sums DIR: every file's checksum under DIR, links and folders named by kind
+sums() { (cd "$1" && find . -mindepth 1 | sort | while read -r f; do
+    if [[ -L $f ]]; then echo "link $f"; elif [[ -d $f ]]; then echo "dir $f"; else echo "$(sha256sum <"$f") $f"; fi
+done); }
+"$QKV" export "$T/post" --format onnx --out "$T/pub" >/dev/null 2>&1
+# an entry of another kind where the export puts one: refused before anything moves, the
+# old set whole (the other entries' bytes too), no staging folder
+collide() { # NAME PATH KIND: PATH (under the folder) made into KIND, the export refused
+    local name=$1 path=$2 kind=$3 before err rc
+    mv "$T/pub/$path" "$T/pub-aside"
+    case $kind in
+    dir) mkdir "$T/pub/$path" ;;
+    file) echo theirs >"$T/pub/$path" ;;
+    link) ln -s "$T/pub-aside" "$T/pub/$path" ;;
+    esac
+    before=$(sums "$T/pub")
+    err=$("$QKV" export "$T/pre" --format onnx --out "$T/pub" 2>&1 >/dev/null)
+    rc=$?
+    if [[ $rc -eq 2 && $(wc -l <<<"$err") -eq 1 && $err == "qkv: $T/pub/$path: a "*" where qkv writes a "*": nothing in $T/pub was replaced"* &&
+        $(sums "$T/pub") == "$before" && -z $(ls -d "$T"/pub.partial-* 2>/dev/null) ]]; then
+        ok "export_onnx_refuses_$name"
+    else
+        bad "export_onnx_refuses_$name" "exit $rc: $err; $(diff <(echo "$before") <(sums "$T/pub") | head -3 | tr '\n' ' ')"
+    fi
+    rm -rf "${T:?}/pub/$path"
+    mv "$T/pub-aside" "$T/pub/$path"
+}
+collide a_link_for_onnx onnx link
+collide a_file_for_onnx onnx file
+collide a_folder_for_config config.json dir
+collide a_folder_for_tokenizer tokenizer.json dir
+collide a_link_for_tokenizer_config tokenizer_config.json link
+collide a_folder_for_a_graph onnx/decoder_model_merged.onnx dir
+# a rename that fails halfway (tests/shim/fail_rename.c: tokenizer.json's, after config.json,
+# the graphs and index.html went in): every one done is put back
+FAIL_RENAME=$(dirname "$QKV_BIN")/fail_rename.so
+before=$(sums "$T/pub")
+err=$(LD_PRELOAD=$FAIL_RENAME QKV_FAIL_RENAME=/pub/tokenizer.json "$QKV" export "$T/pre" --format onnx --out "$T/pub" 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -eq 1 && $err == "qkv: $T/pub/tokenizer.json: cannot move into place: Input/output error" &&
+    $(sums "$T/pub") == "$before" && -z $(ls -d "$T"/pub.partial-* 2>/dev/null) ]]; then
+    ok export_onnx_failed_rename_puts_the_old_set_back
+else
+    bad export_onnx_failed_rename_puts_the_old_set_back "exit $rc: $err; $(diff <(echo "$before") <(sums "$T/pub") | head -4 | tr '\n' ' ')"
+fi
+# a user's graphs in onnx/ (a file, a folder of them) stay; a staging folder of a writer
+# killed outright (its pid gone) is removed by the next export into the folder
+mkdir -p "$T/pub/onnx/int8"
+echo q >"$T/pub/onnx/int8/encoder_model.onnx"
+echo q >"$T/pub/onnx/encoder_model_quantized.onnx"
+sleep 0 &
+dead=$!
+wait $dead
+mkdir -p "$T/pub.partial-$dead/new/onnx" "$T/pub.partial-$dead/old"
+touch "$T/pub.partial-$dead/new/onnx/encoder_model.onnx" "$T/pub.partial-$dead/old/0"
+"$QKV" export "$T/pre" --format onnx --out "$T/pub" >"$T/pub.log" 2>&1
+rc=$?
+if [[ $rc -eq 0 && $(cat "$T/pub/onnx/int8/encoder_model.onnx" "$T/pub/onnx/encoder_model_quantized.onnx") == $'q\nq' ]] &&
+    cmp -s "$T/pre.onnx/onnx/decoder_model_merged.onnx" "$T/pub/onnx/decoder_model_merged.onnx" &&
+    [[ -z $(ls -d "$T"/pub.partial-* 2>/dev/null) ]]; then
+    ok export_onnx_keeps_a_users_graphs_and_clears_a_dead_writers_staging
+else
+    bad export_onnx_keeps_a_users_graphs_and_clears_a_dead_writers_staging "exit $rc: $(tail -1 "$T/pub.log"); $(ls -R "$T/pub/onnx" "$T"/pub.* 2>&1 | tr '\n' ' ')"
+fi
+
 # ---- refusals -----------------------------------------------------------------------------
 expect_error export_refuses_an_unknown_format 2 "^qkv: --format: 'xml' is not a format qkv exports \(safetensors, onnx\)$" \
     "$QKV" export "$T/post" --format xml --out "$T/x"

@@ -244,8 +244,11 @@ static int stage_sub_fill(const char *dir, void *arg) {
     return f->fail ? err_set("%s: write failed: no space left on device", dir) : 0;
 }
 
+/* Claims a.txt, sub/ and the .txt files in it, and link; anything else is a user's. */
 static int stage_sub_replaces(const char *name) {
-    return strcmp(name, "a.txt") == 0 || strcmp(name, "sub") == 0 || strcmp(name, "link") == 0;
+    size_t n = strlen(name);
+    return strcmp(name, "a.txt") == 0 || strcmp(name, "sub") == 0 || strcmp(name, "link") == 0 ||
+           (strncmp(name, "sub/", 4) == 0 && !strchr(name + 4, '/') && n > 8 && strcmp(name + n - 4, ".txt") == 0);
 }
 
 /* A subdirectory is replaced whole: the old one's files go, the new one's come, a failed
@@ -286,6 +289,63 @@ static void test_staged_dir_subdirectory_replaced(void) {
     CHECK(rc3 == -1 && ok3, "a failed write: rc %d; the old sub/ whole, no staging left: %d", rc3, ok3);
     CHECK(linked && rc4 == 0 && ok4, "a set without sub/: rc %d; sub/ and the link gone, their file kept: %d", rc4,
           ok4);
+}
+
+/* The old set stays whole when the new one cannot go in: an entry of another kind where the
+ * set puts one is refused before anything moves. What a user keeps in the folder or in a
+ * subdirectory of the set stays through a publish, a nested folder of theirs too, and a
+ * staging folder of a process that died writing is removed by the next write. */
+static void test_staged_dir_refuses_and_keeps(void) {
+    char base[64], out[128], path[192], msg[512];
+    snprintf(base, sizeof base, "/tmp/qkv-staged-keep-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/out", base);
+    StageSub one = {"x.txt", "one", 0}, two = {"x.txt", "two", 0};
+    int rc1 = staged_dir_write(out, "--out", stage_sub_fill, &one, stage_sub_replaces);
+    /* a user's file and folder in sub/, a folder of a dead writer beside out */
+    snprintf(path, sizeof path, "%s/sub/mine.md", out);
+    touch(path);
+    snprintf(path, sizeof path, "%s/sub/deep/deeper", out);
+    make_dirs(path);
+    snprintf(path, sizeof path, "%s/sub/deep/deeper/theirs.txt", out);
+    touch(path);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(path, sizeof path, "%s.partial-%d/sub", out, (int)dead);
+    make_dirs(path);
+    snprintf(path, sizeof path, "%s.partial-%d/sub/x.txt", out, (int)dead);
+    touch(path);
+    int rc2 = staged_dir_write(out, "--out", stage_sub_fill, &two, stage_sub_replaces);
+    snprintf(path, sizeof path, "%s/sub", out);
+    int kept = holds(path, "x.txt", "two") && holds(path, "mine.md", "") && holds(path, "deep/deeper/theirs.txt", "") &&
+               holds(out, "a.txt", "two") && staging_left(base) == 0;
+    /* sub/x.txt a folder: refused, naming it, and a.txt (first in order) not replaced */
+    snprintf(path, sizeof path, "%s/sub/x.txt", out);
+    rename(path, "/tmp/qkv-staged-keep-x"), mkdir(path, 0777);
+    int rc3 = staged_dir_write(out, "--out", stage_sub_fill, &one, stage_sub_replaces);
+    snprintf(msg, sizeof msg, "%s", err_msg());
+    int whole3 = holds(out, "a.txt", "two") && staging_left(base) == 0;
+    rmdir(path), rename("/tmp/qkv-staged-keep-x", path);
+    /* sub/ a link to a folder: refused, the folder it points to untouched */
+    char real_sub[192], target[192];
+    snprintf(real_sub, sizeof real_sub, "%s/real-sub", base);
+    snprintf(path, sizeof path, "%s/sub", out);
+    rename(path, real_sub);
+    snprintf(target, sizeof target, "../real-sub");
+    int linked = symlink(target, path) == 0;
+    int rc4 = staged_dir_write(out, "--out", stage_sub_fill, &one, stage_sub_replaces);
+    char msg4[512];
+    snprintf(msg4, sizeof msg4, "%s", err_msg());
+    int whole4 = holds(out, "a.txt", "two") && holds(real_sub, "x.txt", "two") && staging_left(base) == 0;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", base);
+    CHECK(rc1 == 0 && rc2 == 0 && kept, "publish over a user's files: rc %d %d; theirs kept, no staging left: %d", rc1,
+          rc2, kept);
+    CHECK(rc3 == -1 && strstr(msg, "sub/x.txt: a directory where qkv writes a file: nothing in") && whole3,
+          "a folder for a file: rc %d, '%s', old set whole: %d", rc3, msg, whole3);
+    CHECK(linked && rc4 == -1 && strstr(msg4, "out/sub: a symbolic link where qkv writes a directory") && whole4,
+          "a link for a folder: rc %d, '%s', old set whole: %d", rc4, msg4, whole4);
 }
 
 /* One call of read_lines_arriving after piece (NULL: the writer closes the pipe) goes in:
@@ -496,6 +556,7 @@ const TestCase files_tests[] = {
     {"files_checkpoint_header_length_judged_first", test_header_length_judged_first},
     {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
     {"files_staged_dir_subdirectory_replaced", test_staged_dir_subdirectory_replaced},
+    {"files_staged_dir_refuses_and_keeps", test_staged_dir_refuses_and_keeps},
     {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
     {"files_byte_order_mark_first_is_dropped", test_byte_order_mark_first_is_dropped},

@@ -105,9 +105,11 @@ typedef struct {
     int masks; /* files written */
 } Files;
 /* Files an export writes: what a new export replaces and clears out of an old one. */
+static int mask_file(const char *name);
+
 static int export_file(const char *name) {
     return strcmp(name, "heads.json") == 0 || strcmp(name, "heads.svg") == 0 || strcmp(name, "index.html") == 0 ||
-           strcmp(name, "masks") == 0;
+           strcmp(name, "masks") == 0 || (strncmp(name, "masks/", 6) == 0 && mask_file(name + 6));
 }
 
 /* A mask file's name as the curve names them: ORDER-... or default-..., .txt */

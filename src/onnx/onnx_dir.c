@@ -115,9 +115,9 @@ static int fill(const char *dir, void *arg) {
 }
 
 int onnx_dir_entry(const char *name) {
-    static const char *const own[] = {"config.json",    "generation_config.json",
-                                      "tokenizer.json", "tokenizer_config.json",
-                                      "onnx",           "reference.json"};
+    static const char *const own[] =
+        {"config.json", "generation_config.json", "tokenizer.json",          "tokenizer_config.json",
+         "onnx",        "reference.json",         "onnx/encoder_model.onnx", "onnx/decoder_model_merged.onnx"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (strcmp(name, own[i]) == 0) return 1;
     return 0;

@@ -28,7 +28,8 @@ typedef struct {
 
 /* 0, or -1 with the error set (the disk's: err_status 1). */
 int onnx_dir_write(const char *out, const OnnxDir *e);
-/* Whether name is an entry of the folder's own (a new export replaces it; see staged_dir.h). */
+/* Whether name ("onnx/x.onnx" inside onnx/) is an entry of the folder's own: a new export
+ * replaces it, and leaves any other, a user's own graphs in onnx/ too (see staged_dir.h). */
 int onnx_dir_entry(const char *name);
 
 #endif

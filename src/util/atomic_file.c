@@ -13,7 +13,7 @@
 #include "util/err.h"
 #include "util/file.h"
 
-static int fsync_parent_dir(const char *path) {
+int fsync_parent_dir(const char *path) {
     char dir[4096];
     const char *slash = strrchr(path, '/');
     if (!slash) strcpy(dir, ".");

@@ -44,6 +44,9 @@ int atomic_stream_commit(AtomicStream *s, const char *path);
 /* rename(from, to), then the folder fsynced: publishing a file written whole under another
  * name. 0, or -1 with the error set ("<to>: cannot rename into place: ...", err_io judged). */
 int rename_into_place(const char *from, const char *to);
+/* Flushes the folder that holds path (its entries: a rename into it, a file made there) to
+ * the disk; best effort, 0. */
+int fsync_parent_dir(const char *path);
 /* Closes and removes the stream's tmp file: what was written is not to be published. */
 void atomic_stream_abandon(AtomicStream *s);
 /* Removes the tmp file of every stream opened and not yet committed: for a handler of a

@@ -3,9 +3,11 @@
  * The files are written into a fresh directory beside the destination, "<out>.partial-<pid>",
  * and moved into place only when all are written: a full disk leaves the old files whole,
  * and a new set never shows beside the files of an old one. Renames within one file system
- * cannot run out of space. Files and one level of subdirectories of files: a subdirectory
- * replaces the one of its name whole (removed with it, never followed where it is a link).
- * Single files written whole are atomic_file's. */
+ * cannot run out of space, and a rename that fails all the same (an entry of another kind
+ * in the way, a folder not writable) puts back every one done before it: the old set stays
+ * whole. Files and one level of subdirectories of files. What a user keeps in the folder or
+ * in one of its subdirectories (a file the set does not claim, a folder of their own) stays
+ * where it is; a link is never followed. Single files written whole are atomic_file's. */
 #ifndef QKV_UTIL_STAGED_DIR_H
 #define QKV_UTIL_STAGED_DIR_H
 
@@ -16,11 +18,16 @@
 #define STAGED_DIR_LEVELS 2
 
 /* Writes out's files through fill(dir, arg) (0, or -1 with the error set) into a staging
- * directory, then moves each into out (made if missing, its parents too); an entry out
- * already holds that replaces(name) claims (NULL: none) and the new set lacks is removed,
- * any other is left. Stop signals are held throughout (signals_hold). 0, or -1 with the
- * error set, fill's or one naming out (what, e.g. "--out", opens the messages about its
- * name; a failed system call is err_io judged); either way no staging directory remains. */
+ * directory, then moves each into out (made if missing, its parents too): a file replaces
+ * the file of its name, a subdirectory's files go into the subdirectory of its name. An
+ * entry out already holds that replaces(name) claims (NULL: none; name relative to out,
+ * "sub/file" inside a subdirectory) and the new set lacks is removed, a subdirectory once
+ * nothing is left in it; any other is left. An entry of another kind where the set puts one
+ * (a folder or a link where it writes a file, a file or a link where it writes a folder) is
+ * refused before anything moves. Two writers into one out take turns. Stop signals are held
+ * throughout (signals_hold). 0, or -1 with the error set, fill's or one naming out (what,
+ * e.g. "--out", opens the messages about its name; a failed system call is err_io judged);
+ * either way no staging directory of this process remains, nor of one that died writing. */
 int staged_dir_write(const char *out, const char *what, int (*fill)(const char *dir, void *arg), void *arg,
                      int (*replaces)(const char *name));
 /* 0 if staged_dir_write could take out: a name it has room for, a directory or nothing
