@@ -264,7 +264,7 @@ static int set_value(Config *c, const KeySpec *k, const char *text, const char *
         if (!in_range(k, v))
             return err_set("%s: %s: %g is out of range [%g, %g%c", where, k->path, v, k->min, k->max,
                            k->open == OPEN_MAX ? ')' : ']');
-        *(double *)field = v;
+        *(double *)field = v + 0.0; /* "-0" is 0: no schedule prints a learning rate of -0.00e+00 */
         return 0;
     }
     case KEY_BOOL: {
@@ -480,8 +480,7 @@ int config_set(Config *c, const char *assignment) {
     return 0;
 }
 
-/* "file:line:col" of a key, or the command line, or the file alone for a default. */
-static const char *where_is(const Config *c, const char *path, char *buf, size_t n) {
+const char *config_where(const Config *c, const char *path, char *buf, size_t n) {
     int idx = find_key(path);
     if (idx >= 0 && c->set_line[idx] > 0) snprintf(buf, n, "%s:%d:%d", c->source, c->set_line[idx], c->set_col[idx]);
     else if (idx >= 0 && c->set_line[idx] < 0) snprintf(buf, n, "--set %s", path);
@@ -493,9 +492,9 @@ static int check_file(const Config *c, const char *key, const char *path) {
     char w[CONFIG_PATH_MAX + 32];
     struct stat st;
     if (stat(path, &st) != 0)
-        return err_set("%s: %s: '%s': %s", where_is(c, key, w, sizeof w), key, path, strerror(errno));
+        return err_set("%s: %s: '%s': %s", config_where(c, key, w, sizeof w), key, path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return err_set("%s: %s: '%s' is not a regular file", where_is(c, key, w, sizeof w), key, path);
+        return err_set("%s: %s: '%s' is not a regular file", config_where(c, key, w, sizeof w), key, path);
     return 0;
 }
 
@@ -518,21 +517,21 @@ static int same_model(const char *a, const char *b) {
 int config_validate(Config *c, int check_files) {
     char w[CONFIG_PATH_MAX + 32];
     if (c->data.train.src[0] == '\0')
-        return err_set("%s: data.train.src is required", where_is(c, "data", w, sizeof w));
+        return err_set("%s: data.train.src is required", config_where(c, "data", w, sizeof w));
     if (c->data.train.tgt[0] == '\0')
-        return err_set("%s: data.train.tgt is required", where_is(c, "data", w, sizeof w));
+        return err_set("%s: data.train.tgt is required", config_where(c, "data", w, sizeof w));
     if ((c->data.valid.src[0] == '\0') != (c->data.valid.tgt[0] == '\0'))
         return err_set("%s: data.valid needs both src and tgt",
-                       where_is(c, c->data.valid.src[0] ? "data.valid.src" : "data.valid.tgt", w, sizeof w));
+                       config_where(c, c->data.valid.src[0] ? "data.valid.src" : "data.valid.tgt", w, sizeof w));
     if (c->model.d_model % c->model.heads != 0)
         return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)",
-                       where_is(c, "model.d_model", w, sizeof w), c->model.d_model, c->model.heads);
+                       config_where(c, "model.d_model", w, sizeof w), c->model.d_model, c->model.heads);
     if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
         return err_set("%s: train.best_by: bleu needs train.valid_bleu: true",
-                       where_is(c, "train.best_by", w, sizeof w));
+                       config_where(c, "train.best_by", w, sizeof w));
     if (c->train.average_last > c->train.keep_checkpoints)
         return err_set("%s: train.average_last is %d, but train.keep_checkpoints keeps %d step checkpoints to average",
-                       where_is(c, "train.average_last", w, sizeof w), c->train.average_last,
+                       config_where(c, "train.average_last", w, sizeof w), c->train.average_last,
                        c->train.keep_checkpoints);
     if (c->name[0] == '\0') snprintf(c->name, sizeof c->name, "run");
     /* the name becomes a directory under runs/: a path component, printable */
@@ -540,36 +539,37 @@ int config_validate(Config *c, int check_files) {
     for (const char *p = c->name; *p && !dots; p++) dots = *p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f;
     if (dots)
         return err_set("%s: name: must be a plain directory name: not '.' or '..', no '/', no control characters",
-                       where_is(c, "name", w, sizeof w));
+                       config_where(c, "name", w, sizeof w));
     if (c->run_dir[0] == '\0') snprintf(c->run_dir, sizeof c->run_dir, "runs/%s", c->name);
     /* a YAML file cannot hold other bytes, but --set and file names can: refuse them
      * here, before a run directory whose config.yaml could not say them is made */
     for (size_t i = 0; i < N_KEYS; i++) {
         const char *text = (const char *)c + keys[i].offset;
         if (keys[i].type == KEY_STRING && !utf8_valid(text, strlen(text)))
-            return err_set("%s: %s: not valid UTF-8", where_is(c, keys[i].path, w, sizeof w), keys[i].path);
+            return err_set("%s: %s: not valid UTF-8", config_where(c, keys[i].path, w, sizeof w), keys[i].path);
     }
     for (int i = 0; i < c->train.n_watch; i++)
         if (!utf8_valid(c->train.watch[i].src, strlen(c->train.watch[i].src)) ||
             !utf8_valid(c->train.watch[i].tgt, strlen(c->train.watch[i].tgt)))
-            return err_set("%s: train.watch: sentence %d is not valid UTF-8", where_is(c, "train.watch", w, sizeof w),
-                           i + 1);
+            return err_set("%s: train.watch: sentence %d is not valid UTF-8",
+                           config_where(c, "train.watch", w, sizeof w), i + 1);
     int subword = tokenizer_is_subword(c->data.tokenizer);
     if (!subword && (c->data.spm_model.src[0] || c->data.spm_model.tgt[0]))
         return err_set("%s: data.spm_model: SentencePiece models need data.tokenizer bpe or unigram",
-                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
-                                sizeof w));
+                       config_where(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
+                                    sizeof w));
     /* a shared vocabulary is one model: a different second one would go unused. Checked
      * for a new run (check_files); a run's own config.yaml was trained with already */
     if (check_files && subword && c->data.shared_vocab && c->data.spm_model.tgt[0] &&
         !same_model(c->data.spm_model.src, c->data.spm_model.tgt))
         return err_set("%s: data.spm_model.tgt: '%s' differs from data.spm_model.src '%s': a shared vocabulary is one "
                        "model for both sides; give it as src alone, or set data.shared_vocab: false",
-                       where_is(c, "data.spm_model.tgt", w, sizeof w), c->data.spm_model.tgt, c->data.spm_model.src);
+                       config_where(c, "data.spm_model.tgt", w, sizeof w), c->data.spm_model.tgt,
+                       c->data.spm_model.src);
     if (subword && (c->data.spm_model.src[0] == '\0') != (c->data.spm_model.tgt[0] == '\0') && !c->data.shared_vocab)
         return err_set("%s: data.spm_model needs both src and tgt (or data.shared_vocab: true and src alone)",
-                       where_is(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
-                                sizeof w));
+                       config_where(c, c->data.spm_model.src[0] ? "data.spm_model.src" : "data.spm_model.tgt", w,
+                                    sizeof w));
     /* a schedule's key given on the command line to a schedule that does not read it would
      * be ignored unseen (a file may hold both schedules' keys, to switch between them) */
     static const struct {
@@ -589,7 +589,7 @@ int config_validate(Config *c, int check_files) {
      * best_by: bleu no checkpoint would ever be best. Checked for a new run, as above */
     if (check_files && c->train.valid_bleu && c->data.valid.src[0] == '\0')
         return err_set("%s: train.valid_bleu: true needs data.valid (the BLEU is of its translations)",
-                       where_is(c, "train.valid_bleu", w, sizeof w));
+                       config_where(c, "train.valid_bleu", w, sizeof w));
     if (check_files) {
         if (check_file(c, "data.train.src", c->data.train.src) || check_file(c, "data.train.tgt", c->data.train.tgt))
             return -1;

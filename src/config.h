@@ -108,6 +108,9 @@ int config_same_model(const Config *a, const Config *b, char *what, size_t n);
 int config_differences(const Config *a, const Config *b, const char *const *skip, char *what, size_t n);
 /* The keys named in paths (a NULL-terminated list) from src into dst. */
 void config_copy_keys(Config *dst, const Config *src, const char *const *paths);
+/* Where key path got its value, for a message about it found after parsing (buf, n bytes):
+ * "file:line:col", "--set path" for the command line, or the file alone for a default. */
+const char *config_where(const Config *c, const char *path, char *buf, size_t n);
 /* Applies one "a.b=value" override with the same checks as the file. */
 int config_set(Config *c, const char *assignment);
 /* Cross-key checks and required keys; check_files also checks the data files exist. */

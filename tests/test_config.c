@@ -194,6 +194,9 @@ static void test_set_overrides(void) {
     CHECK(load(&c, DATA) == 0, "%s", err_msg());
     CHECK(config_set(&c, "train.steps=77") == 0 && c.train.steps == 77, "set steps");
     CHECK(config_set(&c, "train.lr.schedule=constant") == 0 && c.train.lr.schedule == LR_CONSTANT, "set enum");
+    /* "-0" is zero, not a negative zero that prints as a learning rate of -0.00e+00 */
+    CHECK(config_set(&c, "train.lr.value=-0") == 0 && c.train.lr.value == 0 && !signbit(c.train.lr.value),
+          "-0 kept its sign");
     CHECK(config_set(&c, "train.stepz=5") != 0 && strstr(err_msg(), "--set train.stepz=5: unknown key"), "%s",
           err_msg());
     CHECK(config_set(&c, "model.dropout=2") != 0 && strstr(err_msg(), "out of range"), "%s", err_msg());

@@ -131,6 +131,50 @@ static void test_byte_fallback(void) {
     CHECK(want > 10 && whole == want, "a line of %d pieces was encoded as %d", want, whole);
 }
 
+/* Byte pieces read as UTF-8 the way a browser's TextDecoder reads them: one U+FFFD for each
+ * longest start of a character (SentencePiece alone writes one a byte), a NUL byte nothing
+ * and the text after it kept, and "▁" pieces opening the text dropped as SentencePiece
+ * drops them (the exported decoder restates both: docs/export.md). */
+static void test_decode_bytes(void) {
+    const char *lines[] = {"a small red dog runs", "the dog and the cat"};
+    char *model;
+    size_t len;
+    CHECK(spm_train(lines, 2, "bpe", 300, &model, &len) == 0, "training: %s", err_msg());
+    Vocab v;
+    CHECK(vocab_from_spm(&v, model, len, "model") == 0, "loading: %s", err_msg());
+    int e4 = vocab_lookup(&v, "<0xE4>", 6), b8 = vocab_lookup(&v, "<0xB8>", 6), ad = vocab_lookup(&v, "<0xAD>", 6),
+        nul = vocab_lookup(&v, "<0x00>", 6), sp = vocab_lookup(&v, "\xE2\x96\x81", 3),
+        dog = vocab_lookup(&v,
+                           "\xE2\x96\x81"
+                           "dog",
+                           6),
+        c0 = vocab_lookup(&v, "<0xC0>", 6);
+    struct {
+        int ids[6], n;
+        const char *want;
+    } cases[] = {
+        {{e4, b8}, 2, "\xEF\xBF\xBD"},          /* cut short: one */
+        {{e4, b8, dog}, 3, "\xEF\xBF\xBD dog"}, /* then a piece */
+        {{e4, b8, ad, e4},
+         4,
+         "\xE4\xB8\xAD"
+         "\xEF\xBF\xBD"},                           /* whole, then cut */
+        {{b8, e4}, 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},  /* two starts */
+        {{c0, b8}, 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},  /* no start at all */
+        {{nul, dog, nul, sp, dog}, 5, " dog  dog"}, /* NUL writes nothing */
+        {{sp, sp, sp, dog}, 4, "dog"},              /* SentencePiece's */
+    };
+    int ok = e4 > 3 && b8 > 3 && ad > 3 && nul > 3 && sp > 3 && dog > 3 && c0 > 3;
+    for (size_t c = 0; ok && c < sizeof cases / sizeof *cases; c++) {
+        char *got = decode_ids(cases[c].ids, cases[c].n, TOKENIZER_BPE, &v);
+        CHECK(strcmp(got, cases[c].want) == 0, "case %zu: '%s', want '%s'", c, got, cases[c].want);
+        free(got);
+    }
+    CHECK(ok, "the model lacks a piece the cases need: %d %d %d %d %d %d %d", e4, b8, ad, nul, sp, dog, c0);
+    free(model);
+    vocab_free(&v);
+}
+
 static void test_refusals(void) {
     Vocab v;
     CHECK(vocab_from_spm(&v, "not a model at all", 18, "x.model") != 0, "garbage accepted as a model");
@@ -513,6 +557,7 @@ static void test_out_of_memory_is_an_error(void) {
 const TestCase spm_tests[] = {
     {"spm_round_trip", test_round_trip},
     {"spm_byte_fallback_no_unk", test_byte_fallback},
+    {"spm_decode_bytes_as_a_browser_reads_them", test_decode_bytes},
     {"spm_refusals", test_refusals},
     {"spm_crafted_charsmap_refused", test_crafted_charsmap_refused},
     {"spm_charsmap_faults", test_charsmap_faults},

@@ -506,7 +506,8 @@ expect_error "spm_model_needs_subwords" 2 "data.spm_model: SentencePiece models 
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model"
 expect_error "bpe_everything_over_max_len" 2 "no usable sentence pairs left after encoding .* over max_len 3" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f0" --set data.tokenizer=bpe --set data.vocab_size=300 --set data.max_len=3
-expect_error "bpe_vocab_too_large" 2 "data.vocab_size 100000" \
+# the size named where it was given: the option, not the config file
+expect_error "bpe_vocab_too_large" 2 "^qkv: --set data.vocab_size: data.vocab_size 100000: training a unigram model" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=100000
 # a run whose model file was swapped for another run's: the checkpoints no longer match
 sub "$T/other" 10 --set data.vocab_size=420

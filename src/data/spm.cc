@@ -9,6 +9,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -354,14 +355,69 @@ extern "C" int spm_encode_pieces(const Spm *s, const char *text, void (*fn)(cons
     }
 }
 
+// The byte piece id's byte, or -1 for any other piece.
+static int byte_of(const Spm *s, int id) {
+    if (!s->proc.IsByte(id)) return -1;
+    const std::string &p = s->proc.IdToPiece(id); // "<0xNN>"
+    return p.size() == 6 ? (int)std::strtol(p.c_str() + 3, nullptr, 16) : -1;
+}
+
+// How many bytes of b (n of them) open one character (UTF-8 as the Unicode standard's
+// table 3-7 has it) and whether they make it whole: a valid character's length, or the
+// length of the longest start of one (at least 1) that the next byte does not continue.
+static int utf8_prefix(const unsigned char *b, int n, int *whole) {
+    unsigned char c = b[0];
+    int need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    // the second byte's range: narrower after E0, ED, F0, F4 (no overlong form, surrogate or
+    // code point past U+10FFFF)
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    int k = 1;
+    for (; k < need && k < n; k++) {
+        unsigned lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
+        if (b[k] < lo_k || b[k] > hi_k) break;
+    }
+    *whole = need > 0 && k == need;
+    return k;
+}
+
+// SentencePiece turns each byte of a run of byte pieces that does not begin a whole
+// character into one U+FFFD: a character cut short (E4 B8) reads as two. The Unicode
+// standard's practice, which every browser's TextDecoder, transformers.js among them,
+// and Python follow, reads each longest start of a character as one: the ids keep the
+// first byte of each such start, which SentencePiece then reads as that one U+FFFD.
+static void cut_short_characters(const Spm *s, std::vector<int> &v) {
+    std::vector<int> out;
+    out.reserve(v.size());
+    for (size_t i = 0; i < v.size();) {
+        size_t j = i;
+        std::vector<unsigned char> run;
+        for (int b; j < v.size() && (b = byte_of(s, v[j])) >= 0; j++) run.push_back((unsigned char)b);
+        if (run.empty()) {
+            out.push_back(v[i++]);
+            continue;
+        }
+        for (size_t k = 0; k < run.size();) {
+            int whole, len = utf8_prefix(run.data() + k, (int)(run.size() - k), &whole);
+            for (int t = 0; t < (whole ? len : 1); t++) out.push_back(v[i + k + t]);
+            k += (size_t)len;
+        }
+        i = j;
+    }
+    v.swap(out);
+}
+
 extern "C" char *spm_decode(const Spm *s, const int *ids, int n) {
     try {
         std::vector<int> v;
         int size = s->proc.GetPieceSize();
         for (int i = 0; i < n; i++)
             if (ids[i] > 3 && ids[i] < size) v.push_back(ids[i]);
+        cut_short_characters(s, v);
         std::string text;
         if (!s->proc.Decode(v, &text).ok()) text.clear();
+        // a byte piece 0x00 writes a NUL, which a line of text cannot hold (and a C string
+        // would end at): it writes nothing, as the exported decoder's does
+        text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
         return xstrdup(text.c_str());
     } catch (...) {
         caught("decoding with SentencePiece");

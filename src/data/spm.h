@@ -36,7 +36,11 @@ const char *spm_piece(const Spm *s, int id); /* "<unk>" for an id out of range (
 int spm_encode(const Spm *s, const char *text, int *ids, int max);
 /* Visits each piece of text's encoding (for counting lengths), -1 with the error set. */
 int spm_encode_pieces(const Spm *s, const char *text, void (*fn)(const char *piece, size_t len, void *ctx), void *ctx);
-/* The detokenized text of ids (malloc'd); special ids are skipped. NULL with the error
+/* The detokenized text of ids (malloc'd); special ids are skipped. Byte pieces that make
+ * no whole character read as U+FFFD, one for each longest start of a character (the
+ * Unicode standard's practice, and a browser's TextDecoder's: E4 B8 then a space is one
+ * U+FFFD and the space), where SentencePiece alone writes one a byte; a NUL byte writes
+ * nothing (a line cannot hold it). NULL with the error
  * set when the library runs out of memory. */
 char *spm_decode(const Spm *s, const int *ids, int n);
 

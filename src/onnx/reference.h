@@ -18,7 +18,12 @@
  * {"source": ids, "output": ids, "encoder": (S, d_model), "log_probs": (len + 1, tgt_vocab)}:
  * row t is the distribution over the token at output position t, given the ones before,
  * over the target vocabulary (the export's ids below target_vocab_size; the others have
- * probability 0). */
-char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n);
+ * probability 0). "decoding" lists id sequences of the target vocabulary (tgt, a run of
+ * tokenizer kind tokenizer) with qkv's text of each, {"ids", "text"}: SentencePiece's edges
+ * (runs of "▁" opening the text, a byte spelling a space, characters cut short), then 200
+ * random ones, the same every export; a runtime's decoder, specials skipped, must give the
+ * same text. */
+char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n, const Vocab *tgt,
+                          int tokenizer);
 
 #endif

@@ -22,13 +22,12 @@
 
 static json_t *regex(const char *re) { return json_pack("{s:s}", "Regex", re); }
 
-static json_t *added_tokens(const JointVocab *jv) {
-    json_t *a = json_array();
-    for (int id = 0; id < VOCAB_N_SPECIAL; id++)
-        json_array_append_new(a, json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", id, "content", jv->tokens[id],
-                                           "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
-    return a;
-}
+/* The special names are no added tokens: the runtimes match an added token anywhere in a
+ * line, inside a word too ("a<unk>b"), where qkv reads the text as it reads any other
+ * (a word, characters, SentencePiece pieces). The model's vocabulary holds them at their
+ * ids, which is what the post-processor and a whole word "<eos>" need; tokenizer_config.json
+ * names them, so that decoding still drops them. */
+static json_t *added_tokens(void) { return json_array(); }
 
 /* qkv frames a source as its ids then <eos> (data/batch.h), with no <bos> */
 static json_t *post_processor(const JointVocab *jv) {
@@ -157,6 +156,40 @@ static json_t *bpe(const JointVocab *jv, const Vocab *src, const SpmProto *p) {
                      "ignore_merges", 0);
 }
 
+/* A Replace decoder: pattern (a regex when re, else a string) to content in each token. */
+static json_t *replace(const char *pattern, int re, const char *content) {
+    return json_pack("{s:s, s:{s:s}, s:s}", "type", "Replace", "pattern", re ? "Regex" : "String", pattern, "content",
+                     content);
+}
+
+/* U+FDD0, a noncharacter (Unicode keeps them for a program's own use): no piece holds it */
+#define MARK "\xEF\xB7\x90"
+
+/* SentencePiece's Decode: each piece's "▁" is a space, byte pieces are their bytes read as
+ * UTF-8 (data/spm.h), and, when the model adds a dummy prefix or strips spaces
+ * (bos_ws), every piece before the first that writes anything loses its first "▁", as does
+ * that one: "▁ ▁ ▁felo" is "felo", "<0x20> ▁felo" two spaces and "felo". A decoder sees
+ * one token at a time, so each piece's first "▁" becomes MARK before the rest become
+ * spaces and the bytes are read; once the pieces are joined, the marks that open the text
+ * go (pieces that wrote nothing else, and the first one's) and the others are spaces. A
+ * byte space is no piece's "▁", and stays; a NUL byte writes nothing. */
+static json_t *spm_decoder(int bos_ws) {
+    json_t *d = json_array();
+    if (bos_ws) json_array_append_new(d, replace("^\xE2\x96\x81", 1, MARK));
+    json_array_append_new(d, replace("\xE2\x96\x81", 0, " "));
+    json_array_append_new(d, json_pack("{s:s}", "type", "ByteFallback"));
+    json_array_append_new(d, json_pack("{s:s}", "type", "Fuse"));
+    if (bos_ws) {
+        json_array_append_new(d, replace("\\A" MARK "+", 1, ""));
+        json_array_append_new(d, replace(MARK, 0, " "));
+    }
+    /* a NUL byte writes nothing, as in qkv's text (data/spm.h), once it has ended the
+     * marks' run as SentencePiece's text that it opens */
+    json_array_append_new(d, json_pack("{s:s, s:{s:s%}, s:s}", "type", "Replace", "pattern", "String", "", (size_t)1,
+                                       "content", ""));
+    return json_pack("{s:s, s:o}", "type", "Sequence", "decoders", d);
+}
+
 static int subword_stages(json_t *t, const JointVocab *jv, const Vocab *src) {
     SpmProto p;
     if (spm_proto_read(&p, src->spm_model, src->spm_len, "the source SentencePiece model") != 0) return -1;
@@ -178,12 +211,7 @@ static int subword_stages(json_t *t, const JointVocab *jv, const Vocab *src) {
              json_pack("{s:s, s:s, s:s, s:b}", "type", "Metaspace", "replacement", "\xE2\x96\x81", "prepend_scheme",
                        scheme, "split", 1));
     json_put(t, "post_processor", post_processor(jv));
-    json_t *decoders = json_pack("[{s:s, s:{s:s}, s:s}, {s:s}, {s:s}]", "type", "Replace", "pattern", "String",
-                                 "\xE2\x96\x81", "content", " ", "type", "ByteFallback", "type", "Fuse");
-    if (p.add_dummy_prefix)
-        json_array_append_new(decoders, json_pack("{s:s, s:s, s:i, s:i}", "type", "Strip", "content", " ", "start", 1,
-                                                  "stop", 0));
-    json_put(t, "decoder", json_pack("{s:s, s:o}", "type", "Sequence", "decoders", decoders));
+    json_put(t, "decoder", spm_decoder(p.add_dummy_prefix || p.remove_extra_whitespaces));
     json_put(t, "model", p.model_type == SPM_UNIGRAM ? unigram(jv, &p) : bpe(jv, src, &p));
     spm_proto_free(&p);
     return 0;
@@ -194,7 +222,7 @@ char *tokenizer_json(const JointVocab *jv, int kind, const Vocab *src) {
     json_put(t, "version", json_string("1.0"));
     json_put(t, "truncation", json_null());
     json_put(t, "padding", json_null());
-    json_put(t, "added_tokens", added_tokens(jv));
+    json_put(t, "added_tokens", added_tokens());
     if (!tokenizer_is_subword(kind)) word_stages(t, jv, kind);
     else if (!src->spm_model) {
         json_decref(t);
@@ -228,5 +256,10 @@ char *tokenizer_config_json(const JointVocab *jv, int max_length) {
     /* qkv's output is the tokens as they are: no space taken from before "." or "'s" */
     json_put(o, "clean_up_tokenization_spaces", json_false());
     json_put(o, "model_input_names", json_pack("[s, s]", "input_ids", "attention_mask"));
+    /* the specials, dropped from a decoded output (tokenizer.json's added_tokens does not
+     * hold them: see added_tokens) */
+    json_t *special = json_array();
+    for (int id = 0; id < VOCAB_N_SPECIAL; id++) json_array_append_new(special, json_string(jv->tokens[id]));
+    json_put(o, "additional_special_tokens", special);
     return json_text_line(o, JSON_WRITE_FLAGS);
 }

@@ -93,7 +93,10 @@ static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, c
     const char *kind = cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram";
     int rc = spm_train(lines, (size_t)(na + nb), kind, cfg->data.vocab_size, &bytes, &len);
     free(lines);
-    if (rc != 0) return err_set("%s: data.vocab_size %d: %s", cfg->source, cfg->data.vocab_size, err_msg());
+    char where[CONFIG_PATH_MAX + 32];
+    if (rc != 0)
+        return err_set("%s: data.vocab_size %d: %s", config_where(cfg, "data.vocab_size", where, sizeof where),
+                       cfg->data.vocab_size, err_msg());
     rc = vocab_from_spm(v, bytes, len, "the trained model");
     free(bytes);
     return rc;

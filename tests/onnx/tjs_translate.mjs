@@ -5,7 +5,8 @@
 // Usage: node tjs_translate.mjs EXPORT_DIR SRC_FILE HYP_OUT (NODE_MODULES: where the package
 // is installed). Writes one translation per line of SRC_FILE; prints one JSON line of
 // figures: the lines, those whose tokenizer ids equal qkv's (reference.json's source, both
-// read as the source ids the encoder sees), the first line that differs, sentences/s, and
+// read as the source ids the encoder sees), the first line that differs, reference.json's
+// id sequences whose decoded text is qkv's and the first that is not, sentences/s, and
 // how many times anything asked for a URL off this machine (the run must stay offline).
 // Exits 0 whatever it finds: the calling test judges the figures.
 import fs from 'node:fs';
@@ -47,6 +48,14 @@ real.forEach((line, i) => {
   if (asSource(ids) === asSource(ref.lines[i].source)) idsEqual++;
   else firstDiff ??= { line, transformers_js: ids, qkv: ref.lines[i].source };
 });
+// reference.json's id sequences, decoded as the pipeline decodes an output (specials
+// skipped): the text qkv writes for each
+let decodingEqual = 0, firstDecodingDiff = null;
+for (const c of ref.decoding ?? []) {
+  const text = translator.tokenizer.decode(c.ids, { skip_special_tokens: true });
+  if (text === c.text) decodingEqual++;
+  else firstDecodingDiff ??= { ids: c.ids, transformers_js: text, qkv: c.text };
+}
 // qkv's length cap, 2 tokens a source token (<eos> aside) and 10 more, within the positions:
 // a bound of the line's, which generation_config.json cannot state (the pipeline's default
 // is 256 new tokens). One new token more: the folder's forced_eos_token_id spends the
@@ -61,5 +70,6 @@ const seconds = (performance.now() - t0) / 1000;
 fs.writeFileSync(hypPath, out.map((x) => x + '\n').join(''));
 console.log(JSON.stringify({
   lines: lines.length, tokenizer_compared: compared, tokenizer_ids_equal: idsEqual, first_ids_difference: firstDiff,
+  decoding_compared: (ref.decoding ?? []).length, decoding_equal: decodingEqual, first_decoding_difference: firstDecodingDiff,
   sentences_per_second: lines.length / seconds, remote_requests: remote,
 }));
