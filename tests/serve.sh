@@ -142,10 +142,11 @@ else
 fi
 
 # ---- explain: explain.json's object for one sentence, as `qkv explain` writes it -----------------
-# the workers multiply on one OpenBLAS thread each: the command does too, for the same bits
+# both asked with their defaults (one call, one set of defaults: the same integrated gradients'
+# steps); the workers multiply on one OpenBLAS thread each: the command does too, for the same bits
 printf '{"src": "%s"}' "$src1" >"$T/ex.json"
 call POST /v1/explain "$T/ex.json" >"$T/ex.out"
-OPENBLAS_NUM_THREADS=1 "$QKV" explain "$T/w" --text "$src1" --ig-steps 16 --out "$T/ex" >"$T/ex.log" 2>&1
+OPENBLAS_NUM_THREADS=1 "$QKV" explain "$T/w" --text "$src1" --out "$T/ex" >"$T/ex.log" 2>&1
 if "$BOUNDED" "$PY" - "$T/ex.out" "$T/ex/explain.json" <<'PYEOF'; then
 import json, sys
 text = open(sys.argv[1], encoding="utf-8").read()
@@ -153,7 +154,7 @@ body, status = text.rsplit("\n", 1)
 assert status == "200", status
 a = json.loads(body)
 assert a["format"] == "qkv-explain-1" and a["checkpoint"] == "best" and a["step"] == 150, (a["format"], a.get("checkpoint"))
-assert a["ig_steps"] == 16 and a["foil"] is None, (a["ig_steps"], a["foil"])
+assert a["ig_steps"] == 32 and a["foil"] is None, (a["ig_steps"], a["foil"])
 last = a["share"][-1]
 assert len(last) == len(a["maps"]["target_out"]) and all(0 <= x <= 1 for x in last), last
 names = [m["name"] for m in a["methods"]]

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "explain/explain_sentence.h"
 #include "serve/api.h"
 #include "serve/gate.h"
 #include "util/text.h"
@@ -39,8 +40,8 @@ static void test_api_parse_good(void) {
     CHECK(st == 0 && !r.tgt, "attention, tgt null: %d %s", st, err);
     api_request_free(&r);
     st = parse(API_EXPLAIN, "{\"src\": \"a b\"}", &r, err, sizeof err);
-    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.contrast && r.ig_steps == API_IG_STEPS &&
-              !r.mask_heads && !r.checkpoint,
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.contrast &&
+              r.ig_steps == EXPLAIN_IG_STEPS && !r.mask_heads && !r.checkpoint,
           "explain, defaults: %d %s", st, err);
     api_request_free(&r);
     st = parse(API_EXPLAIN,
@@ -58,7 +59,8 @@ static void test_api_parse_good(void) {
     /* null is a key not sent, for every key: the defaults */
     st = parse(API_EXPLAIN, "{\"src\": \"a\", \"ig_steps\": null, \"mask_heads\": null, \"checkpoint\": null}", &r, err,
                sizeof err);
-    CHECK(st == 0 && r.ig_steps == API_IG_STEPS && !r.mask_heads && !r.checkpoint, "explain, nulls: %d %s", st, err);
+    CHECK(st == 0 && r.ig_steps == EXPLAIN_IG_STEPS && !r.mask_heads && !r.checkpoint, "explain, nulls: %d %s", st,
+          err);
     api_request_free(&r);
     st = parse(API_TRANSLATE, "{\"src\": [\"a\"]}", &r, err, sizeof err);
     CHECK(st == 0 && r.ig_steps == 0 && !r.contrast, "translate takes no explain option: %d %s", st, err);

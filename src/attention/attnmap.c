@@ -18,29 +18,13 @@
 
 /* ---- text every writer can carry ----------------------------------------------------------- */
 
-size_t attnmap_utf8_char(const char *str) {
-    const unsigned char *s = (const unsigned char *)str;
-    unsigned c = s[0], cp, min;
-    size_t len;
-    if (c == 0) return 0;
-    if (c < 0x80) return 1;
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-    else return 0;
-    for (size_t k = 1; k < len; k++) { /* a NUL is no continuation byte: a cut-off sequence stops here */
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
-    return len;
-}
-
+/* utf8_char (util/text.h) is the character attnmap_utf8 keeps as it is; a byte where it
+ * gives 0 becomes U+FFFD. */
 char *attnmap_utf8(const char *s) {
     StrBuf sb = {0};
     sb_append(&sb, "", 0);
     while (*s) {
-        size_t n = attnmap_utf8_char(s);
+        size_t n = utf8_char(s);
         if (n) sb_append(&sb, s, n), s += n;
         else sb_append(&sb, "\xEF\xBF\xBD", 3), s++;
     }
@@ -50,7 +34,7 @@ char *attnmap_utf8(const char *s) {
 /* Characters of s (as attnmap_utf8 counts them: a replaced byte is one). */
 static int utf8_chars(const char *s) {
     int n = 0;
-    for (size_t k; *s; s += k ? k : 1, n++) k = attnmap_utf8_char(s);
+    for (size_t k; *s; s += k ? k : 1, n++) k = utf8_char(s);
     return n;
 }
 
@@ -59,7 +43,7 @@ static int utf8_chars(const char *s) {
 static void put_label(FILE *f, const char *s, int width, int max, int right) {
     int n = 0;
     const char *end = s;
-    for (size_t k; *end && n < max; end += k ? k : 1, n++) k = attnmap_utf8_char(end);
+    for (size_t k; *end && n < max; end += k ? k : 1, n++) k = utf8_char(end);
     int pad = width > n ? width - n : 0;
     if (right) fprintf(f, "%*s", pad, "");
     fput_spelled(f, s, (size_t)(end - s)); /* a control byte then takes its spelling's columns */

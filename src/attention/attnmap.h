@@ -107,9 +107,6 @@ void attnmap_print_query(const AttnMaps *a, int kind, int layer, int head, int q
  * U+FFFF, become U+FFFD; control bytes are kept (JSON escapes them, the XML escaper
  * drops them). Labels are made so once, where they are made or read. */
 char *attnmap_utf8(const char *s);
-/* The bytes of the character at s that attnmap_utf8 keeps as it is; 0 for a byte it
- * replaces (and at the end of s). */
-size_t attnmap_utf8_char(const char *s);
 
 /* SVG text of one heatmap (caller frees); shared by the SVG files and the tests. Labels
  * and title go through attnmap_utf8, whoever made them. */

@@ -37,7 +37,7 @@ int attnview_page(const char *json, StrBuf *out) {
      * escaper does not apply. What must not appear is markup ("</script>", "<!--"); a '<'
      * can only occur inside a JSON string, where \u003c means the same character. */
     for (const char *p = json; *p;) {
-        size_t n = attnmap_utf8_char(p); /* jansson writes UTF-8; any other writer's bad byte becomes U+FFFD */
+        size_t n = utf8_char(p); /* jansson writes UTF-8; any other writer's bad byte becomes U+FFFD */
         if (*p == '<') sb_append(&sb, "\\u003c", 6);
         else if (n) sb_append(&sb, p, n);
         else sb_append(&sb, "\xEF\xBF\xBD", 3);

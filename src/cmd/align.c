@@ -16,6 +16,7 @@
 #include "data/corpus.h"
 #include "explain/aligners.h"
 #include "explain/contrib.h"
+#include "explain/explain_sentence.h"
 #include "explain/pair.h"
 #include "run/run.h"
 #include "util/err.h"
@@ -118,7 +119,7 @@ static int explained(Run *r, const char *method, int null, char **src, char **tg
                      const char *src_path, const char *tgt_path, const char *gold_path) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, rc = 2, n_ms = 0, n_reads = 0;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 2)), *tid = xmalloc(sizeof(int) * (size_t)(max + 2));
-    ExplainOptions eo = {.foil = -1, .ig_steps = strcmp(method, "grad") == 0 ? 16 : 0, .loo = 0};
+    ExplainOptions eo = {.foil = -1, .ig_steps = strcmp(method, "grad") == 0 ? EXPLAIN_IG_STEPS : 0, .loo = 0};
     ExplainMethod *ms = NULL, *reads = NULL;
     AlignCounts *counts = NULL;
     char dbuf[EXPLAIN_NAME_MAX];

@@ -24,6 +24,7 @@
 #include "explain/aligners.h"
 #include "explain/corpus_run.h"
 #include "explain/explain_json.h"
+#include "explain/explain_sentence.h"
 #include "explain/faith.h"
 #include "explain/pair.h"
 #include "run/run.h"
@@ -81,23 +82,21 @@ static const ExplainMethod *method_named(const ExplainMethod *ms, int n, const c
 }
 
 static int one_sentence(Run *r, const Options *o, int masked) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns = 0, nt = 0, rc = 2;
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    PairExplanation e = {0};
-    ExplainMethod *ms = NULL;
-    int n_ms = 0;
-    char *json = NULL;
-    ExplainOptions eo = {.foil = -1, .ig_steps = o->ig_steps, .loo = 1};
-    if (o->contrast && (eo.foil = cmd_target_token(r, "--contrast", o->contrast)) < 0) goto done;
-    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
+    int tok = r->cfg.data.tokenizer, rc = 2;
+    ExplainAsk ask = explain_ask(o->text, o->target, o->contrast);
+    ask.ig_steps = o->ig_steps;
+    ExplainSentence x;
+    if (explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
+    if (x.unknown.len)
+        fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", x.unknown.buf);
     double t0 = now_seconds();
-    explain_pair(&r->model, &r->src_vocab, &r->tgt_vocab, src, ns, tgt, nt, &eo, &e);
+    explain_sentence_run(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);
     double secs = now_seconds() - t0;
-    attnmap_surface_labels(&e.maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
-    n_ms = explain_methods(&e, &ms);
-    json = explain_json(&e, ms, n_ms, o->contrast);
+    const PairExplanation *ep = &x.e;
+    const ExplainMethod *ms = x.methods;
+    int n_ms = x.n_methods, nt = x.nt, *tgt = x.tgt;
     rc = 1;
-    if (staged_dir_write(o->out, "--out", write_sentence_files, json, sentence_file) != 0) goto done;
+    if (staged_dir_write(o->out, "--out", write_sentence_files, x.json, sentence_file) != 0) goto done;
 
     printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
     if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
@@ -106,7 +105,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     cmd_print_text("source: ", text);
     cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
     free(text), free(words), free(shown);
-    int L = e.contrib.dec_layers, S = e.S, T = e.T;
+    int L = ep->contrib.dec_layers, S = ep->S, T = ep->T;
     char last_avg[EXPLAIN_NAME_MAX];
     snprintf(last_avg, sizeof last_avg, "L%d.avg", L - 1);
     const char *cols[] = {last_avg, "contrib.rollout", "integrated-gradients", "leave-one-out"};
@@ -116,23 +115,23 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     for (int c = 0; c < 4; c++) printf("  %-17s", cols[c]);
     putchar('\n');
     for (int t = 0; t < T; t++) {
-        cmd_print_column(e.maps.tgt_out[t], 14);
-        printf(" %8.3f %7.2f", e.logp[t], e.contrib.share[(size_t)(L - 1) * T + t]);
+        cmd_print_column(ep->maps.tgt_out[t], 14);
+        printf(" %8.3f %7.2f", ep->logp[t], ep->contrib.share[(size_t)(L - 1) * T + t]);
         for (int c = 0; c < 4; c++) {
             const ExplainMethod *m = method_named(ms, n_ms, cols[c]);
             int j = m ? top_source(m->scores + (size_t)t * S, S) : -1;
-            if (m && m->family == EXPLAIN_GRADIENT && e.grad.foil_is_word[t]) printf("  %-17s", "- (the foil)");
+            if (m && m->family == EXPLAIN_GRADIENT && ep->grad.foil_is_word[t]) printf("  %-17s", "- (the foil)");
             else if (j < 0) printf("  %-17s", "-");
             else {
                 printf("  ");
-                cmd_print_column(e.maps.src[j], 11);
+                cmd_print_column(ep->maps.src[j], 11);
                 printf(" %5.2f", m->scores[(size_t)t * S + j]);
             }
         }
         putchar('\n');
     }
     for (int t = 0; t < T; t++)
-        if (e.grad.foil_is_word[t]) {
+        if (ep->grad.foil_is_word[t]) {
             StrBuf said = {0};
             sb_printf(&said,
                       "'%s' (position %d) is the foil itself: log p(%s) - log p(%s) is 0 whatever the input, so "
@@ -143,7 +142,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
         }
     double worst = 0, gap = 0;
     for (int t = 0; t < T; t++)
-        worst = fmax(worst, fabs(e.grad.ig_error[t])), gap = fmax(gap, fabs(e.grad.f[t] - e.grad.f_base[t]));
+        worst = fmax(worst, fabs(ep->grad.ig_error[t])), gap = fmax(gap, fabs(ep->grad.f[t] - ep->grad.f_base[t]));
     if (o->ig_steps)
         printf("\nintegrated gradients: %d steps; completeness error at most %.4f (|f(x) - f(baseline)| up to %.3f)\n",
                o->ig_steps, worst, gap);
@@ -152,9 +151,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     rc = 0;
 done:
     if (rc == 1) rc = err_status();
-    if (ms) explain_methods_free(ms, n_ms);
-    if (e.src) explain_pair_free(&e);
-    free(json), free(src), free(tgt);
+    explain_sentence_free(&x);
     return rc;
 }
 
@@ -483,7 +480,7 @@ const CmdSpec cmd_explain_spec = {
 };
 
 int cmd_explain(int argc, char **argv) {
-    Options o = {.out = "explain", .ig_steps = 32, .max_sentences = 500, .random_orders = 10, .null = 1};
+    Options o = {.out = "explain", .ig_steps = EXPLAIN_IG_STEPS, .max_sentences = 500, .random_orders = 10, .null = 1};
     const char *null_s = NULL;
     int c, bad = 0;
     const char *corpus_sizes = NULL; /* a corpus-only option given: with --text it would change nothing */

@@ -10,6 +10,7 @@
 
 #include "attention/attnmap.h"
 #include "decode/search.h"
+#include "explain/explain_sentence.h"
 #include "util/mem.h"
 #include "util/text.h"
 
@@ -161,7 +162,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     out->kind = kind;
     out->o.decode = decode_defaults();
     out->o.replace_unk = 1;
-    out->ig_steps = kind == API_EXPLAIN ? API_IG_STEPS : 0;
+    out->ig_steps = kind == API_EXPLAIN ? EXPLAIN_IG_STEPS : 0; /* qkv explain's */
     out->top = kind == API_WHATIF ? API_WHATIF_TOP : 0;
     if (kind == API_WHATIF) out->o.decode.beam = API_WHATIF_BEAM;
     if (len > API_MAX_BODY)

@@ -7,7 +7,7 @@
  *   POST /v1/attention  {"src": "...", "tgt": "..." (optional: a forced target), and the
  *                        same options}
  *   POST /v1/explain    {"src": "...", "tgt": "..." (optional), "contrast": "word",
- *                        "ig_steps": 16, "mask_heads", "checkpoint"}: no decoding options
+ *                        "ig_steps": 32, "mask_heads", "checkpoint"}: no decoding options
  *                        (an explained translation is the greedy one, as `qkv explain`'s)
  *   POST /v1/whatif     {"src": "...", "tgt": "..." (optional: a forced target or prefix),
  *                        "mask_heads", "pin": {"layer", "head", "query", "key"} (or
@@ -33,7 +33,6 @@
 #define API_MAX_SENTENCES 64        /* sentences in one translate request: past it, 413 */
 #define API_MAX_SENTENCE_BYTES 4096 /* bytes of one sentence: past it, 413 (tokens: the model's positions) */
 #define API_MAX_NAME 128            /* bytes of a checkpoint name, a mask spec or a contrast word */
-#define API_IG_STEPS 16             /* explain: integrated gradients' steps when "ig_steps" is left out */
 #define API_MAX_IG_STEPS 64         /* explain: most "ig_steps" (each step a backward pass per target token) */
 #define API_WHATIF_TOP 5            /* whatif: next tokens listed per position when "top" is left out */
 #define API_MAX_WHATIF_TOP 20       /* whatif: most "top" */

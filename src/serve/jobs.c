@@ -12,9 +12,11 @@
 #include "attention/attnmap.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/sentence_ids.h"
 #include "decode/decode.h"
 #include "decode/headmask.h"
 #include "explain/explain_json.h"
+#include "explain/explain_sentence.h"
 #include "explain/intervene.h"
 #include "explain/pair.h"
 #include "explain/patch_view.h"
@@ -284,81 +286,37 @@ static void run_attention(Worker *w, Job *job) {
     answer(job, 200, json);
 }
 
-/* The words of text (split at white space) whose tokens include <unk> in v, each once,
- * quoted and joined into out[n]; returns how many. */
-static int unknown_words(const char *text, int tokenizer, const Vocab *v, char *out, size_t n) {
-    char *copy = xstrdup(text), *save = NULL;
-    int *ids = xmalloc(sizeof(int) * (strlen(text) + 2)), count = 0;
-    size_t at = 0;
-    out[0] = '\0';
-    for (char *w = strtok_r(copy, " \t\v\f", &save); w; w = strtok_r(NULL, " \t\v\f", &save)) {
-        int k = encode_line(w, tokenizer, v, ids, (int)strlen(w) + 2), unk = 0;
-        for (int i = 0; i < k; i++) unk |= ids[i] == VOCAB_UNK;
-        if (!unk) continue;
-        char shown[84];
-        shown[0] = '\'';
-        api_quote(shown + 1, sizeof shown - 2, w, 48);
-        strcat(shown, "'");
-        if (strstr(out, shown)) continue; /* each word once */
-        if (at < n) at += (size_t)snprintf(out + at, n - at, "%s%s", count ? ", " : "", shown);
-        count++;
-    }
-    free(copy), free(ids);
-    return count;
-}
-
-/* One sentence explained as `qkv explain --text` explains it: the forced target or the
- * greedy translation, every method's scores, explain.json's object as the answer. */
+/* One sentence explained as `qkv explain --text` explains it, by the same call: the forced
+ * target or the greedy translation, every method's scores, explain.json's object as the
+ * answer, refused past the budget once the lengths are known. */
 static void run_explain(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
     char err[512];
     const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
     if (!r) return refuse(job, 500, "%s", err);
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
-    const char *text = job->req.src[0], *forced = job->req.tgt, *contrast = job->req.contrast;
-    ExplainOptions eo = {.foil = -1, .ig_steps = job->req.ig_steps, .loo = 1};
-    if (contrast) { /* one token of the target vocabulary */
-        char shown[160], why[128];
-        api_quote(shown, sizeof shown, contrast, 64);
-        if ((eo.foil = encode_target_word(contrast, tok, &r->tgt_vocab, why, sizeof why)) < 0) {
-            snprintf(err, sizeof err, "\"contrast\": '%s' %s", shown, why);
-            return refuse(job, 400, "%s", err);
-        }
-    }
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    int n_src = token_count(text, tok, &r->src_vocab, max), n_tgt = 0;
-    if (n_src == 0)
-        return free(src), free(tgt), refuse(job, 400, "%s: nothing to explain: the text is empty", "\"src\"");
-    if (n_src < 0)
-        return free(src), free(tgt),
-               refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
-    encode_line(text, tok, &r->src_vocab, src, max);
-    if (forced) {
-        if ((n_tgt = token_count(forced, tok, &r->tgt_vocab, max)) < 0)
-            return free(src), free(tgt),
-                   refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
-        if (unknown_words(forced, tok, &r->tgt_vocab, err, 300) > 0) {
-            free(src), free(tgt);
-            /* at most the 300 characters unknown_words writes: the message fits refuse's buffer */
-            return refuse(job, 400, "\"tgt\": not in the target vocabulary: %.300s", err);
-        }
-        encode_line(forced, tok, &r->tgt_vocab, tgt, max);
-    }
+    int tok = r->cfg.data.tokenizer, too_long;
+    ExplainAsk ask = explain_ask(job->req.src[0], job->req.tgt, job->req.contrast);
+    ask.ig_steps = job->req.ig_steps;
+    ask.text_name = "\"src\"", ask.target_name = "\"tgt\"", ask.contrast_name = "\"contrast\"";
     float *gates;
-    if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0)
-        return free(src), free(tgt), refuse(job, 400, "%s", err);
+    if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
     Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
-    if (!forced) n_tgt = greedy_ids(m, src, n_src, tgt, max);
+    ExplainSentence x;
+    if (explain_sentence_prepare(m, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long) != 0) {
+        model_set_head_gates(m, NULL);
+        explain_sentence_free(&x), free(gates);
+        return refuse(job, too_long ? 413 : 400, "%s", err_msg());
+    }
     const ModelConfig *mc = &r->model.cfg;
-    int S = n_src + 1, T = n_tgt + 1, ig = job->req.ig_steps, foil = eo.foil >= 0;
+    int S = x.ns + 1, T = x.nt + 1, ig = ask.ig_steps, foil = x.foil >= 0;
     double work = work_explain_gflop(mc, S, T, ig, foil);
     double cap = w->jobs->max_gflop;
     if (work > cap) {
         int fit = -1; /* the most steps that fit */
         while (fit < ig && work_explain_gflop(mc, S, T, fit + 1, foil) <= cap) fit++;
         model_set_head_gates(m, NULL);
-        free(src), free(tgt), free(gates);
+        explain_sentence_free(&x), free(gates);
         if (fit >= 0)
             snprintf(err, sizeof err,
                      "explaining %d target tokens with %d \"ig_steps\" is about %.0f GFLOP, more than the %g one "
@@ -371,36 +329,25 @@ static void run_explain(Worker *w, Job *job) {
                      T, S, work_explain_gflop(mc, S, T, 0, foil), cap);
         return refuse(job, 413, "%s", err);
     }
-    PairExplanation e;
-    explain_pair(m, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &eo, &e);
+    explain_sentence_run(m, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);
     model_set_head_gates(m, NULL);
-    attnmap_surface_labels(&e.maps, tok, &r->src_vocab, &r->tgt_vocab, src, text, tgt, forced);
-    ExplainMethod *ms;
-    int n_ms = explain_methods(&e, &ms);
-    char *json = explain_json(&e, ms, n_ms, contrast);
-    explain_methods_free(ms, n_ms);
     /* after the model's keys: the answer up to them stays the command's explain.json */
-    json = with_source_unk(with_model_keys(json, &sm->ck[job->checkpoint]), &e.maps);
-    explain_pair_free(&e);
-    free(src), free(tgt), free(gates);
+    char *json = with_source_unk(with_model_keys(x.json, &sm->ck[job->checkpoint]), &x.e.maps);
+    x.json = NULL; /* taken over by with_model_keys */
+    explain_sentence_free(&x), free(gates);
     answer(job, 200, json);
 }
 
-/* A sentence of a request as ids (max + 1 of room): 0, or the job refused (400 for an
- * empty source or a target word the vocabulary lacks, 413 past the positions). */
+/* A sentence of a request as ids (max + 1 of room), read as the commands read it
+ * (data/sentence_ids.h): 0, or the job refused (400 for an empty source or a target word
+ * the vocabulary lacks, 413 past the positions). */
 static int request_ids(Job *job, const Run *r, const char *text, const char *what, int target, int *ids, int *n) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
-    const Vocab *v = target ? &r->tgt_vocab : &r->src_vocab;
-    if ((*n = token_count(text, tok, v, max)) < 0)
-        return refuse(job, 413, "%s has more tokens than this model has positions for", what), -1;
-    if (!target && *n == 0) return refuse(job, 400, "%s: nothing to look at: the text is empty", what), -1;
-    char words[320];
-    if (target && unknown_words(text, tok, v, words, 300) > 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s: not in the target vocabulary: %s", what, words);
-        return refuse(job, 400, "%s", msg), -1;
-    }
-    encode_line(text, tok, v, ids, max + 1);
+    StrBuf unknown = {0};
+    SentenceFault f = sentence_ids(text, tok, target ? &r->tgt_vocab : &r->src_vocab, max, target, ids, n, &unknown);
+    if (f != SENTENCE_OK) sentence_fault_error(f, what, "look at", max, &unknown);
+    sb_free(&unknown);
+    if (f != SENTENCE_OK) return refuse(job, f == SENTENCE_TOO_LONG ? 413 : 400, "%s", err_msg()), -1;
     return 0;
 }
 

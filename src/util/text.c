@@ -139,3 +139,21 @@ void sb_append_base64(StrBuf *sb, const void *data, size_t n) {
         sb_append(sb, four, 4);
     }
 }
+
+size_t utf8_char(const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    unsigned c = s[0], cp, min;
+    size_t len;
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+    else return 0;
+    for (size_t k = 1; k < len; k++) { /* a NUL is no continuation byte: a cut-off sequence stops here */
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
+    return len;
+}

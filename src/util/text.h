@@ -33,6 +33,9 @@ int spell_control(char out[8], unsigned char ch);
 /* s[0..n) to f, each control byte spelled. */
 void fput_spelled(FILE *f, const char *s, size_t n);
 
+/* The length of the well-formed UTF-8 character s starts with (1 to 4), or 0 for a NUL or
+ * a byte that starts none (no overlongs, surrogates, U+FFFE/U+FFFF or past U+10FFFF). */
+size_t utf8_char(const char *s);
 /* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t n);
 
