@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "explain/explain_sentence.h"
+#include "explain/whatif_run.h"
 #include "serve/api.h"
 #include "serve/gate.h"
 #include "util/text.h"
@@ -175,8 +176,8 @@ static void test_api_parse_whatif_and_patch(void) {
     ApiRequest r;
     char err[512];
     int st = parse(API_WHATIF, "{\"src\": \"a b\"}", &r, err, sizeof err);
-    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.pin && r.top == API_WHATIF_TOP &&
-              !r.lens && !r.tree && r.o.decode.beam == API_WHATIF_BEAM && !r.mask_heads,
+    CHECK(st == 0 && r.n == 1 && strcmp(r.src[0], "a b") == 0 && !r.tgt && !r.pin && r.top == WHATIF_TOP && !r.lens &&
+              !r.tree && r.o.decode.beam == WHATIF_BEAM && !r.mask_heads,
           "whatif, defaults: %d %s", st, err);
     api_request_free(&r);
     st = parse(API_WHATIF,

@@ -89,6 +89,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     if (explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
     if (x.unknown.len)
         fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", x.unknown.buf);
+    explain_sentence_decode(&r->model, &ask, &x);
     double t0 = now_seconds();
     explain_sentence_run(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);
     double secs = now_seconds() - t0;

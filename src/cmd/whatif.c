@@ -20,8 +20,9 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "decode/decode.h"
+#include "decode/headmask.h"
 #include "explain/intervene.h"
-#include "explain/whatif_json.h"
+#include "explain/whatif_run.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
 #include "util/err.h"
@@ -77,54 +78,47 @@ static int parse_pin(const char *s, int *l, int *h, int *t, int *j) {
 }
 
 static int run_whatif(Run *r, const Options *o) {
-    int max = r->model.cfg.max_positions - 2, tok = r->cfg.data.tokenizer, ns, nt, rc = 2;
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    int pl = -1, ph = 0, pt = 0, pj = 0;
-    WhatifSteps base = {0}, after = {0};
-    BeamTrace trace = {0};
-    float *pin_w = NULL;
-    AttnIntervene iv;
-    json_t *root = NULL;
-    char *text = NULL, *shown = NULL, *changed_text = NULL, *best_text = NULL;
-    if (o->pin && parse_pin(o->pin, &pl, &ph, &pt, &pj) != 0) goto done;
-    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &ns, tgt, &nt) != 0) goto done;
-    if (o->pin && pt > nt) {
-        err_set("--pin: target position %d: the target has positions 0..%d", pt, nt);
-        goto done;
-    }
-    /* the model as trained, then as changed */
-    whatif_steps(&r->model, src, ns, tgt, nt, o->top, &base);
-    int masked = decode_options_mask_heads(&r->model, o->mask_heads, NULL);
-    if (masked < 0) goto done;
+    int tok = r->cfg.data.tokenizer, rc = 2;
+    WhatifPin pin = {0};
+    WhatifAsk ask = whatif_ask(o->text, o->target);
+    ask.top = o->top, ask.beam = o->tree ? o->beam : 0;
+    WhatifResult x = {0};
+    float *gates = NULL;
+    char *text = NULL;
+    char pin_name[96]; /* every part of the pin named by the option and its value */
     if (o->pin) {
-        pin_w = xmalloc(sizeof(float) * (size_t)(ns + 1));
-        if (whatif_pin(&r->model, pl, ph, pt, pj, ns + 1, pin_w, &iv) != 0) {
-            char why[256]; /* "pin: ..." as the API says it: here, the option and its value */
-            snprintf(why, sizeof why, "%s", strncmp(err_msg(), "pin: ", 5) == 0 ? err_msg() + 5 : err_msg());
-            err_set("--pin %s: %s", o->pin, why);
-            goto done;
-        }
+        if (parse_pin(o->pin, &pin.layer, &pin.head, &pin.query, &pin.key) != 0) goto done;
+        ask.pin = &pin;
+        snprintf(pin_name, sizeof pin_name, "--pin %s", o->pin);
+        for (int k = 0; k < 5; k++) ask.pin_names[k] = pin_name;
     }
-    int changed = masked > 0 || o->pin;
-    if (changed) whatif_steps(&r->model, src, ns, tgt, nt, o->top, &after);
-    const WhatifSteps *now = changed ? &after : &base;
-    char *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
-    text = attnmap_utf8(o->text), shown = attnmap_utf8(words);
+    if (whatif_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
+    if (x.unknown.len)
+        fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", x.unknown.buf);
+    int masked = 0;
+    if (o->mask_heads) {
+        gates = xmalloc(sizeof(float) * (size_t)model_head_count(&r->model));
+        if ((masked = head_mask_parse(&r->model, o->mask_heads, gates)) < 0) goto done;
+        if (masked > 0) ask.gates = gates;
+    }
+    whatif_decode(&r->model, &ask, &x);
+    if (whatif_check_query(&ask, &x) != 0) goto done;
+    whatif_run(&r->model, &r->tgt_vocab, tok, &ask, &x);
+    const WhatifSteps *now = x.changed ? &x.after : &x.base;
+    int nt = x.nt, *tgt = x.tgt;
+    text = attnmap_utf8(o->text);
     cmd_print_text("source: ", text);
-    cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
-    free(words);
+    cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", x.target_text);
     if (masked > 0) {
-        /* heads off: the translation again, as the changed model writes it */
-        int *alt = xmalloc(sizeof(int) * (size_t)(max + 1)), na = greedy_ids(&r->model, src, ns, alt, max);
-        char *aw = decode_ids(alt, na, tok, &r->tgt_vocab), *as = attnmap_utf8(aw);
-        printf("with %d head%s off:   %s%s\n", masked, masked == 1 ? "" : "s", as,
-               na == nt && memcmp(alt, tgt, sizeof(int) * (size_t)nt) == 0 ? "  (unchanged)" : "");
-        changed_text = as;
-        free(alt), free(aw);
+        const char *alt = x.translation_changed;
+        printf("with %d head%s off:   %s%s\n", masked, masked == 1 ? "" : "s", alt,
+               strcmp(alt, x.target_text) == 0 ? "  (unchanged)" : "");
     }
     if (o->pin)
-        printf("pinned: cross-attention layer %d, head %d, at target position %d, onto source position %d\n", pl, ph,
-               pt, pj);
+        printf("pinned: cross-attention layer %d, head %d, at target position %d, onto source position %d\n", pin.layer,
+               pin.head, pin.query, pin.key);
+    int changed = x.changed;
+    const WhatifSteps base = x.base, after = x.after;
     printf("\n%-4s %-14s %9s%s %8s   top %d next tokens%s\n", "pos", "word", "log p", changed ? "   change" : "",
            "entropy", o->top, changed ? " (changed model)" : "");
     for (int t = 0; t < base.T; t++) {
@@ -166,31 +160,12 @@ static int run_whatif(Run *r, const Options *o) {
         }
     }
     if (o->tree) {
-        DecodeOptions d = decode_defaults();
-        d.beam = o->beam, d.trace = &trace;
-        Seq s = {src, ns}, out = {0};
-        double score;
-        decode(&r->model, &s, 1, &d, &out, &score);
-        char *bw = decode_ids(out.ids, out.len, tok, &r->tgt_vocab), *bs = attnmap_utf8(bw);
         printf("\nbeam tree (beam %d): + kept, # finished, x dropped; log P of the hypothesis\n", o->beam);
-        print_tree(r, &trace, -1, 0);
-        printf("best: %s (score %.3f)\n", bs, score);
-        best_text = bs;
-        free(bw), free(out.ids);
+        print_tree(r, &x.tree, -1, 0);
+        printf("best: %s (score %.3f)\n", x.beam_best, x.beam_score);
     }
-    WhatifView view = {.source = text,
-                       .target = shown,
-                       .tgt = tgt,
-                       .nt = nt,
-                       .model = &base,
-                       .changed = changed ? &after : NULL,
-                       .lens = 1,
-                       .translation_changed = changed_text,
-                       .tree = o->tree ? &trace : NULL,
-                       .beam_best = best_text};
-    root = whatif_json(&view, &r->tgt_vocab);
     if (o->out) {
-        char *js = xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1)));
+        char *js = xcheck(json_dumps(x.json, JSON_WRITE_FLAGS | JSON_INDENT(1)));
         rc = write_file_atomic(o->out, js, strlen(js)) == 0 ? 0 : err_status();
         free(js);
         if (rc) goto done;
@@ -198,12 +173,8 @@ static int run_whatif(Run *r, const Options *o) {
     }
     rc = 0;
 done:
-    whatif_clear(&r->model);
-    whatif_steps_free(&base), whatif_steps_free(&after);
-    beam_trace_free(&trace);
-    json_decref(root);
-    free(text), free(shown), free(changed_text), free(best_text);
-    free(pin_w), free(src), free(tgt);
+    whatif_result_free(&x);
+    free(text), free(gates);
     return rc;
 }
 
@@ -232,7 +203,7 @@ const CmdSpec cmd_whatif_spec = {
 };
 
 int cmd_whatif(int argc, char **argv) {
-    Options o = {.top = 5, .beam = 5};
+    Options o = {.top = WHATIF_TOP, .beam = WHATIF_BEAM};
     int c, bad = 0, beam_given = 0;
     while (!bad && (c = cmd_option_next(&cmd_whatif_spec, argc, argv)) >= 0) {
         switch (c) {

@@ -16,7 +16,7 @@ ExplainAsk explain_ask(const char *text, const char *target, const char *contras
     return (ExplainAsk){text, target, contrast, EXPLAIN_IG_STEPS, "--text", "--target", "--contrast"};
 }
 
-int explain_sentence_prepare(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
+int explain_sentence_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
                              ExplainSentence *x, int *too_long) {
     int max = m->cfg.max_positions - 2;
     memset(x, 0, sizeof *x);
@@ -37,10 +37,7 @@ int explain_sentence_prepare(Model *m, const Vocab *sv, const Vocab *tv, int tok
         if (too_long) *too_long = f == SENTENCE_TOO_LONG;
         return sentence_fault_error(f, a->text_name, "explain", max, NULL);
     }
-    if (!a->target) {
-        x->nt = greedy_ids(m, x->src, x->ns, x->tgt, max);
-        return 0;
-    }
+    if (!a->target) return 0;
     StrBuf unknown = {0};
     f = sentence_ids(a->target, tokenizer, tv, max, 1, x->tgt, &x->nt, &unknown);
     if (f != SENTENCE_OK) {
@@ -49,6 +46,10 @@ int explain_sentence_prepare(Model *m, const Vocab *sv, const Vocab *tv, int tok
     }
     sb_free(&unknown);
     return f == SENTENCE_OK ? 0 : -1;
+}
+
+void explain_sentence_decode(Model *m, const ExplainAsk *a, ExplainSentence *x) {
+    if (!a->target) x->nt = greedy_ids(m, x->src, x->ns, x->tgt, m->cfg.max_positions - 2);
 }
 
 void explain_sentence_run(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,

@@ -2,10 +2,11 @@
  * server's /v1/explain both make, so that they read the sentence, choose the defaults and
  * answer the same way: the same explain.json for the same sentence.
  *
- * Two steps, so that a caller can weigh the work between them (the server refuses an
- * explanation past its budget once it knows the lengths): prepare reads the sentence
- * (the source; the forced target, or the model's greedy translation; the contrast word) as
- * ids, run explains it (explain_pair, the methods, explain.json's text). */
+ * Three steps, so that a caller can weigh the work before the last (the server refuses an
+ * explanation past its budget once it knows the lengths): prepare reads the sentence (the
+ * source, the forced target, the contrast word) as ids and is the only one that can fail,
+ * decode makes the model's greedy translation the target when none is forced, run explains
+ * it (explain_pair, the methods, explain.json's text). */
 #ifndef QKV_EXPLAIN_EXPLAIN_SENTENCE_H
 #define QKV_EXPLAIN_EXPLAIN_SENTENCE_H
 
@@ -42,11 +43,12 @@ typedef struct {
 } ExplainSentence;
 
 /* The sentence of a as ids in x (zeroed first; free it with explain_sentence_free either
- * way), the greedy translation on m (its head gates as set) when a has no target. 0, or -1
- * with the error set, naming the part at fault; *too_long (may be NULL) says whether the
- * fault is a side longer than the model's positions. */
-int explain_sentence_prepare(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
+ * way). 0, or -1 with the error set, naming the part at fault; *too_long (may be NULL) says
+ * whether the fault is a side longer than the model's positions. Reads m's sizes only. */
+int explain_sentence_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
                              ExplainSentence *x, int *too_long);
+/* With no forced target: the greedy translation on m (its head gates as set) as the target. */
+void explain_sentence_decode(Model *m, const ExplainAsk *a, ExplainSentence *x);
 /* Explains the prepared sentence on m: x->e, x->methods and x->json. */
 void explain_sentence_run(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
                           ExplainSentence *x);

@@ -11,6 +11,7 @@
 #include "attention/attnmap.h"
 #include "decode/search.h"
 #include "explain/explain_sentence.h"
+#include "explain/whatif_run.h"
 #include "util/mem.h"
 #include "util/text.h"
 
@@ -163,8 +164,8 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
     out->o.decode = decode_defaults();
     out->o.replace_unk = 1;
     out->ig_steps = kind == API_EXPLAIN ? EXPLAIN_IG_STEPS : 0; /* qkv explain's */
-    out->top = kind == API_WHATIF ? API_WHATIF_TOP : 0;
-    if (kind == API_WHATIF) out->o.decode.beam = API_WHATIF_BEAM;
+    out->top = kind == API_WHATIF ? WHATIF_TOP : 0;
+    if (kind == API_WHATIF) out->o.decode.beam = WHATIF_BEAM;
     if (len > API_MAX_BODY)
         return fail(413, err, errn, "the body is %zu bytes, more than the %d allowed", len, API_MAX_BODY);
     if (!utf8_valid(body, len)) return fail(400, err, errn, "the body is not well-formed UTF-8");

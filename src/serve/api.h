@@ -34,9 +34,7 @@
 #define API_MAX_SENTENCE_BYTES 4096 /* bytes of one sentence: past it, 413 (tokens: the model's positions) */
 #define API_MAX_NAME 128            /* bytes of a checkpoint name, a mask spec or a contrast word */
 #define API_MAX_IG_STEPS 64         /* explain: most "ig_steps" (each step a backward pass per target token) */
-#define API_WHATIF_TOP 5            /* whatif: next tokens listed per position when "top" is left out */
 #define API_MAX_WHATIF_TOP 20       /* whatif: most "top" */
-#define API_WHATIF_BEAM 5           /* whatif: the tree's beam when "beam" is left out */
 #define API_MAX_WHATIF_BEAM 8       /* whatif: the widest tree ("beam" 2..8) */
 #define API_MAX_PIN_WEIGHTS 1024    /* whatif: most numbers in a pin's "weights" (the worker wants S of them) */
 

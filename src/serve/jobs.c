@@ -22,6 +22,7 @@
 #include "explain/patch_view.h"
 #include "explain/patching.h"
 #include "explain/whatif_json.h"
+#include "explain/whatif_run.h"
 #include "serve/work.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -300,14 +301,15 @@ static void run_explain(Worker *w, Job *job) {
     ask.text_name = "\"src\"", ask.target_name = "\"tgt\"", ask.contrast_name = "\"contrast\"";
     float *gates;
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
+    ExplainSentence x;
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int bad = explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long);
+    if (bad) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (bad) return explain_sentence_free(&x), free(gates), refuse(job, too_long ? 413 : 400, "%s", err);
     Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
-    ExplainSentence x;
-    if (explain_sentence_prepare(m, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long) != 0) {
-        model_set_head_gates(m, NULL);
-        explain_sentence_free(&x), free(gates);
-        return refuse(job, too_long ? 413 : 400, "%s", err_msg());
-    }
+    explain_sentence_decode(m, &ask, &x);
     const ModelConfig *mc = &r->model.cfg;
     int S = x.ns + 1, T = x.nt + 1, ig = ask.ig_steps, foil = x.foil >= 0;
     double work = work_explain_gflop(mc, S, T, ig, foil);
@@ -344,57 +346,58 @@ static void run_explain(Worker *w, Job *job) {
 static int request_ids(Job *job, const Run *r, const char *text, const char *what, int target, int *ids, int *n) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
     StrBuf unknown = {0};
+    char err[512];
     SentenceFault f = sentence_ids(text, tok, target ? &r->tgt_vocab : &r->src_vocab, max, target, ids, n, &unknown);
-    if (f != SENTENCE_OK) sentence_fault_error(f, what, "look at", max, &unknown);
+    if (f != SENTENCE_OK) {
+        served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+        sentence_fault_error(f, what, "look at", max, &unknown);
+        snprintf(err, sizeof err, "%s", err_msg());
+        served_error_unlock();
+    }
     sb_free(&unknown);
-    if (f != SENTENCE_OK) return refuse(job, f == SENTENCE_TOO_LONG ? 413 : 400, "%s", err_msg()), -1;
+    if (f != SENTENCE_OK) return refuse(job, f == SENTENCE_TOO_LONG ? 413 : 400, "%s", err), -1;
     return 0;
 }
 
-/* One sentence changed and read out, as `qkv whatif` does it: whatif.json's object. */
+/* One sentence changed and read out by the call `qkv whatif` makes: whatif.json's object,
+ * "forced" and the model's keys added, refused past the budget before anything runs. */
 static void run_whatif(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
     const ApiRequest *q = &job->req;
     char err[512];
     const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
     if (!r) return refuse(job, 500, "%s", err);
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns, nt = 0;
     const ModelConfig *mc = &r->model.cfg;
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    float *gates = NULL, *pin_w = NULL;
-    WhatifSteps base = {0}, after = {0};
-    BeamTrace trace = {0};
-    char *shown = NULL, *changed_text = NULL, *best_text = NULL;
-    json_t *out = NULL;
-    if (request_ids(job, r, q->src[0], "\"src\"", 0, src, &ns) != 0) goto done;
-    if (q->tgt && request_ids(job, r, q->tgt, "\"tgt\"", 1, tgt, &nt) != 0) goto done;
+    float *gates = NULL;
+    WhatifPin pin = {q->pin_layer, q->pin_head, q->pin_query, q->pin_key, q->pin_weights, q->n_pin_weights};
+    WhatifAsk ask = whatif_ask(q->src[0], q->tgt);
+    ask.top = q->top, ask.lens = q->lens, ask.beam = q->tree ? q->o.decode.beam : 0;
+    ask.pin = q->pin ? &pin : NULL;
+    /* a mask sent, even one naming no head, asks for the changed model's read-out: nothing
+     * switched off then changes nothing, which a client can see */
+    ask.mask_given = q->mask_heads != NULL;
+    ask.text_name = "\"src\"", ask.target_name = "\"tgt\"";
+    const char *pin_names[5] = {"\"pin.layer\"", "\"pin.head\"", "\"pin.key\"", "\"pin.weights\"", "\"pin.query\""};
+    memcpy(ask.pin_names, pin_names, sizeof pin_names);
+    WhatifResult x;
+    int too_long;
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int bad = whatif_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x, &too_long);
+    if (bad) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (bad) {
+        refuse(job, too_long ? 413 : 400, "%s", err);
+        goto done;
+    }
     if (mask_gates(q, r, &gates, err, sizeof err) != 0) {
         refuse(job, 400, "%s", err);
         goto done;
     }
-    int S = ns + 1;
-    if (q->pin) {
-        const char *bad = NULL;
-        if (q->pin_layer >= mc->decoder_layers) bad = "layer";
-        else if (q->pin_head >= mc->heads) bad = "head";
-        else if (q->pin_key >= S) bad = "key";
-        else if (q->pin_weights && q->n_pin_weights != S) bad = "weights";
-        if (bad) {
-            snprintf(err, sizeof err,
-                     "\"pin.%s\": this model's cross-attention has layers 0..%d and heads 0..%d, and the source "
-                     "%d positions (its <eos> included): \"key\" 0..%d, or %d \"weights\"",
-                     bad, mc->decoder_layers - 1, mc->heads - 1, S, S - 1, S);
-            refuse(job, 400, "%s", err);
-            goto done;
-        }
-    }
+    ask.gates = gates;
     DecodeOptions d = decode_defaults();
-    /* a mask sent, even one naming no head, asks for the changed model's read-out: nothing
-     * switched off then changes nothing, which a client can see */
-    int longest = decode_max_len(&r->model, &d, ns), masked = gates != NULL,
-        changed = masked || q->pin || q->mask_heads;
-    double work = work_whatif_gflop(mc, S, (q->tgt ? nt : longest) + 1, q->tgt != NULL, changed, masked,
-                                    q->tree ? q->o.decode.beam : 0, longest);
+    int longest = decode_max_len(&r->model, &d, x.ns), changed = gates || q->pin || q->mask_heads;
+    double work = work_whatif_gflop(mc, x.ns + 1, (q->tgt ? x.nt : longest) + 1, q->tgt != NULL, changed, gates != NULL,
+                                    ask.beam, longest);
     if (work > w->jobs->max_gflop) {
         snprintf(err, sizeof err,
                  "this whatif is about %.3g GFLOP, more than the %g one request may ask: send a shorter sentence, "
@@ -404,63 +407,22 @@ static void run_whatif(Worker *w, Job *job) {
         goto done;
     }
     Model *m = replica_of(w, job->checkpoint, r);
-    if (!q->tgt) nt = greedy_ids(m, src, ns, tgt, max); /* the model's own translation, as trained */
-    if (q->pin && q->pin_query > nt) {
-        snprintf(err, sizeof err, "\"pin.query\": target position %d: the target has positions 0..%d", q->pin_query,
-                 nt);
+    whatif_decode(m, &ask, &x);
+    served_error_lock();
+    if ((bad = whatif_check_query(&ask, &x)) != 0) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (bad) {
         refuse(job, 400, "%s", err);
         goto done;
     }
-    whatif_steps(m, src, ns, tgt, nt, q->top, &base);
-    model_set_head_gates(m, gates);
-    AttnIntervene iv;
-    if (q->pin) {
-        pin_w = xmalloc(sizeof(float) * (size_t)S);
-        whatif_pin(m, q->pin_layer, q->pin_head, q->pin_query, q->pin_key < 0 ? 0 : q->pin_key, S, pin_w, &iv);
-        if (q->pin_weights) memcpy(pin_w, q->pin_weights, sizeof(float) * (size_t)S); /* the caller's mix */
-    }
-    if (changed) whatif_steps(m, src, ns, tgt, nt, q->top, &after);
-    if (masked) { /* heads off: the translation again, as the changed model writes it */
-        int *alt = xmalloc(sizeof(int) * (size_t)(max + 1)), na = greedy_ids(m, src, ns, alt, max);
-        char *words = decode_ids(alt, na, tok, &r->tgt_vocab);
-        changed_text = attnmap_utf8(words);
-        free(alt), free(words);
-    }
-    if (q->tree) {
-        d.beam = q->o.decode.beam, d.trace = &trace;
-        Seq s = {src, ns}, best = {0};
-        double score;
-        decode(m, &s, 1, &d, &best, &score);
-        char *words = decode_ids(best.ids, best.len, tok, &r->tgt_vocab);
-        best_text = attnmap_utf8(words);
-        free(words), free(best.ids);
-    }
-    whatif_clear(m);
-    model_set_head_gates(m, NULL);
-    char *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
-    shown = attnmap_utf8(words);
-    free(words);
-    WhatifView view = {.source = q->src[0],
-                       .target = shown,
-                       .tgt = tgt,
-                       .nt = nt,
-                       .model = &base,
-                       .changed = changed ? &after : NULL,
-                       .lens = q->lens,
-                       .translation_changed = changed_text,
-                       .tree = q->tree ? &trace : NULL,
-                       .beam_best = best_text};
-    out = whatif_json(&view, &r->tgt_vocab);
-    json_object_set_new(out, "forced", json_boolean(q->tgt != NULL));
-    add_model_keys(out, &sm->ck[job->checkpoint]);
+    whatif_run(m, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x);
+    json_object_set_new(x.json, "forced", json_boolean(q->tgt != NULL));
+    add_model_keys(x.json, &sm->ck[job->checkpoint]);
     /* whatif.json's numbers as the command writes them (json_fmt's digits), keys in its order */
-    char *text = json_dumps(out, JSON_WRITE_FLAGS | JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(out);
-    answer(job, 200, text);
+    answer(job, 200, json_dumps(x.json, JSON_WRITE_FLAGS | JSON_COMPACT | JSON_ENSURE_ASCII));
 done:
-    whatif_steps_free(&base), whatif_steps_free(&after);
-    beam_trace_free(&trace);
-    free(src), free(tgt), free(gates), free(pin_w), free(shown), free(changed_text), free(best_text);
+    whatif_result_free(&x);
+    free(gates);
 }
 
 /* One target word of "compare": its id, or -1 with the job refused. */
