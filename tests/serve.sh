@@ -345,6 +345,18 @@ expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain
 expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 target tokens with 64 \\"ig_steps\\" is about [0-9]+ GFLOP, more than the [0-9]+ one request may ask: at most [0-9]+ steps fit' POST /v1/explain "$T/e11"
 expect_status serve_get_explain_is_405 405 'use POST' GET /v1/explain
 expect_status serve_unknown_path_is_404 404 'no such path' GET /etc/passwd
+# the 404's list and the --help's come from the route table: every listed path of the one
+# is in the other, and each answers its method (a GET of a POST route is a 405 naming POST)
+routes_help=$("$QKV" serve --help | sed -n '/^routes:/,/^$/p' | awk 'NF >= 2 && $1 ~ /^(GET|POST)$/ { print $1, $2 }')
+list=$(call GET /no/such/path | head -1)
+answered=""
+while read -r m p; do
+    [[ $list == *"$p"* ]] || answered+="$p missing from the 404; "
+    [[ $m == POST ]] && [[ $(call GET "$p" | tail -1) != 405 ]] && answered+="GET $p not 405; "
+    [[ $m == GET ]] && [[ $(call GET "$p" | tail -1) != 200 ]] && answered+="GET $p not 200; "
+done <<<"$routes_help"
+[[ $(wc -l <<<"$routes_help") -eq 8 && -z $answered ]] && ok serve_routes_listed_from_one_table ||
+    bad serve_routes_listed_from_one_table "$answered $(wc -l <<<"$routes_help") routes in --help; 404: $list"
 # the icon a browser asks for on every load of the page: an empty 204, not a 404 (a console error each time)
 out=$("$BOUNDED" curl -s --max-time 30 -D "$T/icon.head" -o "$T/icon.body" -w '%{http_code}' "http://127.0.0.1:$port/favicon.ico")
 [[ $out == 204 && ! -s $T/icon.body ]] && ! grep -qi '^content-type' "$T/icon.head" && ok serve_favicon_is_an_empty_204 ||

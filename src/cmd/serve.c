@@ -20,6 +20,7 @@
 #include "serve/http.h"
 #include "serve/jobs.h"
 #include "serve/models.h"
+#include "serve/routes.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -54,16 +55,15 @@ const CmdSpec cmd_serve_spec = {
     .operands = "RUN_DIR|WEIGHTS [options]",
     .summary = "serve the live attention viewer and a JSON translation API over HTTP",
     .about = "GET / is the attention viewer, live: type a sentence, see its n-best list and every\n"
-             "attention map of the translation, and change the model to see what changes. POST\n"
-             "/v1/translate, /v1/attention, /v1/explain, /v1/whatif and /v1/patch take JSON\n"
-             "(docs/server.md lists the keys and the bounds); GET /v1/model and /v1/health describe the\n"
-             "server. Ctrl-C (or SIGTERM) stops accepting, answers what is in flight (waiting at\n"
-             "most twice --queue-wait), and exits 0; a second Ctrl-C drops nothing. Requests must\n"
-             "name this server in their Host (a loopback name or the address; --allow-host adds\n"
-             "names), come from no other site's page (Origin), and send JSON; no request names a\n"
-             "file.",
+             "attention map of the translation, and change the model to see what changes. The POST\n"
+             "routes take JSON (docs/server.md lists the keys and the bounds). Ctrl-C (or SIGTERM)\n"
+             "stops accepting, answers what is in flight (waiting at most twice --queue-wait), and\n"
+             "exits 0; a second Ctrl-C drops nothing. Requests must name this server in their Host\n"
+             "(a loopback name or the address; --allow-host adds names), come from no other site's\n"
+             "page (Origin), and send JSON; no request names a file.",
     .options = options,
     .example = "qkv serve runs/toy --port 8080   # then open http://127.0.0.1:8080/",
+    .more = routes_print,
 };
 
 /* The stop signals, through a pipe: a handler runs on whichever thread the signal

@@ -77,6 +77,7 @@ static void print_rows(const CmdOption *t, const char *const *skip, FILE *out) {
 void cmd_help_print(const CmdSpec *spec, FILE *out) {
     fprintf(out, "usage: qkv %s %s\n\n%s\n", spec->name, spec->operands, spec->summary);
     if (spec->about) fprintf(out, "\n%s\n", spec->about);
+    if (spec->more) spec->more(out);
     fprintf(out, "\noptions:\n");
     print_rows(spec->options, NULL, out);
     print_rows(spec->shared, spec->unlisted, out);

@@ -34,6 +34,8 @@ typedef struct {
     const char *const *unlisted; /* names of shared rows this command parses only to refuse them with
                                     its own reason: left out of its help (ended by NULL), or NULL */
     const char *example;         /* one command line */
+    void (*more)(FILE *out);     /* NULL, or lines of help a command draws from a table of its own
+                                    (serve's routes), after the about */
 } CmdSpec;
 
 enum {

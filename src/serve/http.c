@@ -22,6 +22,7 @@
 #include "run/files.h"
 #include "serve/api.h"
 #include "serve/gate.h"
+#include "serve/routes.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -406,42 +407,44 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     if (q->refused) return reply_error(mc, (unsigned)q->refused, q->refusal);
     if (atomic_load(&s->stopping)) return reply_error(mc, 503, "the server is stopping");
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    int api = strcmp(url, "/v1/translate") == 0   ? API_TRANSLATE
-              : strcmp(url, "/v1/attention") == 0 ? API_ATTENTION
-              : strcmp(url, "/v1/explain") == 0   ? API_EXPLAIN
-              : strcmp(url, "/v1/whatif") == 0    ? API_WHATIF
-              : strcmp(url, "/v1/patch") == 0     ? API_PATCH
-                                                  : -1;
-    if (api >= 0 && q->post && !q->whole) {
-        /* Not suspended from this call, the first with the whole body: libmicrohttpd 0.9.75
-         * keeps a connection's last polling state while it is suspended, here "reading"
-         * (the body), and once resumed reads first; a client that half-closed after sending
-         * (nc -N) has its end of stream read then, and its connection closed unanswered.
-         * Left without an answer, the connection goes to its state of a request whole and
-         * unanswered, in which nothing is read, and comes back at once (the next turn of the
-         * polling loop) for this call's second. */
-        q->whole = 1;
-        return MHD_YES;
+    const Route *route = route_find(url);
+    if (!route) {
+        StrBuf list = {0};
+        sb_printf(&list, "no such path: the API is ");
+        routes_list(&list);
+        enum MHD_Result rc = reply_error(mc, 404, list.buf);
+        sb_free(&list);
+        return rc;
     }
-    if (api >= 0)
-        return q->post ? submit(s, mc, q, api) : reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
-    if (strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/v1/model") == 0) {
-        if (!get) return reply_error_allow(mc, 405, "use GET", "GET, HEAD");
-        if (strcmp(url, "/") == 0) return reply(mc, 200, "text/html; charset=utf-8", s->page, strlen(s->page), NULL);
-        if (strcmp(url, "/v1/model") == 0) return reply_json(mc, 200, s->model_json);
+    if (route->answer == ROUTE_JOB) {
+        if (!q->post) return reply_error_allow(mc, 405, "use POST with a JSON body", "POST");
+        if (!q->whole) {
+            /* Not suspended from this call, the first with the whole body: libmicrohttpd 0.9.75
+             * keeps a connection's last polling state while it is suspended, here "reading"
+             * (the body), and once resumed reads first; a client that half-closed after
+             * sending (nc -N) has its end of stream read then, and its connection closed
+             * unanswered. Left without an answer, the connection goes to its state of a
+             * request whole and unanswered, in which nothing is read, and comes back at once
+             * (the next turn of the polling loop) for this call's second. */
+            q->whole = 1;
+            return MHD_YES;
+        }
+        return submit(s, mc, q, route->api);
+    }
+    if (!get) return reply_error_allow(mc, 405, "use GET", "GET, HEAD");
+    switch (route->answer) {
+    case ROUTE_PAGE: return reply(mc, 200, "text/html; charset=utf-8", s->page, strlen(s->page), NULL);
+    case ROUTE_MODEL: return reply_json(mc, 200, s->model_json);
+    case ROUTE_ICON: /* asked on every load of a page: nothing to show, said without a 404 (a console error) */
+        return reply(mc, 204, NULL, "", 0, NULL);
+    default: {
         char health[96];
         int waiting, working;
         jobs_counts(s->jobs, &waiting, &working);
         snprintf(health, sizeof health, "{\"status\":\"ok\",\"queued\":%d,\"working\":%d}", waiting, working);
         return reply_json(mc, 200, health);
     }
-    /* A browser asks for the page's icon on every load: nothing to show, said without a
-     * 404 (a console error each time) and without a file: the path is a route, as above. */
-    if (strcmp(url, "/favicon.ico") == 0)
-        return get ? reply(mc, 204, NULL, "", 0, NULL) : reply_error_allow(mc, 405, "use GET", "GET, HEAD");
-    return reply_error(mc, 404,
-                       "no such path: the API is GET /, /v1/health, /v1/model and POST /v1/translate, /v1/attention, "
-                       "/v1/explain, /v1/whatif, /v1/patch");
+    }
 }
 
 /* ---- the server ---------------------------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include "explain/patching.h"
 #include "explain/whatif_json.h"
 #include "explain/whatif_run.h"
+#include "serve/routes.h"
 #include "serve/work.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -649,7 +650,7 @@ int jobs_submit(Jobs *j, Job *job) {
     /* its lane, from its text on a model already loaded (never waiting for a load: a job
      * for a checkpoint not loaded yet is a heavy one) */
     const Run *r = served_peek(j->models, job->checkpoint);
-    job->light = r && work_request_gflop(r, &job->req) <= j->max_gflop / JOBS_LIGHT_SHARE;
+    job->light = r && route_of_api(job->req.kind)->gflop(r, &job->req) <= j->max_gflop / JOBS_LIGHT_SHARE;
     pthread_mutex_lock(&j->lock);
     if (j->stopping || j->waiting >= j->queue_max) {
         pthread_mutex_unlock(&j->lock);

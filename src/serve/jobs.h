@@ -18,7 +18,7 @@
  *
  * Two lanes. The pool of workers takes jobs in the order they came, whatever their cost.
  * One more worker, the light lane's, takes only light jobs: those whose work, estimated
- * from their text before they run (work_request_gflop, on a checkpoint already loaded), is
+ * from their text before they run (their route's estimate, routes.h, on a checkpoint already loaded), is
  * at most 1/JOBS_LIGHT_SHARE of the bound; it takes the oldest of them, wherever it stands
  * in the queue. So a small request never waits behind heavy ones, however many one client
  * queues (an explanation runs for seconds and cannot be interrupted), and heavy ones are

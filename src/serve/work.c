@@ -50,28 +50,49 @@ static int tokens(const Run *r, const char *text, int target) {
     return n < max ? n : max;
 }
 
-double work_request_gflop(const Run *r, const ApiRequest *q) {
-    const Model *m = &r->model;
-    const ModelConfig *c = &m->cfg;
+double work_translate_request(const Run *r, const ApiRequest *q) {
+    double work = 0.0;
+    for (int i = 0; i < q->n; i++) work += work_translate_gflop(&r->model, &q->o.decode, tokens(r, q->src[i], 0));
+    return work;
+}
+
+/* The lengths a one-sentence request may reach: its source's tokens, and the decoder's
+ * positions (a forced target's, else the longest a greedy search may go). */
+static void one_sentence(const Run *r, const ApiRequest *q, int *ns, int *T, int *longest) {
     DecodeOptions greedy = decode_defaults();
     greedy.beam = 1;
-    double work = 0.0;
-    if (q->kind == API_TRANSLATE) {
-        for (int i = 0; i < q->n; i++) work += work_translate_gflop(m, &q->o.decode, tokens(r, q->src[i], 0));
-        return work;
-    }
-    int ns = tokens(r, q->src[0], 0), S = ns + 1, longest = decode_max_len(m, &greedy, ns);
-    int T = (q->tgt ? tokens(r, q->tgt, 1) : longest) + 1;
-    switch (q->kind) {
-    case API_ATTENTION: /* the search, then a forced pass for the maps */
-        return work_translate_gflop(m, &q->o.decode, ns) + pass_gflop(c, S, T);
-    case API_EXPLAIN:
-        return (q->tgt ? 0.0 : work_translate_gflop(m, &greedy, ns)) +
-               work_explain_gflop(c, S, T, q->ig_steps, q->contrast != NULL);
-    case API_WHATIF:
-        return work_whatif_gflop(c, S, T, q->tgt != NULL, q->mask_heads || q->pin, q->mask_heads != NULL,
-                                 q->tree ? q->o.decode.beam : 0, longest);
-    default: /* API_PATCH: the clean sentence's translation, and the table */
-        return (q->tgt ? 0.0 : work_translate_gflop(m, &greedy, ns)) + work_patch_gflop(c, S, T);
-    }
+    *ns = tokens(r, q->src[0], 0), *longest = decode_max_len(&r->model, &greedy, *ns);
+    *T = (q->tgt ? tokens(r, q->tgt, 1) : *longest) + 1;
+}
+
+/* An unforced target's greedy search, before the work on it. */
+static double greedy_first(const Run *r, const ApiRequest *q, int ns) {
+    DecodeOptions greedy = decode_defaults();
+    greedy.beam = 1;
+    return q->tgt ? 0.0 : work_translate_gflop(&r->model, &greedy, ns);
+}
+
+double work_attention_request(const Run *r, const ApiRequest *q) {
+    int ns, T, longest; /* the search, then a forced pass for the maps */
+    one_sentence(r, q, &ns, &T, &longest);
+    return work_translate_gflop(&r->model, &q->o.decode, ns) + pass_gflop(&r->model.cfg, ns + 1, T);
+}
+
+double work_explain_request(const Run *r, const ApiRequest *q) {
+    int ns, T, longest;
+    one_sentence(r, q, &ns, &T, &longest);
+    return greedy_first(r, q, ns) + work_explain_gflop(&r->model.cfg, ns + 1, T, q->ig_steps, q->contrast != NULL);
+}
+
+double work_whatif_request(const Run *r, const ApiRequest *q) {
+    int ns, T, longest;
+    one_sentence(r, q, &ns, &T, &longest);
+    return work_whatif_gflop(&r->model.cfg, ns + 1, T, q->tgt != NULL, q->mask_heads || q->pin, q->mask_heads != NULL,
+                             q->tree ? q->o.decode.beam : 0, longest);
+}
+
+double work_patch_request(const Run *r, const ApiRequest *q) {
+    int ns, T, longest; /* the clean sentence's translation, and the table */
+    one_sentence(r, q, &ns, &T, &longest);
+    return greedy_first(r, q, ns) + work_patch_gflop(&r->model.cfg, ns + 1, T);
 }

@@ -31,10 +31,15 @@ double work_whatif_gflop(const ModelConfig *c, int S, int T, int forced, int cha
  * layer's stream at every source position), the clean, corrupted and fully patched runs,
  * and a forward and a backward of each run for attribution patching's gradient. */
 double work_patch_gflop(const ModelConfig *c, int S, int T);
-/* The most a request q of any kind may cost on r's model, from its text alone, before
- * anything runs: the estimates above at their longest (an unforced target as long as a
- * search may go; a mask as if it switched heads off). What decides its lane (jobs.h); the
- * worker's bound is checked on the estimates with the lengths found. */
-double work_request_gflop(const Run *r, const ApiRequest *q);
+/* The most a request q may cost on r's model, from its text alone, before anything runs,
+ * one estimate a kind (routes.h's rows name them): the estimates above at their longest (an
+ * unforced target as long as a search may go; a mask as if it switched heads off). What
+ * decides its lane (jobs.h); the worker's bound is checked on the estimates with the
+ * lengths found. */
+double work_translate_request(const Run *r, const ApiRequest *q);
+double work_attention_request(const Run *r, const ApiRequest *q);
+double work_explain_request(const Run *r, const ApiRequest *q);
+double work_whatif_request(const Run *r, const ApiRequest *q);
+double work_patch_request(const Run *r, const ApiRequest *q);
 
 #endif
