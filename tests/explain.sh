@@ -324,7 +324,7 @@ expect_error "patch_compare_without_two_words" 2 "^qkv: --compare: 'A,B'" \
     "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --compare vida --out "$T/x"
 expect_error "patch_at_without_compare" 2 "^qkv: --at is the position of --compare: give both$" \
     timeout 60 "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --at 2 --out "$T/x"
-expect_error "patch_at_past_the_target" 2 "^qkv: --at 40: the target has positions 0..7" \
+expect_error "patch_at_past_the_target" 2 "^qkv: --at: target position 40: the target has positions 0..7" \
     "$QKV" patch "$T/run" --clean "$text" --corrupt "$text" --target "$target" --compare vida,vidan --at 40 --out "$T/x"
 
 # ---- qkv whatif: the model changed and read out ------------------------------------------------

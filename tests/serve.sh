@@ -375,7 +375,7 @@ bad_fields whatif /v1/whatif "\"src\": \"$src1\"" 'w1|"top": 0|\\"top\\" must be
 printf '{"src": ""}' >"$T/w13"
 expect_status serve_whatif_empty_text_is_400 400 '\\"src\\": nothing to look at' POST /v1/whatif "$T/w13"
 printf '{"clean": "%s", "corrupt": "the old farmer sees a bird"}' "$clean" >"$T/p1"
-expect_status serve_patch_token_counts_differ_is_400 400 '\\"corrupt\\" is 6 tokens and \\"clean\\" 7: patching copies position for position' POST /v1/patch "$T/p1"
+expect_status serve_patch_token_counts_differ_is_400 400 '\\"corrupt\\": 6 tokens, \\"clean\\" 7: patching copies position for position' POST /v1/patch "$T/p1"
 bad_fields patch /v1/patch "\"clean\": \"$clean\", \"corrupt\": \"$corrupt\"" 'p2|"compare": ["un", "zzzz"]|\\"compare\[1\]\\": .zzzz. is not in the target vocabulary' \
     'p3|"compare": ["un", "una"], "at": 99|\\"at\\": target position 99' 'p4|"at": 1|\\"at\\" is the position of \\"compare\\"' \
     'p5|"src": "a"|unknown key \\"src\\"' 'p6|"tgt": "qqqq"|\\"tgt\\": not in the target vocabulary'

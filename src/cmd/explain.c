@@ -87,8 +87,7 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     ask.ig_steps = o->ig_steps;
     ExplainSentence x;
     if (explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
-    if (x.unknown.len)
-        fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", x.unknown.buf);
+    cmd_warn_unknown(NULL, &x.unknown);
     explain_sentence_decode(&r->model, &ask, &x);
     double t0 = now_seconds();
     explain_sentence_run(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);

@@ -17,6 +17,7 @@
 #include "cmdlib/sentence.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "explain/patch_pair.h"
 #include "explain/patch_view.h"
 #include "explain/patching.h"
 #include "run/run.h"
@@ -52,15 +53,13 @@ static int by_size(const void *a, const void *b) {
 }
 
 static int run_patch(Run *r, const Options *o) {
-    int max = r->model.cfg.max_positions - 2, tok = r->cfg.data.tokenizer, ns, nc, nt, rc = 2;
-    int *clean = xmalloc(sizeof(int) * (size_t)(max + 1)), *corrupt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    int *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    PatchTable t = {0};
+    int tok = r->cfg.data.tokenizer, rc = 2;
+    PatchAsk ask = patch_ask(o->clean, o->corrupt, o->target);
+    PatchPair x = {0};
     Files files = {0};
-    char metric_name[192] = "log p(target)";
-    PatchMetric metric = {.at = -1};
+    char a[64], b[64];
+    char *c_text = NULL, *x_text = NULL, *words = NULL, *t_text = NULL;
     if (o->compare) {
-        char a[64], b[64];
         const char *comma = strchr(o->compare, ',');
         if (!comma || comma == o->compare || !comma[1] || (size_t)(comma - o->compare) >= sizeof a ||
             strlen(comma + 1) >= sizeof b) {
@@ -69,74 +68,58 @@ static int run_patch(Run *r, const Options *o) {
         }
         memcpy(a, o->compare, (size_t)(comma - o->compare)), a[comma - o->compare] = '\0';
         strcpy(b, comma + 1);
-        if ((metric.a = cmd_target_token(r, "--compare", a)) < 0 ||
-            (metric.b = cmd_target_token(r, "--compare", b)) < 0)
-            goto done;
-        metric.at = o->at;
-        snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, o->at);
+        ask.compare[0] = a, ask.compare[1] = b, ask.at = o->at;
     }
-    if (cmd_sentence_ids(r, "--clean", o->clean, o->target, clean, &ns, tgt, &nt) != 0) goto done;
-    nc = cmd_source_ids(r, "--corrupt", o->corrupt, corrupt, max + 1);
-    if (nc != ns) {
-        err_set("--corrupt: %d tokens, --clean %d: patching copies position for position, so they must match", nc, ns);
-        goto done;
-    }
-    if (metric.at >= nt + 1) {
-        err_set("--at %d: the target has positions 0..%d", metric.at, nt);
-        goto done;
-    }
-    if (patch_run(&r->model, clean, corrupt, ns, tgt, nt, &metric, &t) != 0) goto done;
-    int S = ns + 1;
-    int *framed = xmalloc(sizeof(int) * (size_t)S);
-    batch_frame_source(clean, ns, framed, S);
-    char **labels = xmalloc(sizeof(char *) * (size_t)S);
-    for (int j = 0; j < S; j++) labels[j] = attnmap_utf8(vocab_token(&r->src_vocab, framed[j]));
-    char *c_text = attnmap_utf8(o->clean), *x_text = attnmap_utf8(o->corrupt),
-         *words = decode_ids(tgt, nt, tok, &r->tgt_vocab);
-    char *t_text = attnmap_utf8(words), title[1024];
-    snprintf(title, sizeof title, "patching \"%.300s\" with \"%.300s\" (metric: %s)", c_text, x_text, metric_name);
-    files.json = patch_json(&t, metric_name, labels, S);
-    files.svg = patch_svg(&t, title, labels, S, r->model.cfg.heads);
+    if (patch_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
+    cmd_warn_unknown(NULL, &x.unknown[0]);
+    cmd_warn_unknown("--corrupt", &x.unknown[1]);
+    patch_decode(&r->model, &ask, &x);
+    if (patch_check_at(&ask, &x) != 0 || patch_pair_run(&r->model, &r->src_vocab, &ask, &x) != 0) goto done;
+    const PatchTable *t = &x.table;
+    int S = x.ns + 1;
+    c_text = attnmap_utf8(o->clean), x_text = attnmap_utf8(o->corrupt),
+    words = decode_ids(x.tgt, x.nt, tok, &r->tgt_vocab);
+    t_text = attnmap_utf8(words);
+    char title[1024];
+    snprintf(title, sizeof title, "patching \"%.300s\" with \"%.300s\" (metric: %s)", c_text, x_text, x.metric_name);
+    files.json = x.json, x.json = NULL;
+    files.svg = patch_svg(t, title, x.labels, S, r->model.cfg.heads);
     rc = 1;
-    int ok = staged_dir_write(o->out, "--out", write_files, &files, export_file) == 0;
-    if (ok) {
-        cmd_print_text("clean:   ", c_text);
-        cmd_print_text("corrupt: ", x_text);
-        cmd_print_text(o->target ? "target (forced): " : "target (greedy): ", t_text);
-        cmd_print_text("metric:  ", metric_name);
-        printf("         clean %.4f, corrupt %.4f, the encoder's output patched everywhere %.4f\n\n", t.clean,
-               t.corrupt, t.everything);
-        PatchComponent *sorted = xmalloc(sizeof(PatchComponent) * (size_t)t.n);
-        memcpy(sorted, t.c, sizeof(PatchComponent) * (size_t)t.n);
-        qsort(sorted, (size_t)t.n, sizeof *sorted, by_size);
-        printf("%-16s %10s %10s   (effect: metric patched - clean; estimate: attribution patching)\n", "component",
-               "effect", "estimate");
-        for (int i = 0; i < t.n && i < o->top; i++) {
-            const PatchComponent *c = &sorted[i];
-            printf("%-16s %+10.4f %+10.4f", c->name, c->effect, c->atp);
-            if (c->kind < 0) printf("   (%s)", labels[c->pos]);
-            putchar('\n');
-        }
-        /* where the estimate misses most */
-        int worst = 0;
-        for (int i = 1; i < t.n; i++)
-            if (fabs(t.c[i].effect - t.c[i].atp) > fabs(t.c[worst].effect - t.c[worst].atp)) worst = i;
-        char rho[80]; /* undefined when either ranks none apart (clean equal to corrupt): patch.json's null */
-        if (isnan(t.rho)) snprintf(rho, sizeof rho, PATCH_RHO_UNDEFINED);
-        else snprintf(rho, sizeof rho, "%.3f", t.rho);
-        printf("\nattribution patching against patching: Spearman rho %s over %d components; the largest miss %s "
-               "(effect %+.4f, estimate %+.4f)\n",
-               rho, t.n, t.c[worst].name, t.c[worst].effect, t.c[worst].atp);
-        printf("wrote %s/patch.json and %s/patch.svg\n", o->out, o->out);
-        free(sorted);
-        rc = 0;
+    if (staged_dir_write(o->out, "--out", write_files, &files, export_file) != 0) goto done;
+    cmd_print_text("clean:   ", c_text);
+    cmd_print_text("corrupt: ", x_text);
+    cmd_print_text(o->target ? "target (forced): " : "target (greedy): ", t_text);
+    cmd_print_text("metric:  ", x.metric_name);
+    printf("         clean %.4f, corrupt %.4f, the encoder's output patched everywhere %.4f\n\n", t->clean, t->corrupt,
+           t->everything);
+    PatchComponent *sorted = xmalloc(sizeof(PatchComponent) * (size_t)t->n);
+    memcpy(sorted, t->c, sizeof(PatchComponent) * (size_t)t->n);
+    qsort(sorted, (size_t)t->n, sizeof *sorted, by_size);
+    printf("%-16s %10s %10s   (effect: metric patched - clean; estimate: attribution patching)\n", "component",
+           "effect", "estimate");
+    for (int i = 0; i < t->n && i < o->top; i++) {
+        const PatchComponent *c = &sorted[i];
+        printf("%-16s %+10.4f %+10.4f", c->name, c->effect, c->atp);
+        if (c->kind < 0) printf("   (%s)", x.labels[c->pos]);
+        putchar('\n');
     }
-    for (int j = 0; j < S; j++) free(labels[j]);
-    free(labels), free(framed), free(c_text), free(x_text), free(words), free(t_text);
+    /* where the estimate misses most */
+    int worst = 0;
+    for (int i = 1; i < t->n; i++)
+        if (fabs(t->c[i].effect - t->c[i].atp) > fabs(t->c[worst].effect - t->c[worst].atp)) worst = i;
+    char rho[80]; /* undefined when either ranks none apart (clean equal to corrupt): patch.json's null */
+    if (isnan(t->rho)) snprintf(rho, sizeof rho, PATCH_RHO_UNDEFINED);
+    else snprintf(rho, sizeof rho, "%.3f", t->rho);
+    printf("\nattribution patching against patching: Spearman rho %s over %d components; the largest miss %s "
+           "(effect %+.4f, estimate %+.4f)\n",
+           rho, t->n, t->c[worst].name, t->c[worst].effect, t->c[worst].atp);
+    printf("wrote %s/patch.json and %s/patch.svg\n", o->out, o->out);
+    free(sorted);
+    rc = 0;
 done:
     if (rc == 1) rc = err_status();
-    patch_free(&t);
-    free(files.json), free(files.svg), free(clean), free(corrupt), free(tgt);
+    patch_pair_free(&x);
+    free(files.json), free(files.svg), free(c_text), free(x_text), free(words), free(t_text);
     return rc;
 }
 

@@ -93,8 +93,7 @@ static int run_whatif(Run *r, const Options *o) {
         for (int k = 0; k < 5; k++) ask.pin_names[k] = pin_name;
     }
     if (whatif_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
-    if (x.unknown.len)
-        fprintf(stderr, "qkv: warning: not in the source vocabulary, read as <unk>: %s\n", x.unknown.buf);
+    cmd_warn_unknown(NULL, &x.unknown);
     int masked = 0;
     if (o->mask_heads) {
         gates = xmalloc(sizeof(float) * (size_t)model_head_count(&r->model));

@@ -16,20 +16,10 @@ int cmd_unknown_source_words(const Run *r, const char *line, StrBuf *unknown) {
     return sentence_unknown_words(line, r->cfg.data.tokenizer, &r->src_vocab, unknown);
 }
 
-/* The warning of source words read as <unk>; option names the sentence's option, or is NULL. */
-static void warn_unknown(const char *option, const StrBuf *unknown) {
+void cmd_warn_unknown(const char *option, const StrBuf *unknown) {
     if (unknown->len)
         fprintf(stderr, "qkv: warning: %s%snot in the source vocabulary, read as <unk>: %s\n", option ? option : "",
                 option ? ": " : "", unknown->buf);
-}
-
-int cmd_source_ids(Run *r, const char *option, const char *text, int *ids, int max) {
-    StrBuf unknown = {0};
-    int n;
-    sentence_ids(text, r->cfg.data.tokenizer, &r->src_vocab, max - 1, 0, ids, &n, &unknown); /* max ids at most */
-    warn_unknown(option, &unknown);
-    sb_free(&unknown);
-    return n;
 }
 
 int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
@@ -38,7 +28,7 @@ int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const ch
     StrBuf unknown = {0};
     SentenceFault f = sentence_ids(text, tok, &r->src_vocab, max, 0, src, n_src, &unknown);
     if (f != SENTENCE_OK) return sentence_fault_error(f, text_option, "attend to", max, NULL), sb_free(&unknown), -1;
-    warn_unknown(NULL, &unknown);
+    cmd_warn_unknown(NULL, &unknown);
     sb_free(&unknown);
     if (target) {
         f = sentence_ids(target, tok, &r->tgt_vocab, max, 1, tgt, n_tgt, &unknown);

@@ -15,13 +15,13 @@
 int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
                      int *tgt, int *n_tgt);
 
-/* A second source sentence (patch's --corrupt) as ids, up to max of them: its count; warns
- * on stderr, naming option, of its words read as <unk>, as cmd_sentence_ids does. */
-int cmd_source_ids(Run *r, const char *option, const char *text, int *ids, int max);
-
 /* The words of a source line that the source vocabulary reads as <unk>, each once, quoted
  * and separated by ", " into unknown (the caller's, sb_free'd); how many. */
 int cmd_unknown_source_words(const Run *r, const char *line, StrBuf *unknown);
+
+/* The warning on stderr of source words read as <unk> (unknown as sentence_ids lists them;
+ * nothing when empty); option names the sentence's option, or is NULL. */
+void cmd_warn_unknown(const char *option, const StrBuf *unknown);
 
 /* The id of a word given to `option` that must be one token of the target vocabulary
  * (--contrast, --compare); -1 with the error set ("<option>: 'w' is N tokens ..., not one",

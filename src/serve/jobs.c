@@ -19,6 +19,7 @@
 #include "explain/explain_sentence.h"
 #include "explain/intervene.h"
 #include "explain/pair.h"
+#include "explain/patch_pair.h"
 #include "explain/patch_view.h"
 #include "explain/patching.h"
 #include "explain/whatif_json.h"
@@ -341,25 +342,6 @@ static void run_explain(Worker *w, Job *job) {
     answer(job, 200, json);
 }
 
-/* A sentence of a request as ids (max + 1 of room), read as the commands read it
- * (data/sentence_ids.h): 0, or the job refused (400 for an empty source or a target word
- * the vocabulary lacks, 413 past the positions). */
-static int request_ids(Job *job, const Run *r, const char *text, const char *what, int target, int *ids, int *n) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
-    StrBuf unknown = {0};
-    char err[512];
-    SentenceFault f = sentence_ids(text, tok, target ? &r->tgt_vocab : &r->src_vocab, max, target, ids, n, &unknown);
-    if (f != SENTENCE_OK) {
-        served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
-        sentence_fault_error(f, what, "look at", max, &unknown);
-        snprintf(err, sizeof err, "%s", err_msg());
-        served_error_unlock();
-    }
-    sb_free(&unknown);
-    if (f != SENTENCE_OK) return refuse(job, f == SENTENCE_TOO_LONG ? 413 : 400, "%s", err), -1;
-    return 0;
-}
-
 /* One sentence changed and read out by the call `qkv whatif` makes: whatif.json's object,
  * "forced" and the model's keys added, refused past the budget before anything runs. */
 static void run_whatif(Worker *w, Job *job) {
@@ -426,50 +408,30 @@ done:
     free(gates);
 }
 
-/* One target word of "compare": its id, or -1 with the job refused. */
-static int compare_word(Job *job, const Run *r, int i) {
-    const char *word = job->req.compare[i];
-    char shown[96], why[128], msg[256];
-    int id = encode_target_word(word, r->cfg.data.tokenizer, &r->tgt_vocab, why, sizeof why);
-    if (id >= 0) return id;
-    api_quote(shown, sizeof shown, word, 64);
-    snprintf(msg, sizeof msg, "\"compare[%d]\": '%s' %s", i, shown, why);
-    refuse(job, 400, "%s", msg);
-    return -1;
-}
-
-/* Activation patching between two sentences, as `qkv patch` does it: patch.json's object. */
+/* Activation patching between two sentences, by the call `qkv patch` makes: patch.json's
+ * object, refused past the budget before the table runs. */
 static void run_patch(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
     const ApiRequest *q = &job->req;
     char err[512];
     const Run *r = served_get(sm, job->checkpoint, err, sizeof err);
     if (!r) return refuse(job, 500, "%s", err);
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, ns, nc, nt = 0;
-    int *clean = xmalloc(sizeof(int) * (size_t)(max + 1)), *corrupt = xmalloc(sizeof(int) * (size_t)(max + 1)),
-        *tgt = xmalloc(sizeof(int) * (size_t)(max + 1)), *framed = NULL;
-    char **labels = NULL;
-    PatchTable t = {0};
-    PatchMetric metric = {.at = -1};
-    char metric_name[320] = "log p(target)";
-    if (request_ids(job, r, q->src[0], "\"clean\"", 0, clean, &ns) != 0) goto done;
-    if (request_ids(job, r, q->corrupt, "\"corrupt\"", 0, corrupt, &nc) != 0) goto done;
-    if (nc != ns) {
-        snprintf(err, sizeof err,
-                 "\"corrupt\" is %d tokens and \"clean\" %d: patching copies position for position, so they must "
-                 "match",
-                 nc, ns);
-        refuse(job, 400, "%s", err);
+    PatchAsk ask = patch_ask(q->src[0], q->corrupt, q->tgt);
+    ask.compare[0] = q->compare[0], ask.compare[1] = q->compare[1], ask.at = q->at;
+    ask.clean_name = "\"clean\"", ask.corrupt_name = "\"corrupt\"", ask.target_name = "\"tgt\"";
+    ask.compare_names[0] = "\"compare[0]\"", ask.compare_names[1] = "\"compare[1]\"", ask.at_name = "\"at\"";
+    PatchPair x;
+    int too_long;
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int bad = patch_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x, &too_long);
+    if (bad) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (bad) {
+        refuse(job, too_long ? 413 : 400, "%s", err);
         goto done;
     }
-    if (q->tgt && request_ids(job, r, q->tgt, "\"tgt\"", 1, tgt, &nt) != 0) goto done;
-    if (q->compare[0]) {
-        if ((metric.a = compare_word(job, r, 0)) < 0 || (metric.b = compare_word(job, r, 1)) < 0) goto done;
-        metric.at = q->at;
-    }
-    int S = ns + 1;
     DecodeOptions d = decode_defaults();
-    int T = (q->tgt ? nt : decode_max_len(&r->model, &d, ns)) + 1;
+    int S = x.ns + 1, T = (q->tgt ? x.nt : decode_max_len(&r->model, &d, x.ns)) + 1;
     double work = work_patch_gflop(&r->model.cfg, S, T);
     if (work > w->jobs->max_gflop) {
         snprintf(err, sizeof err,
@@ -480,36 +442,19 @@ static void run_patch(Worker *w, Job *job) {
         goto done;
     }
     Model *m = replica_of(w, job->checkpoint, r);
-    if (!q->tgt) nt = greedy_ids(m, clean, ns, tgt, max); /* the clean sentence's translation */
-    if (metric.at > nt) {
-        snprintf(err, sizeof err, "\"at\": target position %d: the target has positions 0..%d", metric.at, nt);
-        refuse(job, 400, "%s", err);
-        goto done;
-    }
-    if (q->compare[0]) {
-        char a[96], b[96];
-        api_quote(a, sizeof a, q->compare[0], 64), api_quote(b, sizeof b, q->compare[1], 64);
-        snprintf(metric_name, sizeof metric_name, "log p(%s) - log p(%s) at target position %d", a, b, metric.at);
-    }
+    patch_decode(m, &ask, &x);
     served_error_lock();
-    int rc = patch_run(m, clean, corrupt, ns, tgt, nt, &metric, &t);
-    if (rc != 0) snprintf(err, sizeof err, "%s", err_msg());
+    if ((bad = patch_check_at(&ask, &x) != 0 || patch_pair_run(m, &r->src_vocab, &ask, &x) != 0))
+        snprintf(err, sizeof err, "%s", err_msg());
     served_error_unlock();
-    if (rc != 0) {
+    if (bad) {
         refuse(job, 400, "%s", err);
         goto done;
     }
-    framed = xmalloc(sizeof(int) * (size_t)S);
-    batch_frame_source(clean, ns, framed, S);
-    labels = xmalloc(sizeof(char *) * (size_t)S);
-    for (int j = 0; j < S; j++) labels[j] = attnmap_utf8(vocab_token(&r->src_vocab, framed[j]));
-    char *text = patch_json(&t, metric_name, labels, S);
-    (void)tok;
-    answer(job, 200, with_model_keys(text, &sm->ck[job->checkpoint]));
+    answer(job, 200, with_model_keys(x.json, &sm->ck[job->checkpoint]));
+    x.json = NULL; /* taken over by with_model_keys */
 done:
-    for (int j = 0; labels && j < S; j++) free(labels[j]);
-    patch_free(&t);
-    free(labels), free(framed), free(clean), free(corrupt), free(tgt);
+    patch_pair_free(&x);
 }
 
 /* Takes *at (prev before it, NULL at the head) off the queue; under the lock. */
