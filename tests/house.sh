@@ -10,6 +10,7 @@
 #  - no file basename twice in src/: a command is cmd/NAME.c (as git's builtin/), and no
 #    library file takes a command's name; a page (.html, .css, .js, built in as a C string)
 #    is named whole, so attention/attnview.c may sit beside its page attnview.html;
+#  - src/README.md names every C and C++ module, in its folder's row (a new file gets its line);
 #  - the softmaxes' exp (nn/vecmath.c) compiles to vector code with the build's own compiler
 #    and flags (build/cflags.stamp), where the compiler is gcc: on AVX2 CPUs a flag away
 #    (-fno-trapping-math) it was one scalar call an element, and the classifier's softmax over
@@ -93,6 +94,19 @@ else
         [[ -z $l ]] && ok no_call_circle || bad no_call_circle "modules calling in a loop: $l"
     fi
 fi
+
+# 5. the guide names every module: src/README.md's row of a folder ("| `src/D/` |") names
+# each of its C and C++ files in backticks (`name`), and a file at the top has a row of its own
+unnamed=""
+while IFS= read -r f; do
+    b=$(basename "${f%.*}") d=$(dirname "$f")
+    if [[ $d == src ]]; then
+        grep -qF "| \`src/$b." src/README.md || unnamed+="$f "
+    else
+        grep -F "| \`$d/\` |" src/README.md | grep -qE "\`$b(\.cc?)?\`" || unnamed+="$f "
+    fi
+done < <(find src -name '*.c' -o -name '*.cc' | sort)
+[[ -z $unnamed ]] && ok readme_names_every_module || bad readme_names_every_module "src/README.md does not name: $unnamed"
 
 # 4. basenames
 dups=$(find src -name '*.c' -o -name '*.cc' | grep -v '^src/cmd/' | xargs -n1 basename |
