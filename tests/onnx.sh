@@ -221,6 +221,36 @@ print("ok" if r.get("ok") and got == want else "%s; %d of 10 lines differ" % (r.
         [[ $verdict == ok && -z $console ]] && ok "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" ||
             bad "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" "${verdict:-no verdict}; $console"
     done
+    # the folder served as the server's root, as docs/export.md says (cd toy-onnx && python3 -m
+    # http.server), and deeper under another path: the page finds its model either way
+    mkdir -p "$T/www/deep/er"
+    cp -r "$T/www/post" "$T/www/deep/er/post"
+    "$BOUNDED" "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www/post" 0 >"$T/http-root.log" 2>&1 &
+    root_server=$!
+    wait_for "$T/http-root.log" "port [0-9]" 20
+    root_port=$(grep -o 'port [0-9]*' "$T/http-root.log" | head -1 | cut -d' ' -f2)
+    text=$(head -10 "$T/data/test.src" | "$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read().rstrip("\n")))')
+    # page_at NAME URL: the page's verdict at URL (its #selftest typing the ten lines)
+    page_at() {
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --user-data-dir="$T/profile-$1" --dump-dom \
+            "$2#selftest&text=$text" >"$T/page-$1.html" 2>"$T/page-$1.err"
+        grep -o '<pre id="selftest"[^<]*' "$T/page-$1.html" | sed 's/.*>//'
+    }
+    for where in "root http://127.0.0.1:$root_port/" "deep http://127.0.0.1:$port/deep/er/post/index.html"; do
+        result=$(page_at ${where%% *} "${where#* }")
+        verdict=$("$PY" -c 'import html, json, sys
+r = json.loads(html.unescape(sys.argv[1]) or "{}")
+want = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][:10]
+print("ok" if r.get("ok") and r.get("translation", "").split("\n") == want else r.get("status"))' "$result" "$T/post.qkv.txt" 2>&1)
+        [[ $verdict == ok ]] && ok "onnx_page_served_from_its_${where%% *}_translates" ||
+            bad "onnx_page_served_from_its_${where%% *}_translates" "${verdict:-no verdict}"
+    done
+    kill "$root_server" 2>/dev/null
+    wait "$root_server" 2>/dev/null
+    # opened as a file: the page says why it cannot run (a browser's rule), not that files are missing
+    result=$(page_at file "file://$T/www/post/index.html")
+    [[ $result == *'"ok":false'* && $result == *'must be served over HTTP'* ]] && ok onnx_page_opened_as_a_file_says_why ||
+        bad onnx_page_opened_as_a_file_says_why "${result:-no verdict}"
     result=$(page bare)
     [[ $result == *'"ok":false'* && $result == *'transformers.min.js is not beside this page'* ]] &&
         ok onnx_page_without_the_library_says_what_is_missing ||
