@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The house's rules, checked on the code itself (src/README.md states them):
 #  - an #include points down the layers: main → cmd → cmdlib → serve, report → the analysis rooms
-#    (heads, explain → attention → decode, score) and train → run → data → nn → config → util, or to
+#    (heads, explain → attention → decode, score), the export (onnx: its reference reads the
+#    attention maps) and train → run → data → nn → config → util, or to
 #    a file of its own folder; train and the analysis rooms never include each other;
 #  - no include circle between modules (a module is x.c with x.h);
 #  - no call circle between modules: from the built objects (nm), module A calls B when
@@ -24,7 +25,7 @@ obj=${BUILD:-build}/obj
 rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
     case $1 in
     main | startup) echo 0 ;; cmd/*) echo 1 ;; cmdlib/*) echo 2 ;; serve/* | report/*) echo 3 ;;
-    heads/* | explain/* | train/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/* | onnx/*) echo 6 ;; run/*) echo 7 ;;
+    heads/* | explain/* | train/* | onnx/*) echo 4 ;; attention/*) echo 5 ;; decode/* | score/*) echo 6 ;; run/*) echo 7 ;;
     data/*) echo 8 ;; nn/*) echo 9 ;; config | config_yaml) echo 10 ;; util/*) echo 11 ;; *) echo 99 ;;
     esac
 }

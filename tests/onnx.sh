@@ -121,8 +121,9 @@ if command -v node >/dev/null && [[ -f $NODE_MODULES/onnxruntime-node/package.js
         echo "     $run: $figures"
         verdict=$("$BOUNDED" "$PY" -c 'import json, sys
 f, tol = json.loads(sys.argv[1]), float(sys.argv[2])
-bad = [k for k in ("encoder_max_diff", "batch_encoder_max_diff", "log_prob_max_diff", "batch_log_prob_max_diff")
-       if not f[k] <= tol]
+bad = [k for k in ("encoder_max_diff", "batch_encoder_max_diff", "log_prob_max_diff", "batch_log_prob_max_diff",
+                  "cross_attention_max_diff", "batch_cross_attention_max_diff") if not f[k] <= tol]
+bad += ["cross_steps_compared"] if f["cross_steps_compared"] < 2 * f["lines"] else []
 bad += [k for k in ("identical", "batch_identical") if f[k] != f["lines"]]
 bad += ["steps_compared"] if f["steps_compared"] < 2 * f["lines"] else []
 # an id past the target vocabulary is never likely: log p near -1e9

@@ -76,7 +76,7 @@ static char *reference_for(Run *r, const JointVocab *jv, const char *path) {
     }
     free_lines(lines, n);
     greedy_decode(m, src, k, out);
-    char *json = onnx_reference_json(m, jv, src, out, k, &r->tgt_vocab, r->cfg.data.tokenizer);
+    char *json = onnx_reference_json(m, jv, src, out, k, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer);
     for (int i = 0; i < k; i++) free(src[i].ids), free(out[i].ids);
     free(src), free(out);
     return json;

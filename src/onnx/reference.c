@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/attnmap.h"
 #include "data/batch.h"
 #include "data/vocab.h"
 #include "util/json.h"
@@ -22,7 +23,28 @@ static void log_softmax(float *lp, const float *z, int V) {
     for (int v = 0; v < V; v++) lp[v] = (float)((double)z[v] - norm);
 }
 
-static json_t *one_line(Model *m, const JointVocab *jv, DecodeState *st, const Seq *src, const Seq *out) {
+/* The cross-attention weights of every decoder layer and head, [layer][head][step][source
+ * position], as qkv's own forward pass over the output forced computes them (a step a row,
+ * <eos>'s included; the same numbers its incremental decoding step gives). */
+static json_t *cross_attentions(Model *m, const Vocab *sv, const Vocab *tv, const Seq *src, const Seq *out) {
+    AttnMaps maps = {0};
+    attnmap_capture(m, sv, tv, src->ids, src->len, out->ids, out->len, &maps);
+    json_t *layers = json_array();
+    size_t T = (size_t)maps.T, S = (size_t)maps.S;
+    for (int l = 0; l < maps.layers[ATTN_CROSS]; l++) {
+        json_t *heads = json_array();
+        for (int h = 0; h < maps.heads; h++)
+            json_array_append_new(heads,
+                                  json_float_rows("%.9g", maps.maps[ATTN_CROSS] + ((size_t)l * maps.heads + h) * T * S,
+                                                  maps.T, maps.S, S));
+        json_array_append_new(layers, heads);
+    }
+    attnmap_free(&maps);
+    return layers;
+}
+
+static json_t *one_line(Model *m, const JointVocab *jv, const Vocab *sv, const Vocab *tv, DecodeState *st,
+                        const Seq *src, const Seq *out) {
     int S = src->len + 1, d = m->cfg.d_model, V = m->cfg.tgt_vocab, one = 1, tok = VOCAB_BOS;
     int *ids = xmalloc(sizeof(int) * (size_t)S), rows = out->len + 1;
     batch_frame_source(src->ids, src->len, ids, S);
@@ -42,6 +64,7 @@ static json_t *one_line(Model *m, const JointVocab *jv, DecodeState *st, const S
         if (t < out->len) tok = out->ids[t];
     }
     json_put(line, "log_probs", json_float_rows("%.9g", lp, rows, V, (size_t)V));
+    json_put(line, "cross_attentions", cross_attentions(m, sv, tv, src, out));
     free(lp), free(ids);
     return line;
 }
@@ -114,15 +137,15 @@ static json_t *decoding_cases(const Vocab *tgt, int tokenizer) {
     return cases;
 }
 
-char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n, const Vocab *tgt,
-                          int tokenizer) {
+char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n, const Vocab *sv,
+                          const Vocab *tgt, int tokenizer) {
     json_t *root = json_object(), *lines = json_array();
     json_put(root, "format", json_string("qkv-onnx-reference-1"));
     json_put(root, "vocab_size", json_integer(jv->size));
     json_put(root, "target_vocab_size", json_integer(jv->n_target));
     json_put(root, "source_of_id", json_ints(jv->source_of, jv->size));
     DecodeState st = {0};
-    for (int i = 0; i < n; i++) json_array_append_new(lines, one_line(m, jv, &st, &src[i], &out[i]));
+    for (int i = 0; i < n; i++) json_array_append_new(lines, one_line(m, jv, sv, tgt, &st, &src[i], &out[i]));
     model_step_end(&st);
     json_put(root, "lines", lines);
     json_put(root, "decoding", decoding_cases(tgt, tokenizer));

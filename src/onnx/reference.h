@@ -15,7 +15,8 @@
  * qkv's ids: the document as JSON text (malloc'd) in the export's ids (jv), with format
  * "qkv-onnx-reference-1", "vocab_size" (the export's ids), "target_vocab_size",
  * "source_of_id" (each export id's source id, as the encoder reads it) and "lines", each
- * {"source": ids, "output": ids, "encoder": (S, d_model), "log_probs": (len + 1, tgt_vocab)}:
+ * {"source": ids, "output": ids, "encoder": (S, d_model), "log_probs": (len + 1, tgt_vocab),
+ * "cross_attentions": (decoder layers, heads, len + 1, S), the weights after the softmax}:
  * row t is the distribution over the token at output position t, given the ones before,
  * over the target vocabulary (the export's ids below target_vocab_size; the others have
  * probability 0). "decoding" lists id sequences of the target vocabulary (tgt, a run of
@@ -23,7 +24,7 @@
  * (runs of "▁" opening the text, a byte spelling a space, characters cut short), then 200
  * random ones, the same every export; a runtime's decoder, specials skipped, must give the
  * same text. */
-char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n, const Vocab *tgt,
-                          int tokenizer);
+char *onnx_reference_json(Model *m, const JointVocab *jv, const Seq *src, const Seq *out, int n, const Vocab *sv,
+                          const Vocab *tgt, int tokenizer);
 
 #endif

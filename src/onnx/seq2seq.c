@@ -92,15 +92,16 @@ static const char *split_heads(Build *b, const char *x) {
 
 /* One attention sub-layer's output: queries from xq, keys and values k, v already split
  * (B, heads, Tk, d_head); allowed (bool, broadcast to (B, heads, Tq, Tk)) says which keys
- * each query may see. */
+ * each query may see; probs (NULL: a name of the graph's choosing) names its weights
+ * after the softmax, (B, heads, Tq, Tk), for a graph output. */
 static const char *attention(Build *b, const char *prefix, const char *xq, const char *k, const char *v,
-                             const char *allowed) {
+                             const char *allowed, const char *probs) {
     static const int64_t keys_t[] = {0, 1, 3, 2}, heads_back[] = {0, 2, 1, 3};
     const char *q = split_heads(b, linear(b, xq, prefix, "w_q", "b_q"));
     const char *s = op2(b, "Mul", op2(b, "MatMul", q, transpose(b, k, 4, keys_t)), b->scale);
     s = op3(b, "Where", allowed, s, b->masked);
     OnnxAttr axis = {.name = "axis", .i = -1};
-    const char *p = onnx_node(&b->g, "Softmax", NULL, 1, &s, 1, &axis);
+    const char *p = onnx_node(&b->g, "Softmax", probs, 1, &s, 1, &axis);
     const char *o = transpose(b, op2(b, "MatMul", p, v), 4, heads_back);
     return linear(b, op2(b, "Reshape", o, b->merge_shape), prefix, "w_o", "b_o");
 }
@@ -219,7 +220,7 @@ int onnx_encoder_model(const Model *m, const JointVocab *jv, uint8_t **data, siz
         const char *in = sub_in(&b, x, n1);
         const char *k = split_heads(&b, linear(&b, in, p, "w_k", "b_k"));
         const char *v = split_heads(&b, linear(&b, in, p, "w_v", "b_v"));
-        x = sub_out(&b, x, attention(&b, p, in, k, v, allowed), n1);
+        x = sub_out(&b, x, attention(&b, p, in, k, v, allowed, NULL), n1);
         onnx_scope(&b.g, "%s", f);
         x = sub_out(&b, x, ffn(&b, sub_in(&b, x, n2), f), n2);
     }
@@ -253,6 +254,9 @@ int onnx_decoder_model(const Model *m, const JointVocab *jv, uint8_t **data, siz
         for (int kv = 0; kv < 2; kv++)
             onnx_output(&b.g, onnx_name(&b.g, "present.%d.decoder.%s", l, kv ? "value" : "key"), ONNX_FLOAT, 4,
                         present_dims);
+    OnnxDim cross_dims[] = {BATCH, {NULL, H}, tgt_len, SRC_LEN};
+    for (int l = 0; l < c->decoder_layers; l++)
+        onnx_output(&b.g, onnx_name(&b.g, "cross_attentions.%d", l), ONNX_FLOAT, 4, cross_dims);
     /* the first new position is the pasts' length; query i (position first + i) sees the
      * keys at positions up to its own */
     onnx_scope(&b.g, "positions");
@@ -281,12 +285,14 @@ int onnx_decoder_model(const Model *m, const JointVocab *jv, uint8_t **data, siz
                              split_heads(&b, linear(&b, in, p, "w_v", "b_v"))};
         const char *k = onnx_node(&b.g, "Concat", onnx_name(&b.g, "present.%d.decoder.key", l), 2, kin, 1, &axis2);
         const char *v = onnx_node(&b.g, "Concat", onnx_name(&b.g, "present.%d.decoder.value", l), 2, vin, 1, &axis2);
-        x = sub_out(&b, x, attention(&b, p, in, k, v, causal), n1);
+        x = sub_out(&b, x, attention(&b, p, in, k, v, causal, NULL), n1);
         onnx_scope(&b.g, "%s", x_p);
         in = sub_in(&b, x, n2);
         k = split_heads(&b, linear(&b, "encoder_hidden_states", x_p, "w_k", "b_k"));
         v = split_heads(&b, linear(&b, "encoder_hidden_states", x_p, "w_v", "b_v"));
-        x = sub_out(&b, x, attention(&b, x_p, in, k, v, src_allowed), n2);
+        /* its weights are outputs too: what transformers.js' generate() collects with
+         * output_attentions (every output named cross_attentions.*), a step's worth each */
+        x = sub_out(&b, x, attention(&b, x_p, in, k, v, src_allowed, onnx_name(&b.g, "cross_attentions.%d", l)), n2);
         onnx_scope(&b.g, "%s", f);
         x = sub_out(&b, x, ffn(&b, sub_in(&b, x, n3), f), n3);
     }

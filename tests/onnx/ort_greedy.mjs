@@ -3,6 +3,8 @@
 //   - the encoder's output for each line alone, and for all lines in one padded batch;
 //   - greedy search with the decoder's key/value cache, one line at a time and all lines in
 //     one batch, each step's log-probabilities against qkv's (while the ids agree);
+//   - each step's cross-attention weights (the decoder's cross_attentions.{layer} outputs)
+//     against reference.json's, at the line's source positions;
 //   - the greedy ids themselves.
 // Usage: node ort_greedy.mjs EXPORT_DIR TGT_VOCAB HYP_OUT (NODE_MODULES: where onnxruntime-node
 // is installed). Prints one JSON line of figures; writes the greedy output, one line per
@@ -57,7 +59,8 @@ async function encode(rows) {
   return { hidden: out.last_hidden_state, mask: int64(mask, [rows.length, S]), S };
 }
 
-// greedy search over rows at once; onStep(row, t, logits, ids so far) sees each live row's step
+// greedy search over rows at once; onStep(row, t, logits, ids so far, the step's outputs) sees
+// each live row's step
 async function greedy(rows, onStep) {
   const B = rows.length, enc = await encode(rows);
   const feeds = { encoder_hidden_states: enc.hidden, encoder_attention_mask: enc.mask };
@@ -75,7 +78,7 @@ async function greedy(rows, onStep) {
     tokens = tokens.map((prev, b) => {
       if (done[b]) return PAD;
       const z = r.logits.data.subarray(b * V, (b + 1) * V);
-      onStep(b, t, z, outs[b]);
+      onStep(b, t, z, outs[b], r);
       const best = choose(z);
       if (best !== EOS) outs[b].push(best);
       if (best === EOS || outs[b].length >= limit[b]) done[b] = true;
@@ -88,19 +91,28 @@ async function greedy(rows, onStep) {
 const lines = ref.lines, n = lines.length;
 let neverMax = -Infinity; // the largest log-probability of an id past the target vocabulary
 let encDiff = 0, lpDiff = 0, stepsCompared = 0, identical = 0, batchIdentical = 0, batchEncDiff = 0, batchLpDiff = 0;
+let crossDiff = 0, batchCrossDiff = 0, crossCompared = 0;
 const hyps = [];
-// step t's log-probabilities against qkv's, while the ids so far are qkv's
-const compareSteps = (line, diffOf) => (b, t, z, sofar) => {
+// step t's log-probabilities and cross-attention weights against qkv's, while the ids so far
+// are qkv's; diffOf(d, cross) takes each difference
+const compareSteps = (line, diffOf) => (b, t, z, sofar, r) => {
   const want = line.log_probs[t];
   if (!want || sofar.length !== t || line.output.slice(0, t).some((x, i) => x !== sofar[i])) return;
   const lp = logSoftmax(z);
-  for (let v = 0; v < VT; v++) diffOf(Math.abs(lp[v] - want[v]));
+  for (let v = 0; v < VT; v++) diffOf(Math.abs(lp[v] - want[v]), false);
   for (let v = VT; v < V; v++) neverMax = Math.max(neverMax, lp[v]);
+  for (let l = 0; l < L; l++) {
+    const a = r[`cross_attentions.${l}`], Sp = a.dims[3]; // (B, H, 1, S padded)
+    for (let h = 0; h < H; h++)
+      line.cross_attentions[l][h][t].forEach((x, s) => diffOf(Math.abs(a.data[(b * H + h) * Sp + s] - x), true));
+  }
+  crossCompared++;
   stepsCompared++;
 };
 const t0 = performance.now();
 for (const line of lines) {
-  const res = await greedy([line.source], compareSteps(line, (d) => (lpDiff = Math.max(lpDiff, d))));
+  const res = await greedy([line.source], compareSteps(line, (d, cross) => cross ? (crossDiff = Math.max(crossDiff, d)) :
+    (lpDiff = Math.max(lpDiff, d))));
   const h = res.enc.hidden.data;
   line.encoder.forEach((row, s) => row.forEach((x, c) => (encDiff = Math.max(encDiff, Math.abs(h[s * D + c] - x)))));
   if (JSON.stringify(res.outs[0]) === JSON.stringify(line.output)) identical++;
@@ -108,7 +120,8 @@ for (const line of lines) {
 }
 const seconds = (performance.now() - t0) / 1000;
 // every line in one padded batch: the same ids, the same figures at the real positions
-const batchSteps = (b, t, z, sofar) => compareSteps(lines[b], (d) => (batchLpDiff = Math.max(batchLpDiff, d)))(b, t, z, sofar);
+const batchSteps = (b, t, z, sofar, r) => compareSteps(lines[b], (d, cross) => cross ?
+  (batchCrossDiff = Math.max(batchCrossDiff, d)) : (batchLpDiff = Math.max(batchLpDiff, d)))(b, t, z, sofar, r);
 const batch = await greedy(lines.map((l) => l.source), batchSteps);
 const S = batch.enc.S, bh = batch.enc.hidden.data;
 lines.forEach((line, b) => {
@@ -120,5 +133,6 @@ fs.writeFileSync(hypPath, hyps.map((h) => h + '\n').join(''));
 console.log(JSON.stringify({
   lines: n, identical, batch_identical: batchIdentical, encoder_max_diff: encDiff, batch_encoder_max_diff: batchEncDiff,
   log_prob_max_diff: lpDiff, batch_log_prob_max_diff: batchLpDiff, steps_compared: stepsCompared,
+  cross_attention_max_diff: crossDiff, batch_cross_attention_max_diff: batchCrossDiff, cross_steps_compared: crossCompared,
   export_ids: V, target_ids: VT, source_only_max_log_prob: V > VT ? neverMax : null, sentences_per_second: n / seconds,
 }));
