@@ -4,7 +4,8 @@
 # the viewer's panels, the sentence selector. Usage: tests/heads_view.sh [PAGE]
 #   PAGE: an index.html that `qkv heads` wrote. Without it, the test builds its own: a short
 #   toy run, `qkv attention` maps of three sentences, made-up numbers for every head, put
-#   into src/attention/attnview.html at its marker the way attnview_write() does.
+#   into the viewer page (its parts joined, as the build joins them) at its marker the way
+#   attnview_write() does.
 # Skipped, loudly, only when Chromium is not installed. Ends with "N passed, N failed, N skipped".
 set -u
 page=${1:-}
@@ -18,11 +19,12 @@ PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
 
 # embed JSON_FILE OUT: the viewer page with the JSON at its marker, '<' written \u003c (attnview.c)
 embed() {
-    "$BOUNDED" "$PY" -c 'import sys
-page = open("src/attention/attnview.html", encoding="utf-8").read()
+    scripts/join_page.sh src/attention/viewer/page.html >"$T/viewer.html" &&
+        "$BOUNDED" "$PY" -c 'import sys
+page = open(sys.argv[3], encoding="utf-8").read()
 data = open(sys.argv[1], encoding="utf-8").read().strip().replace("<", "\\u003c")
 at = page.index("__QKV_DATA__")
-open(sys.argv[2], "w", encoding="utf-8").write(page[:at] + data + page[at + len("__QKV_DATA__"):])' "$1" "$2"
+open(sys.argv[2], "w", encoding="utf-8").write(page[:at] + data + page[at + len("__QKV_DATA__"):])' "$1" "$2" "$T/viewer.html"
 }
 
 if [[ -z $page ]]; then

@@ -9,7 +9,8 @@
 #    call each other;
 #  - no file basename twice in src/: a command is cmd/NAME.c (as git's builtin/), and no
 #    library file takes a command's name; a page (.html, .css, .js, built in as a C string)
-#    is named whole, so attention/attnview.c may sit beside its page attnview.html;
+#    is named whole, so attention/attnview.c may sit beside its page attnview.html (joined
+#    from the parts in attention/viewer/);
 #  - the softmaxes' exp (nn/vecmath.c) compiles to vector code with the build's own compiler
 #    and flags (build/cflags.stamp), where the compiler is gcc: on AVX2 CPUs a flag away
 #    (-fno-trapping-math) it was one scalar call an element, and the classifier's softmax over
