@@ -88,21 +88,12 @@ else
     ok "heads_view_needs_no_network"
 fi
 
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed: the heads view was NOT tested in a browser"
     finish
     exit
 fi
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-    --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
-# selftest PAGE: the page's own report (#selftest), in $result; console errors in $console
-selftest() {
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$1#selftest" >"$T/dom.html" 2>"$T/browser.err"
-    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
-}
-has() { [[ $result == *"$1"* ]]; }
+browser_flags "$T/profile"
 
 selftest "$page"
 if has '"ok":true' && has '"errors":[]' && has '"heads":{' && [[ -z $console ]]; then
@@ -145,7 +136,7 @@ has '"ok":false' && has '"oneCellPerHead":false' && ok "browser_heads_selftest_f
 # a picture of the page, opened on a chosen head, beside the qkv that drew it
 shot=$(dirname "${QKV_BIN:-$QKV}")/heads-view.png
 rm -f "$shot"
-timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1200 --screenshot="$shot" \
+"$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1200 --screenshot="$shot" \
     "file://$page#kind=cross&layer=1&head=2&view=heatmap&query=2&sentence=0" >/dev/null 2>&1
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_heads_screenshot ($shot)" || bad "browser_heads_screenshot" "$shot"
 

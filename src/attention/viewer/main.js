@@ -3,15 +3,12 @@
 /* maps that carry "source_unk" (qkv serve's answers; any file that holds it): their words read as <unk> marked */
 (WATCH ? DATA.snapshots.flatMap(s => s.sentences) : state.sentences).forEach(M => markUnknown(M, M.source_unk));
 if (EXPLAIN) markUnknown(DATA.maps, DATA.source_unk);
-if (LIVE) {
-  if (location.hash.includes("selftest-live")) selftestLive();
-  else if (location.hash.includes("selftest-whatif")) selftestWhatif();
-} else if (state.maps) {
+/* (the live page waits for a sentence to be typed: source_live.js) */
+if (state.maps && !LIVE) {
   state.layer = state.maps.cross.length - 1;
   readHash();
   sync();
-} else { /* a heads view without sentences: the grid alone */
+} else if (!LIVE) { /* a heads view without sentences: the grid alone */
   for (const e of document.querySelectorAll(".sentence, .controls, .main, #help")) e.style.display = "none";
   renderHeads();
 }
-if (location.hash.includes("selftest") && !LIVE) selftest();

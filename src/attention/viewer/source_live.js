@@ -25,6 +25,7 @@ async function ask(tgt) {
   }
   if (!state.maps) state.layer = answer.cross.length - 1; /* the first map opens on the last layer, as the others do */
   markUnknown(answer, answer.source_unk);
+  $("w-cleared").textContent = state.asked && state.asked.src !== src ? clearInterventions(src) : "";
   state.maps = answer;
   state.asked = body;
   state.sentences = [state.maps];
@@ -46,7 +47,7 @@ async function ask(tgt) {
   $("whatif").style.display = "block";
   if (!$("p-clean").value) $("p-clean").value = $("p-corrupt").value = src;
   renderWhatifHeads();
-  await whatif();
+  await whatif(true);
   return true;
 }
 

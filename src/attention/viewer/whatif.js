@@ -11,28 +11,33 @@ async function postJSON(path, body) {
   return r.ok ? a : Promise.reject(new Error(`${r.status}: ${a.error}`));
 }
 function whatifBody() {
+  const w = state.whatif;
   const body = { src: $("live-src").value, checkpoint: $("live-ckpt").value, lens: true, tree: true,
                  top: Math.max(1, Math.min(20, parseInt($("w-top").value, 10) || 5)),
                  beam: Math.max(2, Math.min(8, parseInt($("w-beam").value, 10) || 5)) };
-  if (state.whatif.prefix) body.tgt = state.whatif.prefix;
-  if (state.whatif.off.size) body.mask_heads = [...state.whatif.off].map(k => { const [kind, l, h] = k.split("/"); return `${MASK_KIND[kind]}.${l}.${h}`; }).join(",");
-  if (state.whatif.pin) body.pin = state.whatif.pin;
+  if (w.prefix) body.tgt = w.prefix;
+  if (w.off.size) body.mask_heads = [...w.off].map(k => { const [kind, l, h] = k.split("/"); return `${MASK_KIND[kind]}.${l}.${h}`; }).join(",");
+  if (w.pin) body.pin = w.pin;
   return body;
 }
-async function whatif() {
+/* asks again with every change; keepNote: a new sentence's (ask()), whose note of what it
+   cleared stays until the next change */
+async function whatif(keepNote) {
+  if (!keepNote) $("w-cleared").textContent = "";
   if (!$("live-src").value.trim()) return false;
-  const ticket = ++state.whatif.busy;
+  const w = state.whatif, ticket = ++w.busy;
   $("w-status").textContent = "asking\u2026";
   try {
     const a = await postJSON("/v1/whatif", whatifBody());
-    if (ticket !== state.whatif.busy) return false; /* a later change is on its way */
-    state.whatif.answer = a;
+    if (ticket !== w.busy) return false; /* a later change is on its way */
+    w.answer = a;
     $("w-status").textContent = `${a.checkpoint} (step ${a.step}): ` + (a.forced ? "the forced prefix" : "the greedy translation") +
-      (state.whatif.off.size ? `, ${state.whatif.off.size} head${state.whatif.off.size > 1 ? "s" : ""} off` : "") + (state.whatif.pin ? `, cross L${state.whatif.pin.layer} H${state.whatif.pin.head} pinned at step ${state.whatif.pin.query} onto source ${state.whatif.pin.key}` : "");
+      (w.off.size ? `, ${w.off.size} head${w.off.size > 1 ? "s" : ""} off` : "") +
+      (w.pin ? `, cross L${w.pin.layer} H${w.pin.head} pinned at step ${w.pin.query} onto source ${w.pin.key}` : "");
     renderWhatif();
     return true;
   } catch (e) {
-    if (ticket === state.whatif.busy) $("w-status").textContent = String(e.message || e);
+    if (ticket === w.busy) $("w-status").textContent = String(e.message || e);
     return false;
   }
 }
@@ -46,7 +51,8 @@ function renderWhatifHeads() {
     const grp = html("div", { class: "grp" }, wrap);
     html("span", {}, grp, `${MASK_KIND[kind]} L${l}`);
     for (let h = 0; h < state.maps.heads; h++) {
-      const key = headKey(kind, l, h), b = html("button", { type: "button", class: "wtoggle" + (state.whatif.off.has(key) ? " off" : ""), "data-head": key }, grp, String(h));
+      const key = headKey(kind, l, h), off = state.whatif.off.has(key);
+      const b = html("button", { type: "button", class: "wtoggle" + (off ? " off" : ""), "data-head": key }, grp, String(h));
       b.addEventListener("click", () => { toggleHead(key); });
     }
   }));
@@ -76,6 +82,25 @@ function pinRefused() {
   $("w-pinnote").textContent = "not pinned: " + $("w-pinnote").textContent;
   return false;
 }
+/* A new sentence starts clean: the heads switched off, the pin and pin mode, the forced
+   prefix and the patching pair were the sentence before's. Clears them, the patching pair
+   becoming the new sentence src; what was cleared, in words ("" for nothing). */
+function clearInterventions(src) {
+  const w = state.whatif, said = [];
+  if (w.off.size) said.push(`${w.off.size} head${w.off.size > 1 ? "s" : ""} switched back on`);
+  if (w.pin) said.push("the pin");
+  if (w.pinMode) said.push("pin mode");
+  if (w.prefix) said.push(`the forced prefix '${w.prefix}'`);
+  if (w.patch) said.push("the patching");
+  Object.assign(w, { pin: null, pinMode: false, prefix: "", patch: null });
+  w.off.clear();
+  $("w-pinmode").checked = false;
+  $("w-prefix").value = $("p-a").value = $("p-b").value = "";
+  $("p-clean").value = $("p-corrupt").value = src;
+  $("p-view").textContent = $("p-status").textContent = "";
+  pinNote();
+  return said.length ? `A new sentence: interventions cleared (${said.join(", ")}).` : "";
+}
 /* every what-if panel, from the last answer */
 function renderWhatif() {
   const a = state.whatif.answer;
@@ -87,6 +112,12 @@ if (LIVE) {
   $("w-pinmode").addEventListener("change", () => { state.whatif.pinMode = $("w-pinmode").checked; pinNote(); });
   $("w-prefix").addEventListener("change", () => { state.whatif.prefix = $("w-prefix").value.trim(); whatif(); });
   for (const id of ["w-top", "w-beam"]) $(id).addEventListener("change", () => whatif());
+  /* the forced target of the form was the sentence before's too */
+  $("live-src").addEventListener("input", () => {
+    if (!$("live-tgt").value) return;
+    $("live-tgt").value = "";
+    $("live-status").textContent = "A new sentence: the forced target cleared.";
+  });
   $("w-reset").addEventListener("click", () => { state.whatif.off.clear(); state.whatif.pin = null; state.whatif.prefix = ""; $("w-prefix").value = ""; whatif(); });
   $("p-run").addEventListener("click", () => runPatch());
 }

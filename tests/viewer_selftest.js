@@ -1,3 +1,17 @@
+"use strict";
+/* The viewer page's checks, kept out of the page a user gets: the tests add this script to a
+ * copy of a page (tests/lib.sh: with_script; for qkv serve's live page, the little proxy
+ * tests/selftest_proxy.py) and open it with #selftest, #selftest-live or #selftest-whatif in
+ * the address. The checks drive the controls as a user would and write their verdict, JSON,
+ * into the element pre#selftest, which the suites read from Chromium's --dump-dom. They run after
+ * the page's own script, and read the page's state and functions by name. */
+(() => {
+  const out = document.createElement("pre");
+  out.id = "selftest";
+  out.style.display = "none";
+  document.body.appendChild(out);
+})();
+
 /* The heads view's part of #selftest: the grid has one cell per head of the model, coloured
  * by importance and labelled with its role; pointing at a cell tells its numbers; a click
  * opens that head in the controls and the map panel, from the all-heads view too; another
@@ -350,6 +364,42 @@ async function selftestWhatif() {
     r.shown = await until(() => state.whatif.answer !== first && state.whatif.answer.forced);
     r.ok = r.shown && state.whatif.answer.tokens.length === Math.min(1, words.length - 2) + 2 && $("w-steps-table").rows.length === state.whatif.answer.tokens.length + 1;
     panel = $("w-output");
+  } else if (r.answered && control === "newsentence") {
+    /* every intervention made on one sentence (a head off, a pin in pin mode, a forced
+       prefix, a patching), then another sentence typed and Enter: it starts clean, and the
+       page says what it cleared; a forced target in the form goes when the source is edited */
+    const w = state.whatif, next = arg("corrupt");
+    let first = w.answer;
+    document.querySelector('#w-heads .wtoggle[data-head="cross/0/0"]').click();
+    await until(() => w.answer !== first);
+    state.kind = "cross", state.layer = state.maps.cross.length - 1, state.head = 0, state.mode = "heatmap";
+    sync();
+    $("w-pinmode").click();
+    first = w.answer;
+    $("view").querySelectorAll("rect.cell")[1 * state.maps.source.length].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    await until(() => w.answer !== first);
+    first = w.answer;
+    $("w-output").querySelectorAll(".wword")[0].click();
+    await until(() => w.answer !== first && w.answer.forced);
+    $("p-run").click();
+    await until(() => w.patch);
+    r.intervened = w.off.size === 1 && w.pin !== null && w.pinMode && w.prefix !== "" && !!w.patch && w.answer.forced;
+    $("live-tgt").value = "a forced target";
+    $("live-src").value = next;
+    $("live-src").dispatchEvent(new Event("input", { bubbles: true }));
+    r.targetCleared = $("live-tgt").value === "";
+    first = w.answer;
+    $("live").requestSubmit();
+    r.shown = await until(() => w.answer !== first && state.asked && state.asked.src === next && $("w-steps-table"));
+    const body = whatifBody();
+    r.cleared = w.off.size === 0 && w.pin === null && !w.pinMode && !$("w-pinmode").checked && w.prefix === "" &&
+                $("w-prefix").value === "" && !w.patch && $("p-view").textContent === "" && $("p-clean").value === next &&
+                !body.mask_heads && !body.pin && !body.tgt && !w.answer.forced && !w.answer.changed &&
+                document.querySelectorAll("#w-heads .wtoggle.off").length === 0 && !$("w-pin").querySelector("table");
+    r.note = $("w-cleared").textContent;
+    r.said = /interventions cleared/.test(r.note) && ["head", "pin", "forced prefix", "patching"].every(t => r.note.includes(t));
+    r.ok = r.intervened && r.targetCleared && r.shown && r.cleared && r.said;
+    panel = $("whatif");
   } else if (r.answered && control === "lens") {
     r.ok = $("w-lens-table").rows.length === state.whatif.answer.model.lens.length + 1;
     panel = $("w-lens");
@@ -380,3 +430,8 @@ async function selftestWhatif() {
   out.style.display = "block";
   document.title = r.ok ? "selftest: pass" : "selftest: FAIL";
 }
+
+if (LIVE) {
+  if (location.hash.includes("selftest-live")) selftestLive();
+  else if (location.hash.includes("selftest-whatif")) selftestWhatif();
+} else if (location.hash.includes("selftest")) selftest();
