@@ -41,8 +41,12 @@ LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 LIB_CXX := $(wildcard src/*/*.cc)
 # The pages (the viewer, the report's style sheet and chart script) are files, each built
 # in as a C string named for it: src/report/chart.js is `const char chart_js[]`.
+# The viewer is a folder of parts (src/attention/viewer/: page.html names the others in
+# order), joined into one page first (scripts/join_page.sh), built in as attnview_html.
 PAGES   := $(wildcard src/*/*.html src/*/*.css src/*/*.js)
-LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(PAGES:src/%=$(BUILD)/obj/gen/%.o)
+VIEWER  := $(wildcard src/attention/viewer/*)
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(PAGES:src/%=$(BUILD)/obj/gen/%.o) \
+           $(BUILD)/obj/gen/attention/attnview.html.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
@@ -81,12 +85,20 @@ $(BUILD)/obj/%.o: src/%.cc
 	$(call show,CXX,$<)$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
 # A page is kept as a plain file and compiled in as a C string.
+page_to_c = awk -v name=$(subst .,_,$(notdir $(1))) 'BEGIN { print "/* generated from $(1): do not edit */"; print "const char " name "[] =" } \
+	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $(1) > $@
 $(BUILD)/gen/%.c: src/% Makefile
 	@mkdir -p $(dir $@)
-	$(call show,GEN,$@)awk -v name=$(subst .,_,$(notdir $<)) 'BEGIN { print "/* generated from $<: do not edit */"; print "const char " name "[] =" } \
-	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $< > $@
+	$(call show,GEN,$@)$(call page_to_c,$<)
 
-.SECONDARY: $(PAGES:src/%=$(BUILD)/gen/%.c)
+# The viewer's parts joined into one page, then a C string like the others.
+$(BUILD)/gen/attention/attnview.html: $(VIEWER) scripts/join_page.sh
+	@mkdir -p $(dir $@)
+	$(call show,JOIN,$@)scripts/join_page.sh src/attention/viewer/page.html > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/attention/attnview.html.c: $(BUILD)/gen/attention/attnview.html Makefile
+	$(call show,GEN,$@)$(call page_to_c,$<)
+
+.SECONDARY: $(PAGES:src/%=$(BUILD)/gen/%.c) $(BUILD)/gen/attention/attnview.html $(BUILD)/gen/attention/attnview.html.c
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/cflags.stamp
 	@mkdir -p $(dir $@)

@@ -452,19 +452,18 @@ expect_error "watch_gold_refused_where_snapshots_lost_word_starts" 2 "^qkv: --go
     timeout 120 "$QKV" attention "$T/bpe" --watch --gold "$T/bpe.gold" --out "$T/x"
 
 # ---- the viewer in a real browser ------------------------------------------------------------------
-browser=$(command -v chromium || command -v chromium-browser || true)
+# the page a user gets holds none of the checks (tests/viewer_selftest.js, added to a copy)
+grep -q 'selftest()\|function selftest' "$T/q/index.html" && bad "viewer_page_holds_no_selftest" "$T/q/index.html" ||
+    ok "viewer_page_holds_no_selftest"
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed and scripts/deps.sh could not install it: the HTML viewer was NOT tested in a browser"
 else
-    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-        --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
+    browser_flags "$T/profile"
     # the page drives itself (#selftest): every control, a click on a query, weights/scores/
     # contributions, sorting the keys, the PCA view and, for a watch view, the step slider
     for page in "$T/q/index.html" "$T/wview/index.html"; do
         name=$([[ $page == *wview* ]] && echo watch || echo one_sentence)
-        timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$page#selftest" >"$T/dom.html" 2>"$T/browser.err"
-        result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
+        selftest "$page"
         if [[ $result == *'"ok":true'* && $result == *'"errors":[]'* && -z $console ]]; then
             ok "browser_viewer_${name}_every_control_changes_the_picture_no_errors"
         else
@@ -478,9 +477,8 @@ else
     # the watch view's charts as drawn (tests/watch_charts.js, added to a copy of the page):
     # every label inside its SVG (the legend's "after layer 1" was cut), y ticks at a round
     # step (0.5, 1, 1.5; not a quarter of the top, 0.51, 1.02, 1.53)
-    { sed '/<\/body>/,$d' "$T/wview/index.html"; echo '<script>'; cat tests/watch_charts.js; echo '</script></body></html>'; } \
-        >"$T/wview/charts.html"
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/wview/charts.html" >"$T/charts-dom.html" 2>/dev/null
+    with_script "$T/wview/index.html" tests/watch_charts.js "$T/wview/charts.html"
+    browser_dom "file://$T/wview/charts.html" "$T/charts-dom.html"
     charts=$(grep -o 'data-pictures="[^"]*"' "$T/charts-dom.html" | head -1)
     [[ $charts == 'data-pictures="ok"' ]] && ok "browser_watch_charts_labels_inside_round_ticks" ||
         bad "browser_watch_charts_labels_inside_round_ticks" "${charts:-no verdict}"
@@ -492,13 +490,13 @@ else
         "attention-watch.png file://$T/wview/index.html#kind=cross&layer=1&head=avg&view=heatmap&query=2&sentence=1"; do
         shot="build/${view%% *}"
         rm -f "$shot"
-        timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" "${view#* }" \
+        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" "${view#* }" \
             >/dev/null 2>&1
         [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && shots=$((shots + 1))
     done
     [[ $shots -eq 4 ]] && ok "browser_screenshots (build/attention-*.png)" || bad "browser_screenshots" "$shots of 4"
     # the static page marks a word the model read as <unk> in its source line, as the live page does
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/unk/index.html" >"$T/unk-dom.html" 2>/dev/null
+    browser_dom "file://$T/unk/index.html" "$T/unk-dom.html"
     marked=$(grep -o '<span class="unk"[^>]*>[^<]*' "$T/unk-dom.html" | sed 's/.*>//')
     [[ $marked == "zebra (&lt;unk&gt;)" ]] && ok "browser_viewer_marks_the_words_read_as_unk" ||
         bad "browser_viewer_marks_the_words_read_as_unk" "marked: '${marked:-nothing}'"

@@ -415,31 +415,21 @@ fi
 grep -q '"source_unk":\[1\]' "$T/unkx/explain.json" && ok "explain_json_maps_name_the_words_read_as_unk" ||
     bad "explain_json_maps_name_the_words_read_as_unk" "$(grep -o '"source_unk":[^]]*]' "$T/unkx/explain.json"; tail -1 "$T/unkx.log")"
 
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed: the explain page was NOT tested in a browser"
     finish
     exit
 fi
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-    --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
-# selftest PAGE: the page's own report (#selftest), in $result; console errors in $console
-selftest() {
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$1#selftest" >"$T/dom.html" 2>"$T/browser.err"
-    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
-}
-has() { [[ $result == *"$1"* ]]; }
+browser_flags "$T/profile"
 
 # opened as a user opens it: one word box per target word, the chosen one, the source table
 words=$("$BOUNDED" "$PY" -c 'import json, sys; m = json.load(open(sys.argv[1]))["maps"]; print(len(m["target_out"]), len(m["source"]))' \
     "$out/explain.json")
 read -r nt ns <<<"$words"
-timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$out/index.html" >"$T/plain.html" 2>"$T/plain.err"
+browser_dom "file://$out/index.html" "$T/plain.html"
 boxes=$(grep -o 'class="xword[ "]' "$T/plain.html" | wc -l)
 chosen=$(grep -o 'class="xword chosen"' "$T/plain.html" | wc -l)
 rows=$(grep -o '<table class="xt xsrc">.*</table>' "$T/plain.html" | sed 's#</table>.*##' | grep -o '<tr' | wc -l)
-console=$(grep -E 'CONSOLE|Uncaught' "$T/plain.err" | head -3)
 [[ $boxes -eq $nt && $chosen -eq 1 && $rows -eq $((ns + 1)) && -z $console ]] &&
     ok "browser_explain_one_box_per_target_word ($boxes words, $((rows - 1)) source rows)" ||
     bad "browser_explain_one_box_per_target_word" "$boxes boxes for $nt words, $chosen chosen, $rows rows for $ns tokens; console: $console"
@@ -481,7 +471,7 @@ has '"ok":false' && has '"sharesInRange":false' && ok "browser_explain_selftest_
 mkdir -p build
 shot=build/explain-page.png
 rm -f "$shot"
-timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" \
+"$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" \
     "file://$out/index.html#pane=explain&word=2" >/dev/null 2>&1
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_explain_screenshot ($shot)" || bad "browser_explain_screenshot" "$shot"
 
@@ -519,12 +509,12 @@ document.body.setAttribute("data-pictures", wrong.length ? [...new Set(wrong)].s
 </script></body></html>
 JSEOF
 } >"$T/patch-lp/measured.html"
-dom=$(timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/patch-lp/measured.html" 2>"$T/patch-lp.err")
-svg_check=$(grep -o 'data-pictures="[^"]*"' <<<"$dom")
+browser_dom "file://$T/patch-lp/measured.html" "$T/patch-lp.dom"
+svg_check=$(grep -o 'data-pictures="[^"]*"' "$T/patch-lp.dom")
 [[ $svg_check == 'data-pictures="ok"' ]] && ok browser_patch_svg_scatter_readable_and_colours_keyed ||
-    bad browser_patch_svg_scatter_readable_and_colours_keyed "${svg_check:-no answer: $(tail -2 "$T/patch-lp.log" "$T/patch-lp.err")}"
+    bad browser_patch_svg_scatter_readable_and_colours_keyed "${svg_check:-no answer: $(tail -2 "$T/patch-lp.log" "$T/patch-lp.dom.err")}"
 
-timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/unkx/index.html" >"$T/unkx-dom.html" 2>/dev/null
+browser_dom "file://$T/unkx/index.html" "$T/unkx-dom.html"
 marked=$(grep -o '<span class="unk"[^>]*>[^<]*' "$T/unkx-dom.html" | sed 's/.*>//')
 [[ $marked == "zebra (&lt;unk&gt;)" ]] && ok "browser_explain_page_marks_the_words_read_as_unk" ||
     bad "browser_explain_page_marks_the_words_read_as_unk" "marked: '${marked:-nothing}'"

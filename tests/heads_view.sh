@@ -4,7 +4,8 @@
 # the viewer's panels, the sentence selector. Usage: tests/heads_view.sh [PAGE]
 #   PAGE: an index.html that `qkv heads` wrote. Without it, the test builds its own: a short
 #   toy run, `qkv attention` maps of three sentences, made-up numbers for every head, put
-#   into src/attention/attnview.html at its marker the way attnview_write() does.
+#   into the viewer page (its parts joined, as the build joins them) at its marker the way
+#   attnview_write() does.
 # Skipped, loudly, only when Chromium is not installed. Ends with "N passed, N failed, N skipped".
 set -u
 page=${1:-}
@@ -18,11 +19,12 @@ PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
 
 # embed JSON_FILE OUT: the viewer page with the JSON at its marker, '<' written \u003c (attnview.c)
 embed() {
-    "$BOUNDED" "$PY" -c 'import sys
-page = open("src/attention/attnview.html", encoding="utf-8").read()
+    scripts/join_page.sh src/attention/viewer/page.html >"$T/viewer.html" &&
+        "$BOUNDED" "$PY" -c 'import sys
+page = open(sys.argv[3], encoding="utf-8").read()
 data = open(sys.argv[1], encoding="utf-8").read().strip().replace("<", "\\u003c")
 at = page.index("__QKV_DATA__")
-open(sys.argv[2], "w", encoding="utf-8").write(page[:at] + data + page[at + len("__QKV_DATA__"):])' "$1" "$2"
+open(sys.argv[2], "w", encoding="utf-8").write(page[:at] + data + page[at + len("__QKV_DATA__"):])' "$1" "$2" "$T/viewer.html"
 }
 
 if [[ -z $page ]]; then
@@ -86,21 +88,12 @@ else
     ok "heads_view_needs_no_network"
 fi
 
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed: the heads view was NOT tested in a browser"
     finish
     exit
 fi
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-    --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0)
-# selftest PAGE: the page's own report (#selftest), in $result; console errors in $console
-selftest() {
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$1#selftest" >"$T/dom.html" 2>"$T/browser.err"
-    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
-}
-has() { [[ $result == *"$1"* ]]; }
+browser_flags "$T/profile"
 
 selftest "$page"
 if has '"ok":true' && has '"errors":[]' && has '"heads":{' && [[ -z $console ]]; then
@@ -143,7 +136,7 @@ has '"ok":false' && has '"oneCellPerHead":false' && ok "browser_heads_selftest_f
 # a picture of the page, opened on a chosen head, beside the qkv that drew it
 shot=$(dirname "${QKV_BIN:-$QKV}")/heads-view.png
 rm -f "$shot"
-timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1200 --screenshot="$shot" \
+"$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1200 --screenshot="$shot" \
     "file://$page#kind=cross&layer=1&head=2&view=heatmap&query=2&sentence=0" >/dev/null 2>&1
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_heads_screenshot ($shot)" || bad "browser_heads_screenshot" "$shot"
 

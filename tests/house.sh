@@ -10,7 +10,8 @@
 #    call each other;
 #  - no file basename twice in src/: a command is cmd/NAME.c (as git's builtin/), and no
 #    library file takes a command's name; a page (.html, .css, .js, built in as a C string)
-#    is named whole, so attention/attnview.c may sit beside its page attnview.html;
+#    is named whole, so attention/attnview.c may sit beside its page attnview.html (joined
+#    from the parts in attention/viewer/);
 #  - src/README.md names every C and C++ module, in its folder's row (a new file gets its line);
 #  - the softmaxes' exp (nn/vecmath.c) compiles to vector code with the build's own compiler
 #    and flags (build/cflags.stamp), where the compiler is gcc: on AVX2 CPUs a flag away

@@ -87,3 +87,38 @@ model: {d_model: 32, heads: 4, d_ff: 64, encoder_layers: 2, decoder_layers: 2, d
 train: {%s}
 ' "$2" "$3" "$3" "$3" "$3" "$4" >"$1"
 }
+
+# ---- pages in headless Chromium ------------------------------------------------------------
+# browser: Chromium's path, "" when it is not installed (each suite says what it then skips).
+browser=$(command -v chromium || command -v chromium-browser || true)
+# browser_flags PROFILE [MORE...]: $flags, the options every suite opens a page with (headless,
+# nothing fetched behind its back, the console on stderr), the profile in PROFILE, then MORE.
+browser_flags() {
+    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+        --disable-component-update --disable-sync --user-data-dir="$1" --enable-logging=stderr --v=0 "${@:2}")
+}
+# with_script PAGE SCRIPT COPY: COPY is PAGE with the JavaScript file SCRIPT run at its end,
+# after the page's own script (a viewer page's JSON writes '<' as \u003c: its one </body> is
+# the page's own).
+with_script() {
+    { sed '/<\/body>/,$d' "$1"; echo '<script>'; cat "$2"; echo '</script></body></html>'; } >"$3"
+}
+# browser_dom URL OUT: the page at URL as Chromium leaves it (--dump-dom) in OUT, its console
+# on OUT.err; $console: the first of its script errors, "" for none.
+browser_dom() {
+    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "$1" >"$2" 2>"$2.err"
+    console=$(grep -E 'CONSOLE|Uncaught' "$2.err" | head -3)
+}
+# selftest_url URL OUT: the viewer's checks (tests/viewer_selftest.js, already in the page at
+# URL; the address asks which) as browser_dom runs them: $result, their verdict (JSON).
+selftest_url() {
+    browser_dom "$1" "$2"
+    result=$(grep -o '<pre id="selftest"[^<]*' "$2" | sed 's/.*>//')
+}
+# selftest PAGE: the viewer's checks (#selftest) on a copy of the page file PAGE with them
+# added; $result, $console. The copies and the DOMs go in $T.
+selftest() {
+    with_script "$1" tests/viewer_selftest.js "$T/selftest-page.html"
+    selftest_url "file://$T/selftest-page.html#selftest" "$T/selftest-dom.html"
+}
+has() { [[ $result == *"$1"* ]]; }

@@ -11,8 +11,8 @@ QKV=${QKV:-build/qkv}
 T=$(mktemp -d /tmp/qkv-serve.XXXXXX)
 source tests/lib.sh
 PY=/usr/bin/python3
-server_pid=""
-trap '[[ -n $server_pid ]] && kill -KILL $server_pid 2>/dev/null; rm -rf "$T"' EXIT
+server_pid="" proxy_pid=""
+trap '[[ -n $server_pid ]] && kill -KILL $server_pid 2>/dev/null; [[ -n $proxy_pid ]] && kill -KILL $proxy_pid 2>/dev/null; rm -rf "$T"' EXIT
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
 tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 50, valid_every: 50, checkpoint_every: 50, threads: 2'
@@ -424,19 +424,22 @@ else
 fi
 
 # ---- the live page in headless Chromium: type, Enter, the map; another checkpoint, another map --
-browser=$(command -v chromium || command -v chromium-browser || true)
+# The page qkv serves holds no checks: Chromium opens it through tests/selftest_proxy.py, which
+# adds tests/viewer_selftest.js to it and passes every request on to the server.
+page=$(call GET /)
+[[ $page == *'__QKV_DATA__'* || $page != *'"qkv-live-1"'* || $page == *'function selftest'* ]] &&
+    bad serve_live_page_holds_no_selftest "$(head -c 200 <<<"$page")" || ok serve_live_page_holds_no_selftest
 if [[ -z $browser ]]; then
     skip_missing serve_browser_live_page "Chromium is not installed: the live page was NOT tested in a browser"
 else
-    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-        --disable-component-update --disable-sync --user-data-dir="$T/profile" --enable-logging=stderr --v=0
-        --virtual-time-budget=30000)
+    "$BOUNDED" "$PY" tests/selftest_proxy.py "$port" tests/viewer_selftest.js >"$T/proxy.port" 2>"$T/proxy.err" &
+    proxy_pid=$!
+    wait_for "$T/proxy.port" '^[0-9]' 30 || echo "the proxy did not start: $(cat "$T/proxy.err")"
+    live="http://127.0.0.1:$(head -1 "$T/proxy.port")"
+    browser_flags "$T/profile" --virtual-time-budget=30000
     # a sentence with a word the model does not know: the page marks it as read as <unk>
     typed=$(sed 's/ /%20/g' <<<"$(head -1 "$T/data/test.src") zebra")
-    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "http://127.0.0.1:$port/#selftest-live&text=$typed&ckpt=step-000050&unk=zebra" \
-        >"$T/dom.html" 2>"$T/browser.err"
-    result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom.html" | sed 's/.*>//')
-    console=$(grep -E 'CONSOLE|Uncaught' "$T/browser.err" | head -3)
+    selftest_url "$live/#selftest-live&text=$typed&ckpt=step-000050&unk=zebra" "$T/dom.html"
     if [[ $result == *'"ok":true'* && $result == *'"checkpointChangesMap":true'* && -z $console ]]; then
         ok serve_browser_enter_shows_the_map_and_the_checkpoint_menu_changes_it
         [[ $result == *'"headGrid":true'* ]] && ok serve_browser_head_grid_click_opens_the_head ||
@@ -448,24 +451,23 @@ else
         bad serve_browser_unknown_word_marked_as_unk "result: ${result:-none}"
     shot=${BUILD:-build}/serve-live.png
     "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile2}" --hide-scrollbars \
-        --window-size=1300,1100 --screenshot="$shot" "http://127.0.0.1:$port/#selftest-live&text=$typed" >/dev/null 2>&1
+        --window-size=1300,1100 --screenshot="$shot" "$live/#selftest-live&text=$typed" >/dev/null 2>&1
     [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
 fi
 
 # ---- the live page's what-if controls and its explain pane, each worked in headless Chromium; a screenshot of each ----
 # (pinavg: a click on the heads' average pins nothing and says why; explain: the pane qkv explain's page
-# draws, asked of /v1/explain, for a sentence with a word read as <unk>)
+# draws, asked of /v1/explain, for a sentence with a word read as <unk>; newsentence: every intervention
+# made, then another sentence asked (the corrupt one): it starts clean, and the page says so)
 if [[ -n $browser ]]; then
     live_text=$(sed 's/ /%20/g' <<<"$clean") live_corrupt=$(sed 's/ /%20/g' <<<"$corrupt")
-    for control in mask pin pinavg prefix lens tree patch explain explainbeam; do
-        url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
-        [[ $control == explain ]] && url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text%20zebra&control=explain&unk=zebra"
+    for control in mask pin pinavg prefix lens tree patch explain explainbeam newsentence; do
+        url="$live/#selftest-whatif&text=$live_text&control=$control&corrupt=$live_corrupt"
+        [[ $control == explain ]] && url="$live/#selftest-whatif&text=$live_text%20zebra&control=explain&unk=zebra"
         # the beam's best translation (beam 5, the page's default) is the one explained, not greedy's
-        [[ $control == explainbeam ]] && url="http://127.0.0.1:$port/#selftest-whatif&text=$live_text&control=explainbeam"
-        "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile-$control}" --dump-dom "$url" \
-            >"$T/dom-$control.html" 2>"$T/browser-$control.err"
-        result=$(grep -o '<pre id="selftest"[^<]*' "$T/dom-$control.html" | sed 's/.*>//')
-        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser-$control.err" | head -3)
+        [[ $control == explainbeam ]] && url="$live/#selftest-whatif&text=$live_text&control=explainbeam"
+        browser_flags "$T/profile-$control" --virtual-time-budget=30000
+        selftest_url "$url" "$T/dom-$control.html"
         shot=${BUILD:-build}/live-$control.png
         rm -f "$shot"
         "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/shot-$control}" --hide-scrollbars \
@@ -476,6 +478,9 @@ if [[ -n $browser ]]; then
             bad "serve_browser_whatif_$control" "result: ${result:-none}; console: $console; screenshot: $(ls "$shot" 2>&1)"
         fi
     done
+    kill -TERM $proxy_pid
+    wait $proxy_pid 2>/dev/null
+    proxy_pid=""
 fi
 
 kill -TERM $server_pid

@@ -1,6 +1,6 @@
-/* attnview: the one-file HTML viewer. The page itself is src/attention/attnview.html (readable
- * HTML and JavaScript, turned into the string attnview_html at build time); this file
- * puts the maps' JSON where the page's marker is. */
+/* attnview: the one-file HTML viewer. The page itself is the folder src/attention/viewer/
+ * (readable HTML, CSS and JavaScript, joined into one page and turned into the string
+ * attnview_html at build time); this file puts the maps' JSON where the page's marker is. */
 #include <stdlib.h>
 #include <string.h>
 
