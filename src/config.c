@@ -526,6 +526,9 @@ int config_validate(Config *c, int check_files) {
     if (c->model.d_model % c->model.heads != 0)
         return err_set("%s: model.d_model (%d) must be divisible by model.heads (%d)",
                        config_where(c, "model.d_model", w, sizeof w), c->model.d_model, c->model.heads);
+    /* with BLEU measured, the best checkpoint is the best by BLEU, unless the config says
+     * which (a run's own config.yaml says it always, so a resumed run keeps its measure) */
+    if (c->train.valid_bleu && c->set_line[find_key("train.best_by")] == 0) c->train.best_by = BEST_BY_BLEU;
     if (c->train.best_by == BEST_BY_BLEU && !c->train.valid_bleu)
         return err_set("%s: train.best_by: bleu needs train.valid_bleu: true",
                        config_where(c, "train.best_by", w, sizeof w));

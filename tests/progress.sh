@@ -58,8 +58,8 @@ fi
 
 # ---- validation BLEU -----------------------------------------------------------------------
 dir="$T/bleu"
-"$QKV" train "$T/p.yaml" --set run_dir="$dir" --set train.steps=60 --set train.valid_bleu=true \
-    --set train.best_by=bleu >"$dir.log" 2>&1
+# best_by left out: with valid_bleu on, the best is the best by BLEU, and the log says so
+"$QKV" train "$T/p.yaml" --set run_dir="$dir" --set train.steps=60 --set train.valid_bleu=true >"$dir.log" 2>&1
 rc=$?
 bleus=$(sed -n 's/.*"valid_bleu": \([0-9.]*\).*/\1/p' "$dir/metrics.jsonl" | tr '\n' ' ')
 if [[ $rc -eq 0 && $(wc -w <<<"$bleus") -eq 3 ]] && awk -v b="$bleus" 'BEGIN { n = split(b, v, " "); for (i = 1; i <= n; i++) if (v[i] < 0 || v[i] > 100) exit 1 }'; then
@@ -79,7 +79,10 @@ top=$(sed -n 's/.*"step": \([0-9]*\),.*"valid_bleu": \([0-9.]*\).*/\2 \1/p' "$di
 # the first validation reaching the highest BLEU (a tie does not replace the best)
 first_top=$(sed -n 's/.*"step": \([0-9]*\),.*"valid_bleu": \([0-9.]*\).*/\2 \1/p' "$dir/metrics.jsonl" |
     awk -v m="${top%% *}" '$1 == m { print $2; exit }')
-[[ -n $best_step && $best_step == "$first_top" ]] && ok "best_by_bleu_keeps_the_highest_bleu" ||
+[[ -n $best_step && $best_step == "$first_top" ]] &&
+    grep -q "^best: ckpt/best.safetensors is the best by validation BLEU (train.best_by)$" "$dir.log" &&
+    "$QKV" info "$dir/ckpt/best.safetensors" | grep -q "^best checkpoint of the run: the best by validation BLEU" &&
+    ok "best_by_bleu_keeps_the_highest_bleu" ||
     bad "best_by_bleu_keeps_the_highest_bleu" "best at step $best_step, highest BLEU at $first_top"
 grep -q "validation BLEU" "$dir/curves.svg" && ok "curves_svg_draws_bleu" || bad "curves_svg_draws_bleu" "no BLEU panel"
 

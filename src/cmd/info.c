@@ -64,6 +64,13 @@ int cmd_info(int argc, char **argv) {
     printf("validation loss %.4f at this step, best %.4f\n", m->valid_loss, m->best_valid_loss);
     if (!isnan(m->valid_bleu) || !isnan(m->best_valid_bleu))
         printf("validation BLEU %.2f at this step, best %.2f\n", m->valid_bleu, m->best_valid_bleu);
+    if (m->config) { /* which measure chose best.safetensors: the run's resolved config says */
+        Config c;
+        config_defaults(&c);
+        if (config_parse(&c, m->config, strlen(m->config), "the checkpoint's config") == 0 && c.data.valid.src[0])
+            printf("best checkpoint of the run: the best by validation %s (train.best_by)\n",
+                   c.train.best_by == BEST_BY_BLEU ? "BLEU" : "loss");
+    }
     printf("trained for %.1fs\n", m->elapsed_s);
     print_model(m);
     print_tensors(&f);

@@ -124,6 +124,9 @@ static int setup(Trainer *t) {
            "activations %.1f MiB\n",
            (double)t->m.n_params / 1e6, mc->d_model, mc->heads, mc->encoder_layers, mc->decoder_layers,
            mc->pre_norm ? "pre" : "post", t->tb.n_batches, (double)t->m.arena_floats * 4 / (1 << 20));
+    if (t->has_valid)
+        printf("best: ckpt/best.safetensors is the best by validation %s (train.best_by)\n",
+               cfg->train.best_by == BEST_BY_BLEU ? "BLEU" : "loss");
     return 0;
 }
 

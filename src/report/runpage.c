@@ -252,8 +252,11 @@ static void config_section(StrBuf *sb, const Story *st) {
         text(sb, err_msg());
         sb_printf(sb, "</p>\n");
     } else {
-        sb_printf(sb, "<p>%d key%s differ from the defaults (marked).</p>\n<pre class=\"config\">", m.changed,
-                  m.changed == 1 ? "" : "s");
+        sb_printf(sb, "<p>%d key%s differ from the defaults (marked).", m.changed, m.changed == 1 ? "" : "s");
+        if (st->cfg.data.valid.src[0]) /* which measure chose ckpt/best.safetensors */
+            sb_printf(sb, " The best checkpoint is the best by validation %s (train.best_by).",
+                      st->cfg.train.best_by == BEST_BY_BLEU ? "BLEU" : "loss");
+        sb_printf(sb, "</p>\n<pre class=\"config\">");
         sb_append(sb, m.body.buf ? m.body.buf : "", m.body.len);
         sb_printf(sb, "</pre>\n");
     }
