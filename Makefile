@@ -43,10 +43,11 @@ LIB_CXX := $(wildcard src/*/*.cc)
 # in as a C string named for it: src/report/chart.js is `const char chart_js[]`.
 # The viewer is a folder of parts (src/attention/viewer/: page.html names the others in
 # order), joined into one page first (scripts/join_page.sh), built in as attnview_html.
-PAGES   := $(wildcard src/*/*.html src/*/*.css src/*/*.js)
+# The ONNX folder's page joins the viewer's map panel in the same way (onnx_page_html).
+PAGES   := $(filter-out src/onnx/onnx_page.html,$(wildcard src/*/*.html src/*/*.css src/*/*.js))
 VIEWER  := $(wildcard src/attention/viewer/*)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(LIB_CXX:src/%.cc=$(BUILD)/obj/%.o) $(PAGES:src/%=$(BUILD)/obj/gen/%.o) \
-           $(BUILD)/obj/gen/attention/attnview.html.o
+           $(BUILD)/obj/gen/attention/attnview.html.o $(BUILD)/obj/gen/onnx/onnx_page.html.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 # One fuzz target per parser of user input (tests/fuzz/<target>.c, stored inputs in
@@ -84,9 +85,10 @@ $(BUILD)/obj/%.o: src/%.cc
 	@mkdir -p $(dir $@)
 	$(call show,CXX,$<)$(CXX) $(CXXFLAGS) -std=c++17 -Wall -Wextra -MMD -MP -Isrc $(CPPFLAGS_PKG) -c $< -o $@
 
-# A page is kept as a plain file and compiled in as a C string.
+# A page is kept as a plain file and compiled in as a C string ('?' written \? so that no
+# "??=" or "??'" of JavaScript reads as a C trigraph).
 page_to_c = awk -v name=$(subst .,_,$(notdir $(1))) 'BEGIN { print "/* generated from $(1): do not edit */"; print "const char " name "[] =" } \
-	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } END { print ";" }' $(1) > $@
+	     { gsub(/\\/, "&&"); gsub(/"/, "\\\""); gsub(/\?/, "\\?"); print "\"" $$0 "\\n\"" } END { print ";" }' $(1) > $@
 $(BUILD)/gen/%.c: src/% Makefile
 	@mkdir -p $(dir $@)
 	$(call show,GEN,$@)$(call page_to_c,$<)
@@ -98,7 +100,14 @@ $(BUILD)/gen/attention/attnview.html: $(VIEWER) scripts/join_page.sh
 $(BUILD)/gen/attention/attnview.html.c: $(BUILD)/gen/attention/attnview.html Makefile
 	$(call show,GEN,$@)$(call page_to_c,$<)
 
-.SECONDARY: $(PAGES:src/%=$(BUILD)/gen/%.c) $(BUILD)/gen/attention/attnview.html $(BUILD)/gen/attention/attnview.html.c
+$(BUILD)/gen/onnx/onnx_page.html: src/onnx/onnx_page.html $(VIEWER) scripts/join_page.sh
+	@mkdir -p $(dir $@)
+	$(call show,JOIN,$@)scripts/join_page.sh src/onnx/onnx_page.html > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/onnx/onnx_page.html.c: $(BUILD)/gen/onnx/onnx_page.html Makefile
+	$(call show,GEN,$@)$(call page_to_c,$<)
+
+.SECONDARY: $(PAGES:src/%=$(BUILD)/gen/%.c) $(BUILD)/gen/attention/attnview.html $(BUILD)/gen/attention/attnview.html.c \
+            $(BUILD)/gen/onnx/onnx_page.html $(BUILD)/gen/onnx/onnx_page.html.c
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/cflags.stamp
 	@mkdir -p $(dir $@)

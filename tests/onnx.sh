@@ -146,7 +146,8 @@ fi
 # same text as qkv translate --greedy on at least 99% of the lines (a difference can only be
 # a near tie between two words, which float sums in another order may turn), and the
 # tokenizer's ids qkv's on every line, the test set's and odd.src's (special names inside
-# words among them), and its decoder giving qkv's text for reference.json's id sequences
+# words among them), its decoder giving qkv's text for reference.json's id sequences, and
+# generate()'s cross-attention weights (output_attentions) reference.json's to 1e-4
 if command -v node >/dev/null && [[ -f $NODE_MODULES/@huggingface/transformers/package.json ]]; then
     for run in $RUNS; do
         [[ -s $T/$run.qkv.txt ]] || "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
@@ -169,6 +170,8 @@ for f in map(json.loads, sys.argv[1:]):
     bad += [] if f["tokenizer_ids_equal"] == f["tokenizer_compared"] >= 10 else [json.dumps(f["first_ids_difference"])]
     bad += [] if f["decoding_equal"] == f["decoding_compared"] >= 200 else ["decoding %d of %d: %s" % (
         f["decoding_equal"], f["decoding_compared"], json.dumps(f["first_decoding_difference"], ensure_ascii=False))]
+    bad += [] if f["cross_attention_max_diff"] <= 1e-4 and f["cross_steps_compared"] >= 2 * f["tokenizer_compared"] else [
+        "cross-attention %g over %d steps" % (f["cross_attention_max_diff"], f["cross_steps_compared"])]
     bad += [] if f["remote_requests"] == 0 else ["%d requests off the machine" % f["remote_requests"]]
 print("; ".join(bad) or "ok")' "$figures" "$odd" 2>&1)
         [[ $verdict == ok ]] && ok "transformers_js_tokenizer_gives_qkvs_ids_offline_$run" ||
@@ -217,10 +220,18 @@ else
 r = json.loads(html.unescape(sys.argv[1]) or "{}")
 want = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][:10]
 got = r.get("translation", "").split("\n")
-print("ok" if r.get("ok") and got == want else "%s; %d of 10 lines differ" % (r.get("status"), sum(a != b for a, b in zip(got + [""] * 10, want))))' "$result" "$T/$run.qkv.txt" 2>&1)
+# the first line'"'"'s map as the page drew it: its weights reference.json'"'"'s, shape and all
+ref = json.load(open(sys.argv[3], encoding="utf-8"))["lines"][0]["cross_attentions"]
+page = r.get("cross") or []
+shape = lambda a: (len(a), len(a[0]), len(a[0][0]), len(a[0][0][0])) if a else None
+diff = max((abs(x - y) for L, M in zip(page, ref) for H, N in zip(L, M) for R, Q in zip(H, N) for x, y in zip(R, Q)), default=1)
+bad = [] if r.get("ok") and got == want else ["%s; %d of 10 lines differ" % (r.get("status"), sum(a != b for a, b in zip(got + [""] * 10, want)))]
+bad += [] if shape(page) == shape(ref) and diff <= 1e-4 else ["the drawn weights: shape %s, want %s, max diff %g" % (shape(page), shape(ref), diff)]
+bad += [] if r.get("maps_drawn", 0) >= 10 * len(ref[0][0]) else ["%s map cells drawn" % r.get("maps_drawn")]
+print("; ".join(bad) or "ok")' "$result" "$T/$run.qkv.txt" "$T/www/$run/reference.json" 2>&1)
         console=$(grep -E 'CONSOLE|Uncaught' "$T/page-$run.err" | head -3)
-        [[ $verdict == ok && -z $console ]] && ok "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" ||
-            bad "onnx_page_translates_typed_lines_as_qkv_in_chromium_$run" "${verdict:-no verdict}; $console"
+        [[ $verdict == ok && -z $console ]] && ok "onnx_page_translates_and_draws_cross_attention_as_qkv_in_chromium_$run" ||
+            bad "onnx_page_translates_and_draws_cross_attention_as_qkv_in_chromium_$run" "${verdict:-no verdict}; $console"
     done
     # the folder served as the server's root, as docs/export.md says (cd toy-onnx && python3 -m
     # http.server), and deeper under another path: the page finds its model either way

@@ -6,7 +6,9 @@
 // is installed). Writes one translation per line of SRC_FILE; prints one JSON line of
 // figures: the lines, those whose tokenizer ids equal qkv's (reference.json's source, both
 // read as the source ids the encoder sees), the first line that differs, reference.json's
-// id sequences whose decoded text is qkv's and the first that is not, sentences/s, and
+// id sequences whose decoded text is qkv's and the first that is not, generate()'s
+// cross-attention weights against reference.json's (the largest difference, the steps
+// compared), sentences/s, and
 // how many times anything asked for a URL off this machine (the run must stay offline).
 // Exits 0 whatever it finds: the calling test judges the figures.
 import fs from 'node:fs';
@@ -62,6 +64,25 @@ for (const c of ref.decoding ?? []) {
 // last one on <eos>.
 const maxPositions = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')).max_position_embeddings;
 const cap = (line) => Math.min(2 * (translator.tokenizer(line).input_ids.dims.at(-1) - 1) + 10, maxPositions - 1);
+// generate() with output_attentions: each step's cross_attentions.{layer} outputs, against
+// reference.json's weights at the line's source positions while the output is qkv's
+const H = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')).decoder_attention_heads;
+let crossDiff = 0, crossSteps = 0;
+for (let i = 0; i < real.length; i++) {
+  const want = ref.lines[i], enc = translator.tokenizer(real[i]);
+  const res = await translator.model.generate({ ...enc, max_new_tokens: cap(real[i]) + 1, output_attentions: true,
+    return_dict_in_generate: true });
+  const seq = Array.from(res.sequences.data, Number).slice(1); // <bos> first
+  (res.cross_attentions ?? []).forEach((layers, t) => {
+    if (t > want.output.length || want.output.slice(0, t).some((x, k) => x !== seq[k])) return;
+    layers.forEach((a, l) => {
+      const S = a.dims.at(-1);
+      for (let h = 0; h < H; h++)
+        want.cross_attentions[l][h][t].forEach((x, s) => (crossDiff = Math.max(crossDiff, Math.abs(a.data[h * S + s] - x))));
+    });
+    crossSteps++;
+  });
+}
 const out = [];
 const t0 = performance.now();
 for (const line of lines)
@@ -70,6 +91,7 @@ const seconds = (performance.now() - t0) / 1000;
 fs.writeFileSync(hypPath, out.map((x) => x + '\n').join(''));
 console.log(JSON.stringify({
   lines: lines.length, tokenizer_compared: compared, tokenizer_ids_equal: idsEqual, first_ids_difference: firstDiff,
+  cross_attention_max_diff: crossDiff, cross_steps_compared: crossSteps,
   decoding_compared: (ref.decoding ?? []).length, decoding_equal: decodingEqual, first_decoding_difference: firstDecodingDiff,
   sentences_per_second: lines.length / seconds, remote_requests: remote,
 }));
