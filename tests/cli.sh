@@ -365,7 +365,7 @@ if not (r["ceiling_remeasured"] >= 1 and r["peak_gflops"] > 1 and r["ceiling_thr
 if not (p["threads"] == 3 and p["peak_gflops"] > 0 and p["peak_1thread_gflops"] > 0):
     print(f"--peak: {p}")
 PY
-    ) && [[ -z $why ]]; then
+    ) && [[ -z $why ]] && grep -q "^sgemm ceiling: [0-9.]* GFLOP/s on 3 threads, [0-9.]* on one (OpenBLAS " "$T/low.err"; then
     ok "bench_ceiling_beaten_is_measured_again"
 else
     bad "bench_ceiling_beaten_is_measured_again" "${why:-$(tail -2 "$T/low.err")}"

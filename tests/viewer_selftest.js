@@ -144,7 +144,7 @@ function selftestExplain(checks) {
   r.clickSelectsWord = c.changed && state.word === k && chosen.length === 1 && chosen[0].getAttribute("data-word") === String(k) &&
                        said.includes(`'${word}'`) && said.includes(`${pct(shareOf(k))} of what the decoder used for this word came from the source`) &&
                        document.querySelectorAll("table.xpre tr").length === k + 2 && barsMatch(k);
-  r.completeness = state.explained.ig_steps > 0 && isNum(state.explained.ig_error[k]) ? said.includes(`completeness error ${num(state.explained.ig_error[k])}`) : null;
+  r.completeness = state.explained.ig_steps > 0 && isNum(state.explained.ig_error[k]) ? said.includes(`completeness error ${num(Math.abs(state.explained.ig_error[k]))}`) : null;
   c = act("every method", () => { $("xevery").checked = true; $("xevery").dispatchEvent(new Event("change")); });
   checks.push(c);
   r.everyMethod = c.changed && methods().join(",") === state.explained.methods.map(m => m.name).join(",") && barsMatch(k);

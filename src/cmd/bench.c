@@ -599,8 +599,12 @@ int cmd_bench(int argc, char **argv) {
         json_put(r, "threads", json_integer(threads));
         json_put(r, "peak_gflops", json_fmt("%.1f", peak));
         /* one thread's, so that a share of it per thread can be read beside */
-        json_put(r, "peak_1thread_gflops", json_fmt("%.1f", threads == 1 ? peak : bench_ceiling(1)));
+        double one = threads == 1 ? peak : bench_ceiling(1);
+        json_put(r, "peak_1thread_gflops", json_fmt("%.1f", one));
         char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
+        /* for a person on stderr, the JSON alone on stdout for a script */
+        fprintf(stderr, "sgemm ceiling: %.1f GFLOP/s on %d thread%s, %.1f on one (OpenBLAS %s kernels)\n", peak, threads,
+                threads == 1 ? "" : "s", one, openblas_get_corename());
         printf("%s\n", text);
         free(text);
         json_decref(r);

@@ -152,7 +152,7 @@ function renderExplain() {
          "the difference is 0 whatever the input, so the gradient columns rank nothing for it (every score 0).");
   else html("div", {}, say, `The gradients explain ${explained}. ` + (state.explained.ig_steps > 0 && isNum(err)
     ? `Integrated gradients (${state.explained.ig_steps} steps) should add up to its change from a blank input, ${num(gap)}; ` +
-      `their completeness error ${num(err)}` + (gap !== 0 ? ` (${pct(Math.abs(err / gap))} of it)` : "") +
+      `their completeness error ${num(Math.abs(err))}` + (gap !== 0 ? ` (${pct(Math.abs(err / gap))} of it)` : "") +
       " says how far to trust their column: the smaller, the better."
     : "Integrated gradients were not computed (--ig-steps 0)."));
 
