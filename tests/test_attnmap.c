@@ -14,6 +14,7 @@
 #include "data/corpus.h"
 #include "data/tokenize.h"
 #include "data/toycorpus.h"
+#include "fixture.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
@@ -29,15 +30,7 @@ static void make_vocab(Vocab *v, int n) {
 static void setup(Model *m, Vocab *sv, Vocab *tv) {
     make_vocab(sv, 10);
     make_vocab(tv, 12);
-    ModelConfig cfg = {.src_vocab = sv->size,
-                       .tgt_vocab = tv->size,
-                       .d_model = 16,
-                       .heads = 4,
-                       .d_ff = 32,
-                       .encoder_layers = 2,
-                       .decoder_layers = 3,
-                       .tie_embeddings = 1,
-                       .max_positions = 32};
+    ModelConfig cfg = fixture_config(sv->size, tv->size, 16, 4, 32, 2, 3, 32);
     model_init(m, &cfg);
     model_init_weights(m, 3);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "run/checkpoint.h"
 #include "util/checksum.h"
 #include "util/err.h"
@@ -16,15 +17,8 @@
 #include "util/mem.h"
 #include "util/rng.h"
 
-static const ModelConfig small = {.src_vocab = 6,
-                                  .tgt_vocab = 7,
-                                  .d_model = 8,
-                                  .heads = 2,
-                                  .d_ff = 16,
-                                  .encoder_layers = 1,
-                                  .decoder_layers = 1,
-                                  .tie_embeddings = 1,
-                                  .max_positions = 8};
+/* the model every test here saves and loads */
+static ModelConfig small_config(void) { return fixture_config(6, 7, 8, 2, 16, 1, 1, 8); }
 
 typedef struct {
     Model m;
@@ -33,6 +27,7 @@ typedef struct {
 } Saved;
 
 static void save_one(Saved *s, uint64_t seed) {
+    ModelConfig small = small_config();
     model_init(&s->m, &small);
     model_init_weights(&s->m, seed);
     adam_init(&s->adam, s->m.n_params, 0.9, 0.98, 1e-9, 0);
@@ -67,6 +62,7 @@ static void test_round_trip(void) {
     save_one(&s, 1);
     Model m;
     Adam a;
+    ModelConfig small = small_config();
     model_init(&m, &small);
     adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
     CkptMeta meta;
@@ -95,6 +91,7 @@ static void test_round_trip(void) {
 static int rejected_bytes(const char *path, const char *bytes, size_t len, const char **why) {
     Model m;
     Adam a;
+    ModelConfig small = small_config();
     model_init(&m, &small);
     adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
     for (size_t i = 0; i < m.n_params; i++) m.params[i] = 7.0f, a.m[i] = 7.0f;
@@ -227,13 +224,13 @@ static void test_foreign_files_and_other_configs(void) {
     /* another config's checkpoint: same file format, different shapes */
     Saved s;
     save_one(&s, 4);
-    ModelConfig wide = small;
+    ModelConfig wide = small_config();
     wide.d_model = 16;
     Model m;
     model_init(&m, &wide);
     CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "shape"), "wider model loaded: %s", err_msg());
     model_free(&m);
-    ModelConfig deeper = small;
+    ModelConfig deeper = small_config();
     deeper.encoder_layers = 2;
     model_init(&m, &deeper);
     CHECK(ckpt_load(s.path, &m, NULL, NULL) != 0 && strstr(err_msg(), "another config"), "deeper: %s", err_msg());
@@ -241,6 +238,7 @@ static void test_foreign_files_and_other_configs(void) {
     /* weights only cannot resume */
     CkptMeta meta = {.config = ""};
     ckpt_save(s.path, &s.m, NULL, &meta);
+    ModelConfig small = small_config();
     model_init(&m, &small);
     Adam a;
     adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
@@ -324,6 +322,7 @@ static void test_negative_second_moment_rejected(void) {
     CHECK(ckpt_save(s.path, &s.m, &s.adam, &meta) == 0, "%s", err_msg());
     Model m;
     Adam a;
+    ModelConfig small = small_config();
     model_init(&m, &small);
     adam_init(&a, m.n_params, 0.9, 0.98, 1e-9, 0);
     CHECK(ckpt_load(s.path, &m, &a, NULL) == 0, "negative first moment refused: %s", err_msg());

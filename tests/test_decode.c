@@ -19,16 +19,8 @@
  * decoded token (or EOS at the end), unless the top two logits are a near tie. */
 static void test_cached_decoding_matches_full_forward(void) {
     for (int pre = 0; pre < 2; pre++) {
-        ModelConfig cfg = {.src_vocab = 12,
-                           .tgt_vocab = 14,
-                           .d_model = 16,
-                           .heads = 4,
-                           .d_ff = 24,
-                           .encoder_layers = 2,
-                           .decoder_layers = 2,
-                           .pre_norm = pre,
-                           .tie_embeddings = !pre,
-                           .max_positions = 40};
+        ModelConfig cfg = fixture_config(12, 14, 16, 4, 24, 2, 2, 40);
+        cfg.pre_norm = pre, cfg.tie_embeddings = !pre;
         Model m;
         model_init(&m, &cfg);
         model_init_weights(&m, 11 + (uint64_t)pre);
@@ -78,16 +70,8 @@ static const int step_src_len[SB] = {6, 3, 4};
 static const int step_tgt[SB * ST] = {1, 4, 9, 5, 6, 12, 7, 1, 13, 4, 4, 8, 5, 6, 1, 7, 7, 11, 10, 9, 4};
 
 static void step_model(Model *m, int pre, int tie) {
-    ModelConfig cfg = {.src_vocab = 12,
-                       .tgt_vocab = 14,
-                       .d_model = 16,
-                       .heads = 4,
-                       .d_ff = 24,
-                       .encoder_layers = 2,
-                       .decoder_layers = 3,
-                       .pre_norm = pre,
-                       .tie_embeddings = tie,
-                       .max_positions = 20};
+    ModelConfig cfg = fixture_config(12, 14, 16, 4, 24, 2, 3, 20);
+    cfg.pre_norm = pre, cfg.tie_embeddings = tie;
     model_init(m, &cfg);
     model_init_weights(m, 21 + (uint64_t)(2 * pre + tie));
     Rng r = {17}; /* off the special point of unit norms and zero biases */
@@ -229,16 +213,8 @@ void fixture_sources(Seq *src, int n) {
 }
 
 void fixture_model(Model *m, int pre) {
-    ModelConfig cfg = {.src_vocab = 12,
-                       .tgt_vocab = 9,
-                       .d_model = 16,
-                       .heads = 2,
-                       .d_ff = 24,
-                       .encoder_layers = 1,
-                       .decoder_layers = 2,
-                       .pre_norm = pre,
-                       .tie_embeddings = 1,
-                       .max_positions = 24};
+    ModelConfig cfg = fixture_config(12, 9, 16, 2, 24, 1, 2, 24);
+    cfg.pre_norm = pre;
     model_init(m, &cfg);
     model_init_weights(m, 31 + (uint64_t)pre);
     Rng r = {7};

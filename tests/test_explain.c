@@ -16,6 +16,7 @@
 #include "explain/intervene.h"
 #include "explain/pair.h"
 #include "explain/patching.h"
+#include "fixture.h"
 #include "nn/model.h"
 #include "nn/multihead.h"
 #include "util/err.h"
@@ -29,17 +30,8 @@ static const int tin[T] = {VOCAB_BOS, 4, 7, 8};
 static const int tout[T] = {4, 7, 8, VOCAB_EOS};
 
 static void setup(Model *m, int pre, int tie, int layers) {
-    ModelConfig cfg = {.src_vocab = 9,
-                       .tgt_vocab = 10,
-                       .d_model = 8,
-                       .heads = 2,
-                       .d_ff = 12,
-                       .encoder_layers = layers,
-                       .decoder_layers = layers,
-                       .pre_norm = pre,
-                       .tie_embeddings = tie,
-                       .label_smoothing = 0.1f,
-                       .max_positions = 16};
+    ModelConfig cfg = fixture_config(9, 10, 8, 2, 12, layers, layers, 16);
+    cfg.pre_norm = pre, cfg.tie_embeddings = tie, cfg.label_smoothing = 0.1f;
     memset(m, 0, sizeof *m);
     model_init(m, &cfg);
     model_init_weights(m, 7);

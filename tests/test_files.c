@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "config.h"
+#include "fixture.h"
 #include "run/checkpoint.h"
 #include "run/run.h"
 #include "util/atomic_file.h"
@@ -88,15 +89,7 @@ static void test_header_length_judged_first(void) {
 /* The config a checkpoint carries goes through the same YAML limits as a config file:
  * 200,000 levels of nesting in its metadata are refused at once, not parsed for ever. */
 static void test_deep_config_in_checkpoint(void) {
-    const ModelConfig mc = {.src_vocab = 6,
-                            .tgt_vocab = 6,
-                            .d_model = 4,
-                            .heads = 1,
-                            .d_ff = 4,
-                            .encoder_layers = 1,
-                            .decoder_layers = 1,
-                            .tie_embeddings = 1,
-                            .max_positions = 8};
+    const ModelConfig mc = fixture_config(6, 6, 4, 1, 4, 1, 1, 8);
     Model m;
     CHECK(model_init(&m, &mc) == 0, "%s", err_msg());
     char *config = deep_yaml(200000);

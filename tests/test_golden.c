@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "config.h"
+#include "fixture.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 
@@ -67,18 +68,8 @@ static const double golden_losses[GOLDEN_STEPS] = {
 };
 
 static void train_golden(double *losses) {
-    const ModelConfig cfg = {.src_vocab = 12,
-                             .tgt_vocab = 12,
-                             .d_model = 16,
-                             .heads = 2,
-                             .d_ff = 32,
-                             .encoder_layers = 1,
-                             .decoder_layers = 1,
-                             .dropout = 0.1f,
-                             .pre_norm = 0,
-                             .tie_embeddings = 1,
-                             .label_smoothing = 0.1f,
-                             .max_positions = 16};
+    ModelConfig cfg = fixture_config(12, 12, 16, 2, 32, 1, 1, 16);
+    cfg.dropout = 0.1f, cfg.label_smoothing = 0.1f;
     const ModelBatch b = {GB, GS, GT, g_src, g_src_len, g_tgt_in, g_tgt_out, g_tgt_len, 0};
     const LrSchedule lr = {LR_NOAM, 1.0, 5, 16, 0.0};
     openblas_set_num_threads(1);

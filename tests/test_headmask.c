@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "decode/headmask.h"
+#include "fixture.h"
 #include "nn/model.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -18,15 +19,7 @@
 #define ALL ((1 + 3 + 3) * HEADS)
 
 static void tiny_model(Model *m) {
-    ModelConfig cfg = {.src_vocab = 10,
-                       .tgt_vocab = 12,
-                       .d_model = 16,
-                       .heads = HEADS,
-                       .d_ff = 32,
-                       .encoder_layers = 1,
-                       .decoder_layers = 3,
-                       .tie_embeddings = 1,
-                       .max_positions = 16};
+    ModelConfig cfg = fixture_config(10, 12, 16, HEADS, 32, 1, 3, 16);
     model_init(m, &cfg);
 }
 

@@ -11,6 +11,7 @@
 #include "data/corpus.h"
 #include "decode/headmask.h"
 #include "decode/translator.h"
+#include "fixture.h"
 #include "heads/headcurve.h"
 #include "heads/headscore.h"
 #include "nn/model.h"
@@ -22,16 +23,8 @@
 enum { VOCAB = 20, D = 32, HEADS = 4, DH = D / HEADS, MAXPOS = 24, N_SET = 6 };
 
 static void heads_model(Model *m, uint64_t seed) {
-    ModelConfig cfg = {.src_vocab = VOCAB,
-                       .tgt_vocab = VOCAB,
-                       .d_model = D,
-                       .heads = HEADS,
-                       .d_ff = 48,
-                       .encoder_layers = 2,
-                       .decoder_layers = 2,
-                       .dropout = 0.1f,
-                       .label_smoothing = 0.1f,
-                       .max_positions = MAXPOS};
+    ModelConfig cfg = fixture_config(VOCAB, VOCAB, D, HEADS, 48, 2, 2, MAXPOS);
+    cfg.tie_embeddings = 0, cfg.dropout = 0.1f, cfg.label_smoothing = 0.1f;
     model_init(m, &cfg);
     model_init_weights(m, seed);
     Rng r = {seed + 5}; /* off the special point of unit norms and zero biases */

@@ -32,18 +32,8 @@ static double model_loss(void *p) {
 }
 
 static void setup(ModelCtx *c, int pre, int tie, float dropout, int layers) {
-    ModelConfig cfg = {.src_vocab = 7,
-                       .tgt_vocab = 9,
-                       .d_model = 8,
-                       .heads = 2,
-                       .d_ff = 12,
-                       .encoder_layers = layers,
-                       .decoder_layers = layers,
-                       .dropout = dropout,
-                       .pre_norm = pre,
-                       .tie_embeddings = tie,
-                       .label_smoothing = 0.1f,
-                       .max_positions = 16};
+    ModelConfig cfg = fixture_config(7, 9, 8, 2, 12, layers, layers, 16);
+    cfg.dropout = dropout, cfg.pre_norm = pre, cfg.tie_embeddings = tie, cfg.label_smoothing = 0.1f;
     memset(c, 0, sizeof *c);
     model_init(&c->m, &cfg);
     model_init_weights(&c->m, 5);
@@ -183,18 +173,8 @@ static void random_batch_norm(RandBatch *rb, int pre);
 static void random_batch(RandBatch *rb) { random_batch_norm(rb, 1); }
 
 static void random_batch_norm(RandBatch *rb, int pre) {
-    ModelConfig cfg = {.src_vocab = 20,
-                       .tgt_vocab = 23,
-                       .d_model = 16,
-                       .heads = 2,
-                       .d_ff = 24,
-                       .encoder_layers = 2,
-                       .decoder_layers = 2,
-                       .dropout = 0.2f,
-                       .pre_norm = pre,
-                       .tie_embeddings = 1,
-                       .label_smoothing = 0.1f,
-                       .max_positions = 48};
+    ModelConfig cfg = fixture_config(20, 23, 16, 2, 24, 2, 2, 48);
+    cfg.dropout = 0.2f, cfg.pre_norm = pre, cfg.label_smoothing = 0.1f;
     memset(rb, 0, sizeof *rb);
     Rng r = {5};
     for (int i = 0; i < FB; i++) {

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "cmdlib/bench_timeline.h"
+#include "fixture.h"
 #include "train/parallel.h"
 #include "train/trainer.h"
 #include "util/err.h"
@@ -26,17 +27,8 @@ void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p
 static void steps_allocate_nothing_and_learn(int pass_tokens) {
     Corpus c;
     make_corpus(&c, 200);
-    ModelConfig cfg = {.src_vocab = 24,
-                       .tgt_vocab = 24,
-                       .d_model = 16,
-                       .heads = 2,
-                       .d_ff = 32,
-                       .encoder_layers = 2,
-                       .decoder_layers = 2,
-                       .dropout = 0.1f,
-                       .tie_embeddings = 1,
-                       .label_smoothing = 0.1f,
-                       .max_positions = 32};
+    ModelConfig cfg = fixture_config(24, 24, 16, 2, 32, 2, 2, 32);
+    cfg.dropout = 0.1f, cfg.label_smoothing = 0.1f;
     Model m;
     CHECK(model_init(&m, &cfg) == 0, "%s", err_msg());
     model_init_weights(&m, 1);

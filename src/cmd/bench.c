@@ -603,8 +603,8 @@ int cmd_bench(int argc, char **argv) {
         json_put(r, "peak_1thread_gflops", json_fmt("%.1f", one));
         char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
         /* for a person on stderr, the JSON alone on stdout for a script */
-        fprintf(stderr, "sgemm ceiling: %.1f GFLOP/s on %d thread%s, %.1f on one (OpenBLAS %s kernels)\n", peak, threads,
-                threads == 1 ? "" : "s", one, openblas_get_corename());
+        fprintf(stderr, "sgemm ceiling: %.1f GFLOP/s on %d thread%s, %.1f on one (OpenBLAS %s kernels)\n", peak,
+                threads, threads == 1 ? "" : "s", one, openblas_get_corename());
         printf("%s\n", text);
         free(text);
         json_decref(r);
