@@ -127,6 +127,16 @@ if [[ $rc -eq 0 && $snaps -ge 4 && -f $T/watched/watch/step-00000000.json && -s 
 else
     bad "watch_cross_attention_sharpens_over_training" "exit $rc, $snaps snapshots, drop '$drop'; $(tail -3 "$T/watch.log")"
 fi
+# one mode's export never replaces the other's: --watch into a --text export's folder, and
+# the reverse, are refused before any work, the folder as it was
+"$QKV" attention "$T/watched" --text "the cat sleeps" --out "$T/textview" >/dev/null 2>&1
+before=$(ls "$T/textview" | tr '\n' ' ')
+expect_error "watch_refuses_a_text_exports_folder" 2 "^qkv: --out: .*textview holds qkv attention --text's export \(maps.json\): give --watch an --out of its own$" \
+    "$QKV" attention "$T/watched" --watch --out "$T/textview"
+expect_error "text_refuses_a_watch_exports_folder" 2 "^qkv: --out: .*wview holds qkv attention --watch's export \(watch.json\): give --text an --out of its own$" \
+    "$QKV" attention "$T/watched" --text "the cat sleeps" --out "$T/wview"
+[[ $(ls "$T/textview" | tr '\n' ' ') == "$before" && -n $(ls "$T/textview"/*.svg 2>/dev/null) ]] &&
+    ok "refused_mode_leaves_the_other_export_whole" || bad "refused_mode_leaves_the_other_export_whole" "$(ls "$T/textview")"
 grep -q "AER" "$T/watch.log" && grep -q "watching 2 sentences" "$T/watch-train.log" && ok "watch_reports_aer_and_says_it_watches" ||
     bad "watch_reports_aer_and_says_it_watches" "$(head -3 "$T/watch.log")"
 # the AER of the last snapshot (step 480) is qkv align's on the same pairs and weights, the

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attention/attnmap.h"
 #include "attention/watch.h"
@@ -126,6 +127,19 @@ done:
 }
 
 /* ---- over training ------------------------------------------------------------------------ */
+
+/* One mode's export never replaces the other's: a --text export (maps.json, its SVGs) and
+ * a --watch one (watch.json) share index.html, and the second would take the first's page
+ * and heatmaps away without a word. Refused, naming the file, before any work. */
+static int other_mode_there(const Options *o) {
+    char path[STAGED_DIR_MAX + 32];
+    const char *theirs = o->watch ? "maps.json" : "watch.json";
+    snprintf(path, sizeof path, "%s/%s", o->out, theirs);
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    return err_set("--out: %s holds qkv attention %s's export (%s): give %s an --out of its own", o->out,
+                   o->watch ? "--text" : "--watch", theirs, o->watch ? "--watch" : "--text");
+}
 
 static int watched(Run *r, const Options *o) {
     WatchLog w;
@@ -281,6 +295,7 @@ int cmd_attention(int argc, char **argv) {
                cmd_fail(2);
     if (picked && o.query < 0)
         return err_set("--kind/--layer/--head pick the map of --query N: give a query"), cmd_fail(2);
+    if (other_mode_there(&o) != 0) return cmd_fail(2);
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
