@@ -96,6 +96,7 @@ fi
 awk '/^## A tour/ {tour = 1} tour && /^```sh$/ {inside = 1; next} inside && /^```$/ {exit} inside' README.md >"$T/tour.sh"
 lines=$(grep -c . "$T/tour.sh")
 start=$SECONDS
+before_tour=$(ls -A "$T/clone")
 (cd "$T/clone" && "$BOUNDED" bash -e -o pipefail "$T/tour.sh") >"$T/tour.out" 2>"$T/tour.err" </dev/null
 rc=$?
 echo "-- the tour took $((SECONDS - start)) s"
@@ -103,12 +104,19 @@ echo "-- the tour took $((SECONDS - start)) s"
     bad "readme_tour_runs_as_written" "exit $rc after $lines lines: $(tail -3 "$T/tour.err")"
 # what the tour says it leaves behind is there
 missing=""
-for f in hyp.txt attn/index.html explain/index.html heads/index.html patch/patch.svg toy.safetensors \
-    toy-onnx/onnx/encoder_model.onnx toy-onnx/onnx/decoder_model_merged.onnx toy-onnx/tokenizer.json toy-onnx/index.html \
+for f in runs/toy/hyp.txt runs/toy/attn/index.html runs/toy/explain/index.html runs/toy/heads/index.html \
+    runs/toy/patch/patch.svg runs/toy.safetensors runs/toy-onnx/onnx/encoder_model.onnx \
+    runs/toy-onnx/onnx/decoder_model_merged.onnx runs/toy-onnx/tokenizer.json runs/toy-onnx/index.html \
     runs/toy/report.html; do
     [[ -s $T/clone/$f ]] || missing+=" $f"
 done
 [[ -z $missing ]] && ok "readme_tour_leaves_what_it_says" || bad "readme_tour_leaves_what_it_says" "missing:$missing"
+# and nothing beside the repository's own folders: everything under runs/, which git ignores;
+# the report shows the tour's head analysis
+added=$(comm -13 <(echo "$before_tour") <(ls -A "$T/clone"))
+[[ -z $added ]] && grep -q 'id="heads"' "$T/clone/runs/toy/report.html" && ! grep -q "No head analysis" "$T/clone/runs/toy/report.html" &&
+    ok "readme_tour_writes_under_runs_and_the_report_shows_it" ||
+    bad "readme_tour_writes_under_runs_and_the_report_shows_it" "new at the top: ${added//$'\n'/ }; $(grep -o 'No head analysis[^<]*' "$T/clone/runs/toy/report.html" | head -1)"
 
 # docs/export.md's onnxruntime-node example, as written, on the tour's toy-onnx/: it prints
 # the translation qkv translate --greedy gives the same line (its paths are the tour's;
@@ -116,7 +124,7 @@ done
 NODE_MODULES=${QKV_NODE_MODULES:-$PWD/tests/onnx/node_modules}
 awk '/^### onnxruntime/ {on = 1} on && /^```js$/ {inside = 1; next} inside && /^```$/ {exit} inside' docs/export.md \
     >"$T/clone/ort_example.mjs"
-if [[ -f $NODE_MODULES/onnxruntime-node/package.json && -s $T/clone/toy-onnx/tokenizer.json ]] && command -v node >/dev/null; then
+if [[ -f $NODE_MODULES/onnxruntime-node/package.json && -s $T/clone/runs/toy-onnx/tokenizer.json ]] && command -v node >/dev/null; then
     ln -sfn "$NODE_MODULES" "$T/clone/node_modules"
     line=$(sed -n "s/^const line = '\(.*\)';$/\1/p" "$T/clone/ort_example.mjs")
     got=$(cd "$T/clone" && "$BOUNDED" node ort_example.mjs 2>"$T/ort_example.err")
