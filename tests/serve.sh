@@ -340,6 +340,9 @@ bad_fields explain /v1/explain "\"src\": \"$src1\"" 'e1|"ig_steps": -1|\\"ig_ste
     'e7p|"contrast": "<pad>"|\\"contrast\\": .<pad>. is a token the model never writes' \
     'e8|"tgt": "qqqq un qqqq"|\\"tgt\\": not in the target vocabulary: .qqqq."}$' 'e9|"mask_heads": "cross.9.0"|\\"mask_heads\\": '
 printf '{"src": ""}' >"$T/e10"
+# a forced target with a word the model cannot write: refused, as qkv attention --target refuses it
+printf '{"src": "%s", "tgt": "qqqq un"}' "$src1" >"$T/a-unk"
+expect_status serve_attention_unknown_target_word_is_400 400 '\\"tgt\\": not in the target vocabulary: .qqqq.' POST /v1/attention "$T/a-unk"
 expect_status serve_explain_empty_text_is_400 400 '\\"src\\": nothing to explain' POST /v1/explain "$T/e10"
 "$PY" -c 'import json; print(json.dumps({"src": "a " * 200, "tgt": "un " * 200, "ig_steps": 64}))' >"$T/e11"
 expect_status serve_explain_past_its_work_bound_is_413 413 'explaining 201 target tokens with 64 \\"ig_steps\\" is about [0-9]+ GFLOP, more than the [0-9]+ one request may ask: at most [0-9]+ steps fit' POST /v1/explain "$T/e11"

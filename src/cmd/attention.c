@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "attention/attnmap.h"
+#include "attention/sentence_maps.h"
 #include "attention/watch.h"
 #include "cmd/commands.h"
 #include "cmdlib/cmdutil.h"
@@ -94,14 +95,16 @@ static int check_query(const AttnMaps *a, Options *o) {
 }
 
 static int one_sentence(Run *r, Options *o, int masked) {
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n_src = 0, n_tgt = 0, rc = 2;
-    int *src = xmalloc(sizeof(int) * (size_t)(max + 1)), *tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    AttnMaps maps = {0};
-    SentenceFiles files = {&maps, 0};
-    if (cmd_sentence_ids(r, "--text", o->text, o->target, src, &n_src, tgt, &n_tgt) != 0) goto done;
-    attnmap_capture(&r->model, &r->src_vocab, &r->tgt_vocab, src, n_src, tgt, n_tgt, &maps);
-    attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, o->text, tgt, o->target);
-    if (o->query >= 0 && check_query(&maps, o) != 0) goto done;
+    int tok = r->cfg.data.tokenizer, rc = 2;
+    MapsAsk ask = {o->text, o->target, NULL, "--text", "--target"}; /* greedy, as the server's maps with beam 1 */
+    SentenceMaps x;
+    AttnMaps *maps = &x.maps;
+    SentenceFiles files = {maps, 0};
+    if (sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, NULL) != 0) goto done;
+    cmd_warn_unknown(NULL, &x.unknown);
+    sentence_maps_run(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);
+    int n_tgt = x.nt, *tgt = x.tgt;
+    if (o->query >= 0 && check_query(maps, o) != 0) goto done;
     rc = 1;
     if (staged_dir_write(o->out, "--out", write_sentence_files, &files, export_file) != 0) goto done;
     printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
@@ -114,15 +117,14 @@ static int one_sentence(Run *r, Options *o, int masked) {
     cmd_print_text(o->target ? "target (forced): " : "translation (greedy): ", shown);
     putchar('\n');
     free(text), free(words), free(shown);
-    if (o->query >= 0) attnmap_print_query(&maps, o->kind, o->layer, o->head, o->query, stdout);
-    else attnmap_print_terminal(&maps, stdout);
+    if (o->query >= 0) attnmap_print_query(maps, o->kind, o->layer, o->head, o->query, stdout);
+    else attnmap_print_terminal(maps, stdout);
     printf("\nwrote %s/maps.json, %d SVG heatmaps and %s/index.html (open it in a browser)\n", o->out, files.svgs,
            o->out);
     rc = 0;
 done:
     if (rc == 1) rc = err_status(); /* where the files could not go: 2; a full disk: 1 */
-    attnmap_free(&maps);
-    free(src), free(tgt);
+    sentence_maps_free(&x);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "attention/attnmap.h"
+#include "attention/sentence_maps.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/sentence_ids.h"
@@ -242,8 +243,8 @@ static void run_translate(Worker *w, Job *job) {
     answer(job, 200, dump(out));
 }
 
-/* One sentence's anatomy: its n-best list, and the maps of the best (or of the forced
- * target), as attnmap_to_json's qkv-attention-2 object with "translations" added. */
+/* One sentence's maps by the call `qkv attention --text` makes, with the request's search:
+ * its n-best list, and the maps of its best (or of the forced target). */
 static void run_attention(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
     char err[512];
@@ -251,41 +252,24 @@ static void run_attention(Worker *w, Job *job) {
     if (!r) return refuse(job, 500, "%s", err);
     float *gates;
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
-    int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2;
-    const char *text = job->req.src[0], *forced = job->req.tgt;
-    int cap = (int)strlen(text) + 2, *src = xmalloc(sizeof(int) * (size_t)cap);
-    int n_src = encode_line(text, tok, &r->src_vocab, src, cap);
-    if (n_src == 0)
-        return free(src), free(gates), refuse(job, 400, "%s: nothing to attend to: the text is empty", "\"src\"");
-    if (n_src > max)
-        return free(src), free(gates),
-               refuse(job, 413, "%s has more tokens than this model has positions for", "\"src\"");
-    int tcap = forced ? (int)strlen(forced) + 2 : 1, *tgt = xmalloc(sizeof(int) * (size_t)tcap), n_tgt = 0;
-    if (forced && (n_tgt = encode_line(forced, tok, &r->tgt_vocab, tgt, tcap)) > max)
-        return free(src), free(tgt), free(gates),
-               refuse(job, 413, "%s has more tokens than this model has positions for", "\"tgt\"");
+    int tok = r->cfg.data.tokenizer, too_long;
+    MapsAsk ask = {job->req.src[0], job->req.tgt, &job->req.o, "\"src\"", "\"tgt\""};
+    SentenceMaps x;
+    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
+    int bad = sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long);
+    if (bad) snprintf(err, sizeof err, "%s", err_msg());
+    served_error_unlock();
+    if (bad) return sentence_maps_free(&x), free(gates), refuse(job, too_long ? 413 : 400, "%s", err);
     Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
-    int K = job->req.o.decode.nbest;
-    double *scores = xmalloc(sizeof(double) * (size_t)K);
-    Seq *ids = xmalloc(sizeof(Seq) * (size_t)K);
-    TranslateStats st;
-    char *line = (char *)text;
-    char **hyp = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, &line, 1, &job->req.o, &st, scores, ids);
-    const int *shown = forced ? tgt : ids[0].ids;
-    int n_shown = forced ? n_tgt : ids[0].len;
-    AttnMaps maps = {0};
-    attnmap_capture(m, &r->src_vocab, &r->tgt_vocab, src, n_src, shown, n_shown, &maps);
-    attnmap_surface_labels(&maps, tok, &r->src_vocab, &r->tgt_vocab, src, text, shown, forced);
+    sentence_maps_run(m, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x);
     model_set_head_gates(m, NULL);
-    json_t *out = attnmap_to_json(&maps);
+    json_t *out = attnmap_to_json(&x.maps);
     add_model_keys(out, &sm->ck[job->checkpoint]);
-    json_object_set_new(out, "translations", nbest_json(hyp, scores, ids, 0, K, &r->tgt_vocab));
-    json_object_set_new(out, "forced", json_boolean(forced != NULL));
-    attnmap_free(&maps);
-    for (int k = 0; k < K; k++) free(hyp[k]), free(ids[k].ids);
+    json_object_set_new(out, "translations", nbest_json(x.hyp, x.scores, x.ids, 0, x.K, &r->tgt_vocab));
+    json_object_set_new(out, "forced", json_boolean(job->req.tgt != NULL));
     char *json = dump(out); /* the maps carry "source_unk" */
-    free(hyp), free(ids), free(scores), free(src), free(tgt), free(gates);
+    sentence_maps_free(&x), free(gates);
     answer(job, 200, json);
 }
 
