@@ -10,6 +10,7 @@
 #include "cmdlib/decode_options.h"
 #include "cmdlib/options.h"
 #include "cmdlib/sentence.h"
+#include "data/sentence_ids.h"
 #include "run/run.h"
 #include "util/err.h"
 
@@ -153,7 +154,8 @@ static void test_unknown_words_named_once(void) {
     vocab_count(&r.src_vocab, "a", 1, 5), vocab_count(&r.tgt_vocab, "a", 1, 5);
     vocab_prune(&r.src_vocab, 100, 1), vocab_prune(&r.tgt_vocab, 100, 1);
     int src[64], tgt[64], ns, nt;
-    int rc = cmd_sentence_ids(&r, "--text", "a", "xx yy a xx xx yy zz", src, &ns, tgt, &nt);
+    int rc = sentence_pair_ids("a", "xx yy a xx xx yy zz", TOKENIZER_WORD, &r.src_vocab, &r.tgt_vocab, 62, src, &ns,
+                               tgt, &nt, NULL, "--text", "--target", "attend to", NULL);
     vocab_free(&r.src_vocab), vocab_free(&r.tgt_vocab);
     CHECK(rc != 0, "a target of unknown words was taken");
     CHECK(strcmp(err_msg(), "--target: not in the target vocabulary: 'xx', 'yy', 'zz'") == 0, "said: %s", err_msg());

@@ -13,15 +13,8 @@ int sentence_maps_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int 
     int max = m->cfg.max_positions - 2;
     memset(x, 0, sizeof *x);
     x->src = xmalloc(sizeof(int) * (size_t)(max + 1)), x->tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    if (too_long) *too_long = 0;
-    StrBuf unknown = {0};
-    SentenceFault f = sentence_ids(a->text, tokenizer, sv, max, 0, x->src, &x->ns, &x->unknown);
-    if (f != SENTENCE_OK) sentence_fault_error(f, a->text_name, "attend to", max, NULL);
-    else if (a->target && (f = sentence_ids(a->target, tokenizer, tv, max, 1, x->tgt, &x->nt, &unknown)) != SENTENCE_OK)
-        sentence_fault_error(f, a->target_name, "attend to", max, &unknown);
-    sb_free(&unknown);
-    if (too_long) *too_long = f == SENTENCE_TOO_LONG;
-    return f == SENTENCE_OK ? 0 : -1;
+    return sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
+                             a->text_name, a->target_name, "attend to", too_long);
 }
 
 void sentence_maps_run(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const MapsAsk *a, SentenceMaps *x) {

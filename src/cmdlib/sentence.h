@@ -1,19 +1,11 @@
-/* sentence: the one sentence a command is asked about (--text, and --target or the model's
- * greedy translation) as ids, with the messages every such command gives. Only the
- * command layer includes this. */
+/* sentence: what the commands say of a sentence a user typed (the words read as <unk>)
+ * and of a target word they name; the sentence itself is read by each analysis's call
+ * (data/sentence_ids.h). Only the command layer includes this. */
 #ifndef QKV_CMDLIB_SENTENCE_H
 #define QKV_CMDLIB_SENTENCE_H
 
 #include "run/run.h"
 #include "util/text.h"
-
-/* The source ids of text and the target ids of target, or of the greedy translation when
- * target is NULL; src and tgt have room for max_positions - 1 ids. Warns on stderr of
- * source words read as <unk>; -1 with the error set (naming the option) for an
- * empty text, a side longer than the model's positions, or a target word the vocabulary
- * lacks. text_option names the text's option in those ("--text", patch's "--clean"). */
-int cmd_sentence_ids(Run *r, const char *text_option, const char *text, const char *target, int *src, int *n_src,
-                     int *tgt, int *n_tgt);
 
 /* The words of a source line that the source vocabulary reads as <unk>, each once, quoted
  * and separated by ", " into unknown (the caller's, sb_free'd); how many. */

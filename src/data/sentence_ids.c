@@ -81,3 +81,16 @@ int sentence_fault_error(SentenceFault f, const char *name, const char *verb, in
     }
     return 0;
 }
+
+int sentence_pair_ids(const char *text, const char *target, int tokenizer, const Vocab *sv, const Vocab *tv, int max,
+                      int *src, int *ns, int *tgt, int *nt, StrBuf *unknown, const char *text_name,
+                      const char *target_name, const char *verb, int *too_long) {
+    StrBuf bad = {0};
+    SentenceFault f = sentence_ids(text, tokenizer, sv, max, 0, src, ns, unknown);
+    if (f != SENTENCE_OK) sentence_fault_error(f, text_name, verb, max, NULL);
+    else if (target && (f = sentence_ids(target, tokenizer, tv, max, 1, tgt, nt, &bad)) != SENTENCE_OK)
+        sentence_fault_error(f, target_name, verb, max, &bad);
+    sb_free(&bad);
+    if (too_long) *too_long = f == SENTENCE_TOO_LONG;
+    return f == SENTENCE_OK ? 0 : -1;
+}

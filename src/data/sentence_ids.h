@@ -26,6 +26,14 @@ typedef enum {
  * either way. SENTENCE_OK, or the fault. */
 SentenceFault sentence_ids(const char *text, int tokenizer, const Vocab *v, int max, int target, int *ids, int *n,
                            StrBuf *unknown);
+/* A source and, when target is not NULL, a forced target, read as ids of sv and tv (src and
+ * tgt with room for max + 1), the source's unknown words into unknown: the pair every
+ * analysis of one sentence reads. 0, or -1 with the fault said (text_name and target_name
+ * naming the two, verb the empty source's "nothing to VERB"); *too_long (may be NULL) says
+ * whether a side was longer than max. */
+int sentence_pair_ids(const char *text, const char *target, int tokenizer, const Vocab *sv, const Vocab *tv, int max,
+                      int *src, int *ns, int *tgt, int *nt, StrBuf *unknown, const char *text_name,
+                      const char *target_name, const char *verb, int *too_long);
 /* The fault's one line, err_set (-1): "<name>: nothing to <verb>: the text is empty",
  * "<name>: more than the <max> tokens this model has positions for", "<name>: not in the
  * target vocabulary: 'w', ...". */

@@ -32,20 +32,8 @@ int explain_sentence_prepare(const Model *m, const Vocab *sv, const Vocab *tv, i
             return sb_free(&word), -1;
         }
     }
-    SentenceFault f = sentence_ids(a->text, tokenizer, sv, max, 0, x->src, &x->ns, &x->unknown);
-    if (f != SENTENCE_OK) {
-        if (too_long) *too_long = f == SENTENCE_TOO_LONG;
-        return sentence_fault_error(f, a->text_name, "explain", max, NULL);
-    }
-    if (!a->target) return 0;
-    StrBuf unknown = {0};
-    f = sentence_ids(a->target, tokenizer, tv, max, 1, x->tgt, &x->nt, &unknown);
-    if (f != SENTENCE_OK) {
-        if (too_long) *too_long = f == SENTENCE_TOO_LONG;
-        sentence_fault_error(f, a->target_name, "explain", max, &unknown);
-    }
-    sb_free(&unknown);
-    return f == SENTENCE_OK ? 0 : -1;
+    return sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
+                             a->text_name, a->target_name, "explain", too_long);
 }
 
 void explain_sentence_decode(Model *m, const ExplainAsk *a, ExplainSentence *x) {

@@ -48,17 +48,9 @@ int whatif_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokeniz
     int max = m->cfg.max_positions - 2;
     memset(x, 0, sizeof *x);
     x->src = xmalloc(sizeof(int) * (size_t)(max + 1)), x->tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    if (too_long) *too_long = 0;
-    StrBuf unknown = {0};
-    SentenceFault f = sentence_ids(a->text, tokenizer, sv, max, 0, x->src, &x->ns, &x->unknown);
-    if (f != SENTENCE_OK) sentence_fault_error(f, a->text_name, "look at", max, NULL);
-    else if (a->target && (f = sentence_ids(a->target, tokenizer, tv, max, 1, x->tgt, &x->nt, &unknown)) != SENTENCE_OK)
-        sentence_fault_error(f, a->target_name, "look at", max, &unknown);
-    sb_free(&unknown);
-    if (f != SENTENCE_OK) {
-        if (too_long) *too_long = f == SENTENCE_TOO_LONG;
+    if (sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
+                          a->text_name, a->target_name, "look at", too_long) != 0)
         return -1;
-    }
     return a->pin ? check_pin(m, a, x->ns + 1) : 0;
 }
 
