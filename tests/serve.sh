@@ -63,6 +63,18 @@ out=$(call GET /v1/model)
 grep -q '"checkpoints":\["best","step-000150","step-000100","step-000050"\]' <<<"$out" && [[ $(tail -1 <<<"$out") == 200 ]] &&
     ok serve_model_lists_the_checkpoints || bad serve_model_lists_the_checkpoints "$out"
 
+# a sentence of words the source vocabulary lacks, every one (another language): its answer
+# says so; a sentence the model knows carries no warning
+printf '{"src": ["Ein Mann f\xc3\xa4hrt Fahrrad.", "%s"]}' "$(head -1 "$T/data/test.src")" >"$T/foreign.json"
+out=$(call POST /v1/translate "$T/foreign.json")
+if "$BOUNDED" "$PY" -c 'import json, sys
+t = json.loads(sys.argv[1].rsplit("\n", 1)[0])["translations"]
+assert t[0]["warning"].startswith("every word is unknown to the model'"'"'s source vocabulary (read as <unk>): '"'"'Ein'"'"', '"'"'Mann'"'"'"), t[0]
+assert "warning" not in t[1], t[1]' "$out" 2>/dev/null; then
+    ok serve_translate_warns_of_a_sentence_it_knows_no_word_of
+else
+    bad serve_translate_warns_of_a_sentence_it_knows_no_word_of "$out"
+fi
 for opts in "greedy:--greedy:beam=1" "beam4:--beam 4:beam=4"; do
     IFS=: read -r name flags key <<<"$opts"
     # shellcheck disable=SC2086

@@ -193,6 +193,23 @@ static char *dump(json_t *o) {
 }
 
 /* A translate job: its sentences as one batch, as `qkv translate` decodes its lines. */
+/* A warning for a sentence the source vocabulary reads as <unk> from end to end (text of
+ * another language, say): the model translated nothing it knows. NULL when it knows any. */
+static json_t *all_unknown_warning(const char *text, int tokenizer, const Vocab *sv) {
+    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap), unknown = 0;
+    int n = encode_line(text, tokenizer, sv, ids, cap);
+    for (int t = 0; t < n; t++) unknown += ids[t] == VOCAB_UNK;
+    free(ids);
+    if (n == 0 || unknown < n) return NULL;
+    StrBuf words = {0}, said = {0};
+    sentence_unknown_words(text, tokenizer, sv, &words);
+    sb_printf(&said, "every word is unknown to the model's source vocabulary (read as <unk>): %.300s%s",
+              words.buf ? words.buf : "", words.len > 300 ? "..." : "");
+    json_t *w = json_text(said.buf);
+    sb_free(&words), sb_free(&said);
+    return w;
+}
+
 static void run_translate(Worker *w, Job *job) {
     ServedModels *sm = w->jobs->models;
     const ApiRequest *q = &job->req;
@@ -235,6 +252,8 @@ static void run_translate(Worker *w, Job *job) {
         size_t at = (size_t)i * K;
         json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
         if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, i, K, &r->tgt_vocab));
+        json_t *warning = all_unknown_warning(q->src[i], tok, &r->src_vocab);
+        if (warning) json_object_set_new(one, "warning", warning);
         json_array_append_new(list, one);
     }
     json_object_set_new(out, "translations", list);
