@@ -506,9 +506,15 @@ expect_error "spm_model_needs_subwords" 2 "data.spm_model: SentencePiece models 
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.spm_model.src="$T/given.model" --set data.spm_model.tgt="$T/given.model"
 expect_error "bpe_everything_over_max_len" 2 "no usable sentence pairs left after encoding .* over max_len 3" \
     "$QKV" train "$T/w.yaml" --set run_dir="$T/f0" --set data.tokenizer=bpe --set data.vocab_size=300 --set data.max_len=3
-# the size named where it was given: the option, not the config file
-expect_error "bpe_vocab_too_large" 2 "^qkv: --set data.vocab_size: data.vocab_size 100000: training a unigram model" \
-    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=100000
+# a size the text cannot give (a first config's guess) is cut to about the most it gives, said
+# in one note a side; the run trains
+out=$("$QKV" train "$T/w.yaml" --set run_dir="$T/fcap" --set data.tokenizer=unigram --set data.vocab_size=100000 \
+    --set train.steps=2 2>&1)
+[[ $? -eq 0 && $(grep -c "^note: data.vocab_size 100000 is more pieces than the \(source\|target\) text gives: its model has [0-9]*, about the most$" <<<"$out") -eq 2 ]] &&
+    ok "spm_vocab_too_large_is_capped_with_a_note" || bad "spm_vocab_too_large_is_capped_with_a_note" "$(grep -E "qkv:|note:" <<<"$out")"
+# a size too small for the text's characters is refused, named where it was given: the option
+expect_error "spm_vocab_too_small_names_the_option" 2 "^qkv: --set data.vocab_size: data.vocab_size 10: training a unigram model of 10 pieces: " \
+    "$QKV" train "$T/w.yaml" --set run_dir="$T/f" --set data.tokenizer=unigram --set data.vocab_size=10
 # a run whose model file was swapped for another run's: the checkpoints no longer match
 sub "$T/other" 10 --set data.vocab_size=420
 # a shared vocabulary is one model: a different target model would go unused, so it is refused

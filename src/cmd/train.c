@@ -84,6 +84,14 @@ static int encode_data(Trainer *t, int build) {
     if (t->has_valid) print_split("valid", &t->valid, cfg->data.max_len);
     printf("vocab: %d source, %d target tokens (%s)\n", t->run.src_vocab.size, t->run.tgt_vocab.size,
            cfg->data.shared_vocab ? "shared" : "separate");
+    for (int side = 0; side < 2; side++)
+        if (t->vocab_capped[side])
+            printf("note: data.vocab_size %d is more pieces than the %s text gives: its model has %d, about the most\n",
+                   cfg->data.vocab_size,
+                   side                     ? "target"
+                   : cfg->data.shared_vocab ? "training"
+                                            : "source",
+                   t->vocab_capped[side]);
     return 0;
 }
 

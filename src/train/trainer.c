@@ -75,7 +75,17 @@ static uint64_t corpus_hash(const Corpus *c) {
 
 /* A subword model for one side: the file data.spm_model names, else one trained on
  * the text (both sides' lines for a shared model). */
-static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, char **b, int nb, Vocab *v) {
+/* The pieces SentencePiece says a text gives at most, from its refusal of more ("Vocabulary
+ * size too high (8000). Please set it to a value <= 375."), or 0 when it said something else. */
+static int most_pieces(const char *msg) {
+    static const char said[] = "Please set it to a value <= ";
+    const char *p = strstr(msg, said);
+    int most = p ? atoi(p + sizeof said - 1) : 0;
+    return most > VOCAB_N_SPECIAL ? most : 0;
+}
+
+static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, char **b, int nb, Vocab *v,
+                         int *capped) {
     const Config *cfg = &t->run.cfg;
     if (model_path[0]) {
         size_t len;
@@ -91,7 +101,17 @@ static int subword_vocab(Trainer *t, const char *model_path, char **a, int na, c
     char *bytes;
     size_t len;
     const char *kind = cfg->data.tokenizer == TOKENIZER_BPE ? "bpe" : "unigram";
-    int rc = spm_train(lines, (size_t)(na + nb), kind, cfg->data.vocab_size, &bytes, &len);
+    /* a size the text cannot give is cut to the most it gives, said by the command: a first
+     * config's vocab_size is a guess. SentencePiece's unigram trainer names a bound it then
+     * refuses again (375, then 374): past the first, each try leaves a twentieth of room */
+    int size = cfg->data.vocab_size, rc;
+    for (int tries = 0; (rc = spm_train(lines, (size_t)(na + nb), kind, size, &bytes, &len)) != 0 && tries < 8;
+         tries++) {
+        int most = most_pieces(err_msg());
+        if (!most || most >= size) break;
+        size = tries == 0 ? most : most - most / 20;
+    }
+    if (rc == 0 && size != cfg->data.vocab_size) *capped = size;
     free(lines);
     char where[CONFIG_PATH_MAX + 32];
     if (rc != 0)
@@ -107,12 +127,12 @@ static int build_subword_vocabs(Trainer *t) {
     Corpus *c = &t->train;
     Vocab *src = &t->run.src_vocab, *tgt = &t->run.tgt_vocab;
     if (cfg->data.shared_vocab && !cfg->data.spm_model.src[0]) {
-        if (subword_vocab(t, "", c->src_text, c->n, c->tgt_text, c->n, src) != 0) return -1;
+        if (subword_vocab(t, "", c->src_text, c->n, c->tgt_text, c->n, src, &t->vocab_capped[0]) != 0) return -1;
         return vocab_from_spm(tgt, src->spm_model, src->spm_len, "the trained model");
     }
-    if (subword_vocab(t, cfg->data.spm_model.src, c->src_text, c->n, NULL, 0, src) != 0) return -1;
+    if (subword_vocab(t, cfg->data.spm_model.src, c->src_text, c->n, NULL, 0, src, &t->vocab_capped[0]) != 0) return -1;
     const char *tgt_model = cfg->data.shared_vocab ? cfg->data.spm_model.src : cfg->data.spm_model.tgt;
-    return subword_vocab(t, tgt_model, c->tgt_text, c->n, NULL, 0, tgt);
+    return subword_vocab(t, tgt_model, c->tgt_text, c->n, NULL, 0, tgt, &t->vocab_capped[1]);
 }
 
 int trainer_encode(Trainer *t, int build) {

@@ -50,6 +50,8 @@ typedef struct {
     Run run;
     Corpus train, valid;
     int has_valid;
+    int vocab_capped[2]; /* 0, or the pieces a SentencePiece model of the source (0), the target
+                            (1) side got when data.vocab_size asked more than its text gives */
     Model m;
     Adam adam;
     Batcher tb, vb;
