@@ -74,7 +74,7 @@ static int run_patch(Run *r, const Options *o) {
     cmd_warn_unknown(NULL, &x.unknown[0]);
     cmd_warn_unknown("--corrupt", &x.unknown[1]);
     patch_decode(&r->model, &ask, &x);
-    if (patch_check_at(&ask, &x) != 0 || patch_pair_run(&r->model, &r->src_vocab, &ask, &x) != 0) goto done;
+    if (patch_check_at(&ask, &x) != 0 || patch_pair_run(&r->model, &r->src_vocab, &x) != 0) goto done;
     const PatchTable *t = &x.table;
     int S = x.ns + 1;
     c_text = attnmap_utf8(o->clean), x_text = attnmap_utf8(o->corrupt),

@@ -87,8 +87,7 @@ int patch_check_at(const PatchAsk *a, const PatchPair *x) {
     return 0;
 }
 
-int patch_pair_run(Model *m, const Vocab *sv, const PatchAsk *a, PatchPair *x) {
-    (void)a;
+int patch_pair_run(Model *m, const Vocab *sv, PatchPair *x) {
     if (patch_run(m, x->clean, x->corrupt, x->ns, x->tgt, x->nt, &x->metric, &x->table) != 0) return -1;
     int S = x->ns + 1, *framed = xmalloc(sizeof(int) * (size_t)S);
     batch_frame_source(x->clean, x->ns, framed, S);

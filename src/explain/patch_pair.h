@@ -44,7 +44,7 @@ int patch_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenize
 void patch_decode(Model *m, const PatchAsk *a, PatchPair *x);
 int patch_check_at(const PatchAsk *a, const PatchPair *x);
 /* 0, or -1 with the error set (patch_run's). */
-int patch_pair_run(Model *m, const Vocab *sv, const PatchAsk *a, PatchPair *x);
+int patch_pair_run(Model *m, const Vocab *sv, PatchPair *x);
 void patch_pair_free(PatchPair *x);
 
 #endif

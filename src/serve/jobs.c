@@ -121,6 +121,17 @@ static json_t *nbest_json(char **text, const double *scores, const Seq *ids, int
     return list;
 }
 
+/* The end of a call made under served_error_lock(): its util/err message into err when it
+ * failed (rc != 0), the lock given back; rc. Written as
+ *     served_error_lock();
+ *     int bad = kept_error(some_call(...), err, sizeof err);
+ * so that the lock is held from the failing call to the reading of its message. */
+static int kept_error(int rc, char *err, size_t n) {
+    if (rc) snprintf(err, n, "%s", err_msg());
+    served_error_unlock();
+    return rc;
+}
+
 /* The head gates a request's "mask_heads" asks for, read against r's model: the one
  * that answers, whose heads may differ from the default checkpoint's. 0 with *gates
  * malloc'd (NULL for no mask), or -1 with the one-line reason in err. */
@@ -274,10 +285,9 @@ static void run_attention(Worker *w, Job *job) {
     int tok = r->cfg.data.tokenizer, too_long;
     MapsAsk ask = {job->req.src[0], job->req.tgt, &job->req.o, "\"src\"", "\"tgt\""};
     SentenceMaps x;
-    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
-    int bad = sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long);
-    if (bad) snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    served_error_lock();
+    int bad = kept_error(sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long), err,
+                         sizeof err);
     if (bad) return sentence_maps_free(&x), free(gates), refuse(job, too_long ? 413 : 400, "%s", err);
     Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
@@ -307,10 +317,9 @@ static void run_explain(Worker *w, Job *job) {
     float *gates;
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return refuse(job, 400, "%s", err);
     ExplainSentence x;
-    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
-    int bad = explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long);
-    if (bad) snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    served_error_lock();
+    int bad = kept_error(explain_sentence_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long),
+                         err, sizeof err);
     if (bad) return explain_sentence_free(&x), free(gates), refuse(job, too_long ? 413 : 400, "%s", err);
     Model *m = replica_of(w, job->checkpoint, r);
     model_set_head_gates(m, gates);
@@ -367,10 +376,10 @@ static void run_whatif(Worker *w, Job *job) {
     memcpy(ask.pin_names, pin_names, sizeof pin_names);
     WhatifResult x;
     int too_long;
-    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
-    int bad = whatif_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x, &too_long);
-    if (bad) snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    served_error_lock();
+    int bad = kept_error(whatif_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x,
+                                        &too_long),
+                         err, sizeof err);
     if (bad) {
         refuse(job, too_long ? 413 : 400, "%s", err);
         goto done;
@@ -395,8 +404,7 @@ static void run_whatif(Worker *w, Job *job) {
     Model *m = replica_of(w, job->checkpoint, r);
     whatif_decode(m, &ask, &x);
     served_error_lock();
-    if ((bad = whatif_check_query(&ask, &x)) != 0) snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    bad = kept_error(whatif_check_query(&ask, &x), err, sizeof err);
     if (bad) {
         refuse(job, 400, "%s", err);
         goto done;
@@ -425,10 +433,10 @@ static void run_patch(Worker *w, Job *job) {
     ask.compare_names[0] = "\"compare[0]\"", ask.compare_names[1] = "\"compare[1]\"", ask.at_name = "\"at\"";
     PatchPair x;
     int too_long;
-    served_error_lock(); /* util/err's one buffer, from the failing call to its reading */
-    int bad = patch_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x, &too_long);
-    if (bad) snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    served_error_lock();
+    int bad = kept_error(patch_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, r->cfg.data.tokenizer, &ask, &x,
+                                       &too_long),
+                         err, sizeof err);
     if (bad) {
         refuse(job, too_long ? 413 : 400, "%s", err);
         goto done;
@@ -447,9 +455,7 @@ static void run_patch(Worker *w, Job *job) {
     Model *m = replica_of(w, job->checkpoint, r);
     patch_decode(m, &ask, &x);
     served_error_lock();
-    if ((bad = patch_check_at(&ask, &x) != 0 || patch_pair_run(m, &r->src_vocab, &ask, &x) != 0))
-        snprintf(err, sizeof err, "%s", err_msg());
-    served_error_unlock();
+    bad = kept_error(patch_check_at(&ask, &x) != 0 || patch_pair_run(m, &r->src_vocab, &x) != 0, err, sizeof err);
     if (bad) {
         refuse(job, 400, "%s", err);
         goto done;
