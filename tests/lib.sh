@@ -115,10 +115,63 @@ selftest_url() {
     browser_dom "$1" "$2"
     result=$(grep -o '<pre id="selftest"[^<]*' "$2" | sed 's/.*>//')
 }
-# selftest PAGE: the viewer's checks (#selftest) on a copy of the page file PAGE with them
+# selftest PAGE: the viewer's checks (#selftest), its pictures' fit among them, on a copy of the page file PAGE with them
 # added; $result, $console. The copies and the DOMs go in $T.
 selftest() {
-    with_script "$1" tests/viewer_selftest.js "$T/selftest-page.html"
+    cat tests/svg_fit.js tests/viewer_selftest.js >"$T/selftest.js"
+    with_script "$1" "$T/selftest.js" "$T/selftest-page.html"
     selftest_url "file://$T/selftest-page.html#selftest" "$T/selftest-dom.html"
 }
 has() { [[ $result == *"$1"* ]]; }
+# svg_fit NAME FILES...: the SVG files inlined in one page ($T/NAME.html), each named by its
+# path, and tests/svg_fit.js run on it in Chromium; $faults: one line per text cut by its
+# picture's edge, over another text or crossed by a line ("" when all fit; "no answer"
+# when the page gave none); $measured: " PICTURES,TEXTS" for each page measured. PAGE.html
+# files among FILES are measured as they are, one by one, after their own scripts ran.
+_svg_fit_run='addEventListener("load", () => { const f = svgFitFaults();
+  document.getElementById("svgfit").textContent = JSON.stringify([svgFitFaults.pictures || 0, svgFitFaults.texts || 0, f]); });'
+svg_fit() {
+    local name=$1 f page=$T/$1.html svgs=0
+    shift
+    faults="" measured=""
+    for f in "$@"; do [[ $f == *.svg ]] && svgs=$((svgs + 1)); done
+    ((svgs == 0)) || {
+        echo '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+        for f in "$@"; do
+            [[ $f == *.svg ]] || continue
+            echo "<div data-name=\"${f#"$T"/}\">"
+            sed '1{/^<?xml/d}' "$f"
+            echo '</div>'
+        done
+        echo '<pre id="svgfit"></pre><script>'
+        cat tests/svg_fit.js
+        echo "$_svg_fit_run</script></body></html>"
+    } >"$page"
+    ((svgs == 0)) || _svg_fit_page "file://$page" "$T/$name.dom"
+    for f in "$@"; do
+        [[ $f == *.html ]] || continue
+        /usr/bin/python3 -c 'import sys
+page, script = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+end = page.rfind("</body>")
+end = len(page) if end < 0 else end
+sys.stdout.write(page[:end] + "<pre id=\"svgfit\"></pre><script>" + script + sys.argv[3] + "</script>" + page[end:])' \
+            "$f" tests/svg_fit.js "$_svg_fit_run" >"$page"
+        _svg_fit_page "file://$page" "$T/$name.dom" "${f#"$T"/}: "
+    done
+    faults=$(grep . <<<"$faults")
+}
+_svg_fit_page() {
+    local got saved=("${flags[@]}")
+    flags+=(--window-size=2400,2000)
+    browser_dom "$1" "$2"
+    flags=("${saved[@]}")
+    got=$(grep -o '<pre id="svgfit">[^<]*' "$2" | sed 's/^<pre id="svgfit">//')
+    if [[ -z $got ]]; then
+        faults+="${3:-}no answer from the page ${console}"$'\n'
+        return
+    fi
+    faults+=$(/usr/bin/python3 -c 'import html, json, sys
+pictures, texts, faults = json.loads(html.unescape(sys.argv[1]))
+print(sys.argv[2] + "no picture measured") if texts == 0 else [print(sys.argv[2] + f) for f in faults]' "$got" "${3:-}")$'\n'
+    measured+=$(grep -o '<pre id="svgfit">\[[0-9]*,[0-9]*' "$2" | sed 's/.*\[/ /')
+}

@@ -118,6 +118,39 @@ added=$(comm -13 <(echo "$before_tour") <(ls -A "$T/clone"))
     ok "readme_tour_writes_under_runs_and_the_report_shows_it" ||
     bad "readme_tour_writes_under_runs_and_the_report_shows_it" "new at the top: ${added//$'\n'/ }; $(grep -o 'No head analysis[^<]*' "$T/clone/runs/toy/report.html" | head -1)"
 
+# ---- pictures: every text inside its picture, apart from the others and off the lines ---------
+# measured in Chromium (tests/svg_fit.js): first on pictures made to fail it, then on every SVG
+# file and page the tour wrote, then on a long sentence's maps, explanation and patching
+if [[ -z $browser ]]; then
+    skip_missing "pictures_texts_fit" "Chromium is not installed: the pictures were NOT measured"
+else
+    browser_flags "$T/profile"
+    svg_fit cases "$PWD/tests/svg_fit_cases.html"
+    want="edge: \"cut by the edge\" is cut by the picture's edge
+over: \"first words\" lies over \"second\"
+turned over: \"farmer\" lies over \"sees\"
+line: a line runs through \"a dashed line\"
+path: a path runs through \"a curve\""
+    got=$(sed -n 's/^[^ ]*svg_fit_cases.html: //p' <<<"$faults" | sed 's/ (.*px out)$//')
+    [[ $got == "$want" && $measured == " 6,12" ]] && ok "pictures_fit_checker_finds_each_fault_and_passes_a_fit" ||
+        bad "pictures_fit_checker_finds_each_fault_and_passes_a_fit" "found: ${got//$'\n'/; } (measured$measured)"
+    tour=$T/clone/runs/toy
+    svg_fit tour $(find "$tour" -name '*.svg' | sort) "$tour/attn/index.html" "$tour/explain/index.html" \
+        "$tour/heads/index.html" "$tour/report.html"
+    [[ -z $faults && $measured != *" 0,"* ]] && ok "pictures_of_the_tour_fit (pages and pictures, texts:$measured)" ||
+        bad "pictures_of_the_tour_fit" "$(head -5 <<<"$faults")"
+    long="the old farmer sees a red bird and the young child finds the small dog near the big river while the happy teacher reads a long book"
+    (cd "$T/clone" && "$BOUNDED" timeout 300 bash -e -c '
+        build/qkv attention runs/toy --text "$1" --out runs/long/attn
+        build/qkv explain runs/toy --text "$1" --out runs/long/explain
+        build/qkv patch runs/toy --clean "$1" --corrupt "${1% book} bird" --out runs/long/patch' _ "$long") >"$T/long.out" 2>&1
+    rc=$?
+    svg_fit long $(find "$T/clone/runs/long" -name '*.svg' | sort) "$T/clone/runs/long/attn/index.html" \
+        "$T/clone/runs/long/explain/index.html"
+    [[ $rc -eq 0 && -z $faults ]] && ok "pictures_of_a_long_sentence_fit (texts:$measured)" ||
+        bad "pictures_of_a_long_sentence_fit" "exit $rc; $(head -5 <<<"$faults") $(tail -2 "$T/long.out")"
+fi
+
 # docs/export.md's onnxruntime-node example, as written, on the tour's toy-onnx/: it prints
 # the translation qkv translate --greedy gives the same line (its paths are the tour's;
 # the modules are the onnx suite's, which make test installs)

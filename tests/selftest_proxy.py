@@ -1,8 +1,8 @@
 """The live page with the viewer's checks in it: a proxy in front of qkv serve for the tests.
 
-Usage: selftest_proxy.py PORT SCRIPT. Listens on a free port of 127.0.0.1 and prints it;
+Usage: selftest_proxy.py PORT SCRIPT... Listens on a free port of 127.0.0.1 and prints it;
 passes every request on to qkv serve on 127.0.0.1:PORT as if sent to it (Host and Origin
-its own), and adds the JavaScript file SCRIPT (tests/viewer_selftest.js) at the end of any
+its own), and adds the JavaScript files SCRIPT (tests/svg_fit.js, tests/viewer_selftest.js) at the end of any
 HTML page it answers, so that the page served is the live page with its checks, while the
 page qkv serves holds none. Runs until killed.
 """
@@ -11,7 +11,7 @@ import http.server
 import sys
 
 UPSTREAM = ("127.0.0.1", int(sys.argv[1]))
-SCRIPT = open(sys.argv[2], "rb").read()
+SCRIPT = b"\n".join(open(f, "rb").read() for f in sys.argv[2:])
 
 
 class Proxy(http.server.BaseHTTPRequestHandler):

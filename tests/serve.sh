@@ -447,7 +447,7 @@ page=$(call GET /)
 if [[ -z $browser ]]; then
     skip_missing serve_browser_live_page "Chromium is not installed: the live page was NOT tested in a browser"
 else
-    "$BOUNDED" "$PY" tests/selftest_proxy.py "$port" tests/viewer_selftest.js >"$T/proxy.port" 2>"$T/proxy.err" &
+    "$BOUNDED" "$PY" tests/selftest_proxy.py "$port" tests/svg_fit.js tests/viewer_selftest.js >"$T/proxy.port" 2>"$T/proxy.err" &
     proxy_pid=$!
     wait_for "$T/proxy.port" '^[0-9]' 30 || echo "the proxy did not start: $(cat "$T/proxy.err")"
     live="http://127.0.0.1:$(head -1 "$T/proxy.port")"

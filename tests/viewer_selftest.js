@@ -181,6 +181,14 @@ function selftestExplain(checks) {
 /* #selftest: drive the controls as a user would (click a query, switch what the heatmap
  * shows, sort the keys, move the step slider) and report whether each action changed the
  * picture; a headless browser reads the result from the page. */
+/* every picture on the page now measured (tests/svg_fit.js, added with these checks): the
+   faults into the set `into`, each said to be seen after `when` if given */
+function fitInto(into, when) {
+  for (const f of typeof svgFitFaults === "function" ? svgFitFaults() : ["tests/svg_fit.js is not in the page"])
+    into.add(when ? `after ${when}: ${f}` : f);
+  return into;
+}
+
 function selftest() {
   const out = $("selftest");
   out.style.display = "block";
@@ -191,7 +199,8 @@ function selftest() {
   }
   const initial = { kind: state.kind, layer: state.layer, head: state.head };
   const picture = () => $("view").innerHTML + $("anatomy").innerHTML + $("curves").innerHTML;
-  const act = (what, fn) => { const before = picture(); fn(); return { change: what, changed: picture() !== before,
+  const fit = fitInto(new Set());
+  const act = (what, fn) => { const before = picture(); fn(); fitInto(fit, what); return { change: what, changed: picture() !== before,
                                                                        cells: $("view").querySelectorAll(".cell").length }; };
   const choose = (id, value) => () => { $(id).value = String(value); $(id).dispatchEvent(new Event(id === "step" ? "input" : "change")); };
   const click = sel => () => { const e = document.querySelector(sel); if (e) e.dispatchEvent(new MouseEvent("click", { bubbles: true })); };
@@ -221,9 +230,9 @@ function selftest() {
   const heads = HEADS ? selftestHeads(act, choose, checks, initial) : undefined;
   const ok = state.errors.length === 0 && rowsSumToOne && rows === labels(state.kind).cols.length && softmax !== null &&
              parseFloat(softmax[1]) <= 1e-5 && headNotPower && checks.every(c => c.changed && c.cells > 0) && (!heads || heads.ok) &&
-             (!explain || explain.ok);
+             (!explain || explain.ok) && fit.size === 0;
   out.textContent = JSON.stringify({ ok, errors: state.errors, rowsSumToOne, anatomyRows: rows, softmaxError: softmax && softmax[1], headNotPower,
-                                     heads, explain, checks });
+                                     heads, explain, fit: [...fit], checks });
   document.title = ok ? "selftest: pass" : "selftest: FAIL";
 }
 
@@ -276,8 +285,9 @@ async function selftestLive() {
                          $("kind").value === h.kind && panel() !== mapBefore;
     r.headGrid = cells.length === HEAD_LIST.length && r.headClickOpensIt;
   }
+  r.fit = [...fitInto(new Set())];
   r.errors = state.errors;
-  r.ok = state.errors.length === 0 && r.mapAppeared && r.nbestListed && r.sourceShown && (!other || r.checkpointChangesMap && r.titleFollows) &&
+  r.ok = r.fit.length === 0 && state.errors.length === 0 && r.mapAppeared && r.nbestListed && r.sourceShown && (!other || r.checkpointChangesMap && r.titleFollows) &&
          (!HEAD_LIST || r.headGrid) && (!unk || r.unknownMarked);
   out.textContent = JSON.stringify(r);
   document.title = r.ok ? "selftest: pass" : "selftest: FAIL";
@@ -424,8 +434,9 @@ async function selftestWhatif() {
   if (["lens", "tree", "patch", "explain"].includes(control))
     for (const e of document.querySelectorAll("#whatif .wpanel")) if (e !== panel) e.style.display = "none";
   panel.scrollIntoView();
+  r.fit = [...fitInto(new Set())];
   r.errors = state.errors;
-  r.ok = !!r.ok && state.errors.length === 0;
+  r.ok = !!r.ok && state.errors.length === 0 && r.fit.length === 0;
   out.textContent = JSON.stringify(r);
   out.style.display = "block";
   document.title = r.ok ? "selftest: pass" : "selftest: FAIL";

@@ -92,10 +92,17 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
             sb_printf(sb, fmt, s->y[i]);
             sb_printf(sb, "</title></circle>\n");
         }
-        sb_printf(sb,
-                  "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-                  L + pw - 230, legend_y + 14 + 18 * k, c[k].colour, L + pw - 210, legend_y + 19 + 18 * k, c[k].label);
     }
+    /* on a white box drawn over the grid lines, so that no line runs through a word */
+    sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"228\" height=\"%d\" fill=\"white\"/>\n", L + pw - 234, legend_y + 5,
+              18 * n + 2);
+    for (int k = 0; k < n; k++)
+        if (c[k].s->n > 0)
+            sb_printf(sb,
+                      "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"3\" fill=\"%s\"/><text x=\"%d\" "
+                      "y=\"%d\">%s</text>\n",
+                      L + pw - 230, legend_y + 14 + 18 * k, c[k].colour, L + pw - 210, legend_y + 19 + 18 * k,
+                      c[k].label);
 #undef PX
 #undef PY
 }

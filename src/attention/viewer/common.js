@@ -73,6 +73,52 @@ function html(name, attrs, parent, text) {
   if (parent) parent.appendChild(e);
   return e;
 }
+/* ---- texts that fit: a picture's words inside it, apart from each other and off its lines ---- */
+/* a text's drawn width in px, measured where the page lays it out (an estimate where it is
+   not laid out: a hidden panel) */
+function textWidth(t) {
+  const w = t.getComputedTextLength();
+  return w > 0 ? w : t.textContent.length * 0.62 * parseFloat(t.getAttribute("font-size") || 12);
+}
+/* the text t cut with an ellipsis to at most max px; the whole words in the tooltip */
+function fitText(t, max) {
+  const whole = t.textContent;
+  if (textWidth(t) <= max) return t;
+  for (let n = whole.length - 1; n >= 1; n--) {
+    t.textContent = whole.slice(0, n) + "\u2026";
+    if (textWidth(t) <= max) break;
+  }
+  t.addEventListener("mousemove", ev => showTip(ev, whole));
+  t.addEventListener("mouseleave", hideTip);
+  return t;
+}
+/* Labels beside points: for each {x, y, w, h} (a point and its label's size), the top-left
+   corner of a box beside the point that lies inside `bounds` ({x0, y0, x1, y1}) and clear of
+   the boxes already placed and of `keepOff` (boxes {x0, y0, x1, y1}: the markers). Tried
+   right, left, above, below, then the corners, at growing distances; where nothing is clear,
+   the first place inside the bounds. */
+function placeLabels(items, keepOff, bounds) {
+  const taken = keepOff.slice(), clear = b => b.x0 >= bounds.x0 && b.y0 >= bounds.y0 && b.x1 <= bounds.x1 && b.y1 <= bounds.y1 &&
+    taken.every(o => b.x1 <= o.x0 || b.x0 >= o.x1 || b.y1 <= o.y0 || b.y0 >= o.y1);
+  return items.map(({ x, y, w, h }) => {
+    let fallback = null, chosen = null;
+    for (const r of [8, 16, 28, 44, 64]) {
+      const spots = [[x + r, y - h / 2], [x - r - w, y - h / 2], [x - w / 2, y - r - h], [x - w / 2, y + r],
+                     [x + r * 0.7, y - r * 0.7 - h], [x - r * 0.7 - w, y - r * 0.7 - h], [x + r * 0.7, y + r * 0.7], [x - r * 0.7 - w, y + r * 0.7]];
+      for (const [bx, by] of spots) {
+        const b = { x0: bx, y0: by, x1: bx + w, y1: by + h };
+        const inside = b.x0 >= bounds.x0 && b.y0 >= bounds.y0 && b.x1 <= bounds.x1 && b.y1 <= bounds.y1;
+        if (inside && !fallback) fallback = b;
+        if (clear(b)) { chosen = b; break; }
+      }
+      if (chosen) break;
+    }
+    chosen = chosen || fallback || { x0: x + 8, y0: y - h / 2, x1: x + 8 + w, y1: y + h / 2 };
+    taken.push(chosen);
+    return chosen;
+  });
+}
+
 function showTip(ev, text) {
   const tip = $("tip");
   tip.textContent = text;

@@ -2,9 +2,10 @@
  * from queries to keys, and the queries and keys in the plane of their PCA. */
 function heatmap(parent, kind, layer, head, cell, withLabels, x0, y0) {
   const m = matrix(kind, layer, head, state.value), lab = labels(kind), [lo, hi] = range(m);
-  /* labels of up to 24 characters (the tooltip has them whole), and margins that hold
-     them: the column labels run up at 60 degrees */
-  const cut = t => t.length > 24 ? t.slice(0, 23) + "\u2026" : t, px = t => cut(t).length * 7.2;
+  /* labels of up to 24 characters (the tooltip has them whole), no taller than a cell, and
+     margins that hold them: the column labels run up at 60 degrees */
+  const cut = t => t.length > 24 ? t.slice(0, 23) + "\u2026" : t, font = Math.min(12, Math.floor(cell * 0.8));
+  const px = t => cut(t).length * 0.6 * font;
   const longest = ts => ts.reduce((w, t) => Math.max(w, px(t)), 0);
   const left = withLabels ? Math.max(110, longest(lab.rows) + 16) : 0;
   const top = withLabels ? Math.max(90, Math.ceil(longest(lab.cols) * 0.87) + 16) : 0;
@@ -12,10 +13,10 @@ function heatmap(parent, kind, layer, head, cell, withLabels, x0, y0) {
   if (withLabels) {
     lab.cols.forEach((t, j) => {
       const x = left + j * cell + cell / 2 + 4, y = top - 6;
-      el("text", { x, y, transform: `rotate(-60 ${x} ${y})`, "font-size": 12 }, g, cut(t));
+      el("text", { x, y, transform: `rotate(-60 ${x} ${y})`, "font-size": font }, g, cut(t));
     });
     lab.rows.forEach((t, i) => {
-      const r = el("text", { x: left - 6, y: top + i * cell + cell / 2 + 4, "text-anchor": "end", "font-size": 12,
+      const r = el("text", { x: left - 6, y: top + i * cell + cell / 2 + 0.35 * font, "text-anchor": "end", "font-size": font,
                              class: "rowlabel" + (i === state.query ? " chosen" : "") }, g, cut(t));
       r.addEventListener("click", () => chooseQuery(i));
     });
@@ -57,16 +58,22 @@ function renderGrid(svg) {
   const lab = labels(state.kind), n = Math.max(lab.rows.length, lab.cols.length);
   const cell = Math.max(3, Math.min(12, Math.floor(200 / n)));
   const heads = ["avg"].concat(state.maps[state.kind][state.layer].map((_, h) => h));
-  const w = lab.cols.length * cell, h = lab.rows.length * cell, per = 4;
+  const w = lab.cols.length * cell, h = lab.rows.length * cell, per = 4, top = 22;
+  /* the thumbnails are too small for words: a line says what their rows and columns are */
+  const what = { encoder_self: ["source words", "source words"], decoder_self: ["target words (queries)", "the words before them"],
+                 cross: ["target words", "source words"] }[state.kind];
+  fitText(el("text", { x: 0, y: 14, "font-size": 12, fill: "#555" }, svg,
+             `each head's map: rows ${what[0]}, columns ${what[1]}, as in the heatmap; click one to open it with its words`),
+          Math.max(per * (w + 30) - 10, 300));
   heads.forEach((head, k) => {
-    const x = (k % per) * (w + 30), y = Math.floor(k / per) * (h + 40);
+    const x = (k % per) * (w + 30), y = top + Math.floor(k / per) * (h + 40);
     const g = el("g", { class: "thumb" }, svg);
     el("text", { x, y: y + 14, "font-size": 12 }, g, head === "avg" ? "average" : `head ${head}`);
     heatmap(g, state.kind, state.layer, head, cell, false, x, y + 20);
     el("rect", { x, y: y + 20, width: w, height: h, fill: "none", stroke: "#ccc", class: "frame" }, g);
     g.addEventListener("click", () => { state.head = head; state.mode = "heatmap"; sync(); });
   });
-  return { width: per * (w + 30), height: Math.ceil(heads.length / per) * (h + 40) + 10 };
+  return { width: Math.max(per * (w + 30), 310), height: top + Math.ceil(heads.length / per) * (h + 40) + 10 };
 }
 
 function renderLines(svg) {
@@ -82,10 +89,11 @@ function renderLines(svg) {
     line.addEventListener("mousemove", ev => showTip(ev, `${lab.rows[i]} \u2192 ${lab.cols[j]}: ${p.toFixed(3)}`));
     line.addEventListener("mouseleave", hideTip);
   }));
-  lab.cols.forEach((t, j) => el("text", { x: xk(j), y: yk - 8, "text-anchor": "middle", "font-size": 13 }, svg, t));
+  /* each word in its own slot of `step` px, cut to fit it (the whole word in the tooltip) */
+  lab.cols.forEach((t, j) => fitText(el("text", { x: xk(j), y: yk - 8, "text-anchor": "middle", "font-size": 13 }, svg, t), step - 6));
   lab.rows.forEach((t, i) => {
-    const r = el("text", { x: xq(i), y: yq + 18, "text-anchor": "middle", "font-size": 13,
-                           class: "rowlabel" + (i === state.query ? " chosen" : "") }, svg, t);
+    const r = fitText(el("text", { x: xq(i), y: yq + 18, "text-anchor": "middle", "font-size": 13,
+                                   class: "rowlabel" + (i === state.query ? " chosen" : "") }, svg, t), step - 6);
     r.addEventListener("click", () => chooseQuery(i === state.query ? -1 : i));
   });
   return { width, height: yq + 50 };
@@ -137,27 +145,39 @@ function renderQK(svg) {
     el("line", { x1: px(points[q]), y1: py(points[q]), x2: px(points[Q.length + j]), y2: py(points[Q.length + j]),
                  stroke: "#c00", "stroke-width": 1 + 6 * w, "stroke-opacity": Math.min(1, 0.15 + w) }, svg);
   });
+  const markers = [];
   K.forEach((_, j) => {
     const p = points[Q.length + j];
     const r = el("rect", { x: px(p) - 5, y: py(p) - 5, width: 10, height: 10, fill: "#3b528b", class: "cell" }, svg);
     r.addEventListener("mousemove", ev => showTip(ev, `key ${lab.cols[j]}: score ${fmt(S[q][j])}, weight ${Wt[q][j].toFixed(3)}`));
     r.addEventListener("mouseleave", hideTip);
-    el("text", { x: px(p) + 7, y: py(p) + 4, "font-size": 12, fill: "#3b528b" }, svg, lab.cols[j]);
+    markers.push({ x0: px(p) - 6, y0: py(p) - 6, x1: px(p) + 6, y1: py(p) + 6 });
   });
   Q.forEach((_, i) => {
-    const p = points[i];
-    const c = el("circle", { cx: px(p), cy: py(p), r: i === q ? 7 : 5, fill: i === q ? "#c00" : "#e69f00", class: "cell rowlabel" }, svg);
+    const p = points[i], r = i === q ? 7 : 5;
+    const c = el("circle", { cx: px(p), cy: py(p), r, fill: i === q ? "#c00" : "#e69f00", class: "cell rowlabel" }, svg);
     c.addEventListener("click", () => chooseQuery(i));
     c.addEventListener("mousemove", ev => showTip(ev, `query ${lab.rows[i]}`));
     c.addEventListener("mouseleave", hideTip);
-    if (i === q) el("text", { x: px(p) + 9, y: py(p) - 6, "font-size": 13, "font-weight": "bold", fill: "#c00" }, svg, lab.rows[i]);
+    markers.push({ x0: px(p) - r - 1, y0: py(p) - r - 1, x1: px(p) + r + 1, y1: py(p) + r + 1 });
+  });
+  /* the words beside their points, each on a box of the panel's colour (a line under a word
+     gives way to it), placed clear of the points and of each other: the chosen query first */
+  const words = [[points[q], lab.rows[q], { "font-size": 13, "font-weight": "bold", fill: "#c00" }]]
+    .concat(K.map((_, j) => [points[Q.length + j], lab.cols[j], { "font-size": 12, fill: "#3b528b" }]));
+  const boxes = el("g", {}, svg), texts = words.map(([, t, attrs]) => fitText(el("text", attrs, svg, t), 120));
+  const sizes = words.map(([p, , attrs], k) => ({ x: px(p), y: py(p), w: textWidth(texts[k]) + 4, h: attrs["font-size"] + 4 }));
+  placeLabels(sizes, markers, { x0: 1, y0: 1, x1: size + 2 * pad + 129, y1: size + 2 * pad - 1 }).forEach((b, k) => {
+    el("rect", { x: b.x0, y: b.y0, width: b.x1 - b.x0, height: b.y1 - b.y0, fill: "#fafafa" }, boxes);
+    texts[k].setAttribute("x", b.x0 + 2);
+    texts[k].setAttribute("y", b.y1 - 2 - 0.22 * (sizes[k].h - 4));
   });
   /* an average of heads has no queries or keys of its own: say whose these are */
-  const caption = [(state.head === "avg" ? `head ${h} (the average of heads has no queries and keys; choose a head above): `
-                                         : `head ${h}: `) + `${Q.length} queries (circles), ${K.length} keys (squares);`,
+  const caption = (state.head === "avg" ? [`head ${h}: the average of heads has no queries and keys (choose a head above);`] : [])
+    .concat([`head ${h}: ${Q.length} queries (circles), ${K.length} keys (squares);`,
                    `PCA of all ${Q.length + K.length} vectors, showing ${(100 * explained).toFixed(0)}% of their variance;`,
                    `lines: query '${lab.rows[q]}' to its keys, width = weight`,
-                   "(the plane keeps directions roughly, the table exactly)"];
-  caption.forEach((t, k) => el("text", { x: 4, y: size + 2 * pad + 16 + 15 * k, "font-size": 12, fill: "#555" }, svg, t));
+                   "(the plane keeps directions roughly, the table exactly)"]);
+  caption.forEach((t, k) => fitText(el("text", { x: 4, y: size + 2 * pad + 16 + 15 * k, "font-size": 12, fill: "#555" }, svg, t), size + 2 * pad + 122));
   return { width: size + 2 * pad + 130, height: size + 2 * pad + 16 + 15 * caption.length };
 }
