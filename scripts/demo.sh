@@ -11,6 +11,7 @@ QKV=${QKV:-build/qkv}
 # prints. An OPENBLAS_CORETYPE already set is the user's choice and is kept.
 if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=Haswell
+    echo "== OpenBLAS's Haswell kernels (OPENBLAS_CORETYPE=Haswell): the same bits on every CPU with AVX2"
 fi
 # The commands after training decode on 2 threads too, as many as the config trains with, on a
 # machine of any size (an OPENBLAS_NUM_THREADS already set is kept)

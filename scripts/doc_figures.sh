@@ -7,7 +7,16 @@
 #
 # usage: scripts/doc_figures.sh [RUN]    RUN: the demo's run (runs/toy); data/toy/ beside it,
 #        QKV the binary (build/qkv). Run from the repository's folder (or a copy of it).
+#        scripts/doc_figures.sh --pictures DIR [RUN]: the pictures of docs/ instead (viewer.png,
+#        heads.png, explain.png, report.png, live.png), taken in headless Chromium from RUN
+#        and written to DIR (docs/ to renew them); each is the size of the one it replaces.
 set -euo pipefail
+PICTURES=""
+if [[ ${1:-} == --pictures ]]; then
+    [[ -n ${2:-} ]] || { echo "usage: scripts/doc_figures.sh --pictures DIR [RUN]" >&2; exit 2; }
+    PICTURES=$2
+    shift 2
+fi
 RUN=${1:-runs/toy}
 QKV=${QKV:-build/qkv}
 D=data/toy
@@ -29,6 +38,43 @@ r4() { awk -v x="$1" 'BEGIN { printf "%.4f", x }'; }
 commas() { awk -v n="$1" 'BEGIN { s = ""; while (n >= 1000) { s = sprintf(",%03d", n % 1000) s; n = int(n / 1000) }; printf "%d%s", n, s }'; }
 pct() { awk -v x="$1" 'BEGIN { printf "%.0f%%", 100 * x }'; }
 q() { "$QKV" "$@" 2>/dev/null; }
+
+# ---- the pictures (--pictures DIR) -------------------------------------------------------
+# shot FILE WIDTH HEIGHT URL: the page at URL as Chromium draws it in a window of that size
+shot() {
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+        --disable-background-networking --user-data-dir="$W/profile" --window-size="$2,$3" \
+        --virtual-time-budget=20000 --screenshot="$1" "$4" >/dev/null 2>&1 && [[ -s $1 ]] ||
+        { echo "scripts/doc_figures.sh: no picture of $4" >&2; exit 1; }
+}
+pictures() {
+    browser=$(command -v chromium || command -v chromium-browser || true)
+    [[ -n $browser ]] || { echo "scripts/doc_figures.sh: --pictures needs Chromium (apt-get install chromium)" >&2; exit 1; }
+    mkdir -p "$PICTURES"
+    local text="the old farmer sees a red bird"
+    q attention "$RUN" --text "$text" --query 5 --layer 1 --head 1 --out "$W/attn" >/dev/null
+    shot "$PICTURES/viewer.png" 1100 500 "file://$W/attn/index.html#kind=cross&layer=1&head=1&view=heatmap&value=weights&query=5"
+    q explain "$RUN" --text "$text" --out "$W/explain" >/dev/null
+    shot "$PICTURES/explain.png" 1200 800 "file://$W/explain/index.html"
+    q heads "$RUN" --src "$D/test.src" --ref "$D/test.tgt" --gold "$D/test.align" --greedy --out "$W/heads" >/dev/null
+    shot "$PICTURES/heads.png" 1200 800 "file://$W/heads/index.html"
+    q report "$RUN" --out "$W/report.html" >/dev/null
+    shot "$PICTURES/report.png" 1200 1000 "file://$W/report.html"
+    "$QKV" serve "$RUN" --port 0 2>"$W/serve.err" &
+    local pid=$! port="" i
+    for ((i = 0; i < 100; i++)); do
+        [[ -z $port ]] || break
+        sleep 0.1
+        port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$W/serve.err" | head -1)
+    done
+    [[ -n $port ]] || { kill "$pid"; echo "scripts/doc_figures.sh: qkv serve did not start: $(cat "$W/serve.err")" >&2; exit 1; }
+    shot "$PICTURES/live.png" 1200 760 "http://127.0.0.1:$port/#text=${text// /%20}"
+    kill "$pid" && wait "$pid" || true
+}
+if [[ -n $PICTURES ]]; then
+    pictures
+    exit 0
+fi
 
 # The gradient readings of align run on one thread: started first, beside the rest
 gold=(--src "$D/test.src" --tgt "$D/test.tgt" --gold "$D/test.align")

@@ -695,7 +695,7 @@ else
     best=""
 fi
 ktrain user OPENBLAS_CORETYPE=Prescott QKV_TEST_PRETEND_OPENBLAS_CHOSE=Prescott
-if [[ $(kline user) == "openblas: Prescott kernels (OPENBLAS_CORETYPE set by the user); "* &&
+if [[ $(kline user) == "openblas: Prescott kernels (OPENBLAS_CORETYPE from the environment); "* &&
     $(machine user) == *'"openblas_coretype": "Prescott"'* && $(machine user) != *openblas_chose* ]]; then
     ok "kernels_user_coretype_kept"
 else
@@ -727,7 +727,7 @@ else
         ok "kernels_marker_stops_a_second_start" || bad "kernels_marker_stops_a_second_start" "$(kline again) $(machine again)"
     # a process that inherits the marker but another OPENBLAS_CORETYPE: the user's choice
     ktrain child QKV_KERNELS_UPGRADED="Prescott:$best" OPENBLAS_CORETYPE=Prescott
-    [[ $(kline child) == "openblas: Prescott kernels (OPENBLAS_CORETYPE set by the user); "* ]] &&
+    [[ $(kline child) == "openblas: Prescott kernels (OPENBLAS_CORETYPE from the environment); "* ]] &&
         ok "kernels_marker_of_another_set_is_not_read" || bad "kernels_marker_of_another_set_is_not_read" "$(kline child)"
 fi
 

@@ -422,6 +422,11 @@ if [[ -z $browser ]]; then
 fi
 browser_flags "$T/profile"
 
+# the faithfulness chart: every text inside it, apart from the others, off the bars and the dashed mean
+svg_fit aopc "$T/corpus1/aopc.svg"
+[[ -z $faults && $measured == " 1,"* ]] && ok "explain_aopc_picture_texts_fit ($measured)" ||
+    bad "explain_aopc_picture_texts_fit" "measured '$measured': $faults"
+
 # opened as a user opens it: one word box per target word, the chosen one, the source table
 words=$("$BOUNDED" "$PY" -c 'import json, sys; m = json.load(open(sys.argv[1]))["maps"]; print(len(m["target_out"]), len(m["source"]))' \
     "$out/explain.json")

@@ -89,6 +89,24 @@ else
         name="figures_of_${doc//[\/.]/_} (${#want[@]})"
         [[ -z $missing ]] && ok "$name" || bad "$name" "not in $doc, as the demo run gives them:$missing"
     done
+    # the pictures of docs/ come from the same run: the script makes each one, at its size
+    if [[ -z $browser ]]; then
+        skip_missing "pictures_of_the_docs" "Chromium is not installed: the docs' pictures were NOT made again"
+    else
+        (cd "$T/clone" && OPENBLAS_NUM_THREADS=2 QKV=build/qkv "$BOUNDED" timeout 300 bash scripts/doc_figures.sh \
+            --pictures "$T/pictures" runs/toy) >"$T/pictures.out" 2>&1
+        rc=$?
+        # size PNG: "WIDTHxHEIGHT" from its header
+        size() { od -An -tu1 -j16 -N8 "$1" | awk '{ printf "%dx%d", $1 * 16777216 + $2 * 65536 + $3 * 256 + $4, $5 * 16777216 + $6 * 65536 + $7 * 256 + $8 }'; }
+        wrong=""
+        for f in docs/*.png; do
+            made=$T/pictures/${f#docs/}
+            [[ -s $made ]] || { wrong+=" ${f#docs/} (not made)"; continue; }
+            [[ $(size "$made") == "$(size "$f")" ]] || wrong+=" ${f#docs/} ($(size "$made"), the docs' $(size "$f"))"
+        done
+        [[ $rc -eq 0 && -z $wrong ]] && ok "pictures_of_the_docs_made_from_the_demo_run" ||
+            bad "pictures_of_the_docs_made_from_the_demo_run" "exit $rc:$wrong $(tail -2 "$T/pictures.out")"
+    fi
 fi
 
 # ---- the tour --------------------------------------------------------------------------------
@@ -117,6 +135,11 @@ added=$(comm -13 <(echo "$before_tour") <(ls -A "$T/clone"))
 [[ -z $added ]] && grep -q 'id="heads"' "$T/clone/runs/toy/report.html" && ! grep -q "No head analysis" "$T/clone/runs/toy/report.html" &&
     ok "readme_tour_writes_under_runs_and_the_report_shows_it" ||
     bad "readme_tour_writes_under_runs_and_the_report_shows_it" "new at the top: ${added//$'\n'/ }; $(grep -o 'No head analysis[^<]*' "$T/clone/runs/toy/report.html" | head -1)"
+# the demo's config records no translations while it trains: the report shows the tour's eval's
+rep=$T/clone/runs/toy/report.html
+grep -q 'the last <code>qkv eval</code> kept its first 3' "$rep" && ! grep -q 'class="missing">No samples' "$rep" &&
+    ok "readme_tour_report_shows_samples" ||
+    bad "readme_tour_report_shows_samples" "$(grep -o 'No samples[^<]*' "$rep" | head -1)"
 
 # ---- pictures: every text inside its picture, apart from the others and off the lines ---------
 # measured in Chromium (tests/svg_fit.js): first on pictures made to fail it, then on every SVG

@@ -468,6 +468,14 @@ else
     "$BOUNDED" timeout 120 "$browser" "${flags[@]/--user-data-dir=*/--user-data-dir=$T/profile2}" --hide-scrollbars \
         --window-size=1300,1100 --screenshot="$shot" "$live/#selftest-live&text=$typed" >/dev/null 2>&1
     [[ -s $shot ]] && ok serve_browser_screenshot || bad serve_browser_screenshot "no $shot"
+    # an address ending #text=SENTENCE asks that sentence as the page opens: a link to its analysis
+    browser_flags "$T/profile-link" --virtual-time-budget=30000
+    browser_dom "$live/#text=$typed" "$T/dom-link.html"
+    status=$(grep -o '<div[^>]*id="live-status"[^<]*' "$T/dom-link.html" | sed 's/.*>//')
+    nbest=$(grep -o '<ol[^>]*id="live-nbest".*</ol>' "$T/dom-link.html" | grep -o '<li' | wc -l)
+    [[ $status == *"the best translation's maps"* && $nbest -ge 1 && -z $console ]] &&
+        ok "serve_browser_text_in_the_address_is_asked_on_load ($nbest translations)" ||
+        bad serve_browser_text_in_the_address_is_asked_on_load "status '$status', $nbest translations; console: $console"
 fi
 
 # ---- the live page's what-if controls and its explain pane, each worked in headless Chromium; a screenshot of each ----

@@ -173,7 +173,7 @@ static void test_kernels_note(void) {
     put_env("OPENBLAS_CORETYPE", saved_core), put_env(KERNELS_MARKER, saved_marker);
     free(saved_core), free(saved_marker);
     CHECK(strcmp(chosen, want) == 0 && picked_ok, "qkv's choice: '%s'", chosen);
-    CHECK(strcmp(user, " (OPENBLAS_CORETYPE set by the user)") == 0 && picked_none, "the user's: '%s'", user);
+    CHECK(strcmp(user, " (OPENBLAS_CORETYPE from the environment)") == 0 && picked_none, "the user's: '%s'", user);
     CHECK(strcmp(none, "") == 0, "OpenBLAS's own: '%s'", none);
 }
 

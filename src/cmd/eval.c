@@ -31,7 +31,12 @@ typedef struct {
     double chrf, exact, nll, ppl, unk_rate, seconds;
     long long ref_tokens;
     int n, truncated; /* sentences; sources cut to the position table */
+    json_t *samples;  /* the first EVAL_SAMPLES pairs with their translations, for the report */
 } EvalResult;
+
+/* A run that does not decode its validation set while it trains (train.valid_bleu off, as
+ * the demo's) has no translations of its own to show: the report shows these instead. */
+enum { EVAL_SAMPLES = 3 };
 
 /* The reference's NLL under the model, over the pairs whose source is not empty. */
 static double score_references(Run *r, char **src, char **ref, int n, long long *tokens) {
@@ -65,6 +70,15 @@ static void evaluate(Run *r, char **src, char **ref, int n, const TranslateOptio
         bleu_add(&e->bs, hyp[i], ref[i]);
         chrf_add(&cs, hyp[i], ref[i]);
         exact += strcmp(hyp[i], ref[i]) == 0;
+    }
+    e->samples = json_array();
+    for (int i = 0; i < n && i < EVAL_SAMPLES; i++) {
+        json_t *one = json_object();
+        json_put(one, "line", json_integer(i + 1));
+        json_put(one, "src", json_utf8(src[i]));
+        json_put(one, "ref", json_utf8(ref[i]));
+        json_put(one, "hyp", json_utf8(hyp[i]));
+        json_array_append_new(e->samples, one);
     }
     e->n = n, e->truncated = st.truncated;
     e->bleu = bleu_compute(&e->bs, 0);
@@ -118,6 +132,7 @@ static int append_json(const Run *r, const char *src, const char *ref, const Tra
     json_put(j, "sentences_per_s", json_fmt("%.1f", e->seconds > 0 ? e->n / e->seconds : 0.0));
     json_put(j, "bleu_signature", json_string(BLEU_SIGNATURE));
     json_put(j, "chrf_signature", json_string(CHRF_SIGNATURE));
+    json_put(j, "samples", json_incref(e->samples));
     char *line = xcheck(json_dumps(j, JSON_WRITE_FLAGS));
     json_decref(j);
     int rc = append_line(path, line, "cannot append the result");
@@ -195,7 +210,7 @@ int cmd_eval(int argc, char **argv) {
     cmd_warn_truncated(e.truncated, r.model.cfg.max_positions - 1);
     int rc = append_json(&r, src_path, ref_path, &o, &mask, &e);
     if (rc == 0) printf("appended to %s/eval.jsonl\n", r.dir);
-    free_lines(src, n), free_lines(ref, n), sb_free(&heads);
+    free_lines(src, n), free_lines(ref, n), sb_free(&heads), json_decref(e.samples);
     run_close(&r);
     return rc == 0 ? 0 : cmd_fail(err_status());
 }

@@ -256,21 +256,27 @@ static char *aopc_svg(const FaithTotals *f) {
               "font-size=\"11\">\n<text x=\"4\" y=\"14\" font-size=\"13\">AOPC: drop in log p(y) with the top-k source "
               "tokens removed (higher: more faithful)</text>\n",
               svg_width, H);
+    double xm = left + mean / top * width; /* the dashed line of the random mean */
     for (int i = 0; i < n; i++) {
         double a = faith_aopc(f, i), w = fmax(0, a) / top * width;
         int y = 26 + i * row, fam = f->methods[i].family;
         sb_printf(&sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", left - 6, y + 11, f->methods[i].name);
         sb_printf(&sb, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left, y, w, row - 5,
                   family_colour[fam >= 0 && fam < 4 ? fam : 3]);
-        sb_printf(&sb, "<text x=\"%.1f\" y=\"%d\">%.3f</text>\n", left + w + 4, y + 11, a);
+        /* the figure after its bar, or after the dashed line where the line would run through it */
+        char figure[32];
+        snprintf(figure, sizeof figure, "%.3f", a);
+        double lx = left + w + 4;
+        if (lx < xm + 3 && lx + text_px(figure, 11) > xm - 3) lx = xm + 4;
+        sb_printf(&sb, "<text x=\"%.1f\" y=\"%d\">%s</text>\n", lx, y + 11, figure);
     }
     double x0 = left + fmax(0, mean - sd) / top * width, x1 = left + (mean + sd) / top * width;
     sb_printf(&sb,
               "<rect class=\"random\" x=\"%.1f\" y=\"24\" width=\"%.1f\" height=\"%d\" fill=\"#000\" "
               "fill-opacity=\"0.12\"/>\n",
               x0, fmax(1, x1 - x0), n * row);
-    sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\" stroke=\"#222\" stroke-dasharray=\"4 3\"/>\n",
-              left + mean / top * width, left + mean / top * width, bars_end);
+    sb_printf(&sb, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\" stroke=\"#222\" stroke-dasharray=\"4 3\"/>\n", xm,
+              xm, bars_end);
     /* the axis: AOPC in nats */
     sb_printf(&sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n", left, left + width,
               bars_end + 2, bars_end + 2);

@@ -447,8 +447,47 @@ static char *last_of_each_step(const JsonLines *l) {
     return stands;
 }
 
+/* The first translations the last `qkv eval` kept, shown when training recorded none
+ * (train.valid_bleu off, as in the demo's config); 0 when no eval record has them. */
+static int eval_samples(StrBuf *sb, const Story *st) {
+    const json_t *e = NULL;
+    for (int i = st->evals.n - 1; i >= 0 && !e; i--)
+        if (json_array_size(json_object_get(st->evals.v[i], "samples"))) e = st->evals.v[i];
+    if (!e) return 0;
+    const json_t *all = json_object_get(e, "samples");
+    sb_printf(sb,
+              "<p>Training recorded no translations (<code>train.valid_bleu: true</code> records three at "
+              "each validation); the last <code>qkv eval</code> kept its first %zu: ",
+              json_array_size(all));
+    text(sb, base_name(str(e, "src")));
+    sb_printf(sb, ", the checkpoint of step %.0f, beam %.0f.</p>\n", num(e, "step"), num(e, "beam"));
+    sb_printf(sb, "<table><tr><th>line</th><th>source</th><th>reference</th><th>translation</th>"
+                  "<th title=\"sentence BLEU (sacrebleu's, effective order) against the reference\">its BLEU</th>"
+                  "</tr>\n");
+    for (size_t k = 0; k < json_array_size(all); k++) {
+        const json_t *one = json_array_get(all, k);
+        const char *hyp = str(one, "hyp"), *ref = str(one, "ref");
+        sb_printf(sb, "<tr><td>%.0f</td><td>", num(one, "line"));
+        text(sb, str(one, "src"));
+        sb_printf(sb, "</td><td>");
+        text(sb, ref);
+        sb_printf(sb, "</td><td class=\"hyp\">");
+        text(sb, hyp);
+        sb_printf(sb, "</td><td>");
+        if (hyp && ref) {
+            BleuStats one_line = {0};
+            bleu_add(&one_line, hyp, ref);
+            sb_printf(sb, "%.2f", bleu_compute(&one_line, 1).score);
+        }
+        sb_printf(sb, "</td></tr>\n");
+    }
+    sb_printf(sb, "</table>\n");
+    return 1;
+}
+
 static void samples_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
+    if (st->samples.n == 0 && !st->samples.why[0] && eval_samples(sb, st)) return;
     if (st->samples.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No samples: ");
         if (st->samples.why[0]) absence(sb, RUN_SAMPLES, &st->samples);

@@ -126,5 +126,5 @@ const char *kernels_note(void) {
                  f.family, f.model);
         return note;
     }
-    return getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE set by the user)" : "";
+    return getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE from the environment)" : "";
 }

@@ -59,7 +59,7 @@ const char *kernels_openblas_picked(void);
 
 /* What follows "<set> kernels" on the line that names them: " (OpenBLAS chose Prescott for
  * this CPU, family 6 model 207; set OPENBLAS_CORETYPE to choose)" where qkv chose them,
- * " (OPENBLAS_CORETYPE set by the user)", or "" (a static buffer). */
+ * " (OPENBLAS_CORETYPE from the environment)", or "" (a static buffer). */
 const char *kernels_note(void);
 
 #endif

@@ -111,4 +111,7 @@ if (LIVE) {
     $("heads").style.display = "block";
     renderHeads();
   }
+  /* an address that ends #text=SENTENCE asks that sentence at once: a link to its analysis */
+  const linked = new URLSearchParams(location.hash.slice(1)).get("text");
+  if (linked && linked.trim() && !location.hash.includes("selftest")) { $("live-src").value = linked; ask(); }
 }
