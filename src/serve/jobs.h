@@ -31,7 +31,7 @@
 #ifndef QKV_SERVE_JOBS_H
 #define QKV_SERVE_JOBS_H
 
-#include "serve/api.h"
+#include "serve/job.h"
 #include "serve/models.h"
 
 #define JOBS_QUEUE_MAX 256       /* jobs waiting at once by default: past it, 503 with Retry-After */
@@ -40,18 +40,6 @@
 #define JOBS_MAX_GFLOP                                                                     \
     300 /* an explanation's, a whatif's or a patch's estimated work: past it, 413 (seconds \
            of one core, not minutes); qkv serve --max-gflop sets another */
-
-typedef struct Job {
-    ApiRequest req;
-    int checkpoint; /* served index */
-    int light;      /* the light lane may take it (set by jobs_submit) */
-    double queued_at;
-    int status; /* the answer: HTTP status and JSON body (malloc'd) */
-    char *body;
-    void (*done)(struct Job *job);
-    void *conn; /* the caller's */
-    struct Job *next;
-} Job;
 
 typedef struct Jobs Jobs;
 
@@ -66,6 +54,5 @@ int jobs_submit(Jobs *j, Job *job);
 /* Jobs waiting now, and jobs the workers (the light lane's included) are on. */
 void jobs_counts(Jobs *j, int *waiting, int *working);
 void jobs_stop(Jobs *j);
-void job_free(Job *job);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "run/run.h"
 #include "serve/api.h"
+#include "serve/runners.h"
 #include "util/text.h"
 
 typedef enum {
@@ -29,6 +30,7 @@ typedef struct {
     /* ROUTE_JOB: the most the request may cost on r's model, from its text alone (what
      * decides its lane) */
     double (*gflop)(const Run *r, const ApiRequest *q);
+    Runner run;        /* ROUTE_JOB: what a worker does with it (runners.h) */
     const char *about; /* one line; NULL: left out of the lists (the icon) */
 } Route;
 
