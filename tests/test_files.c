@@ -341,6 +341,26 @@ static void test_staged_dir_refuses_and_keeps(void) {
           "a link for a folder: rc %d, '%s', old set whole: %d", rc4, msg4, whole4);
 }
 
+/* A table of parts is a set like any other: each part whole under its name, and a second
+ * table replaces the first's files (those replaces() claims) and leaves the others. */
+static void test_staged_dir_parts(void) {
+    char base[64], out[128];
+    snprintf(base, sizeof base, "/tmp/qkv-parts-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/out", base);
+    const StagedPart one[] = {{"a.txt", "first a", 7}, {"b.txt", "first b and more", 7}};
+    int rc1 = staged_dir_write_parts(out, "--out", one, 2, stage_replaces);
+    int first = holds(out, "a.txt", "first a") && holds(out, "b.txt", "first b");
+    const StagedPart two[] = {{"a.txt", "second", 6}};
+    int rc2 = staged_dir_write_parts(out, "--out", two, 1, stage_replaces);
+    int second = holds(out, "a.txt", "second") && holds(out, "b.txt", NULL) && staging_left(base) == 0;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", base);
+    CHECK(rc1 == 0 && first, "the parts written: rc %d, each whole and cut at its length: %d", rc1, first);
+    CHECK(rc2 == 0 && second, "a second table: rc %d, its file replaced, the claimed one it lacks removed: %d", rc2,
+          second);
+}
+
 /* One call of read_lines_arriving after piece (NULL: the writer closes the pipe) goes in:
  * its lines joined with '|', into got. */
 static int arrive(int fds[2], const char *piece, char **pending, size_t *pending_len, int *done, char *got,
@@ -550,6 +570,7 @@ const TestCase files_tests[] = {
     {"files_staged_dir_whole_or_not_at_all", test_staged_dir_whole_or_not_at_all},
     {"files_staged_dir_subdirectory_replaced", test_staged_dir_subdirectory_replaced},
     {"files_staged_dir_refuses_and_keeps", test_staged_dir_refuses_and_keeps},
+    {"files_staged_dir_parts", test_staged_dir_parts},
     {"files_lines_arriving_in_pieces", test_lines_arriving_in_pieces},
     {"files_long_line_arriving_in_pieces_is_linear", test_long_line_arriving_in_pieces},
     {"files_byte_order_mark_first_is_dropped", test_byte_order_mark_first_is_dropped},

@@ -69,16 +69,6 @@ static int write_sentence_files(const char *dir, void *arg) {
     return attnmap_write_html(f->maps, path);
 }
 
-/* What --watch writes: the view's JSON and the page around it. */
-static int write_watch_files(const char *dir, void *arg) {
-    const char *json = arg;
-    char path[STAGED_DIR_MAX + 256];
-    snprintf(path, sizeof path, "%s/watch.json", dir);
-    if (write_file_atomic(path, json, strlen(json)) != 0) return -1;
-    snprintf(path, sizeof path, "%s/index.html", dir);
-    return attnview_write(json, path);
-}
-
 /* ---- one sentence ------------------------------------------------------------------------ */
 
 /* --kind/--layer/--head/--query against the maps' counts; -1 with the error set. */
@@ -177,8 +167,12 @@ static int watched(Run *r, const Options *o) {
     }
     rc = 1;
     char *json = watch_view_json(&w, aer, null);
-    int written = staged_dir_write(o->out, "--out", write_watch_files, json, export_file) == 0;
-    free(json);
+    /* what --watch writes: the view's JSON and the page around it */
+    StrBuf page = {0};
+    int written = attnview_page(json, &page) == 0;
+    const StagedPart parts[] = {{"watch.json", json, strlen(json)}, {"index.html", page.buf, page.len}};
+    written = written && staged_dir_write_parts(o->out, "--out", parts, 2, export_file) == 0;
+    free(json), sb_free(&page);
     if (!written) goto done;
     const AttnMaps *first = &w.snap[0].sentences[0];
     int L = first->layers[ATTN_CROSS];

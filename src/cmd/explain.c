@@ -55,15 +55,6 @@ static int corpus_file(const char *name) {
 
 /* ---- one sentence ------------------------------------------------------------------------- */
 
-static int write_sentence_files(const char *dir, void *arg) {
-    const char *json = arg;
-    char path[STAGED_DIR_MAX + 256];
-    snprintf(path, sizeof path, "%s/explain.json", dir);
-    if (write_file_atomic(path, json, strlen(json)) != 0) return -1;
-    snprintf(path, sizeof path, "%s/index.html", dir);
-    return attnview_write(json, path);
-}
-
 /* The source position a method's row t ranks first (EOS left out), or -1 where the row
  * ranks nothing: every score the same (a gradient not computed, or of an f that is 0). */
 static int top_source(const float *row, int S) {
@@ -96,7 +87,12 @@ static int one_sentence(Run *r, const Options *o, int masked) {
     const ExplainMethod *ms = x.methods;
     int n_ms = x.n_methods, nt = x.nt, *tgt = x.tgt;
     rc = 1;
-    if (staged_dir_write(o->out, "--out", write_sentence_files, x.json, sentence_file) != 0) goto done;
+    StrBuf page = {0};
+    if (attnview_page(x.json, &page) != 0) goto done;
+    const StagedPart parts[] = {{"explain.json", x.json, strlen(x.json)}, {"index.html", page.buf, page.len}};
+    int written = staged_dir_write_parts(o->out, "--out", parts, 2, sentence_file) == 0;
+    sb_free(&page);
+    if (!written) goto done;
 
     printf("model: %s (%s, step %lld)", r->weights, r->which, (long long)r->meta.step);
     if (masked) printf(", %d head%s masked", masked, masked == 1 ? "" : "s");
@@ -306,15 +302,6 @@ typedef struct {
     char *json, *svg;
 } CorpusFiles;
 
-static int write_corpus_files(const char *dir, void *arg) {
-    CorpusFiles *c = arg;
-    char path[STAGED_DIR_MAX + 256];
-    snprintf(path, sizeof path, "%s/explain-corpus.json", dir);
-    if (write_file_atomic(path, c->json, strlen(c->json)) != 0) return -1;
-    snprintf(path, sizeof path, "%s/aopc.svg", dir);
-    return write_file_atomic(path, c->svg, strlen(c->svg));
-}
-
 static void print_corpus(const CorpusRun *c) {
     const FaithTotals *f = c->f;
     double mean, sd;
@@ -431,7 +418,9 @@ static int corpus(Run *r, const Options *o) {
     json_t *root = corpus_json(&c);
     CorpusFiles files = {xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))), aopc_svg(&res.f)};
     json_decref(root);
-    int ok = staged_dir_write(o->out, "--out", write_corpus_files, &files, corpus_file) == 0;
+    const StagedPart parts[] = {{"explain-corpus.json", files.json, strlen(files.json)},
+                                {"aopc.svg", files.svg, strlen(files.svg)}};
+    int ok = staged_dir_write_parts(o->out, "--out", parts, 2, corpus_file) == 0;
     free(files.json), free(files.svg);
     if (!ok) goto done;
     print_corpus(&c);

@@ -38,15 +38,6 @@ typedef struct {
     char *json, *svg;
 } Files;
 
-static int write_files(const char *dir, void *arg) {
-    Files *f = arg;
-    char path[STAGED_DIR_MAX + 256];
-    snprintf(path, sizeof path, "%s/patch.json", dir);
-    if (write_file_atomic(path, f->json, strlen(f->json)) != 0) return -1;
-    snprintf(path, sizeof path, "%s/patch.svg", dir);
-    return write_file_atomic(path, f->svg, strlen(f->svg));
-}
-
 static int by_size(const void *a, const void *b) {
     double x = fabs(((const PatchComponent *)a)->effect), y = fabs(((const PatchComponent *)b)->effect);
     return (x < y) - (x > y);
@@ -85,7 +76,9 @@ static int run_patch(Run *r, const Options *o) {
     files.json = x.json, x.json = NULL;
     files.svg = patch_svg(t, title, x.labels, S, r->model.cfg.heads);
     rc = 1;
-    if (staged_dir_write(o->out, "--out", write_files, &files, export_file) != 0) goto done;
+    const StagedPart parts[] = {{"patch.json", files.json, strlen(files.json)},
+                                {"patch.svg", files.svg, strlen(files.svg)}};
+    if (staged_dir_write_parts(o->out, "--out", parts, 2, export_file) != 0) goto done;
     cmd_print_text("clean:   ", c_text);
     cmd_print_text("corrupt: ", x_text);
     cmd_print_text(o->target ? "target (forced): " : "target (greedy): ", t_text);

@@ -8,6 +8,7 @@
 
 #include "util/axis.h"
 #include "util/mem.h"
+#include "util/plot_frame.h"
 
 /* the read-out's script: src/report/chart.js, built in as a string (Makefile) */
 extern const char chart_js[];
@@ -15,16 +16,6 @@ extern const char chart_js[];
 /* M: the margin between the frame and the data, so that a marker at an end of the data
  * (the last validation, a value on the top tick) is drawn whole inside the frame */
 enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36, M = 6, PW = W - L - R, PH = H - T - B };
-
-typedef struct {
-    double x0, x1, y0, y1;
-} Scale;
-
-static double px(const Scale *s, double v) { return L + M + (v - s->x0) / (s->x1 - s->x0) * (PW - 2 * M); }
-static double py(const Scale *s, double v) { return T + PH - M - (v - s->y0) / (s->y1 - s->y0) * (PH - 2 * M); }
-
-/* a label of half-width half centred at x, moved as little as it takes to stay in [lo, hi] */
-static double inside(double x, double half, double lo, double hi) { return fmax(lo + half, fmin(x, hi - half)); }
 
 /* the round number after s: 1, 2, 5, 10, 20, 50, ... */
 static long long next_round(long long s) {
@@ -36,7 +27,7 @@ static long long next_round(long long s) {
 /* The epochs that are multiples of stride get a label ("epoch N" first, then N), each
  * inside the panel over the plot; 0 when two would print over each other. With draw, the
  * labels are written. */
-static int epoch_labels(StrBuf *sb, const ChartAxis *ax, const Scale *sc, long long stride, int draw) {
+static int epoch_labels(StrBuf *sb, const ChartAxis *ax, const PlotFrame *sc, long long stride, int draw) {
     double end = -INFINITY;
     int first = 1;
     for (int i = 0; ax->epochs && i < ax->epochs->n; i++) {
@@ -45,7 +36,7 @@ static int epoch_labels(StrBuf *sb, const ChartAxis *ax, const Scale *sc, long l
         if (x <= sc->x0 || x > sc->x1 || e % stride != 0) continue;
         char label[48];
         snprintf(label, sizeof label, "%s%lld", first ? "epoch " : "", e);
-        double half = text_px(label, 9) / 2.0, at = inside(px(sc, x), half, L, W - 1);
+        double half = text_px(label, 9) / 2.0, at = plot_inside(plot_x(sc, x), half, L, W - 1);
         if (at - half < end + 4) return 0;
         end = at + half, first = 0;
         if (draw)
@@ -60,7 +51,7 @@ static int epoch_labels(StrBuf *sb, const ChartAxis *ax, const Scale *sc, long l
 /* Each resume's dashed line, and its label on the lowest row (from the bottom of the plot
  * up) where it clears the labels already there: two resumes a few steps apart printed
  * "resumed" over each other. A label past the right edge goes on the left of its line. */
-static void resume_marks(StrBuf *sb, const ChartAxis *ax, const Scale *sc) {
+static void resume_marks(StrBuf *sb, const ChartAxis *ax, const PlotFrame *sc) {
     enum { ROWS = 8 };
     double *placed = xcalloc((size_t)ax->n_resumes + 1, 3 * sizeof(double)); /* x0, x1, row */
     int n_placed = 0;
@@ -68,7 +59,7 @@ static void resume_marks(StrBuf *sb, const ChartAxis *ax, const Scale *sc) {
     for (int i = 0; i < ax->n_resumes; i++) {
         double x = ax->resumes[i];
         if (x < sc->x0 || x > sc->x1) continue;
-        double at = px(sc, x), x0 = at + 2 + w > W - 1 ? at - 2 - w : at + 2;
+        double at = plot_x(sc, x), x0 = at + 2 + w > W - 1 ? at - 2 - w : at + 2;
         sb_printf(sb,
                   "<line class=\"resume\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#c00\" "
                   "stroke-dasharray=\"4 3\"><title>resumed at step %g</title></line>",
@@ -97,10 +88,10 @@ void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const Chart
     if (ys > 0 && isfinite(ys)) y0 = floor(y0 / ys) * ys, y1 = ceil(y1 / ys) * ys;
     if (!(y1 > y0)) y1 = y0 + 1;
     double x0 = 0, x1 = ax->x1 > 0 ? ax->x1 : 1, xs = axis_tick_step(x0, x1, 6);
-    const Scale sc = {x0, x1, y0, y1};
+    const PlotFrame sc = {L, T, PW, PH, M, x0, x1, y0, y1};
     const int pw = PW, ph = PH;
-#define PX(v) px(&sc, (v))
-#define PY(v) py(&sc, (v))
+#define PX(v) plot_x(&sc, (v))
+#define PY(v) plot_y(&sc, (v))
     sb_printf(sb,
               "<svg class=\"chart\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\" "
               "data-x0=\"%g\" data-x1=\"%.17g\" data-left=\"%d\" data-width=\"%d\">\n",
@@ -108,20 +99,8 @@ void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const Chart
     sb_printf(sb, "<text x=\"%d\" y=\"14\" font-size=\"13\" font-weight=\"bold\">", L);
     sb_append_xml(sb, title);
     sb_printf(sb, "</text>\n");
-    for (int k = 0, nk = axis_tick_count(y0, y1, ys); k < nk; k++) {
-        double v = y0 + k * ys;
-        sb_printf(sb,
-                  "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
-                  "text-anchor=\"end\">%g</text>\n",
-                  L, L + pw, PY(v), PY(v), L - 4, PY(v) + 4, v);
-    }
-    for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
-        double v = x0 + k * xs;
-        char label[32];
-        snprintf(label, sizeof label, "%g", v);
-        sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                  inside(PX(v), text_px(label, 11) / 2.0, 0, W - 1), T + ph + 14, label);
-    }
+    plot_y_ticks(sb, &sc, ys, 4);
+    plot_x_ticks(sb, &sc, xs, T + ph + 14, 11, W, 0);
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">step</text>\n", L + pw / 2, H - 4);
     /* epochs along the top, resumes as dashed lines; every epoch has its line, and the
      * epochs of a round stride their labels (short epochs would print them over each

@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/mem.h"
+#include "util/plot_frame.h"
 #include "util/text.h"
 
 void series_push(Series *s, double x, double y) {
@@ -49,26 +50,11 @@ static void panel(StrBuf *sb, int top, double x0, double x1, const Curve *c, int
     double ys = axis_tick_step(y0, y1, 5), xs = axis_tick_step(x0, x1, 6);
     y1 = axis_top(y1, ys);
     if (!(y1 > 0) || !isfinite(y1)) y1 = 1;
-#define PX(v) (L + M + ((v)-x0) / (x1 - x0) * (pw - 2 * M))
-#define PY(v) (T + ph - M - ((v)-y0) / (y1 - y0) * (ph - 2 * M))
-    for (int k = 0, nk = axis_tick_count(y0, y1, ys); k < nk; k++) {
-        double v = y0 + k * ys;
-        sb_printf(sb,
-                  "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" "
-                  "text-anchor=\"end\">%g</text>\n",
-                  L, L + pw, PY(v), PY(v), L - 6, PY(v) + 4, v);
-    }
-    for (int k = 0, nk = axis_tick_count(x0, x1, xs); k < nk; k++) {
-        double v = x0 + k * xs;
-        char label[32];
-        snprintf(label, sizeof label, "%g", v);
-        /* the last tick's number ends inside the picture (100000 ran past its edge) */
-        double half = text_px(label, 12) / 2.0, at = fmin(PX(v), W - 1 - half);
-        sb_printf(sb,
-                  "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" "
-                  "text-anchor=\"middle\">%s</text>\n",
-                  PX(v), PX(v), T, T + ph, at, T + ph + 16, label);
-    }
+    const PlotFrame fr = {L, T, pw, ph, M, x0, x1, y0, y1};
+#define PX(v) plot_x(&fr, (v))
+#define PY(v) plot_y(&fr, (v))
+    plot_y_ticks(sb, &fr, ys, 6);
+    plot_x_ticks(sb, &fr, xs, T + ph + 16, 12, W, 1);
     sb_printf(sb, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw, ph);
     sb_printf(sb, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", L + pw / 2, T + ph + B - 12);
     sb_printf(sb, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">%s</text>\n",

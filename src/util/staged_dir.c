@@ -340,3 +340,24 @@ int staged_dir_write(const char *out, const char *what, int (*fill)(const char *
     signals_release();
     return rc;
 }
+
+typedef struct {
+    const StagedPart *parts;
+    int n;
+} PartList;
+
+static int fill_parts(const char *dir, void *arg) {
+    const PartList *l = arg;
+    char path[STAGED_DIR_MAX + 256];
+    for (int i = 0; i < l->n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, l->parts[i].name);
+        if (write_file_atomic(path, l->parts[i].bytes, l->parts[i].len) != 0) return -1;
+    }
+    return 0;
+}
+
+int staged_dir_write_parts(const char *out, const char *what, const StagedPart *parts, int n,
+                           int (*replaces)(const char *name)) {
+    PartList l = {parts, n};
+    return staged_dir_write(out, what, fill_parts, &l, replaces);
+}

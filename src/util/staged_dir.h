@@ -11,6 +11,8 @@
 #ifndef QKV_UTIL_STAGED_DIR_H
 #define QKV_UTIL_STAGED_DIR_H
 
+#include <stddef.h>
+
 /* Room for a staging directory's name, NUL included: a destination of up to
  * STAGED_DIR_MAX - 33 bytes is taken; a writer's "<dir>/<file>" fits STAGED_DIR_MAX + 256. */
 #define STAGED_DIR_MAX 1088
@@ -30,6 +32,16 @@
  * either way no staging directory of this process remains, nor of one that died writing. */
 int staged_dir_write(const char *out, const char *what, int (*fill)(const char *dir, void *arg), void *arg,
                      int (*replaces)(const char *name));
+/* One file of a set that staged_dir_write_parts writes: its name in the set and its bytes. */
+typedef struct {
+    const char *name;
+    const char *bytes;
+    size_t len;
+} StagedPart;
+/* staged_dir_write of the files parts[0..n), each written whole in that order: the table a
+ * writer lists instead of a fill callback of its own. */
+int staged_dir_write_parts(const char *out, const char *what, const StagedPart *parts, int n,
+                           int (*replaces)(const char *name));
 /* 0 if staged_dir_write could take out: a name it has room for, a directory or nothing
  * there, and a folder above it that takes a new folder (one is made there and removed);
  * else -1 with the error it would give. A command checks it before its work, not only
