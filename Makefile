@@ -55,7 +55,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.o)
 FUZZ_TARGETS := config corpus checkpoint vocab metrics spm_model spm_proto attnmap api http_head
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/%)
 
-.PHONY: all deps test check unit demo clean install sanitize tsan parity bench race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
+.PHONY: all deps test check unit demo clean install sanitize tsan parity bench bench-onnx race multi30k multi30k-data serve-load fuzz fuzz-targets format lint bundle
 
 all: $(BUILD)/qkv $(BUILD)/qkv_test $(FUZZ_REPLAY) $(BUILD)/late_start.so $(BUILD)/slow_open.so $(BUILD)/no_link.so $(BUILD)/fail_rename.so
 
@@ -194,6 +194,13 @@ multi30k: deps multi30k-data
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+# Greedy decoding by qkv and by onnxruntime-node running qkv's ONNX export of the same two
+# models, on the same threads (a benchmark, not a test; docs/performance.md).
+bench-onnx: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/deps.sh --with-onnx
+	@scripts/bench_onnx.sh
 
 # qkv serve under 16 concurrent clients and under hostile ones, against a trained run
 # (RUN, default runs/multi30k): throughput, latency, what each bad client gets.

@@ -21,7 +21,8 @@ RUN=${1:-runs/toy}
 QKV=${QKV:-build/qkv}
 D=data/toy
 W=$(mktemp -d /tmp/qkv-figures.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+serve_pid="" # the live page's server (--pictures), stopped however the script ends
+trap '[[ -z $serve_pid ]] || kill "$serve_pid" 2>/dev/null; rm -rf "$W"' EXIT
 # The demo's kernels (scripts/demo.sh): the same bits it trained with, or the user's choice.
 if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=Haswell
@@ -61,15 +62,17 @@ pictures() {
     q report "$RUN" --out "$W/report.html" >/dev/null
     shot "$PICTURES/report.png" 1200 1000 "file://$W/report.html"
     "$QKV" serve "$RUN" --port 0 2>"$W/serve.err" &
-    local pid=$! port="" i
+    serve_pid=$!
+    local port="" i
     for ((i = 0; i < 100; i++)); do
         [[ -z $port ]] || break
         sleep 0.1
         port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$W/serve.err" | head -1)
     done
-    [[ -n $port ]] || { kill "$pid"; echo "scripts/doc_figures.sh: qkv serve did not start: $(cat "$W/serve.err")" >&2; exit 1; }
+    [[ -n $port ]] || { echo "scripts/doc_figures.sh: qkv serve did not start: $(cat "$W/serve.err")" >&2; exit 1; }
     shot "$PICTURES/live.png" 1200 760 "http://127.0.0.1:$port/#text=${text// /%20}"
-    kill "$pid" && wait "$pid" || true
+    kill "$serve_pid" && wait "$serve_pid" || true
+    serve_pid=""
 }
 if [[ -n $PICTURES ]]; then
     pictures

@@ -14,6 +14,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 
+import { greedySearch } from './greedy.mjs';
+
 const [dir, vocabPath, hypPath] = process.argv.slice(2);
 const require = createRequire(path.resolve(process.env.NODE_MODULES) + '/');
 const ort = require('onnxruntime-node');
@@ -21,26 +23,15 @@ const ort = require('onnxruntime-node');
 const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
 const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8'));
 const vocab = fs.readFileSync(vocabPath, 'utf8').split('\n');
-const PAD = 0, BOS = 1, EOS = 2, UNK = 3, SPECIAL = 4;
-const H = config.decoder_attention_heads, L = config.decoder_layers, D = config.d_model, dh = D / H;
+const H = config.decoder_attention_heads, L = config.decoder_layers, D = config.d_model;
 // the export's ids (qkv export's joint vocabulary): the target vocabulary's ids first, at
 // qkv's own ids, then the source's own tokens, which the decoder never emits
-const V = config.vocab_size, VT = ref.target_vocab_size, maxPositions = config.max_position_embeddings;
+const V = config.vocab_size, VT = ref.target_vocab_size;
 
 const opts = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const encoder = await ort.InferenceSession.create(path.join(dir, 'onnx/encoder_model.onnx'), opts);
 const decoder = await ort.InferenceSession.create(path.join(dir, 'onnx/decoder_model_merged.onnx'), opts);
 
-const int64 = (rows, dims) => new ort.Tensor('int64', BigInt64Array.from(rows.flat(), BigInt), dims);
-
-// qkv's greedy choice (decode.c): EOS first, then the first ordinary token at the maximum
-// if it beats EOS, then UNK only when strictly better; never PAD or BOS
-function choose(z) {
-  let best = EOS;
-  for (let v = SPECIAL; v < V; v++) if (z[v] > z[best]) best = v;
-  if (z[UNK] > z[best]) best = UNK;
-  return best;
-}
 function logSoftmax(z) {
   let mx = -Infinity;
   for (const x of z) mx = Math.max(mx, x);
@@ -50,43 +41,7 @@ function logSoftmax(z) {
   return Array.from(z, (x) => x - norm);
 }
 
-// the encoder over rows of ids, padded with PAD to the longest and masked
-async function encode(rows) {
-  const S = Math.max(...rows.map((r) => r.length));
-  const ids = rows.map((r) => [...r, ...Array(S - r.length).fill(PAD)]);
-  const mask = rows.map((r) => [...Array(r.length).fill(1), ...Array(S - r.length).fill(0)]);
-  const out = await encoder.run({ input_ids: int64(ids, [rows.length, S]), attention_mask: int64(mask, [rows.length, S]) });
-  return { hidden: out.last_hidden_state, mask: int64(mask, [rows.length, S]), S };
-}
-
-// greedy search over rows at once; onStep(row, t, logits, ids so far, the step's outputs) sees
-// each live row's step
-async function greedy(rows, onStep) {
-  const B = rows.length, enc = await encode(rows);
-  const feeds = { encoder_hidden_states: enc.hidden, encoder_attention_mask: enc.mask };
-  for (let l = 0; l < L; l++)
-    for (const kv of ['key', 'value'])
-      feeds[`past_key_values.${l}.decoder.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, H, 0, dh]);
-  const outs = rows.map(() => []), done = rows.map(() => false);
-  const limit = rows.map((r) => Math.min(Math.floor(2 * (r.length - 1) + 10), maxPositions - 1));
-  let tokens = rows.map(() => BOS);
-  for (let t = 0; t < maxPositions - 1 && done.some((x) => !x); t++) {
-    feeds.input_ids = int64(tokens.map((x) => [x]), [B, 1]);
-    const r = await decoder.run(feeds);
-    for (let l = 0; l < L; l++)
-      for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.decoder.${kv}`] = r[`present.${l}.decoder.${kv}`];
-    tokens = tokens.map((prev, b) => {
-      if (done[b]) return PAD;
-      const z = r.logits.data.subarray(b * V, (b + 1) * V);
-      onStep(b, t, z, outs[b], r);
-      const best = choose(z);
-      if (best !== EOS) outs[b].push(best);
-      if (best === EOS || outs[b].length >= limit[b]) done[b] = true;
-      return best;
-    });
-  }
-  return { outs, enc };
-}
+const greedy = greedySearch(ort, encoder, decoder, config);
 
 const lines = ref.lines, n = lines.length;
 let neverMax = -Infinity; // the largest log-probability of an id past the target vocabulary
