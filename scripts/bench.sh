@@ -47,8 +47,10 @@ declare -A decode=([tiny]=200 [small]=200 [base]=200 [multi30k]=40)
 # and with QKV_BENCH_REPEAT again before each round; the highest is the ceiling (a share of
 # a ceiling measured while the host was busy would flatter every MFU).
 ceiling=0
+: >"$out/ceilings.jsonl" # every measurement, for the table's line on how much the ceiling moved
 measure_ceiling() {
     "$QKV" bench configs/toy.yaml --peak "${ceiling_threads[@]}" >"$out/peak.json"
+    cat "$out/peak.json" >>"$out/ceilings.jsonl"
     cat "$out/peak.json" >&2
     ceiling=$(/usr/bin/python3 -c 'import json,sys; print(max(float(sys.argv[2]), json.load(open(sys.argv[1]))["peak_gflops"]))' \
         "$out/peak.json" "$ceiling")
@@ -88,7 +90,7 @@ for size in ${QKV_BENCH_SIZES:-tiny small base multi30k}; do
     results+=("$size:$out/$size.qkv.json:$out/$size.torch.json")
 done
 
-QKV_BENCH_CEILING=$ceiling QKV_BENCH_PEAK_OUT=$out/ceiling.txt /usr/bin/python3 - "${results[@]}" <<'EOF' | tee "$out/table.txt"
+QKV_BENCH_CEILING=$ceiling QKV_BENCH_PEAK_OUT=$out/ceiling.txt QKV_BENCH_CEILINGS=$out/ceilings.jsonl /usr/bin/python3 - "${results[@]}" <<'EOF' | tee "$out/table.txt"
 import json, os, sys
 rows = []
 for arg in sys.argv[1:]:
@@ -106,6 +108,14 @@ for _, q, _ in rows:
 chose = f" (chosen by qkv: OpenBLAS chose {q0['openblas_chose']})" if "openblas_chose" in q0 else ""
 print(f"OpenBLAS {q0['corename']} kernels{chose}, {q0['threads']} threads; sgemm peak measured in this run: {peak:.1f} GFLOP/s "
       f"({q0.get('ceiling_threads', q0['threads'])} threads, each its own 1024- and 1536-square sgemm at once)")
+# how much the ceiling moved: within the rounds of each measurement, and between measurements
+measured = [json.loads(l) for l in open(os.environ["QKV_BENCH_CEILINGS"]) if l.strip()]
+if measured:
+    m = max(measured, key=lambda c: c["peak_gflops"])
+    print(f"  its rounds (each {m.get('peak_rounds', '?')} after {m.get('peak_warm_s', '?')} s of warm-up): median "
+          f"{m.get('peak_median_gflops', float('nan')):.1f}, lowest {m.get('peak_low_gflops', float('nan')):.1f}; "
+          f"measured {len(measured)} time(s) before the rows, from {min(c['peak_gflops'] for c in measured):.1f} to "
+          f"{max(c['peak_gflops'] for c in measured):.1f}")
 remeasured = [size for size, q, _ in rows if q.get("ceiling_remeasured", 0)]
 if remeasured:
     print(f"  measured again by qkv bench for {', '.join(remeasured)}: the step's products beat the ceiling it was given")

@@ -362,13 +362,29 @@ r, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 if not (r["ceiling_remeasured"] >= 1 and r["peak_gflops"] > 1 and r["ceiling_threads"] == 3 and
         (r["mfu"] <= 1 or r["ceiling_beaten"])):
     print(f"ceiling {r['peak_gflops']} on {r['ceiling_threads']} threads, measured again {r['ceiling_remeasured']} times, mfu {r['mfu']}")
-if not (p["threads"] == 3 and p["peak_gflops"] > 0 and p["peak_1thread_gflops"] > 0):
+if not (p["threads"] == 3 and p["peak_gflops"] > 0 and p["peak_1thread_gflops"] > 0 and p["peak_rounds"] == 8 and
+        0 < p["peak_low_gflops"] <= p["peak_median_gflops"] <= p["peak_gflops"]):
     print(f"--peak: {p}")
 PY
-    ) && [[ -z $why ]] && grep -q "^sgemm ceiling: [0-9.]* GFLOP/s on 3 threads, [0-9.]* on one (OpenBLAS " "$T/low.err"; then
+    ) && [[ -z $why ]] &&
+    grep -q "^sgemm ceiling on 3 threads: [0-9.]* GFLOP/s (the best of 8 rounds after 0.5 s of warm-up; median [0-9.]*, lowest [0-9.]*: [0-9.]*% below the best); [0-9.]* on one (OpenBLAS " "$T/low.err"; then
     ok "bench_ceiling_beaten_is_measured_again"
 else
     bad "bench_ceiling_beaten_is_measured_again" "${why:-$(tail -2 "$T/low.err")}"
+fi
+# two threads' ceiling is at most about twice one's: a round timed by the thread that waits
+# at the barriers, scheduled late on a busy core, once read 2.5 times one thread's rate
+if "$BOUNDED" "$QKV" bench configs/toy.yaml "${copy_data[@]}" --set train.threads=2 --peak >"$T/peak2.out" 2>"$T/peak2.err"; then
+    why=$(/usr/bin/python3 - "$T/peak2.out" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+if not 0 < p["peak_gflops"] <= 2 * 1.15 * p["peak_1thread_gflops"]:
+    print("2 threads %s GFLOP/s against %s on one" % (p["peak_gflops"], p["peak_1thread_gflops"]))
+PY
+    ) || why="the check did not run: $why"
+    [[ -z $why ]] && ok "bench_ceiling_of_two_threads_at_most_twice_one" || bad "bench_ceiling_of_two_threads_at_most_twice_one" "$why"
+else
+    bad "bench_ceiling_of_two_threads_at_most_twice_one" "$(tail -2 "$T/peak2.err")"
 fi
 # progress on a terminal: what the benchmark is doing, each training step with an ETA, on
 # one redrawn line of stderr (under script(1), a pseudo-terminal); none when stderr is a

@@ -590,7 +590,9 @@ int cmd_bench(int argc, char **argv) {
      * count in peak RSS) */
     int threads = t.run.cfg.train.threads;
     if (o.ceiling <= 0) progress("the sgemm ceiling on %d thread%s", threads, threads == 1 ? "" : "s");
-    double peak = o.ceiling > 0 ? o.ceiling : bench_ceiling(threads);
+    Ceiling ceiling = {.best = o.ceiling};
+    if (o.ceiling <= 0) bench_ceiling_measure(threads, &ceiling);
+    double peak = ceiling.best;
     progress(NULL);
     if (o.peak_only) {
         json_t *r = json_object();
@@ -598,13 +600,20 @@ int cmd_bench(int argc, char **argv) {
         if (kernels_openblas_picked()) json_put(r, "openblas_chose", json_string(kernels_openblas_picked()));
         json_put(r, "threads", json_integer(threads));
         json_put(r, "peak_gflops", json_fmt("%.1f", peak));
+        /* how much the rounds moved: a ceiling is read beside its spread */
+        json_put(r, "peak_median_gflops", json_fmt("%.1f", ceiling.median));
+        json_put(r, "peak_low_gflops", json_fmt("%.1f", ceiling.low));
+        json_put(r, "peak_rounds", json_integer(ceiling.rounds));
+        json_put(r, "peak_warm_s", json_fmt("%.1f", ceiling.warm_s));
         /* one thread's, so that a share of it per thread can be read beside */
         double one = threads == 1 ? peak : bench_ceiling(1);
         json_put(r, "peak_1thread_gflops", json_fmt("%.1f", one));
         char *text = xcheck(json_dumps(r, JSON_WRITE_FLAGS));
         /* for a person on stderr, the JSON alone on stdout for a script */
-        fprintf(stderr, "sgemm ceiling: %.1f GFLOP/s on %d thread%s, %.1f on one (OpenBLAS %s kernels)\n", peak,
-                threads, threads == 1 ? "" : "s", one, openblas_get_corename());
+        char said[256];
+        ceiling_describe(&ceiling, said, sizeof said);
+        fprintf(stderr, "sgemm ceiling on %d thread%s: %s; %.1f on one (OpenBLAS %s kernels)\n", threads,
+                threads == 1 ? "" : "s", said, one, openblas_get_corename());
         printf("%s\n", text);
         free(text);
         json_decref(r);
