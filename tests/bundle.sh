@@ -6,10 +6,8 @@
 # the bundled loader too. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-bundle.XXXXXX)
 source tests/lib.sh
-trap 'rm -rf "$T"' EXIT
+scratch bundle
 
 if ! out=$("$BOUNDED" scripts/bundle.sh "$T/out" 2>&1); then
     bad bundle_builds "$(tail -5 <<<"$out")"

@@ -4,10 +4,8 @@
 # "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-cli.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch cli
 
 # ---- the toy generator ------------------------------------------------------------------
 "$QKV" toy-data "$T/toy" --train 2000 --valid 200 --test 200 >/dev/null

@@ -6,17 +6,10 @@
 # Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-explain.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
+scratch explain
 
-"$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 50 >/dev/null
-"$QKV" train configs/toy.yaml --set run_dir="$T/run" --set train.steps=150 --set model.d_model=32 --set train.watch= \
-    --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
-    --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" >"$T/train.log" 2>&1 ||
-    { echo "set-up failed: $(tail -3 "$T/train.log")"; exit 1; }
+small_toy_run
 
 # ---- the files ------------------------------------------------------------------------------
 # the toy pair's own translation, forced: a short run's greedy one may ramble

@@ -9,11 +9,10 @@
 # Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-fetch.XXXXXX)
 server=""
-trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch fetch
+trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$T"' EXIT
 
 files=()
 for n in train val test_2016_flickr test_2017_flickr test_2017_mscoco; do files+=("$n.de" "$n.en"); done

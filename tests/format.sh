@@ -6,7 +6,6 @@
 # version 14, which .clang-format is written for). Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
 source tests/lib.sh
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
 

@@ -4,7 +4,6 @@
 # (so make sanitize replays them under ASan and UBSan). Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
 source tests/lib.sh
 # every target: one directory of inputs beside each tests/fuzz/<target>.c
 for src in tests/fuzz/*.c; do

@@ -6,11 +6,8 @@
 # into the same directory, and its bad inputs. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-heads.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-PY=/usr/bin/python3
+scratch heads
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 40 >/dev/null
 tiny_config "$T/w.yaml" w "$T/data" 'steps: 300, batch_tokens: 1024, log_every: 100, valid_every: 100, checkpoint_every: 100, threads: 2'

@@ -11,11 +11,8 @@ set -u
 page=${1:-}
 [[ -z $page || $page == /* ]] || page=$PWD/$page
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-heads-view.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-PY=/usr/bin/python3 # Debian's own, as in attention.sh: not a test dependency
+scratch heads-view
 
 # embed JSON_FILE OUT: the viewer page with the JSON at its marker, '<' written \u003c (attnview.c)
 embed() {

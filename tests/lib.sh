@@ -1,5 +1,8 @@
 # Shared helpers of the shell tests: counters, time bounds, one-line error checks,
-# comparisons. Sourced by each suite from the repository root, after it sets $QKV.
+# comparisons. Sourced by each suite from the repository root (QKV, the binary under test,
+# defaults to build/qkv), which then calls `scratch NAME` for a folder of its own.
+QKV=${QKV:-build/qkv}
+PY=/usr/bin/python3 # Debian's own, for the checks that read JSON: not a dependency of qkv
 passed=0
 failed=0
 skipped=0
@@ -15,6 +18,23 @@ skip() {
 # installs what the tests need (scripts/deps.sh), so under CI (CI=true) this is a failure.
 skip_missing() {
     if [[ ${CI:-} == true ]]; then bad "$1" "under CI, and skipped: $2"; else skip "$1" "$2"; fi
+}
+# scratch NAME: $T, a fresh folder /tmp/qkv-NAME.XXXXXX, removed when the suite exits
+# unless QKV_KEEP_TMP is set (to read what a failing test left; a suite with more to clean
+# sets its own trap after, rm -rf "$T" last).
+scratch() {
+    T=$(mktemp -d "/tmp/qkv-$1.XXXXXX")
+    [[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
+}
+# small_toy_run: $T/data, 1,500 toy pairs (50 valid, 50 test), and $T/run, the toy config
+# trained 150 steps at d_model 32 without watched sentences: the quick model the attention
+# and explain suites read. The suite ends here, saying why, when it cannot be made.
+small_toy_run() {
+    "$QKV" toy-data "$T/data" --train 1500 --valid 50 --test 50 >/dev/null
+    "$QKV" train configs/toy.yaml --set run_dir="$T/run" --set train.steps=150 --set model.d_model=32 --set train.watch= \
+        --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
+        --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" >"$T/train.log" 2>&1 ||
+        { echo "set-up failed: $(tail -3 "$T/train.log")"; exit 1; }
 }
 finish() {
     echo "$passed passed, $failed failed, $skipped skipped"

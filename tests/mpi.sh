@@ -8,10 +8,8 @@
 # without MPI in the build. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-mpi.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch mpi
 
 # The launcher's root check and its one-slot-per-core rule would stop the tests on a
 # small machine run as root; these variables are Open MPI's (the Debian package).

@@ -14,11 +14,8 @@
 # Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-onnx.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
-PY=/usr/bin/python3 # Debian's, where python3-onnx installs
+scratch onnx
 NODE_MODULES=${QKV_NODE_MODULES:-$PWD/tests/onnx/node_modules}
 TOL=1e-4
 # make test installs the tools (scripts/deps.sh --with-onnx); under CI a missing one is

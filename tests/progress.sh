@@ -4,10 +4,8 @@
 # sample translations, and best.safetensors chosen by BLEU. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-progress.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch progress
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
 tiny_config "$T/p.yaml" p "$T/data" 'batch_tokens: 1024, log_every: 10, valid_every: 20, checkpoint_every: 20, threads: 2,

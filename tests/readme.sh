@@ -14,10 +14,8 @@
 # Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-readme.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch readme
 demo_valid_losses="500:0.2245 1000:0.078326 1500:0.082883 2000:0.071547 2500:0.072072 3000:0.072245 3500:0.073429 4000:0.074818"
 
 # ---- make demo, in a scratch clone -------------------------------------------------------

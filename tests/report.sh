@@ -9,10 +9,8 @@
 # shown, never run (a page with scripts planted in them runs none in Chromium). Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-report.XXXXXX)
 source tests/lib.sh
-PY=/usr/bin/python3
+scratch report
 bg=""
 trap '[[ -n $bg ]] && kill -KILL $bg 2>/dev/null; rm -rf "$T"' EXIT
 

@@ -4,10 +4,8 @@
 # through the command line. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-resume.XXXXXX)
-[[ -n ${QKV_KEEP_TMP:-} ]] || trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch resume
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 50 >/dev/null
 # a small, quick model; 1500 pairs at 1024 tokens a batch make ~30 batches an epoch

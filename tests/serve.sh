@@ -7,10 +7,8 @@
 # passes one client's heavy ones, and a client that half-closes gets its answer. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-serve.XXXXXX)
 source tests/lib.sh
-PY=/usr/bin/python3
+scratch serve
 server_pid="" proxy_pid=""
 trap '[[ -n $server_pid ]] && kill -KILL $server_pid 2>/dev/null; [[ -n $proxy_pid ]] && kill -KILL $proxy_pid 2>/dev/null; rm -rf "$T"' EXIT
 

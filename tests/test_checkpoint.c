@@ -134,15 +134,21 @@ static void write_bytes(const char *path, const char *bytes, size_t n) {
     fclose(f);
 }
 
+/* A checkpoint saved with seed, its bytes (malloc'd), their length and the header's, and
+ * in bad (160 bytes) the name of a damaged copy beside it: its path and suffix. */
+static char *saved_bytes(Saved *s, int seed, const char *suffix, char *bad, size_t *len, uint64_t *hlen) {
+    save_one(s, seed);
+    char *bytes = read_file(s->path, len);
+    snprintf(bad, 160, "%s%s", s->path, suffix);
+    memcpy(hlen, bytes, 8);
+    return bytes;
+}
+
 static void test_truncated_at_every_header_byte_and_across_data(void) {
     Saved s;
-    save_one(&s, 2);
     size_t len;
-    char *bytes = read_file(s.path, &len);
-    char bad[160];
-    snprintf(bad, sizeof bad, "%s.cut", s.path);
     uint64_t hlen;
-    memcpy(&hlen, bytes, 8);
+    char bad[160], *bytes = saved_bytes(&s, 2, ".cut", bad, &len, &hlen);
     int data_cuts = 0;
     /* every cut inside the length and header, then 200 cuts spread over the data */
     for (size_t cut = 0; cut < len; cut += cut < 8 + hlen + 16 ? 1 : (len - 8 - hlen) / 200 + 1) {
@@ -170,14 +176,10 @@ static void test_truncated_at_every_header_byte_and_across_data(void) {
 
 static void test_flipped_byte_anywhere(void) {
     Saved s;
-    save_one(&s, 3);
     size_t len;
-    char *bytes = read_file(s.path, &len);
-    char bad[160];
-    snprintf(bad, sizeof bad, "%s.flip", s.path);
-    Rng r = {77};
     uint64_t hlen;
-    memcpy(&hlen, bytes, 8);
+    char bad[160], *bytes = saved_bytes(&s, 3, ".flip", bad, &len, &hlen);
+    Rng r = {77};
     int in_length = 0, in_header = 0, in_data = 0;
     for (int k = 0; k < 400; k++) {
         /* half the flips in the first 8+header bytes, half anywhere */

@@ -329,6 +329,16 @@ static void test_heads_roles_on_hand_made_maps(void) {
     CHECK(strcmp(t.role, "sink") == 0, "at the sink threshold: '%s'", t.role);
 }
 
+/* A square map of n queries (stride n) of kind counted into *c, then finished: the head's
+ * stats (no AER). */
+static HeadStats roles_of(HeadRoleCounts *c, int kind, const float *p, int n) {
+    *c = (HeadRoleCounts){0};
+    heads_roles_add(c, kind, p, n, n, n, NULL);
+    HeadStats h = {.kind = kind, .aer = NAN};
+    heads_roles_finish(c, &h);
+    return h;
+}
+
 /* The sink share on maps built for it: a decoder head on BOS, an encoder head on EOS, a
  * cross head on the first source token; and one that looks like a sink only by chance of
  * the first query. */
@@ -337,37 +347,31 @@ static void test_heads_sink_share_on_hand_made_maps(void) {
      * BOS, 2 on itself: 2 of 3 */
     const float dec[16] = {1.0f, 0.0f, 0.0f, 0.0f, 0.7f, 0.3f, 0.0f, 0.0f,
                            0.2f, 0.2f, 0.6f, 0.0f, 0.4f, 0.2f, 0.2f, 0.2f};
-    HeadRoleCounts c = {0};
-    heads_roles_add(&c, ATTN_DEC_SELF, dec, 4, 4, 4, NULL);
-    HeadStats d = {.kind = ATTN_DEC_SELF, .aer = NAN};
-    heads_roles_finish(&c, &d);
+    HeadRoleCounts c;
+    HeadStats d = roles_of(&c, ATTN_DEC_SELF, dec, 4);
     CHECK(c.sink_n == 3 && c.sink_hits == 2 && fabs(d.sink - 2.0 / 3.0) < 1e-12 && (d.roles & HEAD_ROLE_SINK),
           "decoder: %lld of %lld, sink %.4f, role '%s'", c.sink_hits, c.sink_n, d.sink, d.role);
     /* the decoder's last key is a target word, not an EOS: a head on its own position at
      * the last query is no sink */
     const float dec_last[4] = {1.0f, 0.0f, 0.1f, 0.9f};
-    HeadRoleCounts c2 = {0};
-    heads_roles_add(&c2, ATTN_DEC_SELF, dec_last, 2, 2, 2, NULL);
+    HeadRoleCounts c2;
+    roles_of(&c2, ATTN_DEC_SELF, dec_last, 2);
     CHECK(c2.sink_n == 1 && c2.sink_hits == 0, "decoder's last key counted as a sink (%lld)", c2.sink_hits);
     /* encoder self, 3 tokens + EOS: queries 0..2 top on EOS (key 3), query 3 on key 1 */
     const float enc[16] = {0.1f, 0.1f, 0.1f, 0.7f, 0.1f, 0.2f, 0.1f, 0.6f,
                            0.2f, 0.1f, 0.1f, 0.6f, 0.1f, 0.5f, 0.2f, 0.2f};
-    HeadRoleCounts e = {0};
-    heads_roles_add(&e, ATTN_ENC_SELF, enc, 4, 4, 4, NULL);
-    HeadStats h = {.kind = ATTN_ENC_SELF, .aer = NAN};
-    heads_roles_finish(&e, &h);
+    HeadRoleCounts e;
+    HeadStats h = roles_of(&e, ATTN_ENC_SELF, enc, 4);
     CHECK(h.sink == 0.75 && strcmp(h.role, "sink") == 0, "encoder on EOS: sink %.3f, role '%s'", h.sink, h.role);
     /* cross, 3 target queries over 2 source tokens + EOS: all on the first source token */
     const float cross[9] = {0.8f, 0.1f, 0.1f, 0.5f, 0.3f, 0.2f, 0.9f, 0.0f, 0.1f};
-    HeadRoleCounts x = {0};
-    heads_roles_add(&x, ATTN_CROSS, cross, 3, 3, 3, NULL);
-    HeadStats xs = {.kind = ATTN_CROSS, .aer = NAN};
-    heads_roles_finish(&x, &xs);
+    HeadRoleCounts x;
+    HeadStats xs = roles_of(&x, ATTN_CROSS, cross, 3);
     CHECK(xs.sink == 1.0 && (xs.roles & HEAD_ROLE_SINK), "cross on the first token: sink %.3f", xs.sink);
     /* the middle key is neither: 0 of 3 */
     const float mid[9] = {0.1f, 0.8f, 0.1f, 0.2f, 0.6f, 0.2f, 0.3f, 0.4f, 0.3f};
-    HeadRoleCounts z = {0};
-    heads_roles_add(&z, ATTN_CROSS, mid, 3, 3, 3, NULL);
+    HeadRoleCounts z;
+    roles_of(&z, ATTN_CROSS, mid, 3);
     CHECK(z.sink_n == 3 && z.sink_hits == 0, "the middle key counted as a sink (%lld of %lld)", z.sink_hits, z.sink_n);
 }
 

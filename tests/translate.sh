@@ -4,10 +4,8 @@
 # runs. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
-QKV=${QKV:-build/qkv}
-T=$(mktemp -d /tmp/qkv-translate.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 source tests/lib.sh
+scratch translate
 SC=tests/scoring # synthetic text with sacrebleu's own figures (tests/scoring/README.md)
 
 # ---- qkv score ------------------------------------------------------------------------
