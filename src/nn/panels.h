@@ -10,7 +10,8 @@
  *
  * Where: x86-64 CPUs with AVX2 and FMA, while OpenBLAS runs a kernel set no wider than
  * AVX2 (Haswell, Zen, or weaker: panels_rule). Where OpenBLAS runs its AVX-512 kernels,
- * they do twice the work per instruction of this AVX2 kernel, and decoding keeps them.
+ * they do twice the work per instruction of this AVX2 kernel, and decoding keeps them;
+ * but on Zen 4, which runs a 512-bit instruction in two halves, the panels still win.
  * QKV_DECODE_PANELS=0 in the environment keeps sgemm anywhere, and QKV_DECODE_PANELS=1
  * takes panels on any CPU that can run them (for comparing the two, and for testing the
  * kernel where the rule would not take it).
@@ -38,8 +39,9 @@ int panels_can_run(const CpuFeatures *f);
 
 /* Whether decoding takes panels on such a CPU with OpenBLAS running the kernel set named
  * kernels (openblas_get_corename()): it can run them, and the set is one of util/cpu.h's
- * ranks 0-2 (SSE, AVX, AVX2: Prescott ... Haswell, Zen), not an AVX-512 set or a name not
- * known here. Pure. */
+ * ranks 0-2 (SSE, AVX, AVX2: Prescott ... Haswell, Zen), or any set known here on Zen 4
+ * (AMD family 25 with AVX-512); not an AVX-512 set elsewhere, nor a name not known here.
+ * Pure. */
 int panels_rule(const CpuFeatures *f, const char *kernels);
 
 /* Whether this process uses panels for decoding: panels_rule for this CPU and the kernels
