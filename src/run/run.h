@@ -15,7 +15,7 @@
 typedef struct {
     char dir[CONFIG_PATH_MAX];
     char weights[CONFIG_PATH_MAX + 64]; /* the checkpoint the model was loaded from */
-    const char *which;                  /* "best", "latest" or "given" */
+    const char *which;                  /* a run directory's "average", "best" or "latest"; "given" for a file */
     Config cfg;
     Vocab src_vocab, tgt_vocab;
     Model model;
@@ -31,9 +31,11 @@ typedef struct {
 /* The model's shape from the config and the vocabulary sizes. */
 ModelConfig run_model_config(const Config *c, int src_vocab, int tgt_vocab);
 
-/* path: a run directory (its best checkpoint, else its latest) or a checkpoint file in
- * a run's ckpt/ directory. Checks the checkpoint belongs to the run (vocabulary hash,
- * model config). -1 with the error set. */
+/* path: a run directory (its average when train.average_last keeps one, else its best
+ * checkpoint, else its latest; r->which says which), a checkpoint file in a run's ckpt/
+ * directory, or weights `qkv export` wrote (they hold their config and vocabularies). The
+ * model loaded, checked against the run's config and vocabularies (their hash). -1 with
+ * the error set. */
 int run_open(Run *r, const char *path);
 void run_close(Run *r);
 
