@@ -603,8 +603,8 @@ int cmd_bench(int argc, char **argv) {
         /* how much the rounds moved: a ceiling is read beside its spread */
         json_put(r, "peak_median_gflops", json_fmt("%.1f", ceiling.median));
         json_put(r, "peak_low_gflops", json_fmt("%.1f", ceiling.low));
-        json_put(r, "peak_rounds", json_integer(ceiling.rounds));
-        json_put(r, "peak_warm_s", json_fmt("%.1f", ceiling.warm_s));
+        json_put(r, "peak_rounds", json_integer(CEILING_ROUNDS));
+        json_put(r, "peak_warm_s", json_fmt("%.1f", CEILING_WARM_S));
         /* one thread's, so that a share of it per thread can be read beside */
         double one = threads == 1 ? peak : bench_ceiling(1);
         json_put(r, "peak_1thread_gflops", json_fmt("%.1f", one));

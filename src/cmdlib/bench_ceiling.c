@@ -46,7 +46,7 @@ static int by_value(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
-/* One size's timed rounds, warmed for warm_s first, into c (rates sorted); 0, or -1 when
+/* One size's timed rounds, warmed for warm_s first: their best, median and lowest into c; 0, or -1 when
  * a thread cannot start. */
 static int rate(int threads, int n, double warm_s, Ceiling *c) {
     pthread_barrier_t start, end;
@@ -98,8 +98,7 @@ static int rate(int threads, int n, double warm_s, Ceiling *c) {
             g[r] = 2.0 * threads * (double)n * n * n / (last - first) / 1e9;
         }
         qsort(g, CEILING_ROUNDS, sizeof *g, by_value);
-        *c = (Ceiling){g[CEILING_ROUNDS - 1], (g[(CEILING_ROUNDS - 1) / 2] + g[CEILING_ROUNDS / 2]) / 2, g[0],
-                       CEILING_ROUNDS, warm_s};
+        *c = (Ceiling){g[CEILING_ROUNDS - 1], (g[(CEILING_ROUNDS - 1) / 2] + g[CEILING_ROUNDS / 2]) / 2, g[0]};
     }
     stop = 1;
     pthread_barrier_wait(&start); /* every thread started sees stop and ends */
@@ -126,7 +125,6 @@ void bench_ceiling_measure(int threads, Ceiling *c) {
         }
         if (one.best > c->best) *c = one;
     }
-    c->warm_s = CEILING_WARM_S;
     openblas_set_num_threads(blas_threads);
 }
 
@@ -140,6 +138,6 @@ void ceiling_describe(const Ceiling *c, char *buf, size_t n) {
     snprintf(buf, n,
              "%.1f GFLOP/s (the best of %d rounds after %.1f s of warm-up; median %.1f, lowest %.1f: %.1f%% below the "
              "best)",
-             c->best, c->rounds, c->warm_s, c->median, c->low,
+             c->best, CEILING_ROUNDS, CEILING_WARM_S, c->median, c->low,
              c->best > 0 ? 100.0 * (c->best - c->low) / c->best : 0.0);
 }

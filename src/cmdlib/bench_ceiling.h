@@ -14,8 +14,6 @@
  * much the measure moves. */
 typedef struct {
     double best, median, low;
-    int rounds;    /* timed rounds at each size */
-    double warm_s; /* seconds of products run, untimed, before the first timed round */
 } Ceiling;
 
 /* Rounds in which each of threads threads runs one n x n x n sgemm on matrices of its

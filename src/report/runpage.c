@@ -447,6 +447,15 @@ static char *last_of_each_step(const JsonLines *l) {
     return stands;
 }
 
+/* A translation's sentence BLEU against its reference (sacrebleu's, effective order), as a
+ * table cell's text; nothing when either is missing. */
+static void sentence_bleu(StrBuf *sb, const char *hyp, const char *ref) {
+    if (!hyp || !ref) return;
+    BleuStats one = {0};
+    bleu_add(&one, hyp, ref);
+    sb_printf(sb, "%.2f", bleu_compute(&one, 1).score);
+}
+
 /* The first translations the last `qkv eval` kept, shown when training recorded none
  * (train.valid_bleu off, as in the demo's config); 0 when no eval record has them. */
 static int eval_samples(StrBuf *sb, const Story *st) {
@@ -474,11 +483,7 @@ static int eval_samples(StrBuf *sb, const Story *st) {
         sb_printf(sb, "</td><td class=\"hyp\">");
         text(sb, hyp);
         sb_printf(sb, "</td><td>");
-        if (hyp && ref) {
-            BleuStats one_line = {0};
-            bleu_add(&one_line, hyp, ref);
-            sb_printf(sb, "%.2f", bleu_compute(&one_line, 1).score);
-        }
+        sentence_bleu(sb, hyp, ref);
         sb_printf(sb, "</td></tr>\n");
     }
     sb_printf(sb, "</table>\n");
@@ -519,10 +524,8 @@ static void samples_section(StrBuf *sb, const Story *st) {
             const json_t *s = json_array_get(json_object_get(st->samples.v[i], "samples"), (size_t)k);
             if (!stands[i] || !s) continue;
             const char *hyp = str(s, "hyp"), *ref = str(one, "ref");
-            BleuStats one_line = {0};
-            if (hyp && ref) bleu_add(&one_line, hyp, ref);
             sb_printf(sb, "<tr><td>%.0f</td><td>", step);
-            if (hyp && ref) sb_printf(sb, "%.2f", bleu_compute(&one_line, 1).score);
+            sentence_bleu(sb, hyp, ref);
             sb_printf(sb, "</td><td>%.2f</td><td class=\"hyp\">", num(st->samples.v[i], "valid_bleu"));
             text(sb, str(s, "hyp"));
             sb_printf(sb, "</td></tr>\n");

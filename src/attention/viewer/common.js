@@ -98,8 +98,9 @@ function fitText(t, max) {
    right, left, above, below, then the corners, at growing distances; where nothing is clear,
    the first place inside the bounds. */
 function placeLabels(items, keepOff, bounds) {
-  const taken = keepOff.slice(), clear = b => b.x0 >= bounds.x0 && b.y0 >= bounds.y0 && b.x1 <= bounds.x1 && b.y1 <= bounds.y1 &&
-    taken.every(o => b.x1 <= o.x0 || b.x0 >= o.x1 || b.y1 <= o.y0 || b.y0 >= o.y1);
+  const taken = keepOff.slice();
+  const inside = b => b.x0 >= bounds.x0 && b.y0 >= bounds.y0 && b.x1 <= bounds.x1 && b.y1 <= bounds.y1;
+  const clear = b => inside(b) && taken.every(o => b.x1 <= o.x0 || b.x0 >= o.x1 || b.y1 <= o.y0 || b.y0 >= o.y1);
   return items.map(({ x, y, w, h }) => {
     let fallback = null, chosen = null;
     for (const r of [8, 16, 28, 44, 64]) {
@@ -107,8 +108,7 @@ function placeLabels(items, keepOff, bounds) {
                      [x + r * 0.7, y - r * 0.7 - h], [x - r * 0.7 - w, y - r * 0.7 - h], [x + r * 0.7, y + r * 0.7], [x - r * 0.7 - w, y + r * 0.7]];
       for (const [bx, by] of spots) {
         const b = { x0: bx, y0: by, x1: bx + w, y1: by + h };
-        const inside = b.x0 >= bounds.x0 && b.y0 >= bounds.y0 && b.x1 <= bounds.x1 && b.y1 <= bounds.y1;
-        if (inside && !fallback) fallback = b;
+        if (!fallback && inside(b)) fallback = b;
         if (clear(b)) { chosen = b; break; }
       }
       if (chosen) break;
