@@ -79,6 +79,7 @@ static const KeySpec keys[] = {
     ENUM("model.norm", model.norm, NORM_POST, "post", "pre"),
     BOOL("model.tie_embeddings", model.tie_embeddings, 1),
     INT("train.steps", train.steps, 4000, 1, 2000000000),
+    FLT("train.minutes", train.minutes, 0, 0, 1e6, 0),
     INT("train.batch_tokens", train.batch_tokens, 2048, 1, 100000000),
     INT("train.pass_tokens", train.pass_tokens, 2048, 0, 100000000),
     ENUM("train.lr.schedule", train.lr.schedule, LR_NOAM, "noam", "constant"),

@@ -68,6 +68,9 @@ typedef struct {
     } model;
     struct {
         int steps, batch_tokens;
+        /* 0, or a budget of training time: the run ends at the first step that starts past
+         * it (train.steps, a cap then, may end it sooner) */
+        double minutes;
         int pass_tokens; /* most padded tokens a thread runs at once; 0: its whole share */
         struct {
             int schedule;

@@ -110,6 +110,15 @@ else
     bad "sigusr1_stops_every_rank_with_a_checkpoint" "exit $rc; $(tail -2 "$dir.log")"
 fi
 
+# ---- train.minutes under mpirun: rank 0's clock ends every rank at the same step, done -----
+dir="$T/budget"
+"$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.threads=1 \
+    --set train.minutes=0.03 >"$dir.log" 2>&1
+rc=$?
+k=$(sed -n 's/^done: step \([0-9]*\) of at most 100000, train.minutes (0.03) spent, in .*/\1/p' "$dir.log")
+[[ $rc -eq 0 && -n $k && -f $(step_file "$dir" "$k") ]] && ok "train_minutes_ends_every_rank_at_one_step ($k steps)" ||
+    bad "train_minutes_ends_every_rank_at_one_step" "exit $rc; $(tail -2 "$dir.log")"
+
 # ---- a rank killed: one line, no half-written checkpoint, the last one resumes ---------------
 M=150
 dir="$T/killed"

@@ -104,6 +104,41 @@ same_tensors "$T/avg-resumed/ckpt/step-0000$N.safetensors" "$straight" &&
 expect_error average_last_over_keep_checkpoints 2 "train.average_last is 4, but train.keep_checkpoints keeps 3" \
     "$QKV" train "$T/r.yaml" --set run_dir="$T/avg-bad" --set train.average_last=4
 
+# ---- train.minutes: a time budget ends the run as its last step would, and a resume keeps it ---
+# the run ends at the first step that starts past 0.03 minutes (1.8 s): done, exit 0, that
+# step validated and checkpointed; the remover of the budget (or a wrong clock) would run
+# into the timeout
+out=$(timeout 60 "$QKV" train "$T/r.yaml" --set run_dir="$T/budget" --set train.steps=1000000 --set train.minutes=0.03 2>&1)
+rc=$?
+k=$(sed -n 's/^done: step \([0-9]*\) of at most 1000000, train.minutes (0.03) spent, in .*/\1/p' <<<"$out")
+last=$(tail -n 1 "$T/budget/metrics.jsonl")
+secs=$(sed -E 's/.*"elapsed_s": ([0-9.]+).*/\1/' <<<"$last")
+[[ $rc -eq 0 && -n $k && $k -gt 1 && -f $T/budget/ckpt/step-$(printf %06d "$k").safetensors ]] &&
+    grep -q "^budget: 0.03 minutes of training (train.minutes), at most 1000000 steps" <<<"$out" &&
+    [[ $last == "{\"step\": $k,"*'"valid_loss"'* ]] && awk -v s="$secs" 'BEGIN { exit !(s >= 1.8 && s < 30) }' &&
+    ok "train_minutes_ends_the_run_done ($k steps, ${secs}s)" || bad "train_minutes_ends_the_run_done" "exit $rc, step '$k', ${secs}s: $(tail -2 <<<"$out")"
+# spent: a resume does nothing and changes nothing; --minutes moves the budget and config.yaml says so
+cp "$T/budget/config.yaml" "$T/budget.before"
+out=$(timeout 60 "$QKV" resume "$T/budget" 2>&1)
+[[ $? -eq 0 ]] && grep -q "already trained 0.0 minutes, train.minutes is 0.03; nothing to do, nothing changed" <<<"$out" &&
+    cmp -s "$T/budget.before" "$T/budget/config.yaml" && ok "resume_with_the_budget_spent_does_nothing" ||
+    bad "resume_with_the_budget_spent_does_nothing" "$(tail -1 <<<"$out")"
+out=$(timeout 60 "$QKV" resume "$T/budget" --minutes 0.06 2>&1)
+k2=$(sed -n 's/^done: step \([0-9]*\) of at most 1000000, train.minutes (0.06) spent, in .*/\1/p' <<<"$out")
+secs=$(tail -n 1 "$T/budget/metrics.jsonl" | sed -E 's/.*"elapsed_s": ([0-9.]+).*/\1/')
+[[ -n $k2 && $k2 -gt $k ]] && grep -q "^resuming .* (step $k of 1000000, 0.0 of 0.06 minutes)" <<<"$out" &&
+    grep -q "^  minutes: 0.06$" "$T/budget/config.yaml" &&
+    grep -q "<b>finished</b>: step $k2 of at most 1000000 in a budget of 0.06 minutes" "$T/budget/report.html" && awk -v s="$secs" 'BEGIN { exit !(s >= 3.6 && s < 40) }' &&
+    ok "resume_minutes_moves_the_budget ($k -> $k2 steps, ${secs}s)" || bad "resume_minutes_moves_the_budget" "step '$k2', ${secs}s: $(tail -2 <<<"$out")"
+# --minutes 0: no budget, the steps alone end it
+out=$(timeout 60 "$QKV" resume "$T/budget" --minutes 0 --steps $((k2 + 3)) 2>&1)
+grep -q "^done: step $((k2 + 3)) of $((k2 + 3)) in" <<<"$out" && grep -q "^  minutes: 0$" "$T/budget/config.yaml" &&
+    ok "resume_minutes_0_lifts_the_budget" || bad "resume_minutes_0_lifts_the_budget" "$(tail -1 <<<"$out")"
+expect_error "train_minutes_below_0" 2 "^qkv: --set train.minutes=-1: train.minutes: -1 is out of range \[0, 1e\+06\]$" \
+    timeout 60 "$QKV" train "$T/r.yaml" --set run_dir="$T/neg" --set train.minutes=-1
+expect_error "resume_minutes_not_a_number" 2 "^qkv: --minutes: 'soon' is not minutes from 0 to 1000000$" \
+    timeout 60 "$QKV" resume "$T/budget" --minutes soon
+
 # ---- SIGINT / SIGTERM: finish the step, checkpoint, exit 0, say how to resume -------------
 for sig in INT TERM; do
     dir="$T/sig$sig"

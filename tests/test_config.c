@@ -81,6 +81,7 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "  tie_embeddings: true\n"
                                     "train:\n"
                                     "  steps: 4000\n"
+                                    "  minutes: 0\n"
                                     "  batch_tokens: 2048\n"
                                     "  pass_tokens: 2048\n"
                                     "  lr:\n"

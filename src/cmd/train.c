@@ -135,6 +135,10 @@ static int setup(Trainer *t) {
     if (t->has_valid)
         printf("best: ckpt/best.safetensors is the best by validation %s (train.best_by)\n",
                cfg->train.best_by == BEST_BY_BLEU ? "BLEU" : "loss");
+    if (cfg->train.minutes > 0)
+        printf("budget: %g minutes of training (train.minutes), at most %d steps: the run ends at the first step that "
+               "starts past it\n",
+               cfg->train.minutes, cfg->train.steps);
     return 0;
 }
 
@@ -333,6 +337,9 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     else if (end == TRAIN_STOPPED)
         printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", t->stop_signal,
                (long long)t->step, last, cfg->run_dir);
+    else if (t->budget_spent)
+        printf("done: step %lld of at most %d, train.minutes (%g) spent, in %.1fs; checkpoint %s\n", (long long)t->step,
+               cfg->train.steps, cfg->train.minutes, t->seconds, last);
     else
         printf("done: step %lld of %d in %.1fs; checkpoint %s\n", (long long)t->step, cfg->train.steps, t->seconds,
                last);
@@ -519,10 +526,11 @@ static int restore(Trainer *t, const char *ckpt, int *threads) {
     return rc;
 }
 
-/* An existing run from its latest checkpoint; steps > 0 moves the goal, threads > 0
+/* An existing run from its latest checkpoint; steps > 0 moves the goal, minutes >= 0 the
+ * time budget (0: none; below 0: the config's), threads > 0
  * changes the threads per process. Under ranks, rank 0 alone opens the run directory
  * and hands the others its config, vocabularies and checkpoint. */
-static int resume(Trainer *t, const char *dir, int steps, int threads) {
+static int resume(Trainer *t, const char *dir, int steps, double minutes, int threads) {
     char ckpt[CONFIG_PATH_MAX + 64] = "";
     int trained, lead = dist_rank() == 0, rc;
     const Config *cfg = &t->run.cfg;
@@ -532,8 +540,11 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
     if ((rc = agree(trainer_share_config(t) != 0 ? 1 : 0))) return rc;
     int goal = steps > 0 ? steps : cfg->train.steps, per_process = threads > 0 ? threads : cfg->train.threads;
     /* config.yaml says what the run trains with: edits in it that the checkpoint overrules go */
-    int changed = goal != cfg->train.steps || per_process != cfg->train.threads || edits.count > 0;
+    double budget = minutes >= 0 ? minutes : cfg->train.minutes;
+    int changed = goal != cfg->train.steps || budget != cfg->train.minutes || per_process != cfg->train.threads ||
+                  edits.count > 0;
     t->run.cfg.train.threads = per_process;
+    t->run.cfg.train.minutes = budget;
     if ((rc = read_data(t, 0)) || (rc = agree(setup(t))) || (rc = restore(t, ckpt, &trained))) return rc;
     /* a goal already reached leaves the run as it is: config.yaml included */
     if (t->step >= goal) {
@@ -542,6 +553,12 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
         printf("%s: already at step %lld%s; nothing to do, nothing changed (pass --steps N above %lld to train "
                "longer)\n",
                dir, (long long)t->step, past, (long long)t->step);
+        return 0;
+    }
+    if (trainer_budget_spent(t, 0)) {
+        printf("%s: already trained %.1f minutes, train.minutes is %g; nothing to do, nothing changed (pass "
+               "--minutes M above %.1f, or 0 for no limit, to train longer)\n",
+               dir, t->elapsed_before / 60.0, budget, t->elapsed_before / 60.0);
         return 0;
     }
     if (lead && edits.count > 0) {
@@ -562,7 +579,9 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
                 trained, dist_size() > 1 ? " in all (ranks x threads)" : "", shards);
     if ((rc = agree(lead && changed && run_set_steps(&t->run, goal) != 0 ? 1 : 0))) return rc;
     t->run.cfg.train.steps = goal;
-    printf("resuming %s from %s (step %lld of %d)\n", dir, ckpt, (long long)t->step, cfg->train.steps);
+    char within[64] = "";
+    if (budget > 0) snprintf(within, sizeof within, ", %.1f of %g minutes", t->elapsed_before / 60.0, budget);
+    printf("resuming %s from %s (step %lld of %d%s)\n", dir, ckpt, (long long)t->step, cfg->train.steps, within);
     if ((rc = agree(trainer_open_metrics(t, 1) != 0 ? err_status() : 0))) return rc;
     return run_loop(t, NULL);
 }
@@ -574,12 +593,14 @@ static int resume(Trainer *t, const char *dir, int steps, int threads) {
 
 static const CmdOption resume_options[] = {
     {'s', "steps", "N", "train to step N instead of the config's train.steps", "the config's"},
+    {'m', "minutes", "M",
+     "train until M minutes of training in all instead of the config's train.minutes (0: no limit)", "the config's"},
     {'t', "threads", "N", "training threads per process (not bit-identical to the run's own count)", "the config's"},
     {0},
 };
 const CmdSpec cmd_resume_spec = {
     .name = "resume",
-    .operands = "RUN_DIR [--steps N] [--threads N]",
+    .operands = "RUN_DIR [--steps N] [--minutes M] [--threads N]",
     .summary = "continue a run from its latest checkpoint, bit-exactly",
     .about = "The data order, dropout masks and optimizer state go on where the checkpoint left them; a\n"
              "run already at its goal is left as it is.",
@@ -589,8 +610,11 @@ const CmdSpec cmd_resume_spec = {
 
 int cmd_resume(int argc, char **argv) {
     int steps = 0, threads = 0, c;
+    double minutes = -1;
     while ((c = cmd_option_next(&cmd_resume_spec, argc, argv)) >= 0) {
         if (c == 's' && cmd_int("--steps", "a positive step count", optarg, 1, 2000000000, &steps) != 0)
+            return cmd_fail(2);
+        else if (c == 'm' && cmd_double("--minutes", "minutes from 0 to 1000000", optarg, 0, 1e6, &minutes) != 0)
             return cmd_fail(2);
         else if (c == 't' && cmd_int("--threads", "a thread count from 1 to " THREADS_MAX_TEXT, optarg, 1, PARALLEL_MAX,
                                      &threads) != 0)
@@ -601,7 +625,7 @@ int cmd_resume(int argc, char **argv) {
     int rc = join_ranks();
     if (rc != 0) return rc;
     Trainer t = {0};
-    rc = resume(&t, argv[optind], steps, threads);
+    rc = resume(&t, argv[optind], steps, minutes, threads);
     trainer_free(&t);
     dist_end();
     return rc;

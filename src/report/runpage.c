@@ -145,15 +145,18 @@ static json_t *last_metrics(const Story *st) { return st->metrics.n ? st->metric
 /* running, finished, or stopped at step N; then how the last process ended when it was not
  * by finishing: the journal's last line is its "end" (a signal, a divergence, a failure),
  * or, when that line is missing, the process never wrote it (killed) */
-static void status_line(StrBuf *sb, const Story *st, double step, int steps) {
+/* minutes: train.minutes, 0 for none (a run its budget ended says "done" before its steps) */
+static void status_line(StrBuf *sb, const Story *st, double step, int steps, double minutes) {
     const json_t *end = last_event(st, "end", NULL);
-    int running = st->o->running || st->holder, finished = steps && step >= steps;
     int said_how = end && end == st->journal.v[st->journal.n - 1];
     const char *how = said_how ? str(end, "how") : NULL;
+    int running = st->o->running || st->holder;
+    int finished = (steps && step >= steps) || (minutes > 0 && how && strcmp(how, "done") == 0);
     if (running) sb_printf(sb, "<b>running</b>");
     else if (finished) sb_printf(sb, "<b>finished</b>");
     else sb_printf(sb, "<b>stopped at step %.0f</b>", step);
-    sb_printf(sb, ": step %.0f of %d", step, steps);
+    if (minutes > 0) sb_printf(sb, ": step %.0f of at most %d in a budget of %g minutes", step, steps, minutes);
+    else sb_printf(sb, ": step %.0f of %d", step, steps);
     if (running && !st->o->running) sb_printf(sb, " (process %ld is training it)", st->holder);
     if (running || finished || st->journal.absent) return;
     if (how && strcmp(how, "done") != 0) {
@@ -174,7 +177,7 @@ static void header(StrBuf *sb, const Story *st) {
     sb_printf(sb, "<h1>qkv run: ");
     text(sb, st->have_cfg ? st->cfg.name : st->dir);
     sb_printf(sb, "</h1>\n<p class=\"status\">");
-    status_line(sb, st, step, st->have_cfg ? st->cfg.train.steps : 0);
+    status_line(sb, st, step, st->have_cfg ? st->cfg.train.steps : 0, st->have_cfg ? st->cfg.train.minutes : 0);
     if (isfinite(epoch)) sb_printf(sb, ", epoch %.2f", epoch);
     char wall[48];
     duration(wall, sizeof wall, last ? num(last, "elapsed_s") : NAN);

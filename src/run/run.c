@@ -522,7 +522,8 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
 /* The keys a resume takes from config.yaml rather than the checkpoint: where the run and
  * its data are (the training text is held to the checkpoint's data hash all the same; the
  * SentencePiece models a resume uses are the run's own copies), how
- * far it goes and on how many threads (what resume's --steps and --threads record there). */
+ * far it goes, in steps and minutes, and on how many threads (what resume's --steps, --minutes and
+ * --threads record there). */
 static const char *const resume_own_keys[] = {"run_dir",
                                               "data.train.src",
                                               "data.train.tgt",
@@ -531,6 +532,7 @@ static const char *const resume_own_keys[] = {"run_dir",
                                               "data.spm_model.src",
                                               "data.spm_model.tgt",
                                               "train.steps",
+                                              "train.minutes",
                                               "train.threads",
                                               NULL};
 

@@ -29,8 +29,9 @@
 /* Set by the handler on whichever thread the signal lands (a worker's, OpenBLAS's), read
  * by the main thread before each step: a lock-free atomic, which a handler may write. */
 static atomic_int stop_signal;
-/* A stop request of rank 0's own, not a signal's: its metrics.jsonl could not be written. */
-enum { STOP_METRICS_FAILED = -1 };
+/* Stop requests of rank 0's own, not a signal's: its metrics.jsonl could not be written;
+ * train.minutes is spent (the run is done, not stopped). */
+enum { STOP_METRICS_FAILED = -1, STOP_BUDGET = -2 };
 static void on_signal(int sig) { atomic_store(&stop_signal, sig); }
 
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop) {
@@ -424,6 +425,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
      * request, so all stop after the same step; a signal arriving later is seen after
      * the next step, never between this step's validation and its checkpoint */
     int stop = t->metrics_error[0] ? STOP_METRICS_FAILED : atomic_load(&stop_signal);
+    /* the time budget is rank 0's clock, so every rank ends at the step it says */
+    if (stop == 0 && dist_rank() == 0 && trainer_budget_spent(t, now_seconds() - acc->t0)) stop = STOP_BUDGET;
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
     t->stopping = stop;
@@ -441,6 +444,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     }
     acc->loss += loss, acc->n++, acc->tokens += tokens;
     double now = now_seconds(), elapsed = now - acc->t0;
+    double eta = elapsed / (double)(step - acc->first + 1) * (double)(steps - step);
+    if (cfg->train.minutes > 0) eta = fmin(eta, fmax(0.0, cfg->train.minutes * 60.0 - t->elapsed_before - elapsed));
     TrainProgress p = {.step = step,
                        .steps = steps,
                        .loss = loss,
@@ -448,7 +453,7 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
                        .lr = lr,
                        .elapsed_s = t->elapsed_before + elapsed,
                        .epoch = (double)t->tb.epoch + (double)t->tb.pos / (double)t->tb.n_batches,
-                       .eta_s = elapsed / (double)(step - acc->first + 1) * (double)(steps - step),
+                       .eta_s = t->stopping ? 0.0 : eta,
                        .log_now = step % cfg->train.log_every == 0 || step == steps,
                        .valid_bleu = NAN};
     /* a stop validates too: best.safetensors must know the last checkpoint, and the
@@ -476,6 +481,10 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
         if (rc != 0) return rc == -2 ? TRAIN_RANKS_FAILED : rc == -3 ? TRAIN_WRITE_FAILED : TRAIN_CKPT_FAILED;
     }
     return TRAIN_DONE;
+}
+
+int trainer_budget_spent(const Trainer *t, double seconds) {
+    return t->run.cfg.train.minutes > 0 && t->elapsed_before + seconds >= t->run.cfg.train.minutes * 60.0;
 }
 
 void trainer_catch_stop(int ranks) {
@@ -506,6 +515,9 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
         r->watch(r->ctx, &t->m, 0); /* before any learning */
     while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
+    /* the budget's stop ends the run as its last step would: done, not stopped */
+    t->budget_spent = t->stopping == STOP_BUDGET;
+    if (t->budget_spent) t->stopping = 0;
     t->stop_signal = t->stopping;
     if (end != TRAIN_DONE) return end;
     return t->stopping ? TRAIN_STOPPED : TRAIN_DONE;

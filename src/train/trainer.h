@@ -69,8 +69,9 @@ typedef struct {
     /* why a metrics record could not be written, "" while all were: the run then stops
      * before its next checkpoint. Kept, as the step's other writes may set the error after */
     char metrics_error[512];
-    int stop_signal; /* after trainer_run: the signal that stopped it, else 0 */
-    double seconds;  /* after trainer_run: how long it ran */
+    int stop_signal;  /* after trainer_run: the signal that stopped it, else 0 */
+    int budget_spent; /* after trainer_run: train.minutes ended it (TRAIN_DONE) */
+    double seconds;   /* after trainer_run: how long it ran */
 } Trainer;
 
 /* Reads the training (valid = 0) or validation (valid = 1) corpus the config names. */
@@ -157,7 +158,11 @@ typedef enum {
  * starts up can leave Open MPI's mpirun waiting for it for ever. */
 void trainer_catch_stop(int ranks);
 
-/* The loop, from t->step to train.steps. */
+/* The loop, from t->step to train.steps, or to the first step that starts with
+ * train.minutes spent (that step validates and checkpoints as the last one would). */
 TrainEnd trainer_run(Trainer *t, const TrainReporter *r);
+/* Whether train.minutes is spent once this process has trained `seconds` (the run's
+ * earlier processes counted from the checkpoint); never without a budget. */
+int trainer_budget_spent(const Trainer *t, double seconds);
 
 #endif
