@@ -176,17 +176,17 @@ fig docs/whatif.md "moves the metric by $(r2 "$(awk -v a="$clean" -v b="$subj" '
 
 # ---- alignments --------------------------------------------------------------------------
 aer() { awk -v k="$2" 'index($0, k) == 1 { print $NF == "(default)" ? $(NF - 1) : $NF; exit }' <<<"$1"; }
-out=$(q align "$RUN" "${gold[@]}")
-off=$(q align "$RUN" "${gold[@]}" --null off)
+out=$(q align "$RUN" "${gold[@]}" --method output)
+off=$(q align "$RUN" "${gold[@]}" --method output --null off)
 shift_=$(q align "$RUN" "${gold[@]}" --method shift)
 contrib=$(q align "$RUN" "${gold[@]}" --method contrib)
 wait "$grad_pid" || { echo "scripts/doc_figures.sh: align --method grad failed" >&2; exit 1; }
 grad=$(cat "$W/grad")
 bh=$(sed -n 's/^best head: \(layer [0-9]*, head [0-9]*\), AER \([0-9.]*\).*/\1|\2/p' <<<"$out")
-fig docs/attention.md "| \`--method output\` (default: last layer, heads averaged) | $(aer "$out" 'layer 1, average') |"
+fig docs/attention.md "| \`--method output\` (last layer, heads averaged) | $(aer "$out" 'layer 1, average') |"
 fig docs/attention.md "| \`--method output\`, best single head (${bh%|*}) | ${bh#*|} |"
 fig docs/attention.md "| \`--method shift\` (last layer) | $(aer "$shift_" 'shift.L1') |"
-fig docs/attention.md "| \`--method contrib\` (default: the last layer's contributions) | $(aer "$contrib" 'contrib.layer') |"
+fig docs/attention.md "| default, \`--method contrib\` (the last layer's contributions) | $(aer "$contrib" 'contrib.layer') |"
 fig docs/attention.md "| \`--method contrib\`, rollout | $(aer "$contrib" 'contrib.rollout') |"
 fig docs/attention.md "| \`--method grad\` (default: saliency) | $(aer "$grad" 'saliency') |"
 fig docs/attention.md "| \`--method grad\`, integrated gradients / x-gradient-l2 / x-gradient | $(aer "$grad" 'integrated-gradients') / $(aer "$grad" 'x-gradient-l2') / $(aer "$grad" 'x-gradient ') |"

@@ -271,7 +271,7 @@ rc=$?
 # gold alignments: every distinct link counts, however many a line has (a repeated one once)
 awk 'BEGIN{for(i=0;i<50;i++) printf "a "; print ""}' >"$T/al.src"
 awk 'BEGIN{for(i=0;i<50;i++) for(j=0;j<50;j++) printf "%d-%d ", i, j; print "0-0"}' >"$T/al.gold"
-"$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.gold" >"$T/al.out" 2>&1
+"$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.gold" --method output >"$T/al.out" 2>&1
 grep -q "(1 sentence pairs, 2500 gold links)" "$T/al.out" && ok "align_gold_counts_every_link" || bad "align_gold_counts_every_link" "$(tail -1 "$T/al.out")"
 echo "0-99999999999" >"$T/al.bad"
 expect_error "align_gold_index_out_of_range" 2 "al.bad:1: not Pharaoh alignments" "$QKV" align "$run" --src "$T/al.src" --tgt "$T/al.src" --gold "$T/al.bad"

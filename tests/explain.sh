@@ -203,15 +203,15 @@ assert all(0 <= v <= 1 for v in a["source_share"]["by_layer"] + a["source_share"
     ok "explain_corpus_tables_the_same_on_one_thread_and_two" ||
     bad "explain_corpus_tables_the_same_on_one_thread_and_two" "$(tail -3 "$T/corpus.err")"
 # explain's AER column reads links as qkv align does, the null decision included: on the same
-# pairs and gold, its last layer's heads averaged (L1.avg) scores what align's default
-# (--method output, layer 1 averaged) scores, with the rule on (the default, said under the
-# table) and off. A run of 600 steps, whose links the one-to-one matching moves (the toy pair
+# pairs and gold, its last cross-attention block's contributions (contrib.layer) score what
+# align's default reading scores, with the rule on (the default, said under the table) and
+# off. A run of 600 steps, whose links the one-to-one matching moves (the toy pair
 # has no unaligned words: how many the rule leaves is said, not required)
 "$QKV" train configs/toy.yaml --set run_dir="$T/run600" --set train.steps=600 --set model.d_model=32 \
     --set train.watch= --set data.train.src="$T/data/train.src" --set data.train.tgt="$T/data/train.tgt" \
     --set data.valid.src="$T/data/valid.src" --set data.valid.tgt="$T/data/valid.tgt" >"$T/train600.log" 2>&1
 aer_pair() { # explain's log, align's table -> "explain align"
-    echo "$(awk '$1 == "L1.avg" { print $7 }' "$1") $(awk '/\(default\)$/ { print $(NF - 1) }' "$2")"
+    echo "$(awk '$1 == "contrib.layer" { print $7 }' "$1") $(awk '/\(default\)$/ { print $(NF - 1) }' "$2")"
 }
 for null in on off; do
     timeout 120 "$QKV" explain "$T/run600" --src "$T/data/test.src" --ref "$T/data/test.tgt" \

@@ -563,16 +563,16 @@ static void test_aligner_pair_links_and_scores(void) {
 
 /* The null decision's weights on hand-built rows: a target word whose prefix column
  * outweighs every source word gets strongest / prefix, the others 1 (a tie, a source word
- * summed over its pieces that beats the prefix, a prefix that sent nothing); rows of one
- * target word are pooled; EOS and pieces of no word count for nothing. */
+ * summed over its pieces that beats the prefix, a prefix that sent nothing); a target word
+ * is read at its first row; EOS and pieces of no word count for nothing. */
 static void test_null_weights_on_hand_built_rows(void) {
     /* 3 target pieces (word 0, word 1 in two pieces), source pieces s0 s1 | s2 (word 1 in
      * two pieces), EOS; the last column is what came from no source word */
     int tw[3] = {0, 1, 1}, sw[4] = {0, 1, 1, -1};
     float from[3 * 5] = {
         0.30f, 0.10f, 0.10f, 0.00f, 0.50f, /* word 0: prefix 0.5 > 0.3 and 0.2: 0.3 / 0.5 */
-        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* word 1: source word 1 = 0.4 + 0.4 over two rows */
-        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* against the prefix's 1.0: 0.8 / 1.0 */
+        0.10f, 0.20f, 0.20f, 0.00f, 0.50f, /* word 1, read at its first piece: source word 1 = 0.4 */
+        0.90f, 0.00f, 0.00f, 0.00f, 0.05f, /* against the prefix's 0.5: 0.8 (its second piece counts for nothing) */
     };
     double weight[2];
     align_null_weights(from, 4, tw, 3, 2, sw, 2, weight);
@@ -609,9 +609,9 @@ static void test_null_weights_on_hand_built_rows(void) {
 }
 
 /* align_match on hand-built maps: the strongest pair is linked first and each source word
- * taken once, a word's pairs weigh times its weight, a word left over is unaligned when
- * its weight is below 1 and keeps its link otherwise, a word's pieces are averaged, and a
- * source word given nothing is no link. */
+ * taken once, a word's pairs weigh times its weight, a word left over is unaligned under
+ * weights and keeps its argmax without, a word is read at its first piece, and a source
+ * word given nothing is no link. */
 static void test_match_on_hand_built_rows(void) {
     /* a determiner that reads its noun (for the gender) more than its own determiner, the
      * noun, and a particle written from its prefix that reads the determiner most of all */
@@ -644,7 +644,8 @@ static void test_match_on_hand_built_rows(void) {
     CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d, noun %d, particle %d: want 0 1 -1", links[0],
           links[1], links[2]);
     /* three words, two source words: 0.9 first, then 0.3 beats 0.2 for the free source
-     * word; the word left over keeps its argmax at weight 1, and is unaligned below it */
+     * word; the word left over keeps its argmax without weights, and is unaligned under
+     * them, whatever its weight (one to one) */
     int tw3[3] = {0, 1, 2}, sw2[2] = {0, 1}, three[3] = {0, 0, 0};
     float over[3 * 2] = {0.9f, 0.1f, 0.8f, 0.2f, 0.7f, 0.3f};
     align_match(over, 2, tw3, 3, 3, sw2, 2, 2, NULL, three);
@@ -652,18 +653,18 @@ static void test_match_on_hand_built_rows(void) {
     double kept[3] = {1.0, 1.0, 1.0}, prefix[3] = {1.0, 0.9, 1.0};
     three[0] = three[1] = three[2] = 0;
     align_match(over, 2, tw3, 3, 3, sw2, 2, 2, kept, three);
-    CHECK(three[0] == 0 && three[1] == 0 && three[2] == 1, "weights 1: links %d %d %d, want 0 0 1", three[0], three[1],
-          three[2]);
+    CHECK(three[0] == 0 && three[1] == -1 && three[2] == 1, "weights 1: links %d %d %d, want 0 -1 1", three[0],
+          three[1], three[2]);
     three[0] = three[1] = three[2] = 0;
     align_match(over, 2, tw3, 3, 3, sw2, 2, 2, prefix, three);
     CHECK(three[0] == 0 && three[1] == -1 && three[2] == 1, "word 1 at 0.9, left over: links %d %d %d, want 0 -1 1",
           three[0], three[1], three[2]);
-    /* word 0 in two pieces of 0.6 each on source 0 (1.2 summed, 0.6 averaged) against word
-     * 1's 0.7: averaged, word 1 takes source 0 */
+    /* word 0 in two pieces, 0.6 then 0.95 on source 0 (0.775 averaged), against word 1's
+     * 0.7: a word is read at its first piece, so word 1 takes source 0 */
     int tw2[3] = {0, 0, 1}, two[2] = {0, 0};
-    float pieces[3 * 2] = {0.6f, 0.4f, 0.6f, 0.4f, 0.7f, 0.3f};
+    float pieces[3 * 2] = {0.6f, 0.4f, 0.95f, 0.05f, 0.7f, 0.3f};
     align_match(pieces, 2, tw2, 3, 2, sw2, 2, 2, NULL, two);
-    CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0 (a word's pieces averaged)", two[0], two[1]);
+    CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0 (a word read at its first piece)", two[0], two[1]);
     /* a tie goes to the earlier word; a source word the other gives nothing is no link,
      * and a word of weight 0 claims nothing: left over, unaligned */
     float zero[2 * 2] = {1.0f, 0.5f, 1.0f, 0.0f};
@@ -692,6 +693,18 @@ static void prefix_at(Model *m, const AttnMaps *a, float *from) {
     for (int t = 0; t < a->T; t++) from[(size_t)t * (a->S + 1) + (t == null_position ? a->S : 0)] = 1.0f;
 }
 
+/* A measure whose target position t came from source position S - 2 - t (the last before
+ * EOS first), but position 1, which got 0.5 from position 0's source word and twice that
+ * from its prefix */
+static void reversed(Model *m, const AttnMaps *a, float *from) {
+    (void)m;
+    memset(from, 0, sizeof(float) * (size_t)a->T * (a->S + 1));
+    for (int t = 0; t < a->T && a->S - 2 - t >= 0; t++) {
+        from[(size_t)t * (a->S + 1) + (a->S - 2 - (t == 1 ? 0 : t))] = 0.5f;
+        if (t == 1) from[(size_t)t * (a->S + 1) + a->S] = 1.0f;
+    }
+}
+
 /* aligner_links_null and aligner_score_null leave exactly the words their measure says
  * came from the prefix unlinked, and with no measure give aligner_links' links */
 static void test_aligner_null_measure(void) {
@@ -703,9 +716,9 @@ static void test_aligner_null_measure(void) {
     AlignPair p = {"w0 w1 w2 w3", "w4 w5 w6", NULL, "a.src", "a.tgt", "a.gold", 7};
     int *plain = NULL, *off = NULL, *on = NULL;
     int n = aligner_links(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], &plain);
-    int n_off = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], NULL, &off);
+    int n_off = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], NULL, 0, &off);
     null_position = 1;
-    int n_on = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], prefix_at, &on);
+    int n_on = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[10], prefix_at, 1, &on);
     int same = n == 3 && n_off == 3 && n_on == 3 && memcmp(plain, off, 3 * sizeof(int)) == 0;
     /* the others are linked, one to one (align_match: the source has four words) */
     int unlinked = n_on == 3 && on[0] >= 0 && on[1] == -1 && on[2] >= 0 && on[0] != on[2];
@@ -725,7 +738,7 @@ static void test_aligner_null_measure(void) {
         links_by_hand(&a, picks[k], sw, nsw, tw, ntw, 1, want);
         links_by_hand(&a, picks[k], sw, nsw, tw, ntw, -1, argmax);
         moved += want[0] != argmax[0] || want[2] != argmax[2];
-        int n_got = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[k], prefix_at, &got);
+        int n_got = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks[k], prefix_at, 1, &got);
         int same_links = n_got == 3 && memcmp(got, want, sizeof want) == 0;
         free(got);
         CHECK(same_links, "pick %d: the links are not the null word's and the matching's of the maps", k);
@@ -735,12 +748,26 @@ static void test_aligner_null_measure(void) {
           nsw, ntw, moved);
     AlignCounts with[16] = {{0}}, without[16] = {{0}};
     p.gold = "0-0 1-1 2-2";
-    CHECK(aligner_score_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, prefix_at, with) == 0 &&
+    CHECK(aligner_score_null(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, prefix_at, 1, with) == 0 &&
               aligner_score(&m, TOKENIZER_WORD, &sv, &tv, &p, picks, n_picks, without) == 0,
           "%s", err_msg());
     for (int k = 0; k < n_picks; k++)
         CHECK(with[k].predicted == 2 && without[k].predicted == 3 && with[k].words == 3 && without[k].words == 3,
               "pick %d: %ld and %ld predicted of %ld words", k, with[k].predicted, without[k].predicted, with[k].words);
+    /* the contributions pick reads the measure's source columns: target words 0 and 2 get
+     * source words 3 and 1 from it, whatever the attention says, and word 1 word 0's; with
+     * the null decision on, word 1 (its prefix outweighs it) loses that word to word 0 and
+     * is left over, unaligned */
+    AlignPick contrib = {ALIGN_CONTRIB, -1};
+    int *byc = NULL, *byc_null = NULL;
+    int nc = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, contrib, reversed, 0, &byc);
+    int nc2 = aligner_links_null(&m, TOKENIZER_WORD, &sv, &tv, &p, contrib, reversed, 1, &byc_null);
+    CHECK(nc == 3 && byc[0] == 3 && byc[1] == 3 && byc[2] == 1, "contributions pick: %d links %d %d %d, want 3 3 1", nc,
+          byc ? byc[0] : -9, byc ? byc[1] : -9, byc ? byc[2] : -9);
+    CHECK(nc2 == 3 && byc_null[0] == 3 && byc_null[1] == -1 && byc_null[2] == 1,
+          "contributions pick, null on: links %d %d %d, want 3 -1 1", byc_null ? byc_null[0] : -9,
+          byc_null ? byc_null[1] : -9, byc_null ? byc_null[2] : -9);
+    free(byc), free(byc_null);
     model_free(&m);
     vocab_free(&sv), vocab_free(&tv);
 }

@@ -30,14 +30,22 @@ int align_words(char **tokens, int n, int tokenizer, int *word_of) {
     return words;
 }
 
-/* Each target word's rows of map summed per source word: (n_tgt_words, n_src_words),
- * malloc'd. Summing a word's rows ranks as averaging them does. */
+/* Whether target piece t starts its word: the row where the word is chosen. The rows of
+ * its other pieces spell it out, mostly from the prefix, and read the source more noisily
+ * (on the Multi30k val40 gold, reading first pieces alone took the contributions' AER
+ * from 0.208 to 0.181, the attention's from 0.247 to 0.212). */
+static int word_start(const int *tgt_word, int t) {
+    return tgt_word[t] >= 0 && (t == 0 || tgt_word[t - 1] != tgt_word[t]);
+}
+
+/* Each target word's first row of map, summed per source word (a source word's pieces
+ * added): (n_tgt_words, n_src_words), malloc'd. */
 static double *pool_words(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                           const int *src_word, int n_src_pieces, int n_src_words) {
     double *pooled = xcalloc((size_t)n_tgt_words * (n_src_words ? n_src_words : 1), sizeof(double));
     for (int t = 0; t < n_tgt_pieces; t++) {
         int w = tgt_word[t];
-        if (w < 0) continue;
+        if (!word_start(tgt_word, t)) continue;
         for (int s = 0; s < n_src_pieces; s++)
             if (src_word[s] >= 0) pooled[(size_t)w * n_src_words + src_word[s]] += map[(size_t)t * cols + s];
     }
@@ -62,7 +70,7 @@ void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word
     double *pooled = pool_words(from, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
     double *prefix = xcalloc((size_t)(n_tgt_words ? n_tgt_words : 1), sizeof(double));
     for (int t = 0; t < n_tgt_pieces; t++)
-        if (tgt_word[t] >= 0) prefix[tgt_word[t]] += from[(size_t)t * cols + n_src_pieces];
+        if (word_start(tgt_word, t)) prefix[tgt_word[t]] += from[(size_t)t * cols + n_src_pieces];
     for (int w = 0; w < n_tgt_words; w++) {
         double strongest = 0;
         for (int s = 0; s < n_src_words; s++)
@@ -91,16 +99,11 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
                  const int *src_word, int n_src_pieces, int n_src_words, const double *weight, int *links) {
     if (!n_src_words || !n_tgt_words) return;
     double *pooled = pool_words(map, cols, tgt_word, n_tgt_pieces, n_tgt_words, src_word, n_src_pieces, n_src_words);
-    /* a word's rows averaged, not summed: a word of three pieces must not outbid a word of
-     * one for the same source word by having more rows */
-    int *pieces = xcalloc((size_t)n_tgt_words, sizeof(int));
-    for (int t = 0; t < n_tgt_pieces; t++)
-        if (tgt_word[t] >= 0) pieces[tgt_word[t]]++;
     Candidate *c = xmalloc(sizeof(Candidate) * (size_t)n_tgt_words * n_src_words);
     size_t n = 0;
     for (int w = 0; w < n_tgt_words; w++)
-        for (int s = 0; links[w] >= 0 && pieces[w] && s < n_src_words; s++) {
-            double v = pooled[(size_t)w * n_src_words + s] / pieces[w] * (weight ? weight[w] : 1.0);
+        for (int s = 0; links[w] >= 0 && s < n_src_words; s++) {
+            double v = pooled[(size_t)w * n_src_words + s] * (weight ? weight[w] : 1.0);
             if (v > 0) c[n++] = (Candidate){v, w, s}; /* a source word given nothing is no link */
         }
     qsort(c, n, sizeof *c, by_strength);
@@ -110,10 +113,14 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
         links[c[k].w] = c[k].s;
         word_done[c[k].w] = source_taken[c[k].s] = 1;
     }
-    /* a word left over: unaligned if its prefix outweighed every source word, else it keeps its link */
+    /* under the null decision a word left over is unaligned: one to one, as competitive
+     * linking is. Keeping its argmax where the source outweighed its prefix linked the toy's
+     * particles (AER 0.085 against 0.069 on a briefly trained particles model) for a gain
+     * of 0.010 on the Multi30k gold (0.181 against 0.191: a German compound's two English
+     * words, "im" as "in the") */
     for (int w = 0; w < n_tgt_words && weight; w++)
-        if (!word_done[w] && weight[w] < 1.0) links[w] = -1;
-    free(pooled), free(pieces), free(c), free(word_done), free(source_taken);
+        if (!word_done[w]) links[w] = -1;
+    free(pooled), free(c), free(word_done), free(source_taken);
 }
 
 void align_links(const float *map, const float *from, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,

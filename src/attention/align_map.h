@@ -1,8 +1,9 @@
 /* align_map: word alignments read off a cross-attention map, and their scores against gold.
  *
- * A cross-attention map (target pieces x source pieces) is first pooled to words: rows
- * of the pieces of one target word are averaged, columns of the pieces of one source
- * word summed (pieces are words with the word tokenizer, characters with char; the
+ * A cross-attention map (target pieces x source pieces) is first pooled to words: a
+ * target word is read at its first piece's row, where the word is chosen (its other
+ * pieces spell it out from the prefix), and the columns of one source word's pieces are
+ * summed (pieces are words with the word tokenizer, characters with char; the
  * space marker and EOS belong to no word; subword pieces join the word their first,
  * marked piece starts). Each target word is then linked to the
  * source word it gives the most weight. Output is Pharaoh "i-j" (source i, target j).
@@ -14,8 +15,7 @@
  * competitive linking): the strongest (word, source word) pair first, each source word
  * taken once, a word's pairs discounted by strongest source word / prefix where its prefix
  * sent more, so that a word written from its prefix weighs less in the contest than the
- * words that came from the source. A word left over is unaligned when its prefix outweighed
- * every source word, and keeps its strongest source word otherwise. No threshold to pick:
+ * words that came from the source. A word left over is unaligned. No threshold to pick:
  * one rule for every run and every reading. The matching is also what a determiner needs:
  * it reads its noun for the gender, and the noun's word takes the noun. --null off: every
  * word to its argmax. */
@@ -43,22 +43,21 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
 
 /* The null decision's discount of each target word: weight[w] = strongest / prefix where
  * the prefix column outweighs every source word (pooled as align_from_map pools: a word's
- * rows and a source word's pieces summed), 1 otherwise (a tie, a prefix that sent nothing,
+ * first row, a source word's pieces summed), 1 otherwise (a tie, a prefix that sent nothing,
  * a sentence without source words). from is (n_tgt_pieces, n_src_pieces + 1): what each
  * source piece sent each target piece, then what came from no source word. */
 void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                         const int *src_word, int n_src_words, double *weight);
 
-/* One to one where it can be (competitive linking, Melamed 2000; SimAlign's "match" is
- * its optimal form): of every (target word, source word) pair of map, pooled (a word's
- * rows averaged, a source word's pieces summed) and times the word's weight (NULL: 1),
+/* One to one (competitive linking, Melamed 2000; SimAlign's "match" is its optimal
+ * form): of every (target word, source word) pair of map, pooled (a word's first row, a
+ * source word's pieces summed) and times the word's weight (NULL: 1),
  * the strongest is linked first, and each source word and each target word is taken
  * once. A word whose argmax another word wants more goes to its next source word: a
  * determiner that reads its noun for the noun's gender is linked to its own determiner
  * once the noun's word has taken the noun. Words with links[w] = -1 stay unaligned and
  * take no source word. A word left over (the source words ran out, or it gives the free
- * ones nothing) is left unaligned where its weight is below 1 (align_null_weights: its
- * prefix outweighed every source word), and keeps its link otherwise. */
+ * ones nothing) is left unaligned under weights, and keeps its argmax without (NULL). */
 void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                  const int *src_word, int n_src_pieces, int n_src_words, const double *weight, int *links);
 

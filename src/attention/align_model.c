@@ -17,10 +17,16 @@ int aligner_picks(int layers, int heads, AlignPick *picks) {
     return k;
 }
 
-/* The cross-attention map of pick into out (a->T x a->S). */
-static void pick_map(const AttnMaps *a, AlignPick p, float *out) {
+/* The cross-attention map of pick into out (a->T x a->S); from: what the measure gave
+ * (T, S + 1), read by an ALIGN_CONTRIB pick. */
+static void pick_map(const AttnMaps *a, const float *from, AlignPick p, float *out) {
     int rows = a->T, cols = a->S, L = a->layers[ATTN_CROSS];
     size_t per = (size_t)rows * cols;
+    if (p.layer == ALIGN_CONTRIB) {
+        for (int t = 0; t < rows; t++)
+            memcpy(out + (size_t)t * cols, from + (size_t)t * (cols + 1), sizeof(float) * cols);
+        return;
+    }
     if (p.head >= 0) {
         memcpy(out, attnmap_at(a, ATTN_CROSS, p.layer, p.head), sizeof(float) * per);
         return;
@@ -74,20 +80,22 @@ static void free_words(PairWords *w) {
     free(w->src_word), free(w->tgt_word), free(w->from);
 }
 
-/* links (n_tgt_words of them) under pick; map has room for one (T x S) map. */
-static void pick_links(const PairWords *w, AlignPick pick, float *map, int *links) {
-    pick_map(&w->maps, pick, map);
+/* links (n_tgt_words of them) under pick, the null decision read when null is set; map
+ * has room for one (T x S) map. */
+static void pick_links(const PairWords *w, AlignPick pick, int null, float *map, int *links) {
+    pick_map(&w->maps, w->from, pick, map);
     const AttnMaps *a = &w->maps;
-    align_links(map, w->from, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words, links);
+    align_links(map, null ? w->from : NULL, w->tgt_word, a->T, w->n_tgt_words, w->src_word, a->S, w->n_src_words,
+                links);
 }
 
 int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
                   int **links) {
-    return aligner_links_null(m, tokenizer, sv, tv, p, pick, NULL, links);
+    return aligner_links_null(m, tokenizer, sv, tv, p, pick, NULL, 0, links);
 }
 
 int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
-                       AlignNullMeasure null, int **links) {
+                       AlignNullMeasure null, int null_on, int **links) {
     int max = m->cfg.max_positions - 2, ns, nt, rc = 0;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     *links = NULL;
@@ -97,7 +105,7 @@ int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
         capture_words(m, tokenizer, sv, tv, sid, ns, tid, nt, null, &w);
         float *map = xmalloc(sizeof(float) * (size_t)w.maps.S * w.maps.T);
         *links = xmalloc(sizeof(int) * (size_t)(w.n_tgt_words ? w.n_tgt_words : 1));
-        pick_links(&w, pick, map, *links);
+        pick_links(&w, pick, null_on, map, *links);
         rc = w.n_tgt_words;
         free(map);
         free_words(&w);
@@ -108,11 +116,11 @@ int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
 
 int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, const AlignPick *picks,
                   int n_picks, AlignCounts *counts) {
-    return aligner_score_null(m, tokenizer, sv, tv, p, picks, n_picks, NULL, counts);
+    return aligner_score_null(m, tokenizer, sv, tv, p, picks, n_picks, NULL, 0, counts);
 }
 
 int aligner_score_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p,
-                       const AlignPick *picks, int n_picks, AlignNullMeasure null, AlignCounts *counts) {
+                       const AlignPick *picks, int n_picks, AlignNullMeasure null, int null_on, AlignCounts *counts) {
     int max = m->cfg.max_positions - 2, ns, nt, rc = -1;
     int *sid = xmalloc(sizeof(int) * (size_t)(max + 1)), *tid = xmalloc(sizeof(int) * (size_t)(max + 1));
     /* room for every link the line can hold: each takes at least 3 bytes ("i-j") */
@@ -144,7 +152,7 @@ int aligner_score_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
     float *map = xmalloc(sizeof(float) * (size_t)w.maps.S * w.maps.T);
     int *links = xmalloc(sizeof(int) * (size_t)(w.n_tgt_words ? w.n_tgt_words : 1));
     for (int k = 0; k < n_picks; k++) {
-        pick_links(&w, picks[k], map, links);
+        pick_links(&w, picks[k], null_on, map, links);
         align_score(links, w.n_tgt_words, pairs, ng, &counts[k]);
     }
     free(map), free(links);

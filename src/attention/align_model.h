@@ -14,10 +14,13 @@
 #include "nn/model.h"
 
 /* A cross-attention map to read links from: one (layer, head), a layer's heads averaged
- * (head -1), or every layer's head average averaged (layer -1, head -1). */
+ * (head -1), every layer's head average averaged (layer -1, head -1), or the last
+ * cross-attention block's contributions (layer ALIGN_CONTRIB: what the null measure
+ * measures, so it needs one; `qkv align`'s default reading). */
 typedef struct {
     int layer, head; /* -1: averaged */
 } AlignPick;
+enum { ALIGN_CONTRIB = -2 };
 
 /* What the null decision reads (align_map.h), measured right after a pair's capture,
  * while the capture's pass is the model's last (the caller's: contributions come from
@@ -44,10 +47,11 @@ int aligner_picks(int layers, int heads, AlignPick *picks);
  * empty side), or -1 with the error set: a side longer than the model's positions. */
 int aligner_links(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
                   int **links);
-/* The same with the null decision read from what null measures (NULL: every word linked);
- * a word left unaligned gets -1. */
+/* The same with measure's contributions at hand (NULL: none; an ALIGN_CONTRIB pick needs
+ * them) and the null decision read from them when null is set (else every word linked); a
+ * word left unaligned gets -1. */
 int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, AlignPick pick,
-                       AlignNullMeasure null, int **links);
+                       AlignNullMeasure measure, int null, int **links);
 
 /* Scores each of picks[0..n_picks)'s links for the pair against p->gold, adding into
  * counts[k] (n_picks of them). 0, or -1 with the error set and nothing added: a side
@@ -55,8 +59,8 @@ int aligner_links_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv
  * word past the pair. */
 int aligner_score(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p, const AlignPick *picks,
                   int n_picks, AlignCounts *counts);
-/* The same with the null decision read from what null measures (NULL: every word linked). */
+/* The same with measure and null as aligner_links_null takes them. */
 int aligner_score_null(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, const AlignPair *p,
-                       const AlignPick *picks, int n_picks, AlignNullMeasure null, AlignCounts *counts);
+                       const AlignPick *picks, int n_picks, AlignNullMeasure measure, int null, AlignCounts *counts);
 
 #endif

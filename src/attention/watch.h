@@ -75,10 +75,12 @@ int watch_gold_check(const WatchLog *w, int tokenizer, char **gold, const char *
 int watch_null_recorded(const WatchLog *w);
 
 /* AER of snapshot k against gold (checked by watch_gold_check; source word i - target
- * word j, a link written twice counted once), read off the last decoder layer's
- * head-averaged cross-attention as `qkv align` does by default: with null set (every
- * snapshot holds what it reads: watch_null_recorded), with the null decision; without,
- * every word linked to its strongest source word (align's --null off). tokenizer: as for
+ * word j, a link written twice counted once). With null set (every snapshot holds the
+ * contributions: watch_null_recorded), as `qkv align` reads them by default: the last
+ * cross-attention block's contributions, with the null decision; without (snapshots
+ * recorded before training kept them), the last decoder layer's head-averaged
+ * cross-attention, every word linked to its strongest source word (align's --method
+ * output --null off). tokenizer: as for
  * watch_gold_check. -1 with the error set when a line is not Pharaoh. */
 int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, int null, double *aer);
 

@@ -44,37 +44,38 @@ static const CmdOption options[] = {
     {'l', "layer", "L|all", "the decoder layer whose cross-attention aligns; all: every layer averaged", "the last"},
     {'h', "head", "H|avg", "one head of that layer; avg: its heads averaged", "avg"},
     {'m', "method", "M",
-     "what links are read from: output (cross-attention where the word is predicted), shift (where it is read, "
-     "one step later), contrib (contributions through the whole layer), grad (gradients)",
-     "output"},
+     "what links are read from: contrib (what each source word sent the word, where it is chosen, through the last "
+     "cross-attention block), output (the cross-attention weights there), shift (where it is read, one step "
+     "later), grad (gradients)",
+     "contrib; output with --layer/--head"},
     {'n', "null", "on|off",
-     "on: target words linked one to one where they can be, a word its own prefix outweighs every source word "
-     "for (the last cross-attention block's contributions) claiming with a discount and, left over, unaligned; "
-     "off: every target word linked to its strongest source word",
+     "on: target words linked one to one, a word its own prefix outweighs every source word for (the last "
+     "cross-attention block's contributions) claiming with a discount, a word left over unaligned; off: every "
+     "target word linked to its strongest source word",
      "on"},
     {0},
 };
 const CmdSpec cmd_align_spec = {
     .name = "align",
     .operands =
-        "RUN --src FILE --tgt FILE [--gold FILE] [--method output|shift|contrib|grad] [--layer L|all] [--head H|avg] "
+        "RUN --src FILE --tgt FILE [--gold FILE] [--method contrib|output|shift|grad] [--layer L|all] [--head H|avg] "
         "[--null on|off]",
     .summary = "word alignments from cross-attention, or their AER against gold links",
-    .about = "Each target word is linked to the source word its cross-attention weighs most (pieces\n"
-             "pooled to words); one Pharaoh line \"i-j ...\" per pair. With --gold, precision, recall\n"
-             "and AER for every head, each layer's average and all layers'. --method reads the links\n"
-             "from elsewhere: shift (each layer's heads averaged, one step later: shift-att), contrib\n"
-             "(the last layer's cross-attention contributions, and their rollout) or grad (saliency,\n"
-             "x-gradient signed and by magnitude, integrated gradients); with --gold, every reading of\n"
-             "the method is scored.\n"
-             "With --null on, target words are linked one to one where they can be (competitive\n"
+    .about = "Each target word is linked to the source word that sent it most in the last\n"
+             "cross-attention block (its contributions), read where the word is chosen: at its first\n"
+             "piece, source pieces pooled to words; one Pharaoh line \"i-j ...\" per pair. With --gold,\n"
+             "precision, recall and AER of the method's readings (contrib: the last layer's and the\n"
+             "rollout through every layer). --method output reads the cross-attention weights instead\n"
+             "(with --gold: every head, each layer's average and all layers'), shift each layer's\n"
+             "heads averaged one step later (shift-att), grad gradients (saliency, x-gradient signed\n"
+             "and by magnitude, integrated gradients).\n"
+             "With --null on, target words are linked one to one (competitive\n"
              "linking): the strongest (word, source word) pair first, each source word taken once, so\n"
              "a determiner that reads its noun for the noun's gender keeps its own determiner once the\n"
              "noun has taken the noun. The prefix competes as a null word: where the last decoder\n"
              "layer's cross-attention block got more from the prefix (the residual) than from any one\n"
-             "source word, the word's pairs are discounted by that ratio, and if it is left over it\n"
-             "stays unaligned; a word left over that the source outweighed keeps its strongest. No\n"
-             "threshold: one rule for every run and reading.\n"
+             "source word, the word's pairs are discounted by that ratio. A word left over stays\n"
+             "unaligned. No threshold: one rule for every run and reading.\n"
              "--null off links every target word to its strongest source word.",
     .options = options,
     .example = "qkv align runs/toy --src data/toy/test.src --tgt data/toy/test.tgt --gold data/toy/test.align",
@@ -182,7 +183,7 @@ done:
 
 int cmd_align(int argc, char **argv) {
     const char *src_path = NULL, *tgt_path = NULL, *gold_path = NULL, *layer_s = NULL, *head_s = NULL;
-    const char *method = "output", *null_s = "on";
+    const char *method = NULL, *null_s = "on";
     int c;
     while ((c = cmd_option_next(&cmd_align_spec, argc, argv)) >= 0) {
         switch (c) {
@@ -197,6 +198,9 @@ int cmd_align(int argc, char **argv) {
     }
     if (c != CMD_OPTIONS_END) return cmd_option_status(c);
     if (optind != argc - 1 || !src_path || !tgt_path) return cmd_usage_of(&cmd_align_spec);
+    /* a head asked for is an attention reading; otherwise the contributions, which align
+     * better (docs/attention.md, "On real text") */
+    if (!method) method = layer_s || head_s ? "output" : "contrib";
     if (strcmp(method, "output") != 0 && strcmp(method, "shift") != 0 && strcmp(method, "contrib") != 0 &&
         strcmp(method, "grad") != 0)
         return err_set("--method: '%s' is not one of output, shift, contrib, grad", method), cmd_fail(2);
@@ -208,8 +212,9 @@ int cmd_align(int argc, char **argv) {
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(2);
     int L = r.model.cfg.decoder_layers, H = r.model.cfg.heads;
-    /* the default: the last decoder layer's heads averaged; on the toy pair it aligns
-     * better than any single head and than all layers together (docs/attention.md, "Alignments") */
+    /* --method output's default: the last decoder layer's heads averaged; on the toy pair it
+     * aligns better than any single head and than all layers together (docs/attention.md,
+     * "Alignments") */
     AlignPick chosen = {L - 1, -1};
     if ((layer_s && strcmp(layer_s, "all") != 0 && parse_index(layer_s, "layer", &chosen.layer) != 0) ||
         (head_s && strcmp(head_s, "avg") != 0 && parse_index(head_s, "head", &chosen.head) != 0)) {
@@ -245,21 +250,26 @@ int cmd_align(int argc, char **argv) {
         goto done;
     }
     int tok = r.cfg.data.tokenizer;
-    if (strcmp(method, "output") != 0) {
+    /* contrib's links are the null measure's own numbers: read them as output reads a head,
+     * without the gradients and rollout explain_pair computes for the other readings */
+    int fast_contrib = strcmp(method, "contrib") == 0 && !gold;
+    if (fast_contrib) chosen = (AlignPick){ALIGN_CONTRIB, -1};
+    if (strcmp(method, "output") != 0 && !fast_contrib) {
         openblas_set_num_threads(1); /* small products: OpenBLAS's threads would wait on each other */
         rc = explained(&r, method, null, src, tgt, gold, n_src, src_path, tgt_path, gold_path);
         goto done;
     }
     for (int i = 0; i < n_src; i++) {
         AlignPair pair = {src[i], tgt[i], gold ? gold[i] : NULL, src_path, tgt_path, gold_path, i + 1};
-        AlignNullMeasure measure = null ? last_cross_contributions : NULL;
+        AlignNullMeasure measure = null || fast_contrib ? last_cross_contributions : NULL;
         if (gold) {
-            if (aligner_score_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, picks, n_picks, measure, counts) !=
-                0)
+            if (aligner_score_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, picks, n_picks, measure, null,
+                                   counts) != 0)
                 goto done;
             continue;
         }
-        int *links, n = aligner_links_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, chosen, measure, &links);
+        int *links,
+            n = aligner_links_null(&r.model, tok, &r.src_vocab, &r.tgt_vocab, &pair, chosen, measure, null, &links);
         if (n < 0) goto done;
         for (int j = 0, first = 1; j < n; j++)
             if (links[j] >= 0) printf("%s%d-%d", first ? "" : " ", links[j], j), first = 0;

@@ -195,10 +195,11 @@ static int watched(Run *r, const Options *o) {
                log((double)a->S));
     }
     if (aer)
-        printf("AER: the last decoder layer's heads averaged, %s\n",
-               null ? "links read as qkv align reads them (the null decision on)"
-                    : "every word linked to its strongest source word (snapshots recorded without the contributions "
-                      "the null decision reads: qkv align --null off)");
+        printf("AER: %s\n", null ? "the last cross-attention block's contributions, links read as qkv align reads them "
+                                   "(the null decision on)"
+                                 : "the last decoder layer's heads averaged, every word linked to its strongest source "
+                                   "word (snapshots recorded without the contributions: qkv align --method output "
+                                   "--null off)");
     int shares = 1;
     for (int k = 0; k < w.n_snapshots; k++)
         for (int i = 0; i < w.n_sentences; i++) shares &= w.snap[k].sentences[i].share != NULL;

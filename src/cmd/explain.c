@@ -452,8 +452,8 @@ static const CmdOption options[] = {
     {'m', "mask-heads", "SPEC", MASK_HEADS_HELP, NULL},
     {'u', "null", "on|off",
      "with --gold, on: a target word its own prefix outweighs every source word for (the last cross-attention "
-     "block's contributions) is left unaligned and the rest linked one to one where they can be, as qkv align "
-     "links them; off: every target word linked to its strongest source word",
+     "block's contributions) claims with a discount, the words are linked one to one and a word left over is "
+     "unaligned, as qkv align links them; off: every target word linked to its strongest source word",
      "on"},
     {0},
 };
@@ -468,8 +468,8 @@ const CmdSpec cmd_explain_spec = {
              "DIR/index.html shows them side by side. With --src, over a corpus: each method's AOPC\n"
              "(drop in log p when its top tokens are removed) against random orders, Kendall tau per\n"
              "head, source share per layer and position, and with --gold AER per method (the gold\n"
-             "file read and checked first; a word its prefix wrote left unaligned and the rest linked\n"
-             "one to one where they can be, as qkv align links them, unless --null off).",
+             "file read and checked first; the words linked one to one, a word its prefix wrote\n"
+             "discounted and a word left over unaligned, as qkv align links them, unless --null off).",
     .options = options,
     .example = "qkv explain runs/toy --text \"the old farmer sees a red bird\" --out explain/",
 };

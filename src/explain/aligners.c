@@ -21,9 +21,8 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
 
 const char explain_null_rule[] = "null: words are linked one to one, the strongest link first, a word's links "
                                  "discounted where its prefix sent it more than any source word (the last "
-                                 "cross-attention block's contributions); such a word left over is unaligned, "
-                                 "another keeps its strongest source word; --null off links every word to its "
-                                 "strongest source word";
+                                 "cross-attention block's contributions); a word left over is unaligned; "
+                                 "--null off links every word to its strongest source word";
 
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links) {

@@ -18,8 +18,8 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
 
 /* explain_links, then with null set the null decision on e's last cross-attention block's
  * contributions and the one-to-one matching on the same scores (align_map.h's align_links):
- * a word written from its prefix has its pairs discounted, and one left over whose prefix
- * outweighed every source word is unaligned (links[w] = -1). qkv align and qkv explain's
+ * a word written from its prefix has its pairs discounted, and a word left over is
+ * unaligned (links[w] = -1). qkv align and qkv explain's
  * AER both read links through it, so their tables agree. */
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links);

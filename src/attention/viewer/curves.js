@@ -50,7 +50,7 @@ function renderCurves() {
     el("text", { x: 430, y: 38 + 16 * h, "font-size": 11 }, g, `head ${h}`);
   });
   if (DATA.aer) svg.setAttribute("width", 2 * slot);
-  if (DATA.aer) lineChart(svg, slot, `AER against --gold (last decoder layer, heads averaged, null ${DATA.aer_null ? "on" : "off"})`, steps,
+  if (DATA.aer) lineChart(svg, slot, DATA.aer_null ? "AER against --gold (last cross-attention block's contributions, null on)" : "AER against --gold (last decoder layer, heads averaged, null off)", steps,
                           [{ values: DATA.aer, colour: "#c00", width: 2 }], state.step, "lower is better");
   /* the source share over training (snapshots that recorded it): mean over the target
      words after each decoder layer; the last layer's is the answer, drawn thickest */
