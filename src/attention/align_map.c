@@ -81,6 +81,11 @@ void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word
     free(pooled), free(prefix);
 }
 
+void align_source_columns(const float *from, int rows, int cols, float *out) {
+    for (int t = 0; t < rows; t++)
+        memcpy(out + (size_t)t * cols, from + (size_t)t * (cols + 1), sizeof(float) * (size_t)cols);
+}
+
 /* One candidate link of align_match: its score, target word, source word */
 typedef struct {
     double score;

@@ -49,6 +49,11 @@ void align_from_map(const float *map, int cols, const int *tgt_word, int n_tgt_p
 void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                         const int *src_word, int n_src_words, double *weight);
 
+/* The source columns of a block of contributions as the null decision reads them (from:
+ * rows x (cols + 1), what each source piece sent, then what came from no source word)
+ * into out (rows x cols): the map the contributions' reading links from. */
+void align_source_columns(const float *from, int rows, int cols, float *out);
+
 /* One to one (competitive linking, Melamed 2000; SimAlign's "match" is its optimal
  * form): of every (target word, source word) pair of map, pooled (a word's first row, a
  * source word's pieces summed) and times the word's weight (NULL: 1),

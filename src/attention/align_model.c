@@ -23,8 +23,7 @@ static void pick_map(const AttnMaps *a, const float *from, AlignPick p, float *o
     int rows = a->T, cols = a->S, L = a->layers[ATTN_CROSS];
     size_t per = (size_t)rows * cols;
     if (p.layer == ALIGN_CONTRIB) {
-        for (int t = 0; t < rows; t++)
-            memcpy(out + (size_t)t * cols, from + (size_t)t * (cols + 1), sizeof(float) * cols);
+        align_source_columns(from, rows, cols, out);
         return;
     }
     if (p.head >= 0) {

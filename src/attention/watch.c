@@ -364,9 +364,7 @@ int watch_aer(const WatchLog *w, int k, int tokenizer, char **gold, int null, do
         int nsw = align_words(a->src, a->S, tokenizer, sw), ntw = align_words(a->tgt_out, a->T, tokenizer, tw);
         int *links = xmalloc(sizeof(int) * (size_t)(ntw ? ntw : 1));
         if (rc == 0) {
-            if (null) /* the contributions' source columns (null_from is T x (S + 1)) */
-                for (int t = 0; t < a->T; t++)
-                    memcpy(map + (size_t)t * a->S, a->null_from + (size_t)t * (a->S + 1), sizeof(float) * a->S);
+            if (null) align_source_columns(a->null_from, a->T, a->S, map);
             else attnmap_head_average(a, ATTN_CROSS, a->layers[ATTN_CROSS] - 1, map);
             align_links(map, null ? a->null_from : NULL, tw, a->T, ntw, sw, a->S, nsw, links);
             align_score(links, ntw, pairs, n_gold, &counts);

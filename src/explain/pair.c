@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/align_map.h"
 #include "data/batch.h"
 #include "data/vocab.h"
 #include "util/mem.h"
@@ -126,9 +127,7 @@ int explain_methods(const PairExplanation *e, ExplainMethod **methods) {
             memcpy(x->scores + (size_t)t * S, avg + (size_t)(t + 1 < T ? t + 1 : t) * S, sizeof(float) * (size_t)S);
     }
     ExplainMethod *x = add(ms, &n, EXPLAIN_CONTRIB, T, S, "contrib.layer", 0, 0);
-    for (int t = 0; t < T; t++)
-        memcpy(x->scores + (size_t)t * S, e->contrib.cross + ((size_t)(L - 1) * T + t) * (S + 1),
-               sizeof(float) * (size_t)S);
+    align_source_columns(contrib_last_cross(&e->contrib), T, S, x->scores);
     x = add(ms, &n, EXPLAIN_CONTRIB, T, S, "contrib.rollout", 0, 0);
     for (int t = 0; t < T; t++)
         memcpy(x->scores + (size_t)t * S, e->contrib.dec_roll + (size_t)t * W, sizeof(float) * S);

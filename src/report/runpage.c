@@ -144,8 +144,8 @@ static json_t *last_metrics(const Story *st) { return st->metrics.n ? st->metric
 
 /* running, finished, or stopped at step N; then how the last process ended when it was not
  * by finishing: the journal's last line is its "end" (a signal, a divergence, a failure),
- * or, when that line is missing, the process never wrote it (killed) */
-/* minutes: train.minutes, 0 for none (a run its budget ended says "done" before its steps) */
+ * or, when that line is missing, the process never wrote it (killed). minutes: train.minutes,
+ * 0 for none (a run its budget ended says "done" before its steps) */
 static void status_line(StrBuf *sb, const Story *st, double step, int steps, double minutes) {
     const json_t *end = last_event(st, "end", NULL);
     int said_how = end && end == st->journal.v[st->journal.n - 1];
