@@ -20,8 +20,10 @@ static void on_stop_signal(int sig) {
     const char *msg = sig == SIGINT    ? "qkv: stopped by SIGINT\n"
                       : sig == SIGTERM ? "qkv: stopped by SIGTERM\n"
                                        : "qkv: stopped by SIGHUP\n";
-    /* strlen and write are async-signal-safe; a progress line on the terminal is ended first */
-    if ((cmd_progress_shown && write(STDERR_FILENO, "\n", 1) < 0) || write(STDERR_FILENO, msg, strlen(msg)) < 0) {
+    /* strlen and write are async-signal-safe; a progress line on the terminal is ended first;
+     * a command that has said why it fails is on its way out, and says no more */
+    if (!cmd_failure_said &&
+        ((cmd_progress_shown && write(STDERR_FILENO, "\n", 1) < 0) || write(STDERR_FILENO, msg, strlen(msg)) < 0)) {
         /* nothing more to say it with */
     }
     atomic_streams_discard(); /* a file written as it was made, never published: gone with the process */

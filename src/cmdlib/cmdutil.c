@@ -16,10 +16,11 @@
 
 int cmd_fail(int code) {
     fprintf(stderr, "qkv: %s\n", err_msg());
+    cmd_failure_said = 1;
     return code;
 }
 
-volatile sig_atomic_t cmd_progress_shown;
+volatile sig_atomic_t cmd_progress_shown, cmd_failure_said;
 
 void cmd_progress(const char *command, const char *fmt, ...) {
     static int tty = -1;

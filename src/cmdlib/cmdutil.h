@@ -17,6 +17,9 @@ void cmd_progress(const char *command, const char *fmt, ...) __attribute__((form
 /* 1 while cmd_progress's line is on the terminal, unfinished: a stop's message (main.c's
  * handler) starts a line of its own then */
 extern volatile sig_atomic_t cmd_progress_shown;
+/* 1 once cmd_fail has said why the command fails: a stop signal on its way out (an MPI
+ * launcher ending the other ranks of a job one rank refused) adds no second line then */
+extern volatile sig_atomic_t cmd_failure_said;
 
 /* arg as a whole decimal integer in [lo, hi] into *out; otherwise -1 with the error
  * "<where>: '<arg>' is not <what>" set (e.g. "--steps", "a positive step count"). */
