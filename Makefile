@@ -39,8 +39,8 @@ endif
 
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 LIB_CXX := $(wildcard src/*/*.cc)
-# The pages (the viewer, the report's style sheet and chart script) are files, each built
-# in as a C string named for it: src/report/chart.js is `const char chart_js[]`.
+# The pages (the viewer, the report's frame) are files, each built
+# in as a C string named for it: src/report/report.html is `const char report_html[]`.
 # The viewer is a folder of parts (src/attention/viewer/: page.html names the others in
 # order), joined into one page first (scripts/join_page.sh), built in as attnview_html.
 # The ONNX folder's page joins the viewer's map panel in the same way (onnx_page_html).

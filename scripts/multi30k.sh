@@ -4,7 +4,8 @@
 # trained first) into runs/multi30k, then evaluates test_2016_flickr with the run's default
 # decoding (beam 5 with the average of its last checkpoints, train.average_last) and with
 # greedy search, and test_2017_mscoco, printing sacrebleu-identical BLEU and chrF with
-# their signatures, and ten translations beside their references. An existing run is
+# their signatures; scores the word alignments of val's first 40 pairs against
+# data/multi30k-val40.align; prints ten translations beside their references. An existing run is
 # resumed to its configured steps, not restarted. The recipe was chosen on val alone
 # (scripts/sweep.sh).
 set -euo pipefail
@@ -31,6 +32,12 @@ echo "== test_2016_flickr, greedy search"
 echo
 echo "== test_2017_mscoco, the run's default decoding"
 "$QKV" eval "$RUN" --src $M30K/test_2017_mscoco.de --ref $M30K/test_2017_mscoco.en
+
+echo
+echo "== word alignments of val's first 40 pairs against data/multi30k-val40.align (the default reading)"
+head -n 40 $M30K/val.de >"$RUN/val40.de"
+head -n 40 $M30K/val.en >"$RUN/val40.en"
+"$QKV" align "$RUN" --src "$RUN/val40.de" --tgt "$RUN/val40.en" --gold data/multi30k-val40.align
 
 echo
 echo "== ten translations of test_2016_flickr beside their references"

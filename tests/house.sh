@@ -12,7 +12,9 @@
 #    library file takes a command's name; a page (.html, .css, .js, built in as a C string)
 #    is named whole, so attention/attnview.c may sit beside its page attnview.html (joined
 #    from the parts in attention/viewer/);
-#  - src/README.md names every C and C++ module, in its folder's row (a new file gets its line);
+#  - src/README.md names every C and C++ module, in its folder's row (a new file gets its line),
+#    and every name it quotes (`snake_case`, a function, a string, a test) is still in src/ or
+#    tests/: a renamed function leaves no stale name in the guide;
 #  - the softmaxes' exp (nn/vecmath.c) compiles to vector code with the build's own compiler
 #    and flags (build/cflags.stamp), where the compiler is gcc: on AVX2 CPUs a flag away
 #    (-fno-trapping-math) it was one scalar call an element, and the classifier's softmax over
@@ -21,6 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tests/lib.sh
+scratch house
 obj=${BUILD:-build}/obj
 
 rank() { # the layer of module $1 (a path under src/ without extension); lower is higher up
@@ -109,6 +112,20 @@ while IFS= read -r f; do
     fi
 done < <(find src -name '*.c' -o -name '*.cc' | sort)
 [[ -z $unnamed ]] && ok readme_names_every_module || bad readme_names_every_module "src/README.md does not name: $unnamed"
+# its quoted names are the code's: each one a word of some file in src/ or tests/ other than itself
+guide_names() { grep -oE '`[a-z][a-z0-9]*_[a-z0-9_]*(\([^`]*\))?`' "$1" | sed -E 's/^`([a-z0-9_]+).*/\1/' | sort -u; }
+stale_in() { # stale_in GUIDE: the names it quotes that nothing in src/ or tests/ has
+    local n
+    for n in $(guide_names "$1"); do
+        grep -rqw --exclude=README.md -e "$n" src tests || printf '%s ' "$n"
+    done
+}
+planted=no_such_fn_$$ # spelt here in two parts: this file is in tests/
+cp src/README.md "$T/guide.md" && echo "a name no code has: \`$planted()\`" >>"$T/guide.md"
+[[ $(stale_in "$T/guide.md") == "$planted " ]] && ok stale_name_check_finds_a_planted_one ||
+    bad stale_name_check_finds_a_planted_one "found: '$(stale_in "$T/guide.md")'"
+stale=$(stale_in src/README.md)
+[[ -z $stale ]] && ok readme_names_are_the_codes || bad readme_names_are_the_codes "src/README.md names what src/ and tests/ lack: $stale"
 
 # 4. basenames
 dups=$(find src -name '*.c' -o -name '*.cc' | grep -v '^src/cmd/' | xargs -n1 basename |

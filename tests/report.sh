@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `qkv report` and the report training keeps: a short toy run, and one with every part
-# (watched sentences, BLEU samples, an eval, qkv heads with its curve, a resume) load in
+# (watched sentences, BLEU samples, an eval, alignment scores, qkv heads with its curve, a resume) load in
 # headless Chromium with no JS errors (screenshots in build/); the page loads nothing
 # from the network; its curves hold metrics.jsonl's values exactly; a run with an empty
 # or cut metrics.jsonl still gets a page that says what is missing; the status reads
@@ -24,6 +24,9 @@ tiny_config "$T/full.yaml" full "$D" 'steps: 100, batch_tokens: 1024, log_every:
 {
     "$QKV" train "$T/full.yaml" --set run_dir="$T/full" &&
         "$QKV" eval "$T/full" --src "$D/test.src" --ref "$D/test.tgt" &&
+        "$QKV" align "$T/full" --src "$D/test.src" --tgt "$D/test.tgt" --gold "$D/test.align" >"$T/align.txt" &&
+        "$QKV" align "$T/full" --src "$D/test.src" --tgt "$D/test.tgt" --gold "$D/test.align" --method output \
+            --null off >"$T/align-output.txt" &&
         "$QKV" heads "$T/full" --src "$D/test.src" --ref "$D/test.tgt" --sentences 20 &&
         "$QKV" resume "$T/full" --steps 150
 } >"$T/full.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/full.log")"; exit 1; }
@@ -69,8 +72,32 @@ last_step=$(ls "$T/full/watch" | tail -1 | sed 's/^step-0*\([0-9][0-9]*\)\.json$
     bad report_watch_keeps_the_last_queries_and_keys "$(grep -o 'cross_queries' "$full" | wc -l) queries, $(grep -o 'cross_scores' "$full" | wc -l) scores"
 short=$T/short/report.html
 grep -q 'No samples' "$short" && grep -q 'No watched sentences' "$short" && grep -q 'No evaluations' "$short" &&
-    grep -q 'No head analysis' "$short" && ok report_short_run_names_what_it_lacks ||
+    grep -q 'No head analysis' "$short" && grep -q 'No alignment scores: align.jsonl is missing' "$short" && ok report_short_run_names_what_it_lacks ||
     bad report_short_run_names_what_it_lacks "$(grep -o 'class="missing">[^<]*' "$short")"
+# qkv align --gold's tables, each a row of the page: the default reading's scores as the
+# command printed them, the best reading's AER the table's lowest, the unaligned words
+rows=$("$BOUNDED" "$PY" - "$full" "$T/align.txt" "$T/align-output.txt" <<'PYEOF'
+import re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+table = page[page.index("<h3>Alignments</h3>"):].split("</table>")[0]
+rows = [re.findall(r"<td>(.*?)</td>", r) for r in table.split("<tr>")[2:]]
+wrong = [] if len(rows) == 2 else [f"{len(rows)} rows, not 2"]
+for row, path, method in zip(rows, sys.argv[2:], ("contrib", "output")):
+    printed = [l.split() for l in open(path) if l[:1] != " " and len(l.split()) >= 4]
+    scores = {" ".join(p[:-4] if p[-1] == "(default)" else p[:-3]): p[-4:-1] if p[-1] == "(default)" else p[-3:]
+              for p in printed[1:] if re.match(r"^[0-9.]+$", (p[-2] if p[-1] == "(default)" else p[-1]))}
+    default = next(" ".join(p[:-4]) for p in printed if p[-1] == "(default)")
+    best = min(scores, key=lambda k: float(scores[k][2]))
+    want = [f"{default} (--method {method})"] + scores[default][:2] + [f"<b>{scores[default][2]}</b>"]
+    if row[4:8] != want: wrong.append(f"{method}: {row[4:8]} against {want}")
+    if row[9] != f"{best}: {scores[best][2]}": wrong.append(f"{method}: best {row[9]} against {best}")
+    null = re.search(r"null: ([0-9]+) of ([0-9]+) target words", open(path).read())
+    unaligned = f"{null[1]} of {null[2]}" if method == "contrib" else "none (--null off)"
+    if row[8] != unaligned or row[1:4] != ["100", "test.align", "60"]: wrong.append(f"{method}: {row[1:4]} {row[8]}")
+print("; ".join(wrong) or "ok")
+PYEOF
+)
+[[ $rows == ok ]] && ok report_shows_the_alignment_scores || bad report_shows_the_alignment_scores "$rows"
 # the config's keys that differ from their defaults are marked, and only those
 grep -q '^<mark>  d_model: 32</mark>$' "$full" && grep -q '^  heads: 4$' "$full" && grep -q '^<mark>  watch: $' "$full" &&
     grep -q '^  keep_checkpoints: 3$' "$full" && ok report_marks_the_changed_config_keys ||
@@ -79,7 +106,7 @@ grep -q 'class="resume"' "$full" && grep -q 'resumed at step 100' "$full" && gre
     ok report_marks_the_resume || bad report_marks_the_resume "no resume mark"
 
 # ---- what a run's files say is shown as text: no string of theirs becomes markup or script ----
-# payloads in every string the page shows from journal.jsonl, eval.jsonl and samples.jsonl,
+# payloads in every string the page shows from journal.jsonl, eval.jsonl, align.jsonl and samples.jsonl,
 # and a heads.svg with scripts of its own; each one that ran would mark the page
 cp -r "$T/full" "$T/evil"
 sed -i 's/^  steps: .*/  steps: 100000/' "$T/evil/config.yaml" # not finished: the end line's how is shown
@@ -97,11 +124,13 @@ for o in rows:
         m["openblas"], m["cpu"], m["host"], m["openblas_coretype"] = script("openblas"), tag("cpu"), tag("host"), tag("coretype")
 rows.append({"event": "end", "step": 1, "how": tag("how"), "signal": 15, "error": script("error")})
 open(d + "/journal.jsonl", "w").write("".join(json.dumps(o) + "\n" for o in rows))
-for name, keys in (("eval.jsonl", ("weights", "src", "mask_heads")), ("samples.jsonl", ())):
+for name, keys in (("eval.jsonl", ("weights", "src", "mask_heads")), ("samples.jsonl", ()),
+                   ("align.jsonl", ("weights", "gold", "default", "method"))):
     rows = [json.loads(l) for l in open(d + "/" + name)]
     for o in rows:
         for k in keys: o[k] = tag(k)
         for s in o.get("samples", []): s["src"], s["ref"], s["hyp"] = tag("src"), script("ref"), tag("hyp")
+        for r in o.get("readings", []): r["name"] = script("reading")
     open(d + "/" + name, "w").write("".join(json.dumps(o) + "\n" for o in rows))
 open(d + "/heads/heads.svg", "w").write(
     f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" onload="{mark % "svg-onload"}">'
@@ -208,13 +237,14 @@ rm -f "$T/cut/metrics.jsonl" "$T/cut/journal.jsonl" "$T/cut/eval.jsonl"
 # ---- something other than a file where a run file goes: said what it is, never waited on -------
 cp -r "$T/short" "$T/odd"
 rm -f "$T/odd/metrics.jsonl" "$T/odd/journal.jsonl" "$T/odd/samples.jsonl" "$T/odd/eval.jsonl"
-mkfifo "$T/odd/metrics.jsonl" "$T/odd/samples.jsonl" && ln -s /dev/zero "$T/odd/journal.jsonl" && mkdir "$T/odd/eval.jsonl"
+mkfifo "$T/odd/metrics.jsonl" "$T/odd/samples.jsonl" "$T/odd/align.jsonl" && ln -s /dev/zero "$T/odd/journal.jsonl" && mkdir "$T/odd/eval.jsonl"
 out=$(QKV_TIMEOUT=30 "$QKV" report "$T/odd" 2>&1)
 rc=$? page=$T/odd/report.html
 [[ $rc -eq 0 ]] && grep -q 'No metrics yet: metrics.jsonl could not be read: a FIFO, not a regular file' "$page" &&
     grep -q 'No samples: samples.jsonl could not be read: a FIFO, not a regular file' "$page" &&
     grep -q 'journal.jsonl could not be read: a character device, not a regular file' "$page" &&
     grep -q 'No evaluations: eval.jsonl could not be read: a directory, not a regular file' "$page" &&
+    grep -q 'No alignment scores: align.jsonl could not be read: a FIFO, not a regular file' "$page" &&
     ! grep -q 'is missing' "$page" && ok report_says_what_is_wrong_with_a_run_file_that_is_no_file ||
     bad report_says_what_is_wrong_with_a_run_file_that_is_no_file "exit $rc: $out; $(grep -o 'class="missing">[^<]*' "$page" 2>&1)"
 rm -rf "$T/odd"

@@ -24,6 +24,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/json.h"
+#include "util/page_fill.h"
 #include "util/staged_dir.h"
 
 /* A pid that no process has now: a child that has exited and been reaped. */
@@ -563,6 +564,27 @@ static void test_json_utf8_keeps_the_key(void) {
     }
 }
 
+/* A page's frame filled part by part: each marker replaced where it stands (twice if it
+ * stands twice), the rest kept byte for byte; a marker no part fills, or a part with no
+ * marker, refused (the frame and its writer out of step). */
+static void fill_who(StrBuf *sb, const void *ctx) { sb_printf(sb, "<b>%s</b>", (const char *)ctx); }
+static void fill_n(StrBuf *sb, const void *ctx) { sb_printf(sb, "%zu", strlen(ctx)); }
+static void test_page_fill_parts_where_they_stand(void) {
+    const PageSlot slots[] = {{"who", fill_who}, {"n", fill_n}};
+    StrBuf sb = {0};
+    CHECK(page_fill(&sb, "a {{who}} b{{n}}{ c } {{who}}", slots, 2, "qkv") == 0, "%s", err_msg());
+    CHECK(sb.buf && strcmp(sb.buf, "a <b>qkv</b> b3{ c } <b>qkv</b>") == 0, "got '%s'", sb.buf ? sb.buf : "");
+    sb_free(&sb);
+    CHECK(page_fill(&sb, "{{who}} {{what}} {{n}}", slots, 2, "x") == -1, "a marker no part fills was taken");
+    CHECK(strstr(err_msg(), "{{what}}"), "the error does not name the marker: %s", err_msg());
+    sb_free(&sb);
+    CHECK(page_fill(&sb, "just {{who}}", slots, 2, "x") == -1, "a part with no place was taken");
+    CHECK(strstr(err_msg(), "{{n}}"), "the error does not name the part: %s", err_msg());
+    sb_free(&sb);
+    CHECK(page_fill(&sb, "no end {{who", slots, 1, "x") == -1, "an unclosed marker was read as a place");
+    sb_free(&sb);
+}
+
 const TestCase files_tests[] = {
     {"files_deep_config_in_checkpoint_refused_quickly", test_deep_config_in_checkpoint},
     {"files_tmp_names_per_process_and_sweep", test_tmp_names_and_sweep},
@@ -577,5 +599,6 @@ const TestCase files_tests[] = {
     {"files_nul_byte_refused_with_its_line", test_nul_byte_refused_with_its_line},
     {"files_json_numbers_keep_their_size", test_json_numbers_keep_their_size},
     {"files_json_utf8_keeps_the_key", test_json_utf8_keeps_the_key},
+    {"files_page_fill_parts_where_they_stand", test_page_fill_parts_where_they_stand},
     {NULL, NULL},
 };

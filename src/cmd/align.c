@@ -1,7 +1,8 @@
 /* align: `qkv align RUN --src F --tgt F [--gold F]`, word alignments read from the
  * cross-attention, one Pharaoh line per pair, or precision/recall/AER per head against
- * gold links. The command reads the files and prints; reading a pair's links off the
- * model is attention/align_model.c's. */
+ * gold links, that table also appended to RUN/align.jsonl (the report's alignments). The
+ * command reads the files and prints; reading a pair's links off the model is
+ * attention/align_model.c's. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <stdio.h>
@@ -18,9 +19,11 @@
 #include "explain/contrib.h"
 #include "explain/explain_sentence.h"
 #include "explain/pair.h"
+#include "run/files.h"
 #include "run/run.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 static void pick_name(AlignPick p, char *buf, size_t n) {
@@ -68,7 +71,8 @@ const CmdSpec cmd_align_spec = {
              "rollout through every layer). --method output reads the cross-attention weights instead\n"
              "(with --gold: every head, each layer's average and all layers'), shift each layer's\n"
              "heads averaged one step later (shift-att), grad gradients (saliency, x-gradient signed\n"
-             "and by magnitude, integrated gradients).\n"
+             "and by magnitude, integrated gradients). The --gold table is also appended to\n"
+             "RUN_DIR/align.jsonl, where qkv report shows it.\n"
              "With --null on, target words are linked one to one (competitive\n"
              "linking): the strongest (word, source word) pair first, each source word taken once, so\n"
              "a determiner that reads its noun for the noun's gender keeps its own determiner once the\n"
@@ -98,6 +102,62 @@ static void print_null(const AlignCounts *c) {
     printf("%s\nnull: %ld of %ld target words left unaligned (%.1f%%) by the default reading\n", explain_null_rule,
            c->words - c->predicted, c->words,
            c->words ? 100.0 * (double)(c->words - c->predicted) / (double)c->words : 0.0);
+}
+
+/* One row of the --gold table: a reading's name and its counts. */
+typedef struct {
+    const char *name;
+    const AlignCounts *c;
+} Reading;
+
+/* The files a --gold score read, for its record. */
+typedef struct {
+    const char *src, *tgt, *gold;
+    int pairs;
+} GoldFiles;
+
+/* The --gold table (title, then each reading's precision, recall and AER, the default
+ * marked), printed and appended as one line to RUN/align.jsonl, where the report reads it;
+ * the default's words left unaligned under the null decision. 0, or -1 with the error set
+ * when the line could not be appended (the table is printed either way). */
+static int gold_table(const Run *r, const char *title, const char *method, int null, const GoldFiles *f,
+                      const Reading *rd, int n, int def) {
+    printf("%-24s %9s %9s %9s\n", title, "precision", "recall", "AER");
+    json_t *rows = json_array();
+    for (int k = 0; k < n; k++) {
+        printf("%-24s %9.3f %9.3f %9.3f%s\n", rd[k].name, align_precision(rd[k].c), align_recall(rd[k].c),
+               align_aer(rd[k].c), k == def ? "  (default)" : "");
+        json_t *row = json_object();
+        json_put(row, "name", json_utf8(rd[k].name));
+        json_put(row, "precision", json_fmt("%.4f", align_precision(rd[k].c)));
+        json_put(row, "recall", json_fmt("%.4f", align_recall(rd[k].c)));
+        json_put(row, "aer", json_fmt("%.4f", align_aer(rd[k].c)));
+        json_array_append_new(rows, row);
+    }
+    json_t *j = json_object();
+    json_put(j, "weights", json_utf8(r->weights));
+    json_put(j, "step", json_integer(r->meta.step));
+    json_put(j, "src", json_utf8(f->src));
+    json_put(j, "tgt", json_utf8(f->tgt));
+    json_put(j, "gold", json_utf8(f->gold));
+    json_put(j, "pairs", json_integer(f->pairs));
+    json_put(j, "gold_links", json_integer(rd[def].c->gold));
+    json_put(j, "method", json_string(method));
+    json_put(j, "null", json_boolean(null));
+    json_put(j, "default", json_utf8(rd[def].name));
+    json_put(j, "precision", json_fmt("%.4f", align_precision(rd[def].c)));
+    json_put(j, "recall", json_fmt("%.4f", align_recall(rd[def].c)));
+    json_put(j, "aer", json_fmt("%.4f", align_aer(rd[def].c)));
+    if (null) {
+        json_put(j, "target_words", json_integer(rd[def].c->words));
+        json_put(j, "unaligned", json_integer(rd[def].c->words - rd[def].c->predicted));
+    }
+    json_put(j, "readings", rows);
+    char *line = xcheck(json_dumps(j, JSON_WRITE_FLAGS)), path[CONFIG_PATH_MAX + 32];
+    json_decref(j);
+    int rc = append_line(run_path(path, sizeof path, r->dir, RUN_ALIGN), line, "cannot append the scores");
+    free(line);
+    return rc;
 }
 
 /* The readings of an --method other than output: explain/pair.h's methods of that name */
@@ -167,12 +227,18 @@ static int explained(Run *r, const char *method, int null, char **src, char **tg
         if (bad) goto done;
     }
     if (gold && counts) {
-        printf("%-24s %9s %9s %9s\n", method, "precision", "recall", "AER");
-        for (int k = 0; k < n_reads; k++)
-            printf("%-24s %9.3f %9.3f %9.3f%s\n", reads[k].name, align_precision(&counts[k]), align_recall(&counts[k]),
-                   align_aer(&counts[k]), strcmp(reads[k].name, def) == 0 ? "  (default)" : "");
-        for (int k = 0; k < n_reads && null; k++)
-            if (strcmp(reads[k].name, def) == 0) print_null(&counts[k]);
+        Reading *rd = xmalloc(sizeof(Reading) * (size_t)n_reads);
+        int shown = 0;
+        for (int k = 0; k < n_reads; k++) {
+            rd[k] = (Reading){reads[k].name, &counts[k]};
+            if (strcmp(reads[k].name, def) == 0) shown = k;
+        }
+        GoldFiles f = {src_path, tgt_path, gold_path, n};
+        int bad = gold_table(r, method, method, null, &f, rd, n_reads, shown) != 0;
+        free(rd);
+        if (null) print_null(&counts[shown]);
+        if (bad) goto done;
+        printf("appended to %s/" RUN_ALIGN "\n", r->dir);
     }
     rc = 0;
 done:
@@ -277,22 +343,23 @@ int cmd_align(int argc, char **argv) {
         free(links);
     }
     if (gold) {
-        printf("%-24s %9s %9s %9s\n", "cross-attention", "precision", "recall", "AER");
+        char(*names)[64] = xmalloc(sizeof *names * (size_t)n_picks);
+        Reading *rd = xmalloc(sizeof(Reading) * (size_t)n_picks);
         int best = -1, shown = 0;
         for (int p = 0; p < n_picks; p++) {
-            char name[64];
-            pick_name(picks[p], name, sizeof name);
-            printf("%-24s %9.3f %9.3f %9.3f%s\n", name, align_precision(&counts[p]), align_recall(&counts[p]),
-                   align_aer(&counts[p]),
-                   picks[p].layer == chosen.layer && picks[p].head == chosen.head ? "  (default)" : "");
+            pick_name(picks[p], names[p], sizeof names[p]);
+            rd[p] = (Reading){names[p], &counts[p]};
             if (picks[p].layer == chosen.layer && picks[p].head == chosen.head) shown = p;
             if (picks[p].head >= 0 && (best < 0 || align_aer(&counts[p]) < align_aer(&counts[best]))) best = p;
         }
-        char name[64];
-        pick_name(picks[best], name, sizeof name);
-        printf("best head: %s, AER %.3f (%ld sentence pairs, %ld gold links)\n", name, align_aer(&counts[best]),
+        GoldFiles f = {src_path, tgt_path, gold_path, n_src};
+        int bad = gold_table(&r, "cross-attention", method, null, &f, rd, n_picks, shown) != 0;
+        printf("best head: %s, AER %.3f (%ld sentence pairs, %ld gold links)\n", names[best], align_aer(&counts[best]),
                (long)n_src, counts[best].gold);
+        free(names), free(rd);
         if (null) print_null(&counts[shown]); /* the row marked default */
+        if (bad) goto done;
+        printf("appended to %s/" RUN_ALIGN "\n", r.dir);
     }
     rc = 0;
 done:

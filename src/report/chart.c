@@ -10,9 +10,6 @@
 #include "util/mem.h"
 #include "util/plot_frame.h"
 
-/* the read-out's script: src/report/chart.js, built in as a string (Makefile) */
-extern const char chart_js[];
-
 /* M: the margin between the frame and the data, so that a marker at an end of the data
  * (the last validation, a value on the top tick) is drawn whole inside the frame */
 enum { W = 560, H = 260, L = 64, R = 16, T = 46, B = 36, M = 6, PW = W - L - R, PH = H - T - B };
@@ -174,14 +171,4 @@ void chart_bars(StrBuf *sb, const char *title, const long long *counts, int n, c
               "text-anchor=\"end\">0</text><text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" "
               "text-anchor=\"end\">%d tokens</text>\n</svg>\n",
               l, t, pw, ph, l - 4, t + 8, top, l - 4, t + ph, l, t + ph + 14, l + pw, t + ph + 14, last);
-}
-
-void chart_script(StrBuf *sb) {
-    /* nearest logged step to the pointer, for every line of the panel */
-    sb_printf(sb,
-              "<div id=\"charttip\" style=\"position:fixed;display:none;pointer-events:none;background:#222;color:#fff;"
-              "padding:4px 8px;border-radius:4px;font-size:12px;white-space:pre\"></div>\n"
-              "<script>\n");
-    sb_append(sb, chart_js, strlen(chart_js));
-    sb_printf(sb, "</script>\n");
 }

@@ -26,8 +26,5 @@ typedef struct {
 void chart_panel(StrBuf *sb, const char *title, const ChartAxis *ax, const ChartLine *lines, int n);
 /* A bar chart of counts[0..n) (an <svg>), e.g. sentence lengths in tokens. */
 void chart_bars(StrBuf *sb, const char *title, const long long *counts, int n, const char *colour);
-/* The small script that reads the points out under the pointer, and its tooltip element:
- * once per page. */
-void chart_script(StrBuf *sb);
 
 #endif

@@ -1,5 +1,6 @@
 /* runpage: see runpage.h. Reads the run's files, each once, into a Story; then writes the
- * page section by section. The page's one script is chart.c's read-out; the attention and
+ * page's sections into its frame, report.html (which holds the style and the charts' read-out
+ * under the pointer, the page's one script), each where its {{name}} stands; the attention and
  * heads sections are the viewer page itself (attnview.html) in frames, not a copy of it. */
 #include "report/runpage.h"
 
@@ -26,10 +27,11 @@
 #include "util/file.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/page_fill.h"
 #include "util/text.h"
 
-/* the page's style sheet: src/report/report.css, built in as a string (Makefile) */
-extern const char report_css[];
+/* the page's frame: src/report/report.html, built in as a string (Makefile) */
+extern const char report_html[];
 
 /* A JSON-lines file: its objects, how many lines were not one, whether it was there (or
  * readable: what is wrong with it, when something is there that is no file to read). */
@@ -45,7 +47,7 @@ typedef struct {
     Config cfg;
     int have_cfg;
     char cfg_error[512];
-    JsonLines metrics, journal, evals, samples;
+    JsonLines metrics, journal, evals, aligns, samples;
     long holder; /* the pid training the run now, 0 for none */
 } Story;
 
@@ -169,7 +171,8 @@ static void status_line(StrBuf *sb, const Story *st, double step, int steps, dou
     }
 }
 
-static void header(StrBuf *sb, const Story *st) {
+static void header(StrBuf *sb, const void *story) {
+    const Story *st = story;
     const json_t *last = last_metrics(st), *end = last_event(st, "end", NULL),
                  *began = last_event(st, "start", "resume");
     double step = last ? num(last, "step") : 0, epoch = last ? num(last, "epoch") : NAN;
@@ -315,8 +318,8 @@ static void data_section(StrBuf *sb, const Story *st) {
 
 /* ---- curves ------------------------------------------------------------------------------ */
 
-static void curves_section(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<h2 id=\"curves\">Curves</h2>\n");
+static void curves_section(StrBuf *sb, const void *story) {
+    const Story *st = story;
     if (st->metrics.absent || st->metrics.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No metrics yet: ");
         if (st->metrics.absent) absence(sb, RUN_METRICS, &st->metrics);
@@ -392,15 +395,56 @@ static void search_beyond_defaults(StrBuf *sb, const json_t *e) {
     if (json_is_false(json_object_get(e, "replace_unk"))) sb_printf(sb, ", &lt;unk&gt; kept");
 }
 
-static void evals_section(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<h2 id=\"evals\">Evaluations</h2>\n");
+/* "No <what>: " and why there is no record in file l, then the command that adds one */
+static void none_yet(StrBuf *sb, const char *what, const char *file, const JsonLines *l, const char *command) {
+    sb_printf(sb, "<p class=\"missing\">No %s: ", what);
+    if (l->why[0]) absence(sb, file, l);
+    else if (l->absent) sb_printf(sb, "%s is missing", file);
+    else no_records(sb, file, l);
+    if (!l->why[0]) sb_printf(sb, " (<code>%s</code> adds a line)", command);
+    sb_printf(sb, ".</p>\n");
+}
+
+/* qkv align --gold's records: the default reading's scores, and the best of the readings
+ * scored with it (a head, a layer, a method's other reading) */
+static void alignments(StrBuf *sb, const Story *st) {
+    sb_printf(sb, "<h3>Alignments</h3>\n");
+    if (st->aligns.n == 0) {
+        none_yet(sb, "alignment scores", RUN_ALIGN, &st->aligns, "qkv align RUN --src F --tgt F --gold F");
+        return;
+    }
+    sb_printf(sb, "<table><tr><th>checkpoint</th><th>step</th><th>gold</th><th>pairs</th><th>reading (the "
+                  "default)</th><th>precision</th><th>recall</th><th>AER</th><th>words unaligned</th><th>best "
+                  "reading</th></tr>\n");
+    for (int i = 0; i < st->aligns.n; i++) {
+        const json_t *a = st->aligns.v[i], *rows = json_object_get(a, "readings"), *best = NULL;
+        for (size_t k = 0; k < json_array_size(rows); k++)
+            if (!best || num(json_array_get(rows, k), "aer") < num(best, "aer")) best = json_array_get(rows, k);
+        sb_printf(sb, "<tr><td>");
+        text(sb, base_name(str(a, "weights")));
+        sb_printf(sb, "</td><td>%.0f</td><td>", num(a, "step"));
+        text(sb, base_name(str(a, "gold")));
+        sb_printf(sb, "</td><td>%.0f</td><td>", num(a, "pairs"));
+        text(sb, str(a, "default"));
+        sb_printf(sb, " (--method "), text(sb, str(a, "method") ? str(a, "method") : "?");
+        sb_printf(sb, ")</td><td>%.3f</td><td>%.3f</td><td><b>%.3f</b></td><td>", num(a, "precision"), num(a, "recall"),
+                  num(a, "aer"));
+        if (isfinite(num(a, "target_words")))
+            sb_printf(sb, "%.0f of %.0f", num(a, "unaligned"), num(a, "target_words"));
+        else sb_printf(sb, "none (--null off)");
+        sb_printf(sb, "</td><td>");
+        if (best) text(sb, str(best, "name")), sb_printf(sb, ": %.3f", num(best, "aer"));
+        sb_printf(sb, "</td></tr>\n");
+    }
+    sb_printf(sb, "</table>\n");
+    if (st->aligns.bad)
+        sb_printf(sb, "<p class=\"missing\">%d line(s) of " RUN_ALIGN " could not be read.</p>\n", st->aligns.bad);
+}
+
+/* qkv eval's records: BLEU, chrF and NLL of a test set, with the search that gave them */
+static void bleu_table(StrBuf *sb, const Story *st) {
     if (st->evals.n == 0) {
-        sb_printf(sb, "<p class=\"missing\">No evaluations: ");
-        if (st->evals.why[0]) absence(sb, RUN_EVAL, &st->evals);
-        else if (st->evals.absent) sb_printf(sb, "eval.jsonl is missing");
-        else no_records(sb, RUN_EVAL, &st->evals);
-        if (!st->evals.why[0]) sb_printf(sb, " (<code>qkv eval RUN --src F --ref F</code> adds a line)");
-        sb_printf(sb, ".</p>\n");
+        none_yet(sb, "evaluations", RUN_EVAL, &st->evals, "qkv eval RUN --src F --ref F");
         return;
     }
     sb_printf(sb, "<table><tr><th>checkpoint</th><th>step</th><th>test set</th><th>sentences</th><th>BLEU</th>"
@@ -422,6 +466,11 @@ static void evals_section(StrBuf *sb, const Story *st) {
     sb_printf(sb, "</table>\n");
     if (st->evals.bad)
         sb_printf(sb, "<p class=\"missing\">%d line(s) of eval.jsonl could not be read.</p>\n", st->evals.bad);
+}
+
+static void evals_section(StrBuf *sb, const void *story) {
+    bleu_table(sb, story);
+    alignments(sb, story);
 }
 
 /* Lines in step order, a line without a step after every step, each kind in file order. */
@@ -493,8 +542,8 @@ static int eval_samples(StrBuf *sb, const Story *st) {
     return 1;
 }
 
-static void samples_section(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<h2 id=\"samples\">Samples</h2>\n");
+static void samples_section(StrBuf *sb, const void *story) {
+    const Story *st = story;
     if (st->samples.n == 0 && !st->samples.why[0] && eval_samples(sb, st)) return;
     if (st->samples.n == 0) {
         sb_printf(sb, "<p class=\"missing\">No samples: ");
@@ -551,8 +600,8 @@ static void frame(StrBuf *sb, const char *id, const char *page, int height) {
     sb_printf(sb, "\"></iframe>\n");
 }
 
-static void attention_section(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<h2 id=\"attention\">Attention over training</h2>\n");
+static void attention_section(StrBuf *sb, const void *story) {
+    const Story *st = story;
     WatchLog w;
     char watch_dir[CONFIG_PATH_MAX + 16];
     snprintf(watch_dir, sizeof watch_dir, "%s/" RUN_WATCH_DIR, st->dir);
@@ -623,8 +672,8 @@ static void pruning_curve(StrBuf *sb, const Story *st) {
 
 /* the grid alone (the viewer's heads view without sentences): heads/index.html holds the
  * maps of the set's first sentences too, megabytes the report links to instead */
-static void heads_section(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<h2 id=\"heads\">Heads</h2>\n");
+static void heads_section(StrBuf *sb, const void *story) {
+    const Story *st = story;
     char path[CONFIG_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/" RUN_HEADS_DIR "/heads.json", st->dir);
     struct stat sst;
@@ -666,27 +715,27 @@ static void heads_section(StrBuf *sb, const Story *st) {
 
 /* ---- the page ------------------------------------------------------------------------------ */
 
-static void page(StrBuf *sb, const Story *st) {
-    sb_printf(sb, "<!DOCTYPE html>\n<!-- qkv report: one page from a run directory; nothing here is loaded from "
-                  "elsewhere -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>qkv report: ");
+static void title(StrBuf *sb, const void *story) {
+    const Story *st = story;
     text(sb, st->have_cfg ? st->cfg.name : st->dir);
-    sb_printf(sb, "</title>\n<style>\n");
-    sb_append(sb, report_css, strlen(report_css));
-    sb_printf(sb, "</style>\n</head>\n<body>\n");
-    header(sb, st);
-    sb_printf(sb, "<nav><a href=\"#setup\">setup</a><a href=\"#curves\">curves</a><a href=\"#evals\">evaluations</a>"
-                  "<a href=\"#samples\">samples</a><a href=\"#attention\">attention</a><a href=\"#heads\">heads</a>"
-                  "</nav>\n<h2 id=\"setup\">Setup</h2>\n");
-    config_section(sb, st);
-    data_section(sb, st);
-    curves_section(sb, st);
-    evals_section(sb, st);
-    samples_section(sb, st);
-    attention_section(sb, st);
-    heads_section(sb, st);
-    chart_script(sb);
-    sb_printf(sb, "</body>\n</html>\n");
 }
+
+static void setup(StrBuf *sb, const void *story) {
+    config_section(sb, story);
+    data_section(sb, story);
+}
+
+/* the parts of report.html, each written where its {{name}} stands */
+static const PageSlot parts[] = {
+    {"title", title},
+    {"header", header},
+    {"setup", setup},
+    {"curves", curves_section},
+    {"evals", evals_section},
+    {"samples", samples_section},
+    {"attention", attention_section},
+    {"heads", heads_section},
+};
 
 int runpage_write(const char *dir, const char *out, const RunPageOptions *o, long *bytes) {
     RunPageOptions none = {0};
@@ -705,13 +754,15 @@ int runpage_write(const char *dir, const char *out, const RunPageOptions *o, lon
     read_jsonl(dir, RUN_METRICS, &st.metrics);
     read_jsonl(dir, RUN_JOURNAL, &st.journal);
     read_jsonl(dir, RUN_EVAL, &st.evals);
+    read_jsonl(dir, RUN_ALIGN, &st.aligns);
     read_jsonl(dir, RUN_SAMPLES, &st.samples);
     st.holder = st.o->running ? 0 : run_lock_holder(dir);
     StrBuf sb = {0};
-    page(&sb, &st);
-    int rc = write_file_atomic(out, sb.buf, sb.len);
+    int rc = page_fill(&sb, report_html, parts, (int)(sizeof parts / sizeof *parts), &st);
+    if (rc == 0) rc = write_file_atomic(out, sb.buf, sb.len);
     if (rc == 0 && bytes) *bytes = (long)sb.len;
     sb_free(&sb);
-    free_jsonl(&st.metrics), free_jsonl(&st.journal), free_jsonl(&st.evals), free_jsonl(&st.samples);
+    free_jsonl(&st.metrics), free_jsonl(&st.journal), free_jsonl(&st.evals), free_jsonl(&st.aligns),
+        free_jsonl(&st.samples);
     return rc;
 }

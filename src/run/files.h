@@ -27,6 +27,7 @@
 #define RUN_METRICS "metrics.jsonl"
 #define RUN_CURVES "curves.svg"
 #define RUN_EVAL "eval.jsonl"
+#define RUN_ALIGN "align.jsonl"
 #define RUN_JOURNAL "journal.jsonl"
 #define RUN_SAMPLES "samples.jsonl"
 #define RUN_REPORT "report.html"
