@@ -303,7 +303,7 @@ enum { KIND_ARRAYS = 5 };
  * (scores); a probability (weights: entropies take their logarithms). */
 enum { VALUES_FLOAT, VALUES_MASKABLE, VALUES_WEIGHT };
 typedef struct {
-    const char *suffix;
+    char key[32]; /* the kind's name and the array's suffix: "cross_scores" */
     float *x;
     int rows, cols;
     int values;
@@ -311,11 +311,13 @@ typedef struct {
 
 static void kind_arrays(const AttnMaps *a, int k, KindArray out[KIND_ARRAYS]) {
     int rows = attnmap_rows(a, k), cols = attnmap_cols(a, k);
+    static const char *suffix[KIND_ARRAYS] = {"", "_scores", "_contrib", "_queries", "_keys"};
     out[0] = (KindArray){"", a->maps[k], rows, cols, VALUES_WEIGHT};
-    out[1] = (KindArray){"_scores", a->scores[k], rows, cols, VALUES_MASKABLE};
-    out[2] = (KindArray){"_contrib", a->contrib[k], rows, cols, VALUES_FLOAT};
-    out[3] = (KindArray){"_queries", a->queries[k], rows, a->d_head, VALUES_FLOAT};
-    out[4] = (KindArray){"_keys", a->keys[k], cols, a->d_head, VALUES_FLOAT};
+    out[1] = (KindArray){"", a->scores[k], rows, cols, VALUES_MASKABLE};
+    out[2] = (KindArray){"", a->contrib[k], rows, cols, VALUES_FLOAT};
+    out[3] = (KindArray){"", a->queries[k], rows, a->d_head, VALUES_FLOAT};
+    out[4] = (KindArray){"", a->keys[k], cols, a->d_head, VALUES_FLOAT};
+    for (int i = 0; i < KIND_ARRAYS; i++) snprintf(out[i].key, sizeof out[i].key, "%s%s", kind_names[k], suffix[i]);
 }
 
 /* A (rows, cols) array as rows of numbers */
@@ -342,12 +344,11 @@ json_t *attnmap_to_json(const AttnMaps *a) {
     for (int k = 0; k < ATTN_KINDS; k++) {
         KindArray arr[KIND_ARRAYS];
         kind_arrays(a, k, arr);
-        for (int i = 0; i < KIND_ARRAYS; i++) {
-            char key[64];
-            snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
-            if (arr[i].x) /* absent only where a page left them out (a report's earlier snapshots) */
-                json_object_set_new(root, key, json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
-        }
+        for (int i = 0; i < KIND_ARRAYS;
+             i++) /* absent only where a page left them out (a report's earlier snapshots) */
+            if (arr[i].x)
+                json_object_set_new(root, arr[i].key,
+                                    json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));
     }
     if (a->share) json_object_set_new(root, "source_share", json_rows(a->share, a->layers[ATTN_CROSS], a->T));
     if (a->null_from) json_object_set_new(root, "null_contributions", json_rows(a->null_from, a->T, a->S + 1));
@@ -495,10 +496,8 @@ int attnmap_from_json(json_t *root, AttnMaps *out, const char *what) {
             KindArray arr[KIND_ARRAYS];
             kind_arrays(out, k, arr);
             for (int i = 0; i < KIND_ARRAYS; i++) {
-                char key[64];
-                snprintf(key, sizeof key, "%s%s", kind_names[k], arr[i].suffix);
-                if (read_grid(root, key, pass ? arr[i].x : NULL, out->layers[k], out->heads, arr[i].rows, arr[i].cols,
-                              arr[i].values, what) != 0)
+                if (read_grid(root, arr[i].key, pass ? arr[i].x : NULL, out->layers[k], out->heads, arr[i].rows,
+                              arr[i].cols, arr[i].values, what) != 0)
                     goto fail;
             }
         }

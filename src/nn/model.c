@@ -428,6 +428,17 @@ static void ffn_backward(FfnParams *g, float *dx, const float *dout, float *dhid
     matmul_backward(dx, g->w_1, g->b_1, dhidden, x, w->w_1, N, d, ff);
 }
 
+/* Backward of a feed-forward block of input x (the FFN inside its residual, dropout and
+ * layer norm): dx, the block output's gradient on entry, becomes its input's. */
+static void ffn_block_backward(Model *m, Residual *r, const NormParams *n, NormParams *gn, FfnParams *g,
+                               const FfnActs *f, const FfnParams *w, float *dx, const float *x, int N) {
+    Acts *a = &m->a;
+    int d = m->cfg.d_model, pre = m->cfg.pre_norm;
+    float *din = residual_out_backward(r, n, gn, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
+    ffn_backward(g, din, a->d_sub, a->d_hidden, f, w, pre ? r->ln : x, N, d, m->cfg.d_ff);
+    residual_in_backward(r, n, gn, dx, din, x, N, d, pre);
+}
+
 /* ---- forward ------------------------------------------------------------------------- */
 
 DropSite drop_site(const DropKeys *k, int site) { return (DropSite){hash64(k->step_key, (uint64_t)site), k->offset}; }
@@ -717,15 +728,11 @@ static void decoder_backward(Model *m, const ModelBatch *b) {
         const DecoderLayerParams *w = &m->p.dec[l];
         DecoderLayerParams *g = &m->g.dec[l];
         const float *x1 = l ? a->dec[l - 1].r3.out : a->tgt.x, *x2 = e->r1.out, *x3 = e->r2.out;
-        /* feed-forward block */
-        float *din = residual_out_backward(&e->r3, &w->norm3, &g->norm3, dx, a->d_sub, a->d_in, N, d, pre,
-                                           m->dropout_p);
-        const float *in = pre ? e->r3.ln : x3;
-        ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
-        residual_in_backward(&e->r3, &w->norm3, &g->norm3, dx, din, x3, N, d, pre);
+        ffn_block_backward(m, &e->r3, &w->norm3, &g->norm3, &g->ffn, &e->ffn, &w->ffn, dx, x3, N);
         /* cross-attention block: K/V gradients flow into the encoder output */
-        din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
-        in = pre ? e->r2.ln : x2;
+        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre,
+                                           m->dropout_p);
+        const float *in = pre ? e->r2.ln : x2;
         attention_backward(&g->cross_attn, din, a->d_enc_out, a->d_sub, &e->cross_attn, &w->cross_attn, in, a->src.out,
                            &cross, &a->attn);
         residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
@@ -761,13 +768,10 @@ static void encoder_backward(Model *m, const ModelBatch *b) {
         EncoderLayerParams *g = &m->g.enc[l];
         if (m->grad_keep[l] && !pk) memcpy(m->grad_keep[l], dx, sizeof(float) * (size_t)N * d);
         const float *x1 = l ? a->enc[l - 1].r2.out : a->src.x, *x2 = e->r1.out;
-        float *din = residual_out_backward(&e->r2, &w->norm2, &g->norm2, dx, a->d_sub, a->d_in, N, d, pre,
+        ffn_block_backward(m, &e->r2, &w->norm2, &g->norm2, &g->ffn, &e->ffn, &w->ffn, dx, x2, N);
+        float *din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_in, N, d, pre,
                                            m->dropout_p);
-        const float *in = pre ? e->r2.ln : x2;
-        ffn_backward(&g->ffn, din, a->d_sub, a->d_hidden, &e->ffn, &w->ffn, in, N, d, c->d_ff);
-        residual_in_backward(&e->r2, &w->norm2, &g->norm2, dx, din, x2, N, d, pre);
-        din = residual_out_backward(&e->r1, &w->norm1, &g->norm1, dx, a->d_sub, a->d_in, N, d, pre, m->dropout_p);
-        in = pre ? e->r1.ln : x1;
+        const float *in = pre ? e->r1.ln : x1;
         attention_backward(&g->self_attn, din, din, a->d_sub, &e->attn, &w->self_attn, in, in, &shape, &a->attn);
         residual_in_backward(&e->r1, &w->norm1, &g->norm1, dx, din, x1, N, d, pre);
     }
