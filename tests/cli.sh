@@ -689,11 +689,12 @@ rm "$run/ckpt/cut.safetensors"
 
 # ---- OpenBLAS's kernels: the user's choice kept; a choice weaker than the CPU replaced, once --
 # QKV_TEST_PRETEND_OPENBLAS_CHOSE (a test hook) makes qkv take that set as OpenBLAS's choice.
-# ktrain NAME VAR=VALUE...: 10 steps on the copy task with those variables, in $T/k-NAME
+# ktrain NAME VAR=VALUE...: 10 steps on the copy task with those variables, in $T/k-NAME; an
+# OPENBLAS_CORETYPE of the caller's environment is not inherited (each case sets its own)
 ktrain() {
     local name=$1
     shift
-    env "$@" "$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$T/k-$name" \
+    env -u OPENBLAS_CORETYPE "$@" "$QKV" train configs/toy.yaml "${copy_data[@]}" --set run_dir="$T/k-$name" \
         --set train.steps=10 --set train.log_every=5 >"$T/k-$name.log" 2>&1
 }
 kline() { grep -m1 '^openblas: ' "$T/k-$1.log"; }
