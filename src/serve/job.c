@@ -7,6 +7,7 @@
 void job_free(Job *job) {
     if (!job) return;
     api_request_free(&job->req);
+    work_size_free(&job->size);
     free(job->body), free(job);
 }
 
@@ -20,4 +21,10 @@ void job_refuse(Job *job, int status, const char *fmt, const char *what) {
     char msg[512];
     snprintf(msg, sizeof msg, fmt, what);
     job_answer(job, status, api_error_json(msg));
+}
+
+const WorkSize *job_size(Job *job, const Run *r) {
+    /* a checkpoint's vocabularies are its own whenever it is loaded: a count stays true */
+    if (!job->size.counted) work_size(r, &job->req, &job->size);
+    return &job->size;
 }

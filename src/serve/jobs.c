@@ -176,7 +176,8 @@ int jobs_submit(Jobs *j, Job *job) {
     /* its lane, from its text on a model already loaded (never waiting for a load: a job
      * for a checkpoint not loaded yet is a heavy one) */
     const Run *r = served_peek(j->models, job->checkpoint);
-    job->light = r && route_of_api(job->req.kind)->gflop(r, &job->req) <= j->max_gflop / JOBS_LIGHT_SHARE;
+    job->light = r &&
+                 route_of_api(job->req.kind)->gflop(r, &job->req, job_size(job, r)) <= j->max_gflop / JOBS_LIGHT_SHARE;
     pthread_mutex_lock(&j->lock);
     if (j->stopping || j->waiting >= j->queue_max) {
         pthread_mutex_unlock(&j->lock);

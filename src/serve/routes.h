@@ -12,6 +12,7 @@
 #include "run/run.h"
 #include "serve/api.h"
 #include "serve/runners.h"
+#include "serve/work.h"
 #include "util/text.h"
 
 typedef enum {
@@ -27,9 +28,9 @@ typedef struct {
     const char *path;
     RouteAnswer answer;
     int api; /* ROUTE_JOB: the request's kind (API_TRANSLATE, ...) */
-    /* ROUTE_JOB: the most the request may cost on r's model, from its text alone (what
-     * decides its lane) */
-    double (*gflop)(const Run *r, const ApiRequest *q);
+    /* ROUTE_JOB: the most the request may cost on r's model, from its text as counted in z
+     * (what decides its lane) */
+    double (*gflop)(const Run *r, const ApiRequest *q, const WorkSize *z);
     Runner run;        /* ROUTE_JOB: what a worker does with it (runners.h) */
     const char *about; /* one line; NULL: left out of the lists (the icon) */
 } Route;

@@ -29,14 +29,6 @@
 #include "util/mem.h"
 #include "util/text.h"
 
-/* The tokens of text in v, or -1 past max (the model's positions). */
-static int token_count(const char *text, int tokenizer, const Vocab *v, int max) {
-    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
-    int n = encode_line(text, tokenizer, v, ids, cap);
-    free(ids);
-    return n > max ? -1 : n;
-}
-
 /* s as a JSON string: well-formed UTF-8 first (each bad byte a U+FFFD), so that no
  * text of a model, a file name or a vocabulary can make jansson refuse it. */
 static json_t *json_text(const char *s) {
@@ -153,12 +145,9 @@ static char *dump(json_t *o) {
 
 /* A translate job: its sentences as one batch, as `qkv translate` decodes its lines. */
 /* A warning for a sentence the source vocabulary reads as <unk> from end to end (text of
- * another language, say): the model translated nothing it knows. NULL when it knows any. */
-static json_t *all_unknown_warning(const char *text, int tokenizer, const Vocab *sv) {
-    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap), unknown = 0;
-    int n = encode_line(text, tokenizer, sv, ids, cap);
-    for (int t = 0; t < n; t++) unknown += ids[t] == VOCAB_UNK;
-    free(ids);
+ * another language, say), n tokens of which unknown: the model translated nothing it
+ * knows. NULL when it knows any. */
+static json_t *all_unknown_warning(const char *text, int n, int unknown, int tokenizer, const Vocab *sv) {
     if (n == 0 || unknown < n) return NULL;
     StrBuf words = {0}, said = {0};
     sentence_unknown_words(text, tokenizer, sv, &words);
@@ -178,17 +167,15 @@ void runner_translate(const RunEnv *w, Job *job) {
     float *gates;
     if (mask_gates(q, r, &gates, err, sizeof err) != 0) return job_refuse(job, 400, "%s", err);
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = q->n;
-    double work = 0.0;
-    for (int i = 0; i < n; i++) {
-        int len = token_count(q->src[i], tok, &r->src_vocab, max);
-        if (len < 0) {
+    const WorkSize *z = job_size(job, r);
+    for (int i = 0; i < n; i++)
+        if (z->len[i] > max) {
             char what[64], msg[160];
             snprintf(what, sizeof what, "\"src\"[%d]", i);
             snprintf(msg, sizeof msg, "%%s has more tokens than the %d this model has positions for", max);
             return free(gates), job_refuse(job, 413, msg, what);
         }
-        work += work_translate_gflop(&r->model, &q->o.decode, len);
-    }
+    double work = work_translate_request(r, q, z); /* no sentence is cut: the sum of each one's */
     if (work > w->max_gflop) { /* checked before any decoding: a search once begun runs to its end */
         snprintf(err, sizeof err,
                  "this translation is about %.3g GFLOP, more than the %g one request may ask: send fewer or "
@@ -211,7 +198,7 @@ void runner_translate(const RunEnv *w, Job *job) {
         size_t at = (size_t)i * K;
         json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
         if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, i, K, &r->tgt_vocab));
-        json_t *warning = all_unknown_warning(q->src[i], tok, &r->src_vocab);
+        json_t *warning = all_unknown_warning(q->src[i], z->len[i], z->unknown[i], tok, &r->src_vocab);
         if (warning) json_object_set_new(one, "warning", warning);
         json_array_append_new(list, one);
     }

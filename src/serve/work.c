@@ -41,30 +41,53 @@ double work_patch_gflop(const ModelConfig *c, int S, int T) {
     return (n + 3.0 + 2 * 3.0) * pass_gflop(c, S, T);
 }
 
-/* The tokens of text in v, at most the model's positions (a longer one is refused, at
- * once, by the worker). */
-static int tokens(const Run *r, const char *text, int target) {
-    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap), max = r->model.cfg.max_positions - 2;
+/* The tokens of text in r's source (target) vocabulary; *unknown, when asked, how many
+ * read as <unk>. */
+static int count_tokens(const Run *r, const char *text, int target, int *unknown) {
+    int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
     int n = encode_line(text, r->cfg.data.tokenizer, target ? &r->tgt_vocab : &r->src_vocab, ids, cap);
+    if (unknown)
+        for (int t = *unknown = 0; t < n; t++) *unknown += ids[t] == VOCAB_UNK;
     free(ids);
+    return n;
+}
+
+void work_size(const Run *r, const ApiRequest *q, WorkSize *z) {
+    work_size_free(z);
+    z->n = q->n;
+    z->len = xmalloc(sizeof(int) * (size_t)(q->n ? q->n : 1));
+    z->unknown = xmalloc(sizeof(int) * (size_t)(q->n ? q->n : 1));
+    for (int i = 0; i < q->n; i++) z->len[i] = count_tokens(r, q->src[i], 0, &z->unknown[i]);
+    z->tgt_len = q->tgt ? count_tokens(r, q->tgt, 1, NULL) : -1;
+    z->counted = 1;
+}
+
+void work_size_free(WorkSize *z) {
+    free(z->len), free(z->unknown);
+    *z = (WorkSize){0};
+}
+
+/* A count at most the model's positions (a longer sentence is refused, at once, by the
+ * worker). */
+static int capped(const Run *r, int n) {
+    int max = r->model.cfg.max_positions - 2;
     return n < max ? n : max;
 }
 
-double work_translate_request(const Run *r, const ApiRequest *q) {
+double work_translate_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     double work = 0.0;
-    for (int i = 0; i < q->n; i++) work += work_translate_gflop(&r->model, &q->o.decode, tokens(r, q->src[i], 0));
+    for (int i = 0; i < z->n; i++) work += work_translate_gflop(&r->model, &q->o.decode, capped(r, z->len[i]));
     return work;
 }
 
 /* The lengths a one-sentence request may reach: its source's tokens, and the decoder's
  * positions (a forced target's, else the longest a greedy search may go). */
-static void one_sentence(const Run *r, const ApiRequest *q, int *ns, int *T, int *longest) {
+static void one_sentence(const Run *r, const WorkSize *z, int *ns, int *T, int *longest) {
     DecodeOptions greedy = decode_defaults();
     greedy.beam = 1;
-    *ns = tokens(r, q->src[0], 0), *longest = decode_max_len(&r->model, &greedy, *ns);
-    *T = (q->tgt ? tokens(r, q->tgt, 1) : *longest) + 1;
+    *ns = capped(r, z->len[0]), *longest = decode_max_len(&r->model, &greedy, *ns);
+    *T = (z->tgt_len >= 0 ? capped(r, z->tgt_len) : *longest) + 1;
 }
-
 /* An unforced target's greedy search, before the work on it. */
 static double greedy_first(const Run *r, const ApiRequest *q, int ns) {
     DecodeOptions greedy = decode_defaults();
@@ -72,27 +95,27 @@ static double greedy_first(const Run *r, const ApiRequest *q, int ns) {
     return q->tgt ? 0.0 : work_translate_gflop(&r->model, &greedy, ns);
 }
 
-double work_attention_request(const Run *r, const ApiRequest *q) {
+double work_attention_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     int ns, T, longest; /* the search, then a forced pass for the maps */
-    one_sentence(r, q, &ns, &T, &longest);
+    one_sentence(r, z, &ns, &T, &longest);
     return work_translate_gflop(&r->model, &q->o.decode, ns) + pass_gflop(&r->model.cfg, ns + 1, T);
 }
 
-double work_explain_request(const Run *r, const ApiRequest *q) {
+double work_explain_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     int ns, T, longest;
-    one_sentence(r, q, &ns, &T, &longest);
+    one_sentence(r, z, &ns, &T, &longest);
     return greedy_first(r, q, ns) + work_explain_gflop(&r->model.cfg, ns + 1, T, q->ig_steps, q->contrast != NULL);
 }
 
-double work_whatif_request(const Run *r, const ApiRequest *q) {
+double work_whatif_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     int ns, T, longest;
-    one_sentence(r, q, &ns, &T, &longest);
+    one_sentence(r, z, &ns, &T, &longest);
     return work_whatif_gflop(&r->model.cfg, ns + 1, T, q->tgt != NULL, q->mask_heads || q->pin, q->mask_heads != NULL,
                              q->tree ? q->o.decode.beam : 0, longest);
 }
 
-double work_patch_request(const Run *r, const ApiRequest *q) {
+double work_patch_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     int ns, T, longest; /* the clean sentence's translation, and the table */
-    one_sentence(r, q, &ns, &T, &longest);
+    one_sentence(r, z, &ns, &T, &longest);
     return greedy_first(r, q, ns) + work_patch_gflop(&r->model.cfg, ns + 1, T);
 }

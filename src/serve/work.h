@@ -31,15 +31,31 @@ double work_whatif_gflop(const ModelConfig *c, int S, int T, int forced, int cha
  * layer's stream at every source position), the clean, corrupted and fully patched runs,
  * and a forward and a backward of each run for attribution patching's gradient. */
 double work_patch_gflop(const ModelConfig *c, int S, int T);
-/* The most a request q may cost on r's model, from its text alone, before anything runs,
- * one estimate a kind (routes.h's rows name them): the estimates above at their longest (an
- * unforced target as long as a search may go; a mask as if it switched heads off). What
- * decides its lane (jobs.h); the worker's bound is checked on the estimates with the
- * lengths found. */
-double work_translate_request(const Run *r, const ApiRequest *q);
-double work_attention_request(const Run *r, const ApiRequest *q);
-double work_explain_request(const Run *r, const ApiRequest *q);
-double work_whatif_request(const Run *r, const ApiRequest *q);
-double work_patch_request(const Run *r, const ApiRequest *q);
+/* A request's text as its model reads it, counted once: when it is queued on a model
+ * already loaded (its lane), else by the worker that runs it; the translate worker's bounds
+ * and warnings read the same counts. The other kinds' workers count again in the call they
+ * share with their command, which reads the text itself. */
+typedef struct {
+    int counted; /* 0 until work_size filled it */
+    int n;
+    int *len;     /* (n) each source sentence's tokens, uncapped */
+    int *unknown; /* (n) how many of them read as <unk> */
+    int tgt_len;  /* the forced target's tokens, or -1 for none */
+} WorkSize;
+
+/* Counts q's sentences on r's vocabularies into z (freed by work_size_free). */
+void work_size(const Run *r, const ApiRequest *q, WorkSize *z);
+void work_size_free(WorkSize *z);
+
+/* The most a request q, counted in z, may cost on r's model before anything runs, one
+ * estimate a kind (routes.h's rows name them): the estimates above at their longest (a
+ * sentence at most the model's positions; an unforced target as long as a search may go; a
+ * mask as if it switched heads off). What decides its lane (jobs.h); the worker's bound is
+ * checked on the estimates with the lengths found. */
+double work_translate_request(const Run *r, const ApiRequest *q, const WorkSize *z);
+double work_attention_request(const Run *r, const ApiRequest *q, const WorkSize *z);
+double work_explain_request(const Run *r, const ApiRequest *q, const WorkSize *z);
+double work_whatif_request(const Run *r, const ApiRequest *q, const WorkSize *z);
+double work_patch_request(const Run *r, const ApiRequest *q, const WorkSize *z);
 
 #endif
