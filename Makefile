@@ -183,8 +183,8 @@ multi30k-data: deps
 	@scripts/multi30k_data.sh
 
 # The real-corpus recipe: German -> English on data/multi30k (make multi30k-data), scored on
-# test_2016_flickr (33 minutes of training on 2 cores of an AMD EPYC, docs/multi30k.md; a
-# recipe, not a test).
+# test_2016_flickr (38 minutes of training whatever the host, train.minutes; docs/multi30k.md;
+# a recipe, not a test).
 multi30k: deps multi30k-data
 	@$(MAKE) --no-print-directory all
 	@scripts/multi30k.sh

@@ -6,7 +6,7 @@
 # greedy search, and test_2017_mscoco, printing sacrebleu-identical BLEU and chrF with
 # their signatures; scores the word alignments of val's first 40 pairs against
 # data/multi30k-val40.align; prints ten translations beside their references. An existing run is
-# resumed to its configured steps, not restarted. The recipe was chosen on val alone
+# resumed to its configured budget, not restarted. The recipe was chosen on val alone
 # (scripts/sweep.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
