@@ -344,8 +344,8 @@ json_t *attnmap_to_json(const AttnMaps *a) {
     for (int k = 0; k < ATTN_KINDS; k++) {
         KindArray arr[KIND_ARRAYS];
         kind_arrays(a, k, arr);
-        for (int i = 0; i < KIND_ARRAYS;
-             i++) /* absent only where a page left them out (a report's earlier snapshots) */
+        /* an array is absent only where a page left it out (a report's earlier snapshots) */
+        for (int i = 0; i < KIND_ARRAYS; i++)
             if (arr[i].x)
                 json_object_set_new(root, arr[i].key,
                                     json_grid(arr[i].x, a->layers[k], a->heads, arr[i].rows, arr[i].cols));

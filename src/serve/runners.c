@@ -143,7 +143,6 @@ static char *dump(json_t *o) {
     return s;
 }
 
-/* A translate job: its sentences as one batch, as `qkv translate` decodes its lines. */
 /* A warning for a sentence the source vocabulary reads as <unk> from end to end (text of
  * another language, say), n tokens of which unknown: the model translated nothing it
  * knows. NULL when it knows any. */
@@ -158,6 +157,7 @@ static json_t *all_unknown_warning(const char *text, int n, int unknown, int tok
     return w;
 }
 
+/* A translate job: its sentences as one batch, as `qkv translate` decodes its lines. */
 void runner_translate(const RunEnv *w, Job *job) {
     ServedModels *sm = w->models;
     const ApiRequest *q = &job->req;

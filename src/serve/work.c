@@ -88,6 +88,7 @@ static void one_sentence(const Run *r, const WorkSize *z, int *ns, int *T, int *
     *ns = capped(r, z->len[0]), *longest = decode_max_len(&r->model, &greedy, *ns);
     *T = (z->tgt_len >= 0 ? capped(r, z->tgt_len) : *longest) + 1;
 }
+
 /* An unforced target's greedy search, before the work on it. */
 static double greedy_first(const Run *r, const ApiRequest *q, int ns) {
     DecodeOptions greedy = decode_defaults();
