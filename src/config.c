@@ -86,6 +86,7 @@ static const KeySpec keys[] = {
     FLT("train.lr.factor", train.lr.factor, 1.0, 0, 1000, 0),
     INT("train.lr.warmup", train.lr.warmup, 400, 1, 100000000),
     FLT("train.lr.value", train.lr.value, 3e-4, 0, 10, 0),
+    FLT("train.lr.cooldown", train.lr.cooldown, 0, 0, 1, OPEN_MAX),
     FLT("train.adam.beta1", train.adam.beta1, 0.9, 0, 1, OPEN_MAX),
     FLT("train.adam.beta2", train.adam.beta2, 0.98, 0, 1, OPEN_MAX),
     FLT("train.adam.eps", train.adam.eps, 1e-9, 1e-30, 1, 0), /* not 0: a zero second moment would divide by 0 */

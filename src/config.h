@@ -77,6 +77,7 @@ typedef struct {
             double factor;
             int warmup;
             double value;
+            double cooldown; /* 0, or the last fraction of the run, over which the rate falls to 0 */
         } lr;
         struct {
             double beta1, beta2, eps, weight_decay;

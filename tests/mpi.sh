@@ -118,6 +118,16 @@ rc=$?
 k=$(sed -n 's/^done: step \([0-9]*\) of at most 100000, train.minutes (0.03) spent, in .*/\1/p' "$dir.log")
 [[ $rc -eq 0 && -n $k && -f $(step_file "$dir" "$k") ]] && ok "train_minutes_ends_every_rank_at_one_step ($k steps)" ||
     bad "train_minutes_ends_every_rank_at_one_step" "exit $rc; $(tail -2 "$dir.log")"
+# the cooldown the clock begins: rank 0's clock, every rank's last step (one that ended
+# elsewhere would leave the others waiting for it until the bound)
+dir="$T/cooldown"
+"$BOUNDED" mpirun -q -np 2 "$QKV" train "$T/r.yaml" --set run_dir="$dir" --set train.steps=100000 --set train.threads=1 \
+    --set train.minutes=0.05 --set train.lr.cooldown=0.5 >"$dir.log" 2>&1
+rc=$?
+k=$(sed -n 's/^done: step \([0-9]*\)[ ,].*/\1/p' "$dir.log")
+[[ $rc -eq 0 && -n $k && -f $(step_file "$dir" "$k") ]] && grep -q "^cooldown: begun after step [0-9]*, at" "$dir.log" &&
+    ok "train_cooldown_by_time_ends_every_rank_at_one_step ($k steps)" ||
+    bad "train_cooldown_by_time_ends_every_rank_at_one_step" "exit $rc; $(tail -2 "$dir.log")"
 
 # ---- a rank killed: one line, no half-written checkpoint, the last one resumes ---------------
 M=150

@@ -139,6 +139,47 @@ expect_error "train_minutes_below_0" 2 "^qkv: --set train.minutes=-1: train.minu
 expect_error "resume_minutes_not_a_number" 2 "^qkv: --minutes: 'soon' is not minutes from 0 to 1000000$" \
     timeout 60 "$QKV" resume "$T/budget" --minutes soon
 
+# ---- train.lr.cooldown: the rate falls to 0 over the run's last fraction ------------------
+# by steps: 0.5 of 50 cools from step 25, so step 50's rate is 1/26 of the plain schedule's
+# and step 20's is the plain one; a resume from step 30 ends with the same weights
+train "$T/cool" $N --set train.lr.cooldown=0.5
+lr_of() { sed -n "s/^{\"step\": $2, .*\"lr\": \([0-9.e+-]*\),.*/\1/p" "$1/metrics.jsonl"; }
+grep -q "^cooldown: the learning rate falls to 0 over steps 26 to $N (train.lr.cooldown 0.5)$" "$T/cool.log" &&
+    awk -v a="$(lr_of "$T/cool" $N)" -v b="$(lr_of "$T/straight" $N)" -v c="$(lr_of "$T/cool" 20)" \
+        -v d="$(lr_of "$T/straight" 20)" 'BEGIN { exit !(a > 0 && c > 0 && (a / b - 1 / 26) ^ 2 < 1e-10 && c == d) }' &&
+    ok "cooldown_by_steps_falls_to_a_26th_at_the_last_step" ||
+    bad "cooldown_by_steps_falls_to_a_26th_at_the_last_step" "lr at $N: $(lr_of "$T/cool" $N) against $(lr_of "$T/straight" $N)"
+cp -r "$T/cool" "$T/cool-resumed"
+rm -f "$T/cool-resumed/ckpt/step-000040.safetensors" "$T/cool-resumed/ckpt/step-0000$N.safetensors"
+"$QKV" resume "$T/cool-resumed" >"$T/cool-resumed.log" 2>&1
+same_tensors "$T/cool-resumed/ckpt/step-0000$N.safetensors" "$T/cool/ckpt/step-0000$N.safetensors" &&
+    ! same_tensors "$T/cool/ckpt/step-0000$N.safetensors" "$straight" &&
+    ok "cooldown_resume_bit_exact_and_not_the_plain_run" || bad "cooldown_resume_bit_exact_and_not_the_plain_run" "$(tail -1 "$T/cool-resumed.log")"
+# by time: the clock begins it at half of 0.05 minutes, after some step S, and sets the run's
+# last step to 2S (the second half at the first half's pace); the run ends there or when the
+# minutes are spent. Warm-up 1: the plain rate goes as step^-0.5, so the last step's is the
+# rate logged at step j <= S times sqrt(j / k) (2S - k + 1) / (S + 1). A resume does nothing
+out=$(timeout 60 "$QKV" train "$T/r.yaml" --set run_dir="$T/cooltime" --set train.steps=1000000 --set train.minutes=0.05 \
+    --set train.lr.cooldown=0.5 --set train.lr.warmup=1 2>&1)
+rc=$?
+s=$(sed -n 's/^cooldown: begun after step \([0-9]*\), at [0-9.]* minutes: the learning rate falls to 0 by step \([0-9]*\), the run.s last$/\1 \2/p' <<<"$out")
+read -r from end <<<"$s"
+k=$(sed -n 's/^done: step \([0-9]*\)[ ,].*/\1/p' <<<"$out")
+j=$((${from:-0} / 10 * 10))
+if [[ $rc -eq 0 && -n $from && -n $k && $j -gt 0 && $end -eq $((2 * from)) && $k -gt $from && $k -le $end ]] &&
+    awk -v a="$(lr_of "$T/cooltime" "$k")" -v b="$(lr_of "$T/cooltime" "$j")" -v k="$k" -v e="$end" -v f="$from" -v j="$j" \
+        'BEGIN { x = b * sqrt(j / k) * (e - k + 1) / (e - f + 1); exit !(a > 0 && (a / x - 1) ^ 2 < 1e-10) }'; then
+    ok "cooldown_by_time_ends_the_run_by_twice_its_start ($from -> $k of $end)"
+else
+    bad "cooldown_by_time_ends_the_run_by_twice_its_start" "exit $rc, '$s', done at '$k', lr $(lr_of "$T/cooltime" "$k"): $(tail -2 <<<"$out")"
+fi
+out=$(timeout 60 "$QKV" resume "$T/cooltime" 2>&1)
+[[ $? -eq 0 ]] &&
+    grep -Eq "already (at step $k, the last of the cooldown begun after step $from|trained [0-9.]+ minutes, train.minutes is 0.05); nothing to do" <<<"$out" &&
+    ok "cooldown_by_time_resume_does_nothing" || bad "cooldown_by_time_resume_does_nothing" "$(tail -1 <<<"$out")"
+expect_error "cooldown_of_the_whole_run_refused" 2 "train.lr.cooldown: 1 is out of range \[0, 1)" \
+    "$QKV" train "$T/r.yaml" --set run_dir="$T/cool1" --set train.lr.cooldown=1
+
 # ---- SIGINT / SIGTERM: finish the step, checkpoint, exit 0, say how to resume -------------
 for sig in INT TERM; do
     dir="$T/sig$sig"

@@ -89,6 +89,7 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "    factor: 1\n"
                                     "    warmup: 400\n"
                                     "    value: 0.0003\n"
+                                    "    cooldown: 0\n"
                                     "  adam:\n"
                                     "    beta1: 0.9\n"
                                     "    beta2: 0.98\n"

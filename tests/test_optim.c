@@ -7,7 +7,7 @@
 #include "nn/optim.h"
 
 static void test_noam_schedule_and_clipping(void) {
-    LrSchedule s = {LR_NOAM, 1.0, 400, 64, 0};
+    LrSchedule s = {LR_NOAM, 1.0, 400, 64, 0, 0, 0};
     double peak = lr_at(&s, 400);
     CHECK(fabs(peak - 1.0 / 8.0 / 20.0) < 1e-12, "peak %g", peak);
     CHECK(lr_at(&s, 200) < peak && lr_at(&s, 800) < peak, "warmup then decay");
@@ -15,6 +15,24 @@ static void test_noam_schedule_and_clipping(void) {
     float g[4] = {3, 4, 0, 0};
     double norm = clip_grad_norm(g, 4, 1.0);
     CHECK(fabs(norm - 5.0) < 1e-6 && fabs(g[0] - 0.6f) < 1e-5 && fabs(g[1] - 0.8f) < 1e-5, "clip to norm 1");
+}
+
+/* The cooldown by its definition: the plain rate until cool_from, then (to - step + 1) /
+ * (to - from + 1) of it; by steps the last fraction of the goal; by the clock an end at
+ * the pace so far (from / (1 - f) in all). */
+static void test_cooldown(void) {
+    LrSchedule plain = {LR_NOAM, 1.0, 10, 64, 0, 0, 0}, s = plain;
+    lr_cooldown_by_steps(&s, 0.25, 100);
+    CHECK(s.cool_from == 75 && s.cool_to == 100, "cooldown %lld..%lld", (long long)s.cool_from, (long long)s.cool_to);
+    for (int step = 1; step <= 75; step++) CHECK(lr_at(&s, step) == lr_at(&plain, step), "step %d cooled early", step);
+    CHECK(fabs(lr_at(&s, 76) - lr_at(&plain, 76) * 25.0 / 26.0) < 1e-15, "first cooled step");
+    CHECK(fabs(lr_at(&s, 100) - lr_at(&plain, 100) / 26.0) < 1e-15, "last step: a 26th");
+    CHECK(lr_at(&s, 101) == 0.0, "past the end: 0, never negative");
+    LrSchedule c = {LR_CONSTANT, 0, 0, 0, 0.5, 10, 13};
+    CHECK(lr_at(&c, 10) == 0.5 && lr_at(&c, 12) == 0.25 && lr_at(&c, 13) == 0.125, "constant %g %g", lr_at(&c, 12),
+          lr_at(&c, 13));
+    CHECK(lr_cooldown_end(800, 0.2) == 1000 && lr_cooldown_end(7, 0.5) == 14 && lr_cooldown_end(10, 0.3) == 15,
+          "ends %lld %lld", (long long)lr_cooldown_end(800, 0.2), (long long)lr_cooldown_end(10, 0.3));
 }
 
 /* One Adam step by hand: with bias correction the first update is lr * sign(g). */
@@ -133,6 +151,7 @@ static void test_adam_update_range_clips_with_grad_scale(void) {
 
 const TestCase optim_tests[] = {
     {"optim_noam_and_clipping", test_noam_schedule_and_clipping},
+    {"optim_cooldown", test_cooldown},
     {"optim_adam_first_step", test_adam_first_step},
     {"optim_adam_three_steps_by_hand", test_adam_three_steps_by_hand},
     {"optim_adam_update_range_clips_with_grad_scale", test_adam_update_range_clips_with_grad_scale},

@@ -139,6 +139,14 @@ static int setup(Trainer *t) {
         printf("budget: %g minutes of training (train.minutes), at most %d steps: the run ends at the first step that "
                "starts past it\n",
                cfg->train.minutes, cfg->train.steps);
+    double f = cfg->train.lr.cooldown;
+    if (f > 0 && cfg->train.minutes > 0)
+        printf("cooldown: at %.3g of the %g minutes the learning rate begins to fall to 0, over as many steps again as "
+               "a fraction %g of the run holds at the pace so far (train.lr.cooldown); its last step ends the run\n",
+               (1 - f) * cfg->train.minutes, cfg->train.minutes, f);
+    else if (f > 0)
+        printf("cooldown: the learning rate falls to 0 over steps %lld to %d (train.lr.cooldown %g)\n",
+               (long long)floor((1 - f) * cfg->train.steps) + 1, cfg->train.steps, f);
     return 0;
 }
 
@@ -160,6 +168,12 @@ typedef struct {
 static void on_progress(void *ctx, const TrainProgress *p) {
     Screen *s = ctx;
     double now = now_seconds();
+    if (p->cooldown_began) {
+        printf("%scooldown: begun after step %lld, at %.1f minutes: the learning rate falls to 0 by step %d, the "
+               "run's last\n",
+               s->tty ? "\r\033[K" : "", (long long)p->step, p->elapsed_s / 60.0, p->steps);
+        fflush(stdout);
+    }
     if (!s->tty || !(now - s->t_draw > 0.1 || p->log_now)) return;
     char eta[32];
     format_duration(eta, sizeof eta, p->eta_s);
@@ -337,6 +351,10 @@ static int report_end(Trainer *t, const Screen *screen, TrainEnd end) {
     else if (end == TRAIN_STOPPED)
         printf("stopped by signal %d after step %lld; checkpoint %s\nresume with: qkv resume %s\n", t->stop_signal,
                (long long)t->step, last, cfg->run_dir);
+    else if (t->cooldown_from > 0 && t->step == trainer_last_step(t) && t->step < cfg->train.steps)
+        printf("done: step %lld, the last of the cooldown begun after step %lld (train.lr.cooldown %g), in %.1fs; "
+               "checkpoint %s\n",
+               (long long)t->step, (long long)t->cooldown_from, cfg->train.lr.cooldown, t->seconds, last);
     else if (t->budget_spent)
         printf("done: step %lld of at most %d, train.minutes (%g) spent, in %.1fs; checkpoint %s\n", (long long)t->step,
                cfg->train.steps, cfg->train.minutes, t->seconds, last);
@@ -546,6 +564,16 @@ static int resume(Trainer *t, const char *dir, int steps, double minutes, int th
     t->run.cfg.train.threads = per_process;
     t->run.cfg.train.minutes = budget;
     if ((rc = read_data(t, 0)) || (rc = agree(setup(t))) || (rc = restore(t, ckpt, &trained))) return rc;
+    /* a cooldown the clock began belongs to the budget it was set from: a new goal or
+     * budget sets its own */
+    int moved = goal != cfg->train.steps || budget != cfg->train.minutes;
+    if (moved) t->cooldown_from = 0;
+    if (!moved && t->cooldown_from > 0 && t->step >= trainer_last_step(t)) {
+        printf("%s: already at step %lld, the last of the cooldown begun after step %lld; nothing to do, nothing "
+               "changed (pass --minutes M or --steps N to train longer, with a cooldown of its own)\n",
+               dir, (long long)t->step, (long long)t->cooldown_from);
+        return 0;
+    }
     /* a goal already reached leaves the run as it is: config.yaml included */
     if (t->step >= goal) {
         char past[48] = "";

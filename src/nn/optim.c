@@ -8,11 +8,27 @@
 #include "nn/vecmath.h"
 #include "util/mem.h"
 
+/* The cooldown's share of the schedule's rate at step: 1 until cool_from, then a line
+ * down to one step's worth above 0 at cool_to. */
+static double cooldown_share(const LrSchedule *s, int64_t step) {
+    if (s->cool_to <= 0 || step <= s->cool_from) return 1.0;
+    return fmax(0.0, (double)(s->cool_to - step + 1) / (double)(s->cool_to - s->cool_from + 1));
+}
+
 double lr_at(const LrSchedule *s, int64_t step) {
-    if (s->kind == LR_CONSTANT) return s->value;
+    if (s->kind == LR_CONSTANT) return s->value * cooldown_share(s, step);
     double st = step < 1 ? 1.0 : (double)step;
     double w = (double)s->warmup;
-    return s->factor / sqrt((double)s->d_model) * fmin(1.0 / sqrt(st), st / (w * sqrt(w)));
+    return s->factor / sqrt((double)s->d_model) * fmin(1.0 / sqrt(st), st / (w * sqrt(w))) * cooldown_share(s, step);
+}
+
+void lr_cooldown_by_steps(LrSchedule *s, double fraction, int64_t last) {
+    s->cool_from = (int64_t)floor((1.0 - fraction) * (double)last);
+    s->cool_to = last;
+}
+
+int64_t lr_cooldown_end(int64_t from, double fraction) {
+    return from + (int64_t)ceil((double)from * fraction / (1.0 - fraction));
 }
 
 void adam_init(Adam *a, size_t n, double beta1, double beta2, double eps, double weight_decay) {

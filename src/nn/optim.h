@@ -15,6 +15,10 @@ typedef struct {
     double factor;
     int warmup, d_model;
     double value;
+    /* The cooldown (train.lr.cooldown): after step cool_from the rate falls linearly, to
+     * 1 / (cool_to - cool_from + 1) of the schedule's at step cool_to, the last; 0 and 0:
+     * none. Set from the step goal or, under a time budget, when the clock says so. */
+    int64_t cool_from, cool_to;
 } LrSchedule;
 
 typedef struct {
@@ -24,8 +28,17 @@ typedef struct {
     int64_t t; /* steps taken */
 } Adam;
 
-/* lr at a 1-based step: noam is factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5). */
+/* lr at a 1-based step: noam is factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5),
+ * constant is value; either times (cool_to - step + 1) / (cool_to - cool_from + 1) past
+ * cool_from (never below 0). */
 double lr_at(const LrSchedule *s, int64_t step);
+/* The cooldown of a run of `last` steps whose last fraction cools (0 < fraction < 1): from
+ * step floor((1 - fraction) * last) to last. */
+void lr_cooldown_by_steps(LrSchedule *s, double fraction, int64_t last);
+/* The last step of a cooldown the clock began after step from: the one that makes it the
+ * run's last fraction had the steps gone on at the pace they went until from, i.e.
+ * from + ceil(from * fraction / (1 - fraction)). */
+int64_t lr_cooldown_end(int64_t from, double fraction);
 
 void adam_init(Adam *a, size_t n, double beta1, double beta2, double eps, double weight_decay);
 void adam_free(Adam *a);

@@ -86,6 +86,7 @@ int ckpt_save(const char *path, const Model *m, const Adam *adam, const CkptMeta
     meta_set(md, "valid_bleu", "%.17g", meta->valid_bleu);
     meta_set(md, "best_valid_bleu", "%.17g", meta->best_valid_bleu);
     meta_set(md, "elapsed_s", "%.17g", meta->elapsed_s);
+    if (meta->cooldown_from > 0) meta_set(md, "cooldown_from", "%" PRId64, meta->cooldown_from);
     meta_set(md, "vocab_hash", "%016" PRIx64, meta->vocab_hash);
     meta_set(md, "data_hash", "%016" PRIx64, meta->data_hash);
     meta_set(md, "optimizer", "%s", adam ? "adam" : "none");
@@ -231,6 +232,10 @@ static int parse_meta(CkptFile *f, json_t *md) {
         meta_float_opt(f, md, "best_valid_bleu", NAN, &m->best_valid_bleu) ||
         meta_float_opt(f, md, "elapsed_s", 0.0, &m->elapsed_s))
         return -1;
+    /* written once the clock has begun a cooldown: a step the run has passed */
+    m->cooldown_from = 0;
+    if (json_object_get(md, "cooldown_from") && meta_int(f, md, "cooldown_from", &m->cooldown_from)) return -1;
+    if (m->cooldown_from > m->step) return fault(f, "metadata 'cooldown_from' is past its step");
     if (meta_hex(f, md, "vocab_hash", &m->vocab_hash) || meta_hex(f, md, "data_hash", &m->data_hash)) return -1;
     const char *config = meta_str(md, "config");
     if (!config) return fault(f, "metadata 'config' is missing");

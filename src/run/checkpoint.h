@@ -32,6 +32,7 @@ typedef struct {
     double best_valid_loss;
     double valid_bleu, best_valid_bleu; /* the same for BLEU, NAN when not computed */
     double elapsed_s;                   /* training time of the run so far, across resumes (0 in older files) */
+    int64_t cooldown_from; /* 0, or the step after which the clock began train.lr.cooldown (0 in older files) */
     uint64_t vocab_hash, data_hash;
     char *config; /* resolved config YAML; owned (malloc) when loaded */
     /* weights exported for use (qkv export): each side's vocabulary file as text, or its

@@ -31,7 +31,9 @@
 static atomic_int stop_signal;
 /* Stop requests of rank 0's own, not a signal's: its metrics.jsonl could not be written;
  * train.minutes is spent (the run is done, not stopped). */
-enum { STOP_METRICS_FAILED = -1, STOP_BUDGET = -2 };
+enum { STOP_METRICS_FAILED = -1, STOP_BUDGET = -2, STOP_COOLDOWN = -3 };
+/* STOP_COOLDOWN stops nothing: rank 0's clock, carried to every rank by the step as a stop
+ * request is, says the cooldown begins after it (train.lr.cooldown under train.minutes) */
 static void on_signal(int sig) { atomic_store(&stop_signal, sig); }
 
 double train_step(TrainStep *t, int64_t step, int *tokens, double *lr, int *stop) {
@@ -275,7 +277,7 @@ int trainer_setup(Trainer *t) {
     t->ts = (TrainStep){t->workers,
                         &t->tb,
                         {cfg->train.lr.schedule, cfg->train.lr.factor, cfg->train.lr.warmup, cfg->model.d_model,
-                         cfg->train.lr.value},
+                         cfg->train.lr.value, 0, 0}, /* the cooldown: trainer_run plans it */
                         cfg->train.clip_norm,
                         (uint64_t)cfg->seed,
                         {0}};
@@ -362,6 +364,7 @@ static int save_checkpoint(Trainer *t, const TrainReporter *r) {
                      .valid_bleu = t->last_valid_step == t->step ? t->last_bleu : NAN,
                      .best_valid_bleu = t->best_bleu,
                      .elapsed_s = t->elapsed_before + now_seconds() - t->t0,
+                     .cooldown_from = t->cooldown_from,
                      .vocab_hash = run_vocab_hash(&t->run.src_vocab, &t->run.tgt_vocab),
                      .data_hash = t->data_hash,
                      .config = config};
@@ -418,17 +421,58 @@ typedef struct {
     int64_t first;
 } LoopAcc;
 
+/* The learning rate's cooldown as the config and the clock have set it (optim.h): none, the
+ * last fraction of train.steps, or from the step the clock chose to its end. */
+static void plan_cooldown(Trainer *t) {
+    double f = t->run.cfg.train.lr.cooldown;
+    LrSchedule *s = &t->ts.sched;
+    s->cool_from = s->cool_to = 0;
+    if (f <= 0) return;
+    int64_t steps = t->run.cfg.train.steps;
+    lr_cooldown_by_steps(s, f, steps);
+    if (t->cooldown_from > 0 && t->cooldown_from < s->cool_from) {
+        int64_t end = lr_cooldown_end(t->cooldown_from, f);
+        s->cool_from = t->cooldown_from, s->cool_to = end < steps ? end : steps;
+    }
+}
+
+int64_t trainer_last_step(const Trainer *t) {
+    double f = t->run.cfg.train.lr.cooldown;
+    int64_t steps = t->run.cfg.train.steps;
+    if (f <= 0 || t->cooldown_from <= 0) return steps;
+    int64_t end = lr_cooldown_end(t->cooldown_from, f);
+    return end < steps ? end : steps;
+}
+
+/* Whether rank 0's clock begins the cooldown before this step: a time budget with
+ * train.lr.cooldown F, (1 - F) of it spent, none begun yet, and the steps' own cooldown
+ * (the last F of train.steps) not reached first. */
+static int cooldown_due(const Trainer *t, double seconds) {
+    const Config *c = &t->run.cfg;
+    double f = c->train.lr.cooldown;
+    if (f <= 0 || c->train.minutes <= 0 || t->cooldown_from > 0 || t->step < 1) return 0;
+    if (t->step >= (int64_t)floor((1.0 - f) * (double)c->train.steps)) return 0;
+    return t->elapsed_before + seconds >= (1.0 - f) * c->train.minutes * 60.0;
+}
+
 static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
     const Config *cfg = &t->run.cfg;
-    int tokens, steps = cfg->train.steps;
+    int tokens, steps = (int)trainer_last_step(t);
     /* read once, before the step: under ranks the step tells every rank of any rank's
      * request, so all stop after the same step; a signal arriving later is seen after
      * the next step, never between this step's validation and its checkpoint */
     int stop = t->metrics_error[0] ? STOP_METRICS_FAILED : atomic_load(&stop_signal);
     /* the time budget is rank 0's clock, so every rank ends at the step it says */
     if (stop == 0 && dist_rank() == 0 && trainer_budget_spent(t, now_seconds() - acc->t0)) stop = STOP_BUDGET;
+    if (stop == 0 && dist_rank() == 0 && cooldown_due(t, now_seconds() - acc->t0)) stop = STOP_COOLDOWN;
     double lr, loss = train_step(&t->ts, ++t->step, &tokens, &lr, &stop);
     int64_t step = t->step;
+    int began = stop == STOP_COOLDOWN;
+    if (began) {
+        t->cooldown_from = step, stop = 0;
+        plan_cooldown(t);
+        steps = (int)trainer_last_step(t);
+    }
     t->stopping = stop;
     if (workers_failed(t->workers)) return TRAIN_RANKS_FAILED;
     /* rank 0 could not log the last step: every rank stops here, no checkpoint past it */
@@ -455,7 +499,8 @@ static TrainEnd one_step(Trainer *t, const TrainReporter *r, LoopAcc *acc) {
                        .epoch = (double)t->tb.epoch + (double)t->tb.pos / (double)t->tb.n_batches,
                        .eta_s = t->stopping ? 0.0 : eta,
                        .log_now = step % cfg->train.log_every == 0 || step == steps,
-                       .valid_bleu = NAN};
+                       .valid_bleu = NAN,
+                       .cooldown_began = began};
     /* a stop validates too: best.safetensors must know the last checkpoint, and the
      * metrics must show the validation it was judged by */
     int valid_step = step % cfg->train.valid_every == 0 || step == steps || t->stopping;
@@ -513,7 +558,8 @@ TrainEnd trainer_run(Trainer *t, const TrainReporter *r) {
     TrainEnd end = TRAIN_DONE;
     if (t->step == 0 && t->run.cfg.train.n_watch && r->watch && dist_rank() == 0)
         r->watch(r->ctx, &t->m, 0); /* before any learning */
-    while (t->step < t->run.cfg.train.steps && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
+    plan_cooldown(t);
+    while (t->step < trainer_last_step(t) && !t->stopping && end == TRAIN_DONE) end = one_step(t, r, &acc);
     t->seconds = now_seconds() - acc.t0;
     /* the budget's stop ends the run as its last step would: done, not stopped */
     t->budget_spent = t->stopping == STOP_BUDGET;
@@ -580,6 +626,7 @@ int trainer_restore(Trainer *t, const char *ckpt, char *bytes, size_t len, int *
         t->best_valid = meta.best_valid_loss;
         t->best_bleu = meta.best_valid_bleu;
         t->elapsed_before = meta.elapsed_s;
+        t->cooldown_from = meta.cooldown_from;
         batcher_seek(&t->tb, meta.epoch, meta.batch_pos);
     }
     ckpt_meta_free(&meta);

@@ -58,6 +58,9 @@ typedef struct {
     Workers *workers;
     TrainStep ts;
     int64_t step; /* steps done */
+    /* 0, or the step after which the clock began train.lr.cooldown (a time budget): the
+     * run then ends at lr_cooldown_end of it (checkpointed, so a resume ends there too) */
+    int64_t cooldown_from;
     double last_valid, best_valid;
     double last_bleu, best_bleu; /* NAN until train.valid_bleu computes one */
     int64_t last_valid_step;
@@ -118,7 +121,8 @@ typedef struct {
     int log_now;          /* progress only: a log follows this step */
     int validated;        /* log only: valid_loss holds this step's validation loss */
     double valid_loss;
-    double valid_bleu; /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
+    double valid_bleu;  /* log only: with validated, BLEU when train.valid_bleu computed it, else NAN */
+    int cooldown_began; /* progress only: the clock began the cooldown after this step; steps is its last */
 } TrainProgress;
 
 /* What the loop hands back to the command that runs it. Besides printing, two of these
@@ -158,9 +162,16 @@ typedef enum {
  * starts up can leave Open MPI's mpirun waiting for it for ever. */
 void trainer_catch_stop(int ranks);
 
-/* The loop, from t->step to train.steps, or to the first step that starts with
- * train.minutes spent (that step validates and checkpoints as the last one would). */
+/* The loop, from t->step to its last step (trainer_last_step), or to the first step that
+ * starts with train.minutes spent (that step validates and checkpoints as the last one
+ * would). Under a time budget with train.lr.cooldown F, rank 0's clock begins the
+ * cooldown at the first step that starts past (1 - F) of the minutes, and the run's last
+ * step becomes the cooldown's end (lr_cooldown_end): the run ends there or when the
+ * minutes are spent, whichever comes first. */
 TrainEnd trainer_run(Trainer *t, const TrainReporter *r);
+/* The step the run ends at, the minutes aside: train.steps, or sooner the end of a
+ * cooldown the clock began (t->cooldown_from). */
+int64_t trainer_last_step(const Trainer *t);
 /* Whether train.minutes is spent once this process has trained `seconds` (the run's
  * earlier processes counted from the checkpoint); never without a budget. */
 int trainer_budget_spent(const Trainer *t, double seconds);
