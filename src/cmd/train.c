@@ -144,9 +144,12 @@ static int setup(Trainer *t) {
         printf("cooldown: at %.3g of the %g minutes the learning rate begins to fall to 0, over as many steps again as "
                "a fraction %g of the run holds at the pace so far (train.lr.cooldown); its last step ends the run\n",
                (1 - f) * cfg->train.minutes, cfg->train.minutes, f);
-    else if (f > 0)
-        printf("cooldown: the learning rate falls to 0 over steps %lld to %d (train.lr.cooldown %g)\n",
-               (long long)floor((1 - f) * cfg->train.steps) + 1, cfg->train.steps, f);
+    else if (f > 0) {
+        LrSchedule by_steps = {0};
+        lr_cooldown_by_steps(&by_steps, f, cfg->train.steps);
+        printf("cooldown: the learning rate falls to 0 over steps %lld to %lld (train.lr.cooldown %g)\n",
+               (long long)by_steps.cool_from + 1, (long long)by_steps.cool_to, f);
+    }
     return 0;
 }
 

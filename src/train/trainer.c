@@ -428,12 +428,9 @@ static void plan_cooldown(Trainer *t) {
     LrSchedule *s = &t->ts.sched;
     s->cool_from = s->cool_to = 0;
     if (f <= 0) return;
-    int64_t steps = t->run.cfg.train.steps;
-    lr_cooldown_by_steps(s, f, steps);
-    if (t->cooldown_from > 0 && t->cooldown_from < s->cool_from) {
-        int64_t end = lr_cooldown_end(t->cooldown_from, f);
-        s->cool_from = t->cooldown_from, s->cool_to = end < steps ? end : steps;
-    }
+    lr_cooldown_by_steps(s, f, t->run.cfg.train.steps);
+    if (t->cooldown_from > 0 && t->cooldown_from < s->cool_from)
+        s->cool_from = t->cooldown_from, s->cool_to = trainer_last_step(t);
 }
 
 int64_t trainer_last_step(const Trainer *t) {
@@ -451,7 +448,7 @@ static int cooldown_due(const Trainer *t, double seconds) {
     const Config *c = &t->run.cfg;
     double f = c->train.lr.cooldown;
     if (f <= 0 || c->train.minutes <= 0 || t->cooldown_from > 0 || t->step < 1) return 0;
-    if (t->step >= (int64_t)floor((1.0 - f) * (double)c->train.steps)) return 0;
+    if (t->step >= t->ts.sched.cool_from) return 0; /* plan_cooldown's, by the steps */
     return t->elapsed_before + seconds >= (1.0 - f) * c->train.minutes * 60.0;
 }
 
