@@ -154,11 +154,32 @@ static void test_unknown_words_named_once(void) {
     vocab_count(&r.src_vocab, "a", 1, 5), vocab_count(&r.tgt_vocab, "a", 1, 5);
     vocab_prune(&r.src_vocab, 100, 1), vocab_prune(&r.tgt_vocab, 100, 1);
     int src[64], tgt[64], ns, nt;
-    int rc = sentence_pair_ids("a", "xx yy a xx xx yy zz", TOKENIZER_WORD, &r.src_vocab, &r.tgt_vocab, 62, src, &ns,
-                               tgt, &nt, NULL, "--text", "--target", "attend to", NULL);
+    int rc = sentence_pair_ids("a", "xx yy a xx xx yy zz", NULL, TOKENIZER_WORD, &r.src_vocab, &r.tgt_vocab, 62, src,
+                               &ns, tgt, &nt, NULL, "--text", "--target", "attend to", NULL);
     vocab_free(&r.src_vocab), vocab_free(&r.tgt_vocab);
     CHECK(rc != 0, "a target of unknown words was taken");
     CHECK(strcmp(err_msg(), "--target: not in the target vocabulary: 'xx', 'yy', 'zz'") == 0, "said: %s", err_msg());
+}
+
+/* A sentence read already (the server reads each request once, to cost it) is not read
+ * again: its given ids are the ones used, its given count the one checked against the
+ * positions, whatever the text says. */
+static void test_sentence_read_once_is_not_read_again(void) {
+    Vocab v;
+    vocab_init(&v);
+    vocab_count(&v, "a", 1, 5), vocab_count(&v, "b", 1, 5);
+    vocab_prune(&v, 100, 1);
+    int a = vocab_lookup(&v, "a", 1), b = vocab_lookup(&v, "b", 1), ids[8], n = -1;
+    int read[3] = {b, b, a}, many[9] = {0};
+    SentenceTokens given = {read, 3}, long_one = {many, 9};
+    SentenceFault f = sentence_ids("a", &given, TOKENIZER_WORD, &v, 6, 0, ids, &n, NULL);
+    CHECK(f == SENTENCE_OK && n == 3 && ids[0] == b && ids[1] == b && ids[2] == a, "fault %d, %d ids: %d %d", f, n,
+          ids[0], ids[1]);
+    f = sentence_ids("a", &long_one, TOKENIZER_WORD, &v, 6, 0, ids, &n, NULL);
+    CHECK(f == SENTENCE_TOO_LONG, "9 given ids against 6 positions: fault %d", f);
+    f = sentence_ids("a b", NULL, TOKENIZER_WORD, &v, 6, 0, ids, &n, NULL);
+    CHECK(f == SENTENCE_OK && n == 2 && ids[0] == a && ids[1] == b, "read here: fault %d, %d ids", f, n);
+    vocab_free(&v);
 }
 
 /* A folder given with trailing slashes is the folder: attn// is attn, / stays /. */
@@ -179,6 +200,7 @@ static void test_folder_options_lose_trailing_slashes(void) {
 const TestCase options_tests[] = {
     {"folder_options_lose_trailing_slashes", test_folder_options_lose_trailing_slashes},
     {"unknown_words_named_once", test_unknown_words_named_once},
+    {"sentence_read_once_is_not_read_again", test_sentence_read_once_is_not_read_again},
     {"every_command_helps_with_every_option", test_every_command_helps_with_every_option},
     {"option_keys_are_distinct", test_option_keys_are_distinct},
     {"decode_defaults_shown_are_the_real_ones", test_decode_defaults_shown_are_the_real_ones},

@@ -13,8 +13,8 @@ int sentence_maps_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int 
     int max = m->cfg.max_positions - 2;
     memset(x, 0, sizeof *x);
     x->src = xmalloc(sizeof(int) * (size_t)(max + 1)), x->tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    return sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
-                             a->text_name, a->target_name, "attend to", too_long);
+    return sentence_pair_ids(a->text, a->target, a->given, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt,
+                             &x->unknown, a->text_name, a->target_name, "attend to", too_long);
 }
 
 void sentence_maps_run(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const MapsAsk *a, SentenceMaps *x) {
@@ -25,7 +25,8 @@ void sentence_maps_run(Model *m, const Vocab *sv, const Vocab *tv, int tokenizer
         x->scores = xmalloc(sizeof(double) * (size_t)x->K), x->ids = xmalloc(sizeof(Seq) * (size_t)x->K);
         TranslateStats st;
         char *line = (char *)a->text;
-        x->hyp = translate_lines_ids(m, tokenizer, sv, tv, &line, 1, a->search, &st, x->scores, x->ids);
+        SentenceTokens read = {x->src, x->ns}; /* prepare read it: the search reads the same ids */
+        x->hyp = translate_lines_ids(m, tokenizer, sv, tv, &line, &read, 1, a->search, &st, x->scores, x->ids);
         if (!a->target) shown = x->ids[0].ids, n_shown = x->ids[0].len;
     } else if (!a->target) {
         x->nt = greedy_ids(m, x->src, x->ns, x->tgt, m->cfg.max_positions - 2), n_shown = x->nt;

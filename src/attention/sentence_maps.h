@@ -17,6 +17,7 @@ typedef struct {
     const char *target;                  /* forced; NULL: the translation the search finds */
     const TranslateOptions *search;      /* NULL: greedy, no list; else the n-best search (its best's maps) */
     const char *text_name, *target_name; /* how the caller names them in its messages */
+    const SentenceTokens *given[2];      /* text and target read already (each NULL: read here) */
 } MapsAsk;
 
 typedef struct {

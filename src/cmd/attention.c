@@ -86,7 +86,8 @@ static int check_query(const AttnMaps *a, Options *o) {
 
 static int one_sentence(Run *r, Options *o, int masked) {
     int tok = r->cfg.data.tokenizer, rc = 2;
-    MapsAsk ask = {o->text, o->target, NULL, "--text", "--target"}; /* greedy, as the server's maps with beam 1 */
+    /* greedy, as the server's maps with beam 1; the text read here */
+    MapsAsk ask = {o->text, o->target, NULL, "--text", "--target", {NULL, NULL}};
     SentenceMaps x;
     AttnMaps *maps = &x.maps;
     SentenceFiles files = {maps, 0};

@@ -71,7 +71,7 @@ static char *reference_for(Run *r, const JointVocab *jv, const char *path) {
     Seq *src = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1)), *out = xmalloc(sizeof(Seq) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
         int cut;
-        Seq s = translator_source(lines[i], r->cfg.data.tokenizer, &r->src_vocab, max_src, &cut);
+        Seq s = translator_source(lines[i], NULL, r->cfg.data.tokenizer, &r->src_vocab, max_src, &cut);
         if (s.len) src[k++] = s;
     }
     free_lines(lines, n);

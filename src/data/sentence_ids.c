@@ -25,6 +25,9 @@ void sentence_quote(StrBuf *sb, const char *w) {
  * where the tokenizer splits; with characters, the space token between words is no word's.
  * Listed into unknown, each once; how many. */
 static int list_unknown(const char *text, const int *ids, int n, int tokenizer, const Vocab *v, StrBuf *unknown) {
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = ids[i] == VOCAB_UNK;
+    if (!any) return 0; /* nothing to name: the words are not read again */
     char *copy = xstrdup(text);
     size_t cap = strlen(text) + 2;
     int *sub = xmalloc(sizeof(int) * cap), k = 0, first = 1, listed = 0;
@@ -54,10 +57,14 @@ int sentence_unknown_words(const char *text, int tokenizer, const Vocab *v, StrB
     return listed;
 }
 
-SentenceFault sentence_ids(const char *text, int tokenizer, const Vocab *v, int max, int target, int *ids, int *n,
-                           StrBuf *unknown) {
-    *n = encode_line(text, tokenizer, v, ids, max + 1); /* one past max tells a line too long */
-    if (*n > max) return SENTENCE_TOO_LONG;
+SentenceFault sentence_ids(const char *text, const SentenceTokens *given, int tokenizer, const Vocab *v, int max,
+                           int target, int *ids, int *n, StrBuf *unknown) {
+    if (given) {
+        if ((*n = given->n) > max) return SENTENCE_TOO_LONG;
+        memcpy(ids, given->ids, sizeof(int) * (size_t)given->n);
+    } else if ((*n = encode_line(text, tokenizer, v, ids, max + 1)) > max) { /* one past max: too long */
+        return SENTENCE_TOO_LONG;
+    }
     if (*n == 0 && !target) return SENTENCE_EMPTY;
     StrBuf words = {0};
     int listed = list_unknown(text, ids, *n, tokenizer, v, &words);
@@ -82,13 +89,14 @@ int sentence_fault_error(SentenceFault f, const char *name, const char *verb, in
     return 0;
 }
 
-int sentence_pair_ids(const char *text, const char *target, int tokenizer, const Vocab *sv, const Vocab *tv, int max,
-                      int *src, int *ns, int *tgt, int *nt, StrBuf *unknown, const char *text_name,
-                      const char *target_name, const char *verb, int *too_long) {
+int sentence_pair_ids(const char *text, const char *target, const SentenceTokens *const *given, int tokenizer,
+                      const Vocab *sv, const Vocab *tv, int max, int *src, int *ns, int *tgt, int *nt, StrBuf *unknown,
+                      const char *text_name, const char *target_name, const char *verb, int *too_long) {
     StrBuf bad = {0};
-    SentenceFault f = sentence_ids(text, tokenizer, sv, max, 0, src, ns, unknown);
+    SentenceFault f = sentence_ids(text, given ? given[0] : NULL, tokenizer, sv, max, 0, src, ns, unknown);
     if (f != SENTENCE_OK) sentence_fault_error(f, text_name, verb, max, NULL);
-    else if (target && (f = sentence_ids(target, tokenizer, tv, max, 1, tgt, nt, &bad)) != SENTENCE_OK)
+    else if (target &&
+             (f = sentence_ids(target, given ? given[1] : NULL, tokenizer, tv, max, 1, tgt, nt, &bad)) != SENTENCE_OK)
         sentence_fault_error(f, target_name, verb, max, &bad);
     sb_free(&bad);
     if (too_long) *too_long = f == SENTENCE_TOO_LONG;

@@ -75,21 +75,24 @@ static char *hypothesis_text(Model *m, int tokenizer, const Vocab *tv, const Seq
 
 char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
                        const TranslateOptions *o, TranslateStats *st, double *scores) {
-    return translate_lines_ids(m, tokenizer, sv, tv, lines, n, o, st, scores, NULL);
+    return translate_lines_ids(m, tokenizer, sv, tv, lines, NULL, n, o, st, scores, NULL);
 }
 
-Seq translator_source(const char *line, int tokenizer, const Vocab *sv, int max_src, int *cut) {
-    int cap = (int)strlen(line) + 2 > max_src + 1 ? (int)strlen(line) + 2 : max_src + 1;
-    int *ids = xmalloc(sizeof(int) * (size_t)cap);
-    int len = encode_line(line, tokenizer, sv, ids, cap);
+Seq translator_source(const char *line, const SentenceTokens *given, int tokenizer, const Vocab *sv, int max_src,
+                      int *cut) {
+    int need = given ? given->n : (int)strlen(line) + 2, cap = need > max_src + 1 ? need : max_src + 1;
+    int *ids = xmalloc(sizeof(int) * (size_t)cap), len;
+    if (given) memcpy(ids, given->ids, sizeof(int) * (size_t)(len = given->n));
+    else len = encode_line(line, tokenizer, sv, ids, cap);
     *cut = len > max_src;
     if (*cut) len = max_src;
     if (len == 0) free(ids), ids = NULL;
     return (Seq){ids, len};
 }
 
-char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
-                           const TranslateOptions *o, TranslateStats *st, double *scores, Seq *ids) {
+char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines,
+                           const SentenceTokens *given, int n, const TranslateOptions *o, TranslateStats *st,
+                           double *scores, Seq *ids) {
     int K = o->decode.nbest, max_src = m->cfg.max_positions - 1;
     size_t slots = (size_t)(n ? n : 1);
     memset(st, 0, sizeof *st);
@@ -99,7 +102,7 @@ char **translate_lines_ids(Model *m, int tokenizer, const Vocab *sv, const Vocab
     int *line_of = xmalloc(sizeof(int) * slots), k = 0;
     for (int i = 0; i < n; i++) {
         int cut;
-        Seq s = translator_source(lines[i], tokenizer, sv, max_src, &cut);
+        Seq s = translator_source(lines[i], given ? &given[i] : NULL, tokenizer, sv, max_src, &cut);
         st->truncated += cut;
         if (s.len == 0) {
             st->empty++;

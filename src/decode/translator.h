@@ -8,6 +8,7 @@
 #ifndef QKV_TRANSLATOR_H
 #define QKV_TRANSLATOR_H
 
+#include "data/sentence_ids.h"
 #include "data/vocab.h"
 #include "decode/decode.h"
 #include "nn/model.h"
@@ -25,18 +26,22 @@ typedef struct {
     double flops;                  /* the decoding's matrix-product FLOPs (decode_counting) */
 } TranslateStats;
 
-/* Line as the model reads it when translating: its source ids, cut to max_src (*cut 1 when
- * they were); an empty line gives {NULL, 0}. The caller frees .ids. */
-Seq translator_source(const char *line, int tokenizer, const Vocab *src_vocab, int max_src, int *cut);
+/* Line as the model reads it when translating: its source ids (given's, when it was read
+ * already; else read here), cut to max_src (*cut 1 when they were); an empty line gives
+ * {NULL, 0}. The caller frees .ids. */
+Seq translator_source(const char *line, const SentenceTokens *given, int tokenizer, const Vocab *src_vocab, int max_src,
+                      int *cut);
 
 /* The model's hypotheses for lines[0..n): n * nbest strings (malloc'd; free_lines(.., n * nbest)),
  * line i's k-th best at [i * nbest + k]; scores (NULL or n * nbest) their ranking scores. */
 char **translate_lines(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines, int n,
                        const TranslateOptions *o, TranslateStats *stats, double *scores);
-/* As translate_lines, and ids (NULL, or n * nbest) gets each hypothesis's target ids
+/* As translate_lines, the lines read already when given is not NULL (n of them, the ids
+ * encode_line gave), and ids (NULL, or n * nbest) gets each hypothesis's target ids
  * (without EOS; the caller frees each .ids; an empty line's is {NULL, 0}). */
-char **translate_lines_ids(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines, int n,
-                           const TranslateOptions *o, TranslateStats *stats, double *scores, Seq *ids);
+char **translate_lines_ids(Model *m, int tokenizer, const Vocab *src_vocab, const Vocab *tgt_vocab, char **lines,
+                           const SentenceTokens *given, int n, const TranslateOptions *o, TranslateStats *stats,
+                           double *scores, Seq *ids);
 
 /* -log P(ref | src) summed over n pairs' reference tokens and their EOS, by the full
  * forward pass (teacher forcing, no dropout); *tokens gets how many were scored. */

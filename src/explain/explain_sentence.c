@@ -13,7 +13,7 @@
 #include "util/mem.h"
 
 ExplainAsk explain_ask(const char *text, const char *target, const char *contrast) {
-    return (ExplainAsk){text, target, contrast, EXPLAIN_IG_STEPS, "--text", "--target", "--contrast"};
+    return (ExplainAsk){text, target, contrast, EXPLAIN_IG_STEPS, "--text", "--target", "--contrast", {NULL, NULL}};
 }
 
 int explain_sentence_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenizer, const ExplainAsk *a,
@@ -32,8 +32,8 @@ int explain_sentence_prepare(const Model *m, const Vocab *sv, const Vocab *tv, i
             return sb_free(&word), -1;
         }
     }
-    return sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
-                             a->text_name, a->target_name, "explain", too_long);
+    return sentence_pair_ids(a->text, a->target, a->given, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt,
+                             &x->unknown, a->text_name, a->target_name, "explain", too_long);
 }
 
 void explain_sentence_decode(Model *m, const ExplainAsk *a, ExplainSentence *x) {

@@ -10,6 +10,7 @@
 #ifndef QKV_EXPLAIN_EXPLAIN_SENTENCE_H
 #define QKV_EXPLAIN_EXPLAIN_SENTENCE_H
 
+#include "data/sentence_ids.h"
 #include "explain/pair.h"
 #include "nn/model.h"
 #include "util/text.h"
@@ -26,6 +27,7 @@ typedef struct {
     int ig_steps;         /* integrated gradients' steps; 0: none */
     /* how the caller names text, target and contrast in its messages ("--text", "\"src\"") */
     const char *text_name, *target_name, *contrast_name;
+    const SentenceTokens *given[2]; /* text and target read already (each NULL: read here) */
 } ExplainAsk;
 
 /* An ask with the defaults, named as the command names its options. */

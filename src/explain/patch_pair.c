@@ -26,10 +26,10 @@ PatchAsk patch_ask(const char *clean, const char *corrupt, const char *target) {
 }
 
 /* One side read, its fault said; 0 or -1. */
-static int side(const char *text, const char *name, int tokenizer, const Vocab *v, int max, int target, int *ids,
-                int *n, StrBuf *unknown, int *too_long) {
+static int side(const char *text, const SentenceTokens *given, const char *name, int tokenizer, const Vocab *v, int max,
+                int target, int *ids, int *n, StrBuf *unknown, int *too_long) {
     StrBuf bad = {0};
-    SentenceFault f = sentence_ids(text, tokenizer, v, max, target, ids, n, target ? &bad : unknown);
+    SentenceFault f = sentence_ids(text, given, tokenizer, v, max, target, ids, n, target ? &bad : unknown);
     if (f != SENTENCE_OK) {
         sentence_fault_error(f, name, "look at", max, &bad);
         if (too_long) *too_long = f == SENTENCE_TOO_LONG;
@@ -46,13 +46,16 @@ int patch_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenize
     size_t room = sizeof(int) * (size_t)(max + 1);
     x->clean = xmalloc(room), x->corrupt = xmalloc(room), x->tgt = xmalloc(room);
     if (too_long) *too_long = 0;
-    if (side(a->clean, a->clean_name, tokenizer, sv, max, 0, x->clean, &x->ns, &x->unknown[0], too_long) != 0 ||
-        side(a->corrupt, a->corrupt_name, tokenizer, sv, max, 0, x->corrupt, &nc, &x->unknown[1], too_long) != 0)
+    if (side(a->clean, a->given[0], a->clean_name, tokenizer, sv, max, 0, x->clean, &x->ns, &x->unknown[0], too_long) !=
+            0 ||
+        side(a->corrupt, a->given[1], a->corrupt_name, tokenizer, sv, max, 0, x->corrupt, &nc, &x->unknown[1],
+             too_long) != 0)
         return -1;
     if (nc != x->ns)
         return err_set("%s: %d tokens, %s %d: patching copies position for position, so they must match",
                        a->corrupt_name, nc, a->clean_name, x->ns);
-    if (a->target && side(a->target, a->target_name, tokenizer, tv, max, 1, x->tgt, &x->nt, NULL, too_long) != 0)
+    if (a->target &&
+        side(a->target, a->given[2], a->target_name, tokenizer, tv, max, 1, x->tgt, &x->nt, NULL, too_long) != 0)
         return -1;
     if (!a->compare[0]) {
         x->metric_name = xstrdup("log p(target)");

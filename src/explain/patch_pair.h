@@ -9,6 +9,7 @@
 #ifndef QKV_EXPLAIN_PATCH_PAIR_H
 #define QKV_EXPLAIN_PATCH_PAIR_H
 
+#include "data/sentence_ids.h"
 #include "data/vocab.h"
 #include "explain/patching.h"
 #include "nn/model.h"
@@ -21,6 +22,7 @@ typedef struct {
     int at;                      /* with compare: the target position */
     /* how the caller names the parts in its messages */
     const char *clean_name, *corrupt_name, *target_name, *compare_names[2], *at_name;
+    const SentenceTokens *given[3]; /* clean, corrupt and target read already (each NULL: read here) */
 } PatchAsk;
 
 /* An ask with the defaults, named as the command names its options. */

@@ -48,8 +48,8 @@ int whatif_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokeniz
     int max = m->cfg.max_positions - 2;
     memset(x, 0, sizeof *x);
     x->src = xmalloc(sizeof(int) * (size_t)(max + 1)), x->tgt = xmalloc(sizeof(int) * (size_t)(max + 1));
-    if (sentence_pair_ids(a->text, a->target, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt, &x->unknown,
-                          a->text_name, a->target_name, "look at", too_long) != 0)
+    if (sentence_pair_ids(a->text, a->target, a->given, tokenizer, sv, tv, max, x->src, &x->ns, x->tgt, &x->nt,
+                          &x->unknown, a->text_name, a->target_name, "look at", too_long) != 0)
         return -1;
     return a->pin ? check_pin(m, a, x->ns + 1) : 0;
 }

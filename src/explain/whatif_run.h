@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "data/sentence_ids.h"
 #include "decode/search.h"
 #include "explain/intervene.h"
 #include "nn/model.h"
@@ -42,6 +43,7 @@ typedef struct {
     /* how the caller names the parts in its messages: the text, the target, and the pin's
      * layer, head, key, weights and query ("--pin 1.0.2=3" for each, or "\"pin.layer\"", ...) */
     const char *text_name, *target_name, *pin_names[5];
+    const SentenceTokens *given[2]; /* text and target read already (each NULL: read here) */
 } WhatifAsk;
 
 /* An ask with the defaults, named as the command names its options. */

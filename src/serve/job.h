@@ -13,7 +13,7 @@ typedef struct Job {
     ApiRequest req;
     int checkpoint; /* served index */
     int light;      /* the light lane may take it (set by jobs_submit) */
-    WorkSize size;  /* its text as its model reads it, counted once (job_size) */
+    WorkSize size;  /* its text as its model reads it, read once (job_size) */
     double queued_at;
     int status; /* the answer: HTTP status and JSON body (malloc'd) */
     char *body;

@@ -169,7 +169,7 @@ void runner_translate(const RunEnv *w, Job *job) {
     int tok = r->cfg.data.tokenizer, max = r->model.cfg.max_positions - 2, n = q->n;
     const WorkSize *z = job_size(job, r);
     for (int i = 0; i < n; i++)
-        if (z->len[i] > max) {
+        if (z->src[i].n > max) {
             char what[64], msg[160];
             snprintf(what, sizeof what, "\"src\"[%d]", i);
             snprintf(msg, sizeof msg, "%%s has more tokens than the %d this model has positions for", max);
@@ -190,7 +190,7 @@ void runner_translate(const RunEnv *w, Job *job) {
     Model *m = w->replica(w->worker, job->checkpoint, r);
     model_set_head_gates(m, gates);
     TranslateStats st;
-    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, q->src, n, &q->o, &st, scores, ids);
+    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, q->src, z->src, n, &q->o, &st, scores, ids);
     model_set_head_gates(m, NULL);
     json_t *out = json_object(), *list = json_array();
     add_model_keys(out, &sm->ck[job->checkpoint]);
@@ -198,7 +198,7 @@ void runner_translate(const RunEnv *w, Job *job) {
         size_t at = (size_t)i * K;
         json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
         if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, i, K, &r->tgt_vocab));
-        json_t *warning = all_unknown_warning(q->src[i], z->len[i], z->unknown[i], tok, &r->src_vocab);
+        json_t *warning = all_unknown_warning(q->src[i], z->src[i].n, z->unknown[i], tok, &r->src_vocab);
         if (warning) json_object_set_new(one, "warning", warning);
         json_array_append_new(list, one);
     }
@@ -218,7 +218,8 @@ void runner_attention(const RunEnv *w, Job *job) {
     float *gates;
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return job_refuse(job, 400, "%s", err);
     int tok = r->cfg.data.tokenizer, too_long;
-    MapsAsk ask = {job->req.src[0], job->req.tgt, &job->req.o, "\"src\"", "\"tgt\""};
+    const WorkSize *z = job_size(job, r);
+    MapsAsk ask = {job->req.src[0], job->req.tgt, &job->req.o, "\"src\"", "\"tgt\"", {&z->src[0], work_given(&z->tgt)}};
     SentenceMaps x;
     served_error_lock();
     int bad = kept_error(sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long), err,
@@ -249,6 +250,8 @@ void runner_explain(const RunEnv *w, Job *job) {
     ExplainAsk ask = explain_ask(job->req.src[0], job->req.tgt, job->req.contrast);
     ask.ig_steps = job->req.ig_steps;
     ask.text_name = "\"src\"", ask.target_name = "\"tgt\"", ask.contrast_name = "\"contrast\"";
+    const WorkSize *z = job_size(job, r);
+    ask.given[0] = &z->src[0], ask.given[1] = work_given(&z->tgt);
     float *gates;
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return job_refuse(job, 400, "%s", err);
     ExplainSentence x;
@@ -307,6 +310,8 @@ void runner_whatif(const RunEnv *w, Job *job) {
      * switched off then changes nothing, which a client can see */
     ask.mask_given = q->mask_heads != NULL;
     ask.text_name = "\"src\"", ask.target_name = "\"tgt\"";
+    const WorkSize *z = job_size(job, r);
+    ask.given[0] = &z->src[0], ask.given[1] = work_given(&z->tgt);
     const char *pin_names[5] = {"\"pin.layer\"", "\"pin.head\"", "\"pin.key\"", "\"pin.weights\"", "\"pin.query\""};
     memcpy(ask.pin_names, pin_names, sizeof pin_names);
     WhatifResult x;
@@ -366,6 +371,8 @@ void runner_patch(const RunEnv *w, Job *job) {
     ask.compare[0] = q->compare[0], ask.compare[1] = q->compare[1], ask.at = q->at;
     ask.clean_name = "\"clean\"", ask.corrupt_name = "\"corrupt\"", ask.target_name = "\"tgt\"";
     ask.compare_names[0] = "\"compare[0]\"", ask.compare_names[1] = "\"compare[1]\"", ask.at_name = "\"at\"";
+    const WorkSize *z = job_size(job, r);
+    ask.given[0] = &z->src[0], ask.given[1] = work_given(&z->corrupt), ask.given[2] = work_given(&z->tgt);
     PatchPair x;
     int too_long;
     served_error_lock();

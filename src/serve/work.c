@@ -41,31 +41,35 @@ double work_patch_gflop(const ModelConfig *c, int S, int T) {
     return (n + 3.0 + 2 * 3.0) * pass_gflop(c, S, T);
 }
 
-/* The tokens of text in r's source (target) vocabulary; *unknown, when asked, how many
- * read as <unk>. */
-static int count_tokens(const Run *r, const char *text, int target, int *unknown) {
+/* text (NULL: none, n -1) as ids of r's source (target) vocabulary, all of them; *unknown,
+ * when asked, how many read as <unk>. */
+static SentenceTokens read_text(const Run *r, const char *text, int target, int *unknown) {
+    if (!text) return (SentenceTokens){NULL, -1};
     int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
     int n = encode_line(text, r->cfg.data.tokenizer, target ? &r->tgt_vocab : &r->src_vocab, ids, cap);
     if (unknown)
         for (int t = *unknown = 0; t < n; t++) *unknown += ids[t] == VOCAB_UNK;
-    free(ids);
-    return n;
+    return (SentenceTokens){ids, n};
 }
 
 void work_size(const Run *r, const ApiRequest *q, WorkSize *z) {
     work_size_free(z);
     z->n = q->n;
-    z->len = xmalloc(sizeof(int) * (size_t)(q->n ? q->n : 1));
+    z->src = xmalloc(sizeof(SentenceTokens) * (size_t)(q->n ? q->n : 1));
     z->unknown = xmalloc(sizeof(int) * (size_t)(q->n ? q->n : 1));
-    for (int i = 0; i < q->n; i++) z->len[i] = count_tokens(r, q->src[i], 0, &z->unknown[i]);
-    z->tgt_len = q->tgt ? count_tokens(r, q->tgt, 1, NULL) : -1;
+    for (int i = 0; i < q->n; i++) z->src[i] = read_text(r, q->src[i], 0, &z->unknown[i]);
+    z->tgt = read_text(r, q->tgt, 1, NULL);
+    z->corrupt = read_text(r, q->corrupt, 0, NULL);
     z->counted = 1;
 }
 
 void work_size_free(WorkSize *z) {
-    free(z->len), free(z->unknown);
+    for (int i = 0; z->src && i < z->n; i++) free((void *)z->src[i].ids); /* read_text's */
+    free(z->src), free(z->unknown), free((void *)z->tgt.ids), free((void *)z->corrupt.ids);
     *z = (WorkSize){0};
 }
+
+const SentenceTokens *work_given(const SentenceTokens *s) { return s->n >= 0 ? s : NULL; }
 
 /* A count at most the model's positions (a longer sentence is refused, at once, by the
  * worker). */
@@ -76,7 +80,7 @@ static int capped(const Run *r, int n) {
 
 double work_translate_request(const Run *r, const ApiRequest *q, const WorkSize *z) {
     double work = 0.0;
-    for (int i = 0; i < z->n; i++) work += work_translate_gflop(&r->model, &q->o.decode, capped(r, z->len[i]));
+    for (int i = 0; i < z->n; i++) work += work_translate_gflop(&r->model, &q->o.decode, capped(r, z->src[i].n));
     return work;
 }
 
@@ -85,8 +89,8 @@ double work_translate_request(const Run *r, const ApiRequest *q, const WorkSize 
 static void one_sentence(const Run *r, const WorkSize *z, int *ns, int *T, int *longest) {
     DecodeOptions greedy = decode_defaults();
     greedy.beam = 1;
-    *ns = capped(r, z->len[0]), *longest = decode_max_len(&r->model, &greedy, *ns);
-    *T = (z->tgt_len >= 0 ? capped(r, z->tgt_len) : *longest) + 1;
+    *ns = capped(r, z->src[0].n), *longest = decode_max_len(&r->model, &greedy, *ns);
+    *T = (z->tgt.n >= 0 ? capped(r, z->tgt.n) : *longest) + 1;
 }
 
 /* An unforced target's greedy search, before the work on it. */

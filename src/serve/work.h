@@ -31,21 +31,25 @@ double work_whatif_gflop(const ModelConfig *c, int S, int T, int forced, int cha
  * layer's stream at every source position), the clean, corrupted and fully patched runs,
  * and a forward and a backward of each run for attribution patching's gradient. */
 double work_patch_gflop(const ModelConfig *c, int S, int T);
-/* A request's text as its model reads it, counted once: when it is queued on a model
- * already loaded (its lane), else by the worker that runs it; the translate worker's bounds
- * and warnings read the same counts. The other kinds' workers count again in the call they
- * share with their command, which reads the text itself. */
+/* A request's text as its model reads it, read once: when it is queued on a model already
+ * loaded (its lane), else by the worker that runs it. The cost, the worker's bounds and
+ * warnings read the counts, and the call each kind shares with its command takes the ids
+ * (work_given), so that no text is tokenized twice. */
 typedef struct {
     int counted; /* 0 until work_size filled it */
     int n;
-    int *len;     /* (n) each source sentence's tokens, uncapped */
-    int *unknown; /* (n) how many of them read as <unk> */
-    int tgt_len;  /* the forced target's tokens, or -1 for none */
+    SentenceTokens *src;    /* (n) each source sentence's ids, uncapped */
+    int *unknown;           /* (n) how many of them read as <unk> */
+    SentenceTokens tgt;     /* the forced target's, n -1 for none */
+    SentenceTokens corrupt; /* patch's corrupted sentence's (source vocabulary), n -1 for none */
 } WorkSize;
 
 /* Counts q's sentences on r's vocabularies into z (freed by work_size_free). */
 void work_size(const Run *r, const ApiRequest *q, WorkSize *z);
 void work_size_free(WorkSize *z);
+/* One sentence's ids as a call's given (sentence_ids.h): &z->src[0], &z->tgt or
+ * &z->corrupt, NULL where the request has none. */
+const SentenceTokens *work_given(const SentenceTokens *s);
 
 /* The most a request q, counted in z, may cost on r's model before anything runs, one
  * estimate a kind (routes.h's rows name them): the estimates above at their longest (a
