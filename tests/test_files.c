@@ -354,12 +354,19 @@ static void test_staged_dir_parts(void) {
     const StagedPart two[] = {{"a.txt", "second", 6}};
     int rc2 = staged_dir_write_parts(out, "--out", two, 1, stage_replaces);
     int second = holds(out, "a.txt", "second") && holds(out, "b.txt", NULL) && staging_left(base) == 0;
+    /* "sub/name" parts: their subdirectory made once, each file in it */
+    char out3[160], sub3[192];
+    snprintf(out3, sizeof out3, "%s/out3", base), snprintf(sub3, sizeof sub3, "%s/sub", out3);
+    const StagedPart three[] = {{"top.txt", "top", 3}, {"sub/c.txt", "c", 1}, {"sub/d.txt", "d", 1}};
+    int rc3 = staged_dir_write_parts(out3, "--out", three, 3, NULL);
+    int third = holds(out3, "top.txt", "top") && holds(sub3, "c.txt", "c") && holds(sub3, "d.txt", "d");
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", base);
     CHECK(rc1 == 0 && first, "the parts written: rc %d, each whole and cut at its length: %d", rc1, first);
     CHECK(rc2 == 0 && second, "a second table: rc %d, its file replaced, the claimed one it lacks removed: %d", rc2,
           second);
+    CHECK(rc3 == 0 && third, "parts in a subdirectory: rc %d, each whole in it: %d", rc3, third);
 }
 
 /* One call of read_lines_arriving after piece (NULL: the writer closes the pipe) goes in:

@@ -23,9 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/atomic_file.h"
 #include "util/err.h"
-#include "util/file.h"
 #include "util/mem.h"
 #include "util/rng.h"
 #include "util/staged_dir.h"
@@ -213,18 +211,6 @@ typedef struct {
 
 static const char *const toy_splits[3] = {"train", "valid", "test"}, *const toy_exts[3] = {"src", "tgt", "align"};
 
-static int write_toy_files(const char *dir, void *arg) {
-    ToySet *set = arg;
-    for (int s = 0; s < 3; s++)
-        for (int e = 0; e < 3; e++) {
-            char path[STAGED_DIR_MAX + 256];
-            snprintf(path, sizeof path, "%s/%s.%s", dir, toy_splits[s], toy_exts[e]);
-            const StrBuf *b = &set->files[s][e];
-            if (write_file_atomic(path, b->buf ? b->buf : "", b->len) != 0) return -1;
-        }
-    return 0;
-}
-
 int toydata_write(const char *dir, const char *task, int n_train, int n_valid, int n_test, uint64_t seed) {
     int kind = strcmp(task, "translate") == 0   ? 0
                : strcmp(task, "copy") == 0      ? 1
@@ -260,7 +246,16 @@ int toydata_write(const char *dir, const char *task, int n_train, int n_valid, i
     free(seen.slots);
     /* all nine or none: a stop or a full disk never leaves a new train.src beside an old
      * train.align (other files in the folder are left alone) */
-    int rc = staged_dir_write(dir, "DIR", write_toy_files, &set, NULL);
+    char names[9][16];
+    StagedPart parts[9];
+    for (int s = 0; s < 3; s++)
+        for (int e = 0; e < 3; e++) {
+            int i = 3 * s + e;
+            snprintf(names[i], sizeof names[i], "%s.%s", toy_splits[s], toy_exts[e]);
+            const StrBuf *b = &set.files[s][e];
+            parts[i] = (StagedPart){names[i], b->buf ? b->buf : "", b->len};
+        }
+    int rc = staged_dir_write_parts(dir, "DIR", parts, 9, NULL);
     for (int s = 0; s < 3; s++)
         for (int e = 0; e < 3; e++) sb_free(&set.files[s][e]);
     return rc;

@@ -102,7 +102,6 @@ typedef struct {
     const HeadCurves *curves;
     int default_order;
     const Model *m;
-    int masks; /* files written */
 } Files;
 /* Files an export writes: what a new export replaces and clears out of an old one. */
 static int mask_file(const char *name);
@@ -140,45 +139,24 @@ static int check_masks(const char *dir) {
     return rc;
 }
 
-static int write_files(const char *dir, void *arg) {
-    Files *f = arg;
-    char path[STAGED_DIR_MAX + 256];
-    snprintf(path, sizeof path, "%s/heads.json", dir);
-    if (write_file_atomic(path, f->json, strlen(f->json)) != 0) return -1;
-    snprintf(path, sizeof path, "%s/index.html", dir);
-    if (attnview_write(f->view, path) != 0) return -1;
-    if (f->svg) {
-        snprintf(path, sizeof path, "%s/heads.svg", dir);
-        if (write_file_atomic(path, f->svg, strlen(f->svg)) != 0) return -1;
-    }
-    if (check_masks(f->out) != 0) return -1;
-    int nh = f->curves ? f->curves->n_heads : 0, rc = 0;
-    if (f->curves) {
-        snprintf(path, sizeof path, "%s/masks", dir);
-        if (mkdir(path, 0777) != 0) {
-            int e = errno;
-            return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+/* The curve's masks as parts of the set (masks/ORDER-..., and the default order's again
+ * under a name that does not change with the winner), their texts and names into
+ * texts/names (freed by the caller), after the n parts already there; the new count. */
+static int mask_parts(const Files *f, StagedPart *parts, int n, StrBuf *texts, char (*names)[128]) {
+    int nh = f->curves->n_heads;
+    for (int i = 0; i < f->curves->n_curves; i++)
+        for (int k = 0; k < HEADS_CURVE_POINTS; k++) {
+            const HeadCurve *c = &f->curves->curves[i];
+            StrBuf *sb = &texts[i * HEADS_CURVE_POINTS + k];
+            sb_append(sb, "", 0);
+            heads_mask_text(f->m, c->removed + (size_t)k * nh, sb);
+            parts[n++] = (StagedPart){c->points[k].mask, sb->buf, sb->len};
+            if (c->order != f->default_order) continue;
+            char *name = names[i * HEADS_CURVE_POINTS + k];
+            snprintf(name, 128, "masks/default-%s-%d.txt", heads_scope_name(c->scope), c->points[k].pct);
+            parts[n++] = (StagedPart){name, sb->buf, sb->len};
         }
-        for (int i = 0; i < f->curves->n_curves && rc == 0; i++)
-            for (int k = 0; k < HEADS_CURVE_POINTS && rc == 0; k++) {
-                const HeadCurve *c = &f->curves->curves[i];
-                StrBuf sb = {0};
-                sb_append(&sb, "", 0);
-                heads_mask_text(f->m, c->removed + (size_t)k * nh, &sb);
-                snprintf(path, sizeof path, "%s/%s", dir, c->points[k].mask);
-                rc = write_file_atomic(path, sb.buf, sb.len);
-                f->masks += rc == 0;
-                /* the default order's again under a name that does not change with the winner */
-                if (rc == 0 && c->order == f->default_order) {
-                    snprintf(path, sizeof path, "%s/masks/default-%s-%d.txt", dir, heads_scope_name(c->scope),
-                             c->points[k].pct);
-                    rc = write_file_atomic(path, sb.buf, sb.len);
-                    f->masks += rc == 0;
-                }
-                sb_free(&sb);
-            }
-    }
-    return rc; /* the old masks/ goes as the new set moves in, or with it when it has none */
+    return n;
 }
 
 int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInput *in, int *masks) {
@@ -186,13 +164,28 @@ int heads_export(const char *out, const HeadReport *rep, Run *r, const HeadsInpu
     Files files = {out,         xcheck(json_dumps(root, JSON_WRITE_FLAGS | JSON_INDENT(1))),
                    NULL,        NULL,
                    rep->curves, rep->default_order,
-                   &r->model,   0};
+                   &r->model};
     json_decref(root);
     files.view = heads_view_json(rep, &r->model, r->cfg.data.tokenizer, &r->src_vocab, &r->tgt_vocab, &in->set,
                                  in->src_text, in->ref_text);
     if (rep->curves) files.svg = heads_svg(rep->curves, rep->default_order);
-    int rc = staged_dir_write(out, "--out", write_files, &files, export_file);
-    *masks = files.masks;
+    StrBuf page = {0};
+    int n_masks = rep->curves ? rep->curves->n_curves * HEADS_CURVE_POINTS : 0, n = 0, rc = -1;
+    StagedPart *parts = xmalloc(sizeof(StagedPart) * (size_t)(3 + 2 * n_masks));
+    StrBuf *texts = xcalloc((size_t)(n_masks ? n_masks : 1), sizeof(StrBuf));
+    char(*names)[128] = xcalloc((size_t)(n_masks ? n_masks : 1), sizeof *names);
+    /* the old masks/ goes as the new set moves in, or with it when it has none */
+    if (check_masks(out) != 0 || attnview_page(files.view, &page) != 0) goto done;
+    parts[n++] = (StagedPart){"heads.json", files.json, strlen(files.json)};
+    parts[n++] = (StagedPart){"index.html", page.buf, page.len};
+    if (files.svg) parts[n++] = (StagedPart){"heads.svg", files.svg, strlen(files.svg)};
+    int first_mask = n;
+    if (rep->curves) n = mask_parts(&files, parts, n, texts, names);
+    rc = staged_dir_write_parts(out, "--out", parts, n, export_file);
+    *masks = rc == 0 ? n - first_mask : 0;
+done:
+    for (int i = 0; i < n_masks; i++) sb_free(&texts[i]);
+    free(parts), free(texts), free(names), sb_free(&page);
     free(files.json), free(files.view), free(files.svg);
     return rc;
 }

@@ -350,6 +350,14 @@ static int fill_parts(const char *dir, void *arg) {
     const PartList *l = arg;
     char path[STAGED_DIR_MAX + 256];
     for (int i = 0; i < l->n; i++) {
+        const char *slash = strchr(l->parts[i].name, '/');
+        if (slash) { /* "sub/file": the subdirectory first, once */
+            snprintf(path, sizeof path, "%s/%.*s", dir, (int)(slash - l->parts[i].name), l->parts[i].name);
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+                int e = errno;
+                return err_set("%s: cannot create: %s", path, strerror(e)), err_io(e);
+            }
+        }
         snprintf(path, sizeof path, "%s/%s", dir, l->parts[i].name);
         if (write_file_atomic(path, l->parts[i].bytes, l->parts[i].len) != 0) return -1;
     }

@@ -32,14 +32,17 @@
  * either way no staging directory of this process remains, nor of one that died writing. */
 int staged_dir_write(const char *out, const char *what, int (*fill)(const char *dir, void *arg), void *arg,
                      int (*replaces)(const char *name));
-/* One file of a set that staged_dir_write_parts writes: its name in the set and its bytes. */
+/* One file of a set that staged_dir_write_parts writes: its name in the set ("file", or
+ * "sub/file" in a subdirectory of the set) and its bytes. */
 typedef struct {
     const char *name;
     const char *bytes;
     size_t len;
 } StagedPart;
 /* staged_dir_write of the files parts[0..n), each written whole in that order: the table a
- * writer lists instead of a fill callback of its own. */
+ * writer lists instead of a fill callback of its own. A callback is left to writers that
+ * stream what they would otherwise hold twice (the ONNX graphs, a gradient dump) or whose
+ * files another module writes (a sentence's SVG maps). */
 int staged_dir_write_parts(const char *out, const char *what, const StagedPart *parts, int n,
                            int (*replaces)(const char *name));
 /* 0 if staged_dir_write could take out: a name it has room for, a directory or nothing
