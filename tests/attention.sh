@@ -512,9 +512,7 @@ else
         "attention-qk.png file://$T/q/index.html#kind=cross&layer=1&head=2&view=qk&query=3" \
         "attention-watch.png file://$T/wview/index.html#kind=cross&layer=1&head=avg&view=heatmap&query=2&sentence=1"; do
         shot="build/${view%% *}"
-        rm -f "$shot"
-        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" "${view#* }" \
-            >/dev/null 2>&1
+        browser_shot "${view#* }" "$shot" 1300,1000
         [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && shots=$((shots + 1))
     done
     [[ $shots -eq 4 ]] && ok "browser_screenshots (build/attention-*.png)" || bad "browser_screenshots" "$shots of 4"

@@ -462,15 +462,13 @@ else
 fi
 # the picture as a person opens it: Chromium parses it as SVG (an XML error would show its own
 # page instead) and draws it (build/timeline.png, to look at)
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing browser "Chromium is not installed: the timeline picture was NOT opened in a browser"
 elif [[ -s $T/low.svg ]]; then
-    flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
-        --disable-component-update --disable-sync --user-data-dir="$T/profile" --window-size=960,260)
-    timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$T/low.svg" >"$T/low.dom" 2>/dev/null
+    browser_flags "$T/profile" --window-size=960,260
+    browser_dom "file://$T/low.svg" "$T/low.dom"
     mkdir -p "${BUILD:-build}"
-    timeout 120 "$browser" "${flags[@]}" --screenshot="${BUILD:-build}/timeline.png" "file://$T/low.svg" >/dev/null 2>&1
+    browser_shot "file://$T/low.svg" "${BUILD:-build}/timeline.png" 960,260
     lanes=$(grep -o '>thread [0-9]*<' "$T/low.dom" | wc -l)
     [[ $lanes -eq 3 ]] && ! grep -q parsererror "$T/low.dom" && [[ -s ${BUILD:-build}/timeline.png ]] &&
         ok "bench_timeline_opens_in_chromium" ||

@@ -468,9 +468,7 @@ has '"ok":false' && has '"sharesInRange":false' && ok "browser_explain_selftest_
 # a picture of the page, on the third word
 mkdir -p build
 shot=build/explain-page.png
-rm -f "$shot"
-"$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1000 --screenshot="$shot" \
-    "file://$out/index.html#pane=explain&word=2" >/dev/null 2>&1
+browser_shot "file://$out/index.html#pane=explain&word=2" "$shot" 1300,1000
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_explain_screenshot ($shot)" || bad "browser_explain_screenshot" "$shot"
 
 

@@ -132,9 +132,7 @@ has '"ok":false' && has '"oneCellPerHead":false' && ok "browser_heads_selftest_f
 
 # a picture of the page, opened on a chosen head, beside the qkv that drew it
 shot=$(dirname "${QKV_BIN:-$QKV}")/heads-view.png
-rm -f "$shot"
-"$BOUNDED" timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1300,1200 --screenshot="$shot" \
-    "file://$page#kind=cross&layer=1&head=2&view=heatmap&query=2&sentence=0" >/dev/null 2>&1
+browser_shot "file://$page#kind=cross&layer=1&head=2&view=heatmap&query=2&sentence=0" "$shot" 1300,1200
 [[ -s $shot && $(stat -c %s "$shot") -gt 10000 ]] && ok "browser_heads_screenshot ($shot)" || bad "browser_heads_screenshot" "$shot"
 
 finish

@@ -123,11 +123,25 @@ browser_flags() {
 with_script() {
     { sed '/<\/body>/,$d' "$1"; echo '<script>'; cat "$2"; echo '</script></body></html>'; } >"$3"
 }
-# browser_dom URL OUT: the page at URL as Chromium leaves it (--dump-dom) in OUT, its console
-# on OUT.err; $console: the first of its script errors, "" for none.
+# browser_dom URL OUT [PROFILE]: the page at URL as Chromium leaves it (--dump-dom) in OUT, in
+# PROFILE (a fresh one) or the flags' own, its console on OUT.err; $console: the first of its
+# script errors, "" for none.
 browser_dom() {
-    "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --dump-dom "$1" >"$2" 2>"$2.err"
+    local f=("${flags[@]}")
+    [[ -n ${3:-} ]] && f=("${f[@]/#--user-data-dir=*/--user-data-dir=$3}")
+    "$BOUNDED" timeout 120 "$browser" "${f[@]}" --dump-dom "$1" >"$2" 2>"$2.err"
     console=$(grep -E 'CONSOLE|Uncaught' "$2.err" | head -3)
+}
+# browser_shot URL PNG WIDTH,HEIGHT [PROFILE]: the page at URL drawn into PNG by Chromium, in a
+# window of that size, scrollbars hidden, in PROFILE (a fresh one) or the flags' own; $console:
+# the first of its script errors, "" for none.
+browser_shot() {
+    local f=("${flags[@]}")
+    [[ -n ${4:-} ]] && f=("${f[@]/#--user-data-dir=*/--user-data-dir=$4}")
+    rm -f "$2"
+    "$BOUNDED" timeout 120 "$browser" "${f[@]}" --hide-scrollbars --window-size="$3" --screenshot="$2" "$1" \
+        >/dev/null 2>"$T/$(basename "$2").err"
+    console=$(grep -E 'CONSOLE|Uncaught' "$T/$(basename "$2").err" | head -3)
 }
 # selftest_url URL OUT: the viewer's checks (tests/viewer_selftest.js, already in the page at
 # URL; the address asks which) as browser_dom runs them: $result, their verdict (JSON).

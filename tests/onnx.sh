@@ -183,7 +183,6 @@ fi
 # beside the page as docs/export.md says (links here, copies for a user); the page types ten
 # test lines (#selftest), presses Enter and must give qkv translate --greedy's ten lines; a
 # folder without the library says what is missing
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing onnx_page_in_chromium "Chromium is not installed (scripts/deps.sh --with-browser)"
 elif ! [[ -f $NODE_MODULES/@huggingface/transformers/dist/transformers.min.js ]]; then
@@ -200,19 +199,17 @@ else
     server=$!
     wait_for "$T/http.log" "port [0-9]" 20
     port=$(grep -o 'port [0-9]*' "$T/http.log" | head -1 | cut -d' ' -f2)
-    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-        --disable-component-update --disable-sync --enable-logging=stderr --v=0 --virtual-time-budget=60000)
-    # page RUN: the page's verdict on the first ten test lines, typed as one text
+    # page RUN: the page's verdict on the first ten test lines, typed as one text ($result);
+    # its console errors in $console
     page() {
         local text
         text=$(head -10 "$T/data/test.src" | "$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read().rstrip("\n")))')
-        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --user-data-dir="$T/profile-$1" --dump-dom \
-            "http://127.0.0.1:$port/$1/index.html#selftest&text=$text" >"$T/page-$1.html" 2>"$T/page-$1.err"
-        grep -o '<pre id="selftest"[^<]*' "$T/page-$1.html" | sed 's/.*>//'
+        browser_flags "$T/profile-$1" --virtual-time-budget=60000
+        selftest_url "http://127.0.0.1:$port/$1/index.html#selftest&text=$text" "$T/page-$1.html"
     }
     for run in post uni; do
         [[ -s $T/$run.qkv.txt ]] || "$QKV" translate "$T/$run" --greedy <"$T/data/test.src" >"$T/$run.qkv.txt" 2>/dev/null
-        result=$(page $run)
+        page $run
         verdict=$("$PY" -c 'import html, json, sys
 r = json.loads(html.unescape(sys.argv[1]) or "{}")
 want = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][:10]
@@ -226,7 +223,6 @@ bad = [] if r.get("ok") and got == want else ["%s; %d of 10 lines differ" % (r.g
 bad += [] if shape(page) == shape(ref) and diff <= 1e-4 else ["the drawn weights: shape %s, want %s, max diff %g" % (shape(page), shape(ref), diff)]
 bad += [] if r.get("maps_drawn", 0) >= 10 * len(ref[0][0]) else ["%s map cells drawn" % r.get("maps_drawn")]
 print("; ".join(bad) or "ok")' "$result" "$T/$run.qkv.txt" "$T/www/$run/reference.json" 2>&1)
-        console=$(grep -E 'CONSOLE|Uncaught' "$T/page-$run.err" | head -3)
         [[ $verdict == ok && -z $console ]] && ok "onnx_page_translates_and_draws_cross_attention_as_qkv_in_chromium_$run" ||
             bad "onnx_page_translates_and_draws_cross_attention_as_qkv_in_chromium_$run" "${verdict:-no verdict}; $console"
     done
@@ -239,14 +235,13 @@ print("; ".join(bad) or "ok")' "$result" "$T/$run.qkv.txt" "$T/www/$run/referenc
     wait_for "$T/http-root.log" "port [0-9]" 20
     root_port=$(grep -o 'port [0-9]*' "$T/http-root.log" | head -1 | cut -d' ' -f2)
     text=$(head -10 "$T/data/test.src" | "$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read().rstrip("\n")))')
-    # page_at NAME URL: the page's verdict at URL (its #selftest typing the ten lines)
+    # page_at NAME URL: the page's verdict at URL (its #selftest typing the ten lines), $result
     page_at() {
-        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --user-data-dir="$T/profile-$1" --dump-dom \
-            "$2#selftest&text=$text" >"$T/page-$1.html" 2>"$T/page-$1.err"
-        grep -o '<pre id="selftest"[^<]*' "$T/page-$1.html" | sed 's/.*>//'
+        browser_flags "$T/profile-$1" --virtual-time-budget=60000
+        selftest_url "$2#selftest&text=$text" "$T/page-$1.html"
     }
     for where in "root http://127.0.0.1:$root_port/" "deep http://127.0.0.1:$port/deep/er/post/index.html"; do
-        result=$(page_at ${where%% *} "${where#* }")
+        page_at ${where%% *} "${where#* }"
         verdict=$("$PY" -c 'import html, json, sys
 r = json.loads(html.unescape(sys.argv[1]) or "{}")
 want = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][:10]
@@ -257,10 +252,10 @@ print("ok" if r.get("ok") and r.get("translation", "").split("\n") == want else 
     kill "$root_server" 2>/dev/null
     wait "$root_server" 2>/dev/null
     # opened as a file: the page says why it cannot run (a browser's rule), not that files are missing
-    result=$(page_at file "file://$T/www/post/index.html")
+    page_at file "file://$T/www/post/index.html"
     [[ $result == *'"ok":false'* && $result == *'must be served over HTTP'* ]] && ok onnx_page_opened_as_a_file_says_why ||
         bad onnx_page_opened_as_a_file_says_why "${result:-no verdict}"
-    result=$(page bare)
+    page bare
     [[ $result == *'"ok":false'* && $result == *'transformers.min.js is not beside this page'* ]] &&
         ok onnx_page_without_the_library_says_what_is_missing ||
         bad onnx_page_without_the_library_says_what_is_missing "${result:-no verdict}"

@@ -326,18 +326,13 @@ rc=$?
     ok report_unwritable_is_a_warning_and_training_goes_on || bad report_unwritable_is_a_warning_and_training_goes_on "exit $rc: $(tail -3 "$T/blocked.log")"
 
 # ---- both pages in headless Chromium: no JS error, and a screenshot each ---------------------
-browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
     skip_missing report_pages_in_a_browser "Chromium is not installed: the report was NOT loaded in a browser"
 else
     for run in short full; do
-        flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
-            --disable-component-update --disable-sync --user-data-dir="$T/profile-$run" --enable-logging=stderr --v=0
-            --virtual-time-budget=10000 --hide-scrollbars --window-size=1300,2400)
+        browser_flags "$T/profile-$run" --virtual-time-budget=10000 --hide-scrollbars --window-size=1300,2400
         shot=${BUILD:-build}/report-$run.png
-        rm -f "$shot"
-        "$BOUNDED" timeout 120 "$browser" "${flags[@]}" --screenshot="$shot" "file://$T/$run/report.html" >/dev/null 2>"$T/browser-$run.err"
-        console=$(grep -E 'CONSOLE|Uncaught' "$T/browser-$run.err" | head -3)
+        browser_shot "file://$T/$run/report.html" "$shot" 1300,2400
         [[ -s $shot && -z $console ]] && ok "report_${run}_run_loads_in_chromium_without_errors" ||
             bad "report_${run}_run_loads_in_chromium_without_errors" "screenshot: $(ls -la "$shot" 2>&1); console: $console"
     done
@@ -347,18 +342,20 @@ else
 page = open(sys.argv[1]).read()
 open(sys.argv[2], "w").write(html.unescape(re.search(r"<iframe id=\"watch\"[^>]*srcdoc=\"([^\"]*)\"", page).group(1)))' \
         "$full" "$T/watch-frame.html"
-qk() { "$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-qk-$1}" --dump-dom \
-    "file://$T/watch-frame.html#view=qk&kind=cross&head=0&step=$1" 2>/dev/null; }
+qk() {
+    browser_dom "file://$T/watch-frame.html#view=qk&kind=cross&head=0&step=$1" "$T/qk-$1.html" "$T/profile-qk-$1"
+    cat "$T/qk-$1.html"
+}
 first=$(qk 0) last=$(qk $((snaps - 1)))
 # (the page's own script holds both texts with placeholders: the drawn ones have numbers)
 [[ $first == *"keeps the queries and keys of the last step only (step $last_step)"* && $first != *"PCA of all "[0-9]* &&
     $last == *"PCA of all "[0-9]* ]] && ok report_watch_qk_view_at_every_step ||
     bad report_watch_qk_view_at_every_step "last step $last_step; step 0: $(grep -o 'keeps the queries[^<]*\|PCA of all [0-9][^<]*' <<<"$first" | tr '\n' ' '); last step: $(grep -o 'PCA of all [0-9][^<]*' <<<"$last")"
     # the page whose run files carry scripts: none of them runs
-    dom=$("$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-evil}" --dump-dom \
-        "file://$T/evil/report.html" 2>"$T/browser-evil.err")
+    browser_dom "file://$T/evil/report.html" "$T/evil-dom.html" "$T/profile-evil"
+    dom=$(cat "$T/evil-dom.html")
     [[ $dom == *'<h2 id="heads">'* && $dom != *'data-pwned="'* ]] && ok report_run_file_scripts_do_not_run_in_chromium ||
-        bad report_run_file_scripts_do_not_run_in_chromium "$(grep -o 'data-pwned="[^"]*"' <<<"$dom" | head -3) $(tail -c 300 "$T/browser-evil.err")"
+        bad report_run_file_scripts_do_not_run_in_chromium "$(grep -o 'data-pwned="[^"]*"' <<<"$dom" | head -3) $(tail -c 300 "$T/evil-dom.html.err")"
     # the charts as Chromium lays them out, glyph by glyph: a run resumed twice 4 steps
     # apart and with 36 short epochs still draws every label inside its chart and clear of
     # the others, and every validation marker whole inside its plot (the last one sits on
@@ -396,11 +393,10 @@ for (const svg of document.querySelectorAll("svg.chart")) {
 document.body.setAttribute("data-pictures", wrong.length ? wrong.slice(0, 4).join("; ") : "ok");
 </script>
 JSEOF
-    dom=$("$BOUNDED" timeout 120 "$browser" "${flags[@]/#--user-data-dir=*/--user-data-dir=$T/profile-crowded}" --dump-dom \
-        "file://$T/crowded-measured.html" 2>"$T/browser-crowded.err")
-    charts=$(grep -o 'data-pictures="[^"]*"' <<<"$dom")
+    browser_dom "file://$T/crowded-measured.html" "$T/crowded-dom.html" "$T/profile-crowded"
+    charts=$(grep -o 'data-pictures="[^"]*"' "$T/crowded-dom.html")
     [[ $charts == 'data-pictures="ok"' ]] && ok report_charts_labels_and_markers_fit_in_chromium ||
-        bad report_charts_labels_and_markers_fit_in_chromium "${charts:-no answer: $(tail -c 300 "$T/browser-crowded.err")}"
+        bad report_charts_labels_and_markers_fit_in_chromium "${charts:-no answer: $(tail -c 300 "$T/crowded-dom.html.err")}"
 fi
 
 finish
