@@ -49,6 +49,27 @@ float vec_max(const float *x, int n) {
     return m;
 }
 
+float vec_max_sum_double(const float *x, int n, double *sum) {
+    float top[VEC_LANES];
+    double lane[VEC_LANES] = {0};
+    for (int k = 0; k < VEC_LANES; k++) top[k] = -INFINITY;
+    int i = 0;
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int k = 0; k < VEC_LANES; k++) {
+            top[k] = x[i + k] > top[k] ? x[i + k] : top[k];
+            lane[k] += x[i + k];
+        }
+    for (; i < n; i++) {
+        top[i % VEC_LANES] = x[i] > top[i % VEC_LANES] ? x[i] : top[i % VEC_LANES];
+        lane[i % VEC_LANES] += x[i];
+    }
+    float m = top[0];
+    double s = lane[0];
+    for (int k = 1; k < VEC_LANES; k++) m = top[k] > m ? top[k] : m, s += lane[k];
+    *sum = s;
+    return m;
+}
+
 int vec_first_equal(const float *x, int n, float v) {
     int i = 0;
     for (; i + VEC_LANES <= n; i += VEC_LANES) {
@@ -80,6 +101,25 @@ double vec_sum_double(const float *x, int n) {
     for (; i + VEC_LANES <= n; i += VEC_LANES)
         for (int k = 0; k < VEC_LANES; k++) lane[k] += x[i + k];
     for (; i < n; i++) lane[i % VEC_LANES] += x[i];
+    double s = 0.0;
+    for (int k = 0; k < VEC_LANES; k++) s += lane[k];
+    return s;
+}
+
+double vec_exp_sum_double(float *out, const float *in, float shift, int n) {
+    double lane[VEC_LANES] = {0};
+    int i = 0;
+    for (; i + VEC_LANES <= n; i += VEC_LANES)
+        for (int k = 0; k < VEC_LANES; k++) {
+            float e = exp_one(in[i + k] - shift);
+            out[i + k] = e;
+            lane[k] += e;
+        }
+    for (; i < n; i++) {
+        float e = exp_one(in[i] - shift);
+        out[i] = e;
+        lane[i % VEC_LANES] += e;
+    }
     double s = 0.0;
     for (int k = 0; k < VEC_LANES; k++) s += lane[k];
     return s;

@@ -24,6 +24,10 @@ void vec_exp(float *out, const float *in, float shift, int n);
 /* The largest of x[0..n), -inf for n == 0. Exact (a maximum does not depend on order). */
 float vec_max(const float *x, int n);
 
+/* vec_max(x, n) and, into *sum, vec_sum_double(x, n): the same bits in one pass over x
+ * (a vocabulary's row of logits read once, not twice). */
+float vec_max_sum_double(const float *x, int n, double *sum);
+
 /* The first i < n with x[i] == v (-0 and +0 equal), or n if there is none: a row's
  * argmax as vec_max's value found again, a block of VEC_LANES compared at a time. */
 int vec_first_equal(const float *x, int n, float v);
@@ -32,6 +36,10 @@ int vec_first_equal(const float *x, int n, float v);
  * not lose the small terms, a softmax normaliser over a vocabulary). 0 for n == 0. */
 float vec_sum(const float *x, int n);
 double vec_sum_double(const float *x, int n);
+
+/* vec_exp(out, in, shift, n), returning vec_sum_double(out, n): the same bits in one
+ * pass, the exps summed as they are written. out may alias in. */
+double vec_exp_sum_double(float *out, const float *in, float shift, int n);
 
 /* The sum of exp(x[i] - shift) (vec_exp's values), in double lanes: a log-softmax's
  * normaliser without storing the exps. */
