@@ -13,7 +13,7 @@
 #include "util/text.h"
 
 int cmd_unknown_source_words(const Run *r, const char *line, StrBuf *unknown) {
-    return sentence_unknown_words(line, r->cfg.data.tokenizer, &r->src_vocab, unknown);
+    return sentence_unknown_words(line, NULL, r->cfg.data.tokenizer, &r->src_vocab, unknown);
 }
 
 void cmd_warn_unknown(const char *option, const StrBuf *unknown) {

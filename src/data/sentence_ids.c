@@ -50,7 +50,9 @@ static int list_unknown(const char *text, const int *ids, int n, int tokenizer, 
     return listed;
 }
 
-int sentence_unknown_words(const char *text, int tokenizer, const Vocab *v, StrBuf *unknown) {
+int sentence_unknown_words(const char *text, const SentenceTokens *given, int tokenizer, const Vocab *v,
+                           StrBuf *unknown) {
+    if (given) return list_unknown(text, given->ids, given->n, tokenizer, v, unknown);
     int cap = (int)strlen(text) + 2, *ids = xmalloc(sizeof(int) * (size_t)cap);
     int n = encode_line(text, tokenizer, v, ids, cap), listed = list_unknown(text, ids, n, tokenizer, v, unknown);
     free(ids);

@@ -50,7 +50,9 @@ int sentence_fault_error(SentenceFault f, const char *name, const char *verb, in
 /* A word of the user's text quoted for a one-line message ('w'): control bytes and bytes
  * that are not UTF-8 spelled \n, \t, \xNN, as every message spells them. */
 void sentence_quote(StrBuf *sb, const char *word);
-/* The words of text that v reads as <unk>, quoted and each once, into unknown; how many. */
-int sentence_unknown_words(const char *text, int tokenizer, const Vocab *v, StrBuf *unknown);
+/* The words of text that v reads as <unk>, quoted and each once, into unknown; how many.
+ * given: text's ids already read (NULL: read them here). */
+int sentence_unknown_words(const char *text, const SentenceTokens *given, int tokenizer, const Vocab *v,
+                           StrBuf *unknown);
 
 #endif

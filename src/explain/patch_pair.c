@@ -46,11 +46,12 @@ int patch_prepare(const Model *m, const Vocab *sv, const Vocab *tv, int tokenize
     size_t room = sizeof(int) * (size_t)(max + 1);
     x->clean = xmalloc(room), x->corrupt = xmalloc(room), x->tgt = xmalloc(room);
     if (too_long) *too_long = 0;
-    if (side(a->clean, a->given[0], a->clean_name, tokenizer, sv, max, 0, x->clean, &x->ns, &x->unknown[0], too_long) !=
-            0 ||
-        side(a->corrupt, a->given[1], a->corrupt_name, tokenizer, sv, max, 0, x->corrupt, &nc, &x->unknown[1],
-             too_long) != 0)
-        return -1;
+    int clean = side(a->clean, a->given[0], a->clean_name, tokenizer, sv, max, 0, x->clean, &x->ns, &x->unknown[0],
+                     too_long);
+    if (clean != 0) return -1;
+    int corrupt = side(a->corrupt, a->given[1], a->corrupt_name, tokenizer, sv, max, 0, x->corrupt, &nc, &x->unknown[1],
+                       too_long);
+    if (corrupt != 0) return -1;
     if (nc != x->ns)
         return err_set("%s: %d tokens, %s %d: patching copies position for position, so they must match",
                        a->corrupt_name, nc, a->clean_name, x->ns);

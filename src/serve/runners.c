@@ -144,12 +144,13 @@ static char *dump(json_t *o) {
 }
 
 /* A warning for a sentence the source vocabulary reads as <unk> from end to end (text of
- * another language, say), n tokens of which unknown: the model translated nothing it
- * knows. NULL when it knows any. */
-static json_t *all_unknown_warning(const char *text, int n, int unknown, int tokenizer, const Vocab *sv) {
-    if (n == 0 || unknown < n) return NULL;
+ * another language, say): ids as the request was read, unknown of them <unk>; the model
+ * translated nothing it knows. NULL when it knows any. */
+static json_t *all_unknown_warning(const char *text, const SentenceTokens *ids, int unknown, int tokenizer,
+                                   const Vocab *sv) {
+    if (ids->n == 0 || unknown < ids->n) return NULL;
     StrBuf words = {0}, said = {0};
-    sentence_unknown_words(text, tokenizer, sv, &words);
+    sentence_unknown_words(text, ids, tokenizer, sv, &words);
     sb_printf(&said, "every word is unknown to the model's source vocabulary (read as <unk>): %.300s%s",
               words.buf ? words.buf : "", words.len > 300 ? "..." : "");
     json_t *w = json_text(said.buf);
@@ -198,7 +199,7 @@ void runner_translate(const RunEnv *w, Job *job) {
         size_t at = (size_t)i * K;
         json_t *one = hypothesis_json(text[at], scores[at], &ids[at], &r->tgt_vocab);
         if (K > 1) json_object_set_new(one, "nbest", nbest_json(text, scores, ids, i, K, &r->tgt_vocab));
-        json_t *warning = all_unknown_warning(q->src[i], z->src[i].n, z->unknown[i], tok, &r->src_vocab);
+        json_t *warning = all_unknown_warning(q->src[i], &z->src[i], z->unknown[i], tok, &r->src_vocab);
         if (warning) json_object_set_new(one, "warning", warning);
         json_array_append_new(list, one);
     }
