@@ -102,6 +102,7 @@ static const KeySpec keys[] = {
     BOOL("train.valid_bleu", train.valid_bleu, 0),
     ENUM("train.best_by", train.best_by, BEST_BY_LOSS, "loss", "bleu"),
     WATCH("train.watch", train.watch),
+    FLT("decode.length_penalty", decode.length_penalty, 1.0, 0, 10, 0),
 };
 /* clang-format on */
 #define N_KEYS (sizeof keys / sizeof keys[0])

@@ -89,6 +89,9 @@ typedef struct {
         WatchSentence watch[CONFIG_WATCH_MAX];
         int n_watch;
     } train;
+    struct {
+        double length_penalty; /* the run's beam search: what --length-penalty is when not given */
+    } decode;
     /* where each key was set, for errors found after parsing (index = key table order) */
     char source[CONFIG_PATH_MAX];
     int set_line[CONFIG_KEYS_MAX], set_col[CONFIG_KEYS_MAX];

@@ -14,7 +14,8 @@ trap '[[ -n $server_pid ]] && kill -KILL $server_pid 2>/dev/null; [[ -n $proxy_p
 
 "$QKV" toy-data "$T/data" --train 1500 --valid 100 --test 60 >/dev/null
 tiny_config "$T/w.yaml" w "$T/data" 'steps: 150, batch_tokens: 1024, log_every: 50, valid_every: 50, checkpoint_every: 50, threads: 2'
-"$QKV" train "$T/w.yaml" --set run_dir="$T/w" >"$T/w.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/w.log")"; exit 1; }
+# a length penalty of the run's own: the server's searches must take it as translate's do
+"$QKV" train "$T/w.yaml" --set run_dir="$T/w" --set decode.length_penalty=0.6 >"$T/w.log" 2>&1 || { echo "set-up failed: $(tail -3 "$T/w.log")"; exit 1; }
 # qkv heads' output beside the run (its default --out): the live page's head grid
 "$QKV" heads "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --no-curve --sentences 30 >"$T/heads.log" 2>&1 ||
     { echo "set-up failed: $(tail -3 "$T/heads.log")"; exit 1; }
@@ -118,7 +119,9 @@ printf '{"src": "%s"}' "$src1" >"$T/att.json"
 printf '{"src": "%s", "checkpoint": "step-000050"}' "$src1" >"$T/att50.json"
 call POST /v1/attention "$T/att.json" | head -n -1 >"$T/att.out"
 call POST /v1/attention "$T/att50.json" | head -n -1 >"$T/att50.out"
-if "$BOUNDED" "$PY" - "$T/att.out" "$T/att50.out" "$(head -1 "$T/beam4.want")" <<'PYEOF'; then
+# the route's search is translate's by default: beam 5, the run's length penalty
+printf '%s\n' "$src1" | "$QKV" translate "$T/w" >"$T/att.want" 2>/dev/null
+if "$BOUNDED" "$PY" - "$T/att.out" "$T/att50.out" "$(cat "$T/att.want")" <<'PYEOF'; then
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["format"] == "qkv-attention-2" and a["checkpoint"] == "best" and b["checkpoint"] == "step-000050", (a["checkpoint"], b["checkpoint"])
@@ -229,15 +232,18 @@ for t in range(T):
     assert b["model"]["lens"][L - 1][t]["top"] == b["model"]["top"][t][0]["token"]
 # the entropy is one of a distribution over the vocabulary; the forced word's log p at most 0
 assert all(e >= 0 for e in b["model"]["entropy"]) and all(lp <= 0 for lp in b["model"]["logp"])
-# the tree's best finished path (log P / length, EOS counted, as the beam ranks it) is beam search's translation
+# the tree's best finished path (log P / length^A, EOS counted, as the beam ranks it, A the
+# run's decode.length_penalty) is beam search's translation
 nodes = b["beam_tree"]
+A = b["beam_length_penalty"]
+assert A == 0.6, A
 assert {n["fate"] for n in nodes} <= {"kept", "finished", "dropped"} and any(n["fate"] == "finished" for n in nodes)
 def path(i):
     out = []
     while i >= 0:
         out.append(nodes[i]["token"]); i = nodes[i]["parent"]
     return out[::-1]
-best = max((i for i, n in enumerate(nodes) if n["fate"] == "finished"), key=lambda i: nodes[i]["logp"] / len(path(i)))
+best = max((i for i, n in enumerate(nodes) if n["fate"] == "finished"), key=lambda i: nodes[i]["logp"] / len(path(i)) ** A)
 tr = json.loads(open(sys.argv[4], encoding="utf-8").read().rsplit("\n", 1)[0])["translations"][0]
 assert path(best)[:-1] == tr["tokens"], (path(best), tr["tokens"])
 assert b["beam_best"] == tr["text"], (b["beam_best"], tr["text"])

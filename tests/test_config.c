@@ -105,7 +105,9 @@ static const char defaults_text[] = "# resolved config: every key, defaults incl
                                     "  threads: 2\n"
                                     "  valid_bleu: false\n"
                                     "  best_by: loss\n"
-                                    "  watch: []\n";
+                                    "  watch: []\n"
+                                    "decode:\n"
+                                    "  length_penalty: 1\n";
 
 static void test_defaults_text_pinned(void) {
     Config c;

@@ -100,7 +100,6 @@ static void test_decode_defaults_shown_are_the_real_ones(void) {
         double value;
     } want[] = {{"beam", o.decode.beam},
                 {"nbest", o.decode.nbest},
-                {"length-penalty", o.decode.length_penalty},
                 {"max-len-a", o.decode.max_len_a},
                 {"max-len-b", o.decode.max_len_b},
                 {"no-repeat-ngram", o.decode.no_repeat_ngram}};
@@ -112,6 +111,16 @@ static void test_decode_defaults_shown_are_the_real_ones(void) {
               want[i].name, row && row->def ? row->def : "nothing", want[i].value);
     }
     CHECK(o.replace_unk == 1, "replace-unk is shown as on by default");
+    /* the length penalty is the run's: the help names the key and its default */
+    Config c;
+    config_defaults(&c);
+    const CmdOption *lp = NULL;
+    for (const CmdOption *r = decode_options; r->key; r++)
+        if (strcmp(r->name, "length-penalty") == 0) lp = r;
+    CHECK(lp && lp->def && strstr(lp->def, "decode.length_penalty") && strstr(lp->def, ", 1 unless") &&
+              c.decode.length_penalty == 1.0 && o.decode.length_penalty == 1.0,
+          "--length-penalty: help says %s; decode.length_penalty's default %g, decode_defaults' %g",
+          lp && lp->def ? lp->def : "nothing", c.decode.length_penalty, o.decode.length_penalty);
 }
 
 /* The parser over a table: values, flags, --help and -h, and a row keyed 'h' (--head)

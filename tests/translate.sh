@@ -169,6 +169,21 @@ rm -f "$T/long.src"
 "$QKV" translate "$T/w" --beam 4 --nbest 3 <"$T/data/test.src" >"$T/nbest.txt" 2>/dev/null
 awk -F' [|][|][|] ' 'NF != 3 || $1 != int((NR - 1) / 3) { bad = 1 } END { exit bad || NR != 180 }' "$T/nbest.txt" &&
     ok "translate_nbest_format" || bad "translate_nbest_format" "$(head -3 "$T/nbest.txt")"
+# the run's decode.length_penalty is what --length-penalty is when none is given (the scores
+# of an n-best list show it), and a flag still overrules it; greedy search has no use for it
+rm -rf "$T/wlp" && cp -r "$T/w" "$T/wlp" && rm -f "$T/wlp/lock" "$T/wlp/eval.jsonl"
+sed -i 's/^  length_penalty: 1$/  length_penalty: 0/' "$T/wlp/config.yaml"
+"$QKV" translate "$T/wlp" --beam 4 --nbest 3 <"$T/data/test.src" >"$T/nbest-run0.txt" 2>/dev/null
+"$QKV" translate "$T/w" --beam 4 --nbest 3 --length-penalty 0 <"$T/data/test.src" >"$T/nbest-flag0.txt" 2>/dev/null
+"$QKV" translate "$T/wlp" --beam 4 --nbest 3 --length-penalty 1 <"$T/data/test.src" >"$T/nbest-flag1.txt" 2>/dev/null
+"$QKV" eval "$T/wlp" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 4 >/dev/null 2>&1
+"$QKV" eval "$T/wlp" --src "$T/data/test.src" --ref "$T/data/test.tgt" --greedy >/dev/null 2>&1
+grep -q '^  length_penalty: 0$' "$T/wlp/config.yaml" && cmp -s "$T/nbest-run0.txt" "$T/nbest-flag0.txt" &&
+    ! cmp -s "$T/nbest-run0.txt" "$T/nbest.txt" && cmp -s "$T/nbest-flag1.txt" "$T/nbest.txt" &&
+    [[ $(grep -c '"beam": 4, "length_penalty": 0\.0,' "$T/wlp/eval.jsonl") -eq 1 &&
+        $(grep -c '"beam": 1, "length_penalty": 1\.0,' "$T/wlp/eval.jsonl") -eq 1 ]] &&
+    ok translate_takes_the_runs_length_penalty ||
+    bad translate_takes_the_runs_length_penalty "$(grep -n length_penalty "$T/wlp/config.yaml"; head -c 300 "$T/wlp/eval.jsonl"; diff "$T/nbest-run0.txt" "$T/nbest-flag0.txt" | head -4)"
 expect_error "translate_nbest_over_beam" 2 "--nbest: 5 is not between 1 and the beam \(4\)" "$QKV" translate "$T/w" --beam 4 --nbest 5
 expect_error "eval_nbest_refused" 2 "^qkv: --nbest 3: qkv eval scores each sentence's best hypothesis alone" \
     "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 4 --nbest 3

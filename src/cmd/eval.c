@@ -187,6 +187,7 @@ int cmd_eval(int argc, char **argv) {
     if (run_open(&r, argv[optind]) != 0) return free_lines(src, n), free_lines(ref, n), cmd_fail(err_status());
     if (decode_options_check_unk(unk, r.cfg.data.tokenizer) != 0)
         return free_lines(src, n), free_lines(ref, n), run_close(&r), cmd_fail(2);
+    o = translate_options_for_run(&o, &r.cfg);
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
     StrBuf heads = {0};

@@ -297,6 +297,7 @@ int cmd_heads(int argc, char **argv) {
     } else {
         /* fixed weights: the decoding step's laid out once, for every worker and batch */
         model_keep_step_weights(&r.model);
+        to = translate_options_for_run(&to, &r.cfg);
         /* beside the run by default, where qkv serve and qkv report look for it */
         char out[sizeof r.dir + 8];
         if (!o.out) o.out = run_path(out, sizeof out, r.dir, RUN_HEADS_DIR);

@@ -128,6 +128,7 @@ int cmd_translate(int argc, char **argv) {
     Run r;
     if (run_open(&r, argv[optind]) != 0) return cmd_fail(err_status());
     if (decode_options_check_unk(unk, r.cfg.data.tokenizer) != 0) return run_close(&r), cmd_fail(2);
+    o = translate_options_for_run(&o, &r.cfg);
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
     int masked = decode_options_mask_heads(&r.model, mask_heads, NULL); /* before reading: a bad one waits on nothing */

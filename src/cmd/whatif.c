@@ -80,7 +80,7 @@ static int parse_pin(const char *s, int *l, int *h, int *t, int *j) {
 static int run_whatif(Run *r, const Options *o) {
     int tok = r->cfg.data.tokenizer, rc = 2;
     WhatifPin pin = {0};
-    WhatifAsk ask = whatif_ask(o->text, o->target);
+    WhatifAsk ask = whatif_ask(o->text, o->target, &r->cfg);
     ask.top = o->top, ask.beam = o->tree ? o->beam : 0;
     WhatifResult x = {0};
     float *gates = NULL;

@@ -14,7 +14,8 @@ const CmdOption decode_options[] = {
     {'b', "beam", "K", "hypotheses kept per sentence, 1 to 64", "5"},
     {'g', "greedy", NULL, "greedy search: the same as --beam 1", NULL},
     {'n', "nbest", "N", "hypotheses printed per sentence, 1 to the beam", "1"},
-    {'l', "length-penalty", "A", "a finished hypothesis scores log P / length^A; 0 ranks by log P", "1"},
+    {'l', "length-penalty", "A", "a finished hypothesis scores log P / length^A; 0 ranks by log P",
+     "the run's decode.length_penalty, 1 unless its config sets one"},
     {'a', "max-len-a", "A", "at most A * source length + B target tokens", "2"},
     {'B', "max-len-b", "B", "(see --max-len-a)", "10"},
     {'r', "no-repeat-ngram", "N", "no n-gram of N tokens twice in one hypothesis; 0: allowed", "0"},
@@ -34,7 +35,9 @@ int decode_options_apply(int c, const char *arg, TranslateOptions *o, const char
     case 'g': d->beam = 1; return 0;
     case 'b': return cmd_int("--beam", "a beam size from 1 to 64", arg, 1, 64, &d->beam);
     case 'n': return cmd_int("--nbest", "a count from 1 to 64", arg, 1, 64, &d->nbest);
-    case 'l': return cmd_double("--length-penalty", "a number from 0 to 10", arg, 0, 10, &d->length_penalty);
+    case 'l':
+        o->length_penalty_given = 1;
+        return cmd_double("--length-penalty", "a number from 0 to 10", arg, 0, 10, &d->length_penalty);
     case 'a': return cmd_double("--max-len-a", "a number from 0 to 100", arg, 0, 100, &d->max_len_a);
     case 'B': return cmd_int("--max-len-b", "a count from 0 to 100000", arg, 0, 100000, &d->max_len_b);
     case 'r': return cmd_int("--no-repeat-ngram", "an n-gram size from 0 to 100", arg, 0, 100, &d->no_repeat_ngram);
@@ -68,7 +71,7 @@ int decode_options_check_unk(const char *given, int tokenizer) {
 
 int decode_options_check(const TranslateOptions *o) {
     if (decode_check(&o->decode) != 0) return -1;
-    if (o->decode.beam == 1 && o->decode.length_penalty != decode_defaults().length_penalty)
+    if (o->decode.beam == 1 && o->length_penalty_given && o->decode.length_penalty != decode_defaults().length_penalty)
         return err_set("--length-penalty ranks the finished hypotheses of a beam: greedy search (--greedy, --beam 1) "
                        "has one");
     return 0;

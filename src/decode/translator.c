@@ -73,6 +73,13 @@ static char *hypothesis_text(Model *m, int tokenizer, const Vocab *tv, const Seq
     return sb.buf;
 }
 
+TranslateOptions translate_options_for_run(const TranslateOptions *o, const Config *c) {
+    TranslateOptions run = *o;
+    /* greedy search ranks one hypothesis: its score stays log P / length, as ever */
+    if (!o->length_penalty_given && o->decode.beam > 1) run.decode.length_penalty = c->decode.length_penalty;
+    return run;
+}
+
 char **translate_lines(Model *m, int tokenizer, const Vocab *sv, const Vocab *tv, char **lines, int n,
                        const TranslateOptions *o, TranslateStats *st, double *scores) {
     return translate_lines_ids(m, tokenizer, sv, tv, lines, NULL, n, o, st, scores, NULL);

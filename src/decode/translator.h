@@ -8,6 +8,7 @@
 #ifndef QKV_TRANSLATOR_H
 #define QKV_TRANSLATOR_H
 
+#include "config.h"
 #include "data/sentence_ids.h"
 #include "data/vocab.h"
 #include "decode/decode.h"
@@ -15,8 +16,13 @@
 
 typedef struct {
     DecodeOptions decode;
-    int replace_unk; /* word/char vocabularies only */
+    int replace_unk;          /* word/char vocabularies only */
+    int length_penalty_given; /* decode.length_penalty was asked for, not the run's to take */
 } TranslateOptions;
+
+/* o with the run's decoding defaults (c's decode.length_penalty, for a beam) where o did not ask: what
+ * translate, eval, heads and the server's searches decode with, one rule for all. */
+TranslateOptions translate_options_for_run(const TranslateOptions *o, const Config *c);
 
 typedef struct {
     int lines, empty, truncated;   /* input lines, empty ones (empty output), cut to the position table */

@@ -85,6 +85,7 @@ json_t *whatif_json(const WhatifView *v, const Vocab *tv) {
         }
         json_put(root, "beam_tree", nodes);
         json_put(root, "beam_best", text(v->beam_best ? v->beam_best : ""));
+        json_put(root, "beam_length_penalty", json_fmt("%.5g", v->beam_length_penalty));
     }
     return root;
 }

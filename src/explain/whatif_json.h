@@ -11,6 +11,7 @@
  *   translation_changed        with heads off: the changed model's greedy translation
  *   beam_tree, beam_best       with the tree: [{step, parent, token, fate ("kept",
  *                              "finished", "dropped"), logp}] and the best hypothesis
+ *   beam_length_penalty        with the tree: A, finished paths ranked by log P / length^A
  *
  * Numbers are written with five significant digits. */
 #ifndef QKV_EXPLAIN_WHATIF_JSON_H
@@ -32,6 +33,7 @@ typedef struct {
     const char *translation_changed; /* NULL, or the changed model's greedy translation */
     const BeamTrace *tree;           /* NULL, or the beam tree */
     const char *beam_best;           /* with tree: the best hypothesis's text */
+    double beam_length_penalty;      /* with tree: the A its finished hypotheses were ranked by */
 } WhatifView;
 
 /* The object (a new reference); tv: the target vocabulary the ids are of. */

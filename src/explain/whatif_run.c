@@ -12,11 +12,12 @@
 #include "util/err.h"
 #include "util/mem.h"
 
-WhatifAsk whatif_ask(const char *text, const char *target) {
+WhatifAsk whatif_ask(const char *text, const char *target, const Config *run) {
     return (WhatifAsk){.text = text,
                        .target = target,
                        .top = WHATIF_TOP,
                        .lens = 1,
+                       .length_penalty = run->decode.length_penalty,
                        .text_name = "--text",
                        .target_name = "--target",
                        .pin_names = {"--pin", "--pin", "--pin", "--pin", "--pin"}};
@@ -92,7 +93,7 @@ void whatif_run(Model *m, const Vocab *tv, int tokenizer, const WhatifAsk *a, Wh
     }
     if (a->beam) {
         DecodeOptions d = decode_defaults();
-        d.beam = a->beam, d.trace = &x->tree;
+        d.beam = a->beam, d.length_penalty = a->length_penalty, d.trace = &x->tree;
         Seq s = {x->src, x->ns}, best = {0};
         decode(m, &s, 1, &d, &best, &x->beam_score);
         x->beam_best = shown(best.ids, best.len, tokenizer, tv);
@@ -111,7 +112,8 @@ void whatif_run(Model *m, const Vocab *tv, int tokenizer, const WhatifAsk *a, Wh
                        .lens = a->lens,
                        .translation_changed = x->translation_changed,
                        .tree = a->beam ? &x->tree : NULL,
-                       .beam_best = x->beam_best};
+                       .beam_best = x->beam_best,
+                       .beam_length_penalty = a->length_penalty};
     x->json = whatif_json(&view, tv);
 }
 

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "data/sentence_ids.h"
 #include "decode/search.h"
 #include "explain/intervene.h"
@@ -31,23 +32,25 @@ typedef struct {
 } WhatifPin;
 
 typedef struct {
-    const char *text;     /* the source sentence */
-    const char *target;   /* the target, forced; NULL: the model's greedy translation */
-    int top;              /* next tokens per position */
-    int lens;             /* 1: the logit lens in the JSON */
-    int beam;             /* 0: no beam tree; else its beam */
-    const float *gates;   /* NULL, or the head gates of the changed model (model_head_count): its
-                           * translation is then decoded too */
-    int mask_given;       /* a mask was asked for, even one naming no head: the changed model is read out */
-    const WhatifPin *pin; /* NULL, or the pin */
+    const char *text;      /* the source sentence */
+    const char *target;    /* the target, forced; NULL: the model's greedy translation */
+    int top;               /* next tokens per position */
+    int lens;              /* 1: the logit lens in the JSON */
+    int beam;              /* 0: no beam tree; else its beam */
+    double length_penalty; /* the tree's ranking of finished hypotheses: the run's decode.length_penalty */
+    const float *gates;    /* NULL, or the head gates of the changed model (model_head_count): its
+                            * translation is then decoded too */
+    int mask_given;        /* a mask was asked for, even one naming no head: the changed model is read out */
+    const WhatifPin *pin;  /* NULL, or the pin */
     /* how the caller names the parts in its messages: the text, the target, and the pin's
      * layer, head, key, weights and query ("--pin 1.0.2=3" for each, or "\"pin.layer\"", ...) */
     const char *text_name, *target_name, *pin_names[5];
     const SentenceTokens *given[2]; /* text and target read already (each NULL: read here) */
 } WhatifAsk;
 
-/* An ask with the defaults, named as the command names its options. */
-WhatifAsk whatif_ask(const char *text, const char *target);
+/* An ask with the defaults (the beam tree ranked as run's translations are), named as the
+ * command names its options. */
+WhatifAsk whatif_ask(const char *text, const char *target, const Config *run);
 
 typedef struct {
     int *src, *tgt; /* the ids (room for max_positions - 1) */

@@ -523,18 +523,11 @@ static int load_vocab(Run *r, Vocab *v, const char *side) {
  * its data are (the training text is held to the checkpoint's data hash all the same; the
  * SentencePiece models a resume uses are the run's own copies), how
  * far it goes, in steps and minutes, and on how many threads (what resume's --steps, --minutes and
- * --threads record there). */
-static const char *const resume_own_keys[] = {"run_dir",
-                                              "data.train.src",
-                                              "data.train.tgt",
-                                              "data.valid.src",
-                                              "data.valid.tgt",
-                                              "data.spm_model.src",
-                                              "data.spm_model.tgt",
-                                              "train.steps",
-                                              "train.minutes",
-                                              "train.threads",
-                                              NULL};
+ * --threads record there); and how it decodes, which training never reads. */
+static const char *const resume_own_keys[] =
+    {"run_dir",        "data.train.src",     "data.train.tgt",        "data.valid.src",
+     "data.valid.tgt", "data.spm_model.src", "data.spm_model.tgt",    "train.steps",
+     "train.minutes",  "train.threads",      "decode.length_penalty", NULL};
 
 /* The run's config becomes the one ckpt was trained with, but for resume_own_keys; the
  * keys config.yaml says otherwise counted in *edits. */

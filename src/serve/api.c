@@ -272,6 +272,7 @@ int api_parse(int kind, const char *body, size_t len, ApiRequest *out, char *err
             goto done;
         }
         d->length_penalty = json_number_value(lp);
+        out->o.length_penalty_given = 1;
     }
     if ((rc = short_string(json_object_get(root, "mask_heads"), "mask_heads", &out->mask_heads, err, errn)) != 0)
         goto done;

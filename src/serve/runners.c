@@ -191,7 +191,8 @@ void runner_translate(const RunEnv *w, Job *job) {
     Model *m = w->replica(w->worker, job->checkpoint, r);
     model_set_head_gates(m, gates);
     TranslateStats st;
-    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, q->src, z->src, n, &q->o, &st, scores, ids);
+    TranslateOptions o = translate_options_for_run(&q->o, &r->cfg);
+    char **text = translate_lines_ids(m, tok, &r->src_vocab, &r->tgt_vocab, q->src, z->src, n, &o, &st, scores, ids);
     model_set_head_gates(m, NULL);
     json_t *out = json_object(), *list = json_array();
     add_model_keys(out, &sm->ck[job->checkpoint]);
@@ -220,7 +221,8 @@ void runner_attention(const RunEnv *w, Job *job) {
     if (mask_gates(&job->req, r, &gates, err, sizeof err) != 0) return job_refuse(job, 400, "%s", err);
     int tok = r->cfg.data.tokenizer, too_long;
     const WorkSize *z = job_size(job, r);
-    MapsAsk ask = {job->req.src[0], job->req.tgt, &job->req.o, "\"src\"", "\"tgt\"", {&z->src[0], work_given(&z->tgt)}};
+    TranslateOptions search = translate_options_for_run(&job->req.o, &r->cfg);
+    MapsAsk ask = {job->req.src[0], job->req.tgt, &search, "\"src\"", "\"tgt\"", {&z->src[0], work_given(&z->tgt)}};
     SentenceMaps x;
     served_error_lock();
     int bad = kept_error(sentence_maps_prepare(&r->model, &r->src_vocab, &r->tgt_vocab, tok, &ask, &x, &too_long), err,
@@ -304,7 +306,7 @@ void runner_whatif(const RunEnv *w, Job *job) {
     const ModelConfig *mc = &r->model.cfg;
     float *gates = NULL;
     WhatifPin pin = {q->pin_layer, q->pin_head, q->pin_query, q->pin_key, q->pin_weights, q->n_pin_weights};
-    WhatifAsk ask = whatif_ask(q->src[0], q->tgt);
+    WhatifAsk ask = whatif_ask(q->src[0], q->tgt, &r->cfg);
     ask.top = q->top, ask.lens = q->lens, ask.beam = q->tree ? q->o.decode.beam : 0;
     ask.pin = q->pin ? &pin : NULL;
     /* a mask sent, even one naming no head, asks for the changed model's read-out: nothing
