@@ -636,15 +636,11 @@ static void test_vec_sums_in_lanes(void) {
               vec_sum_exp_double(a, mx, n), ew);
         CHECK(fabs(vec_sum_exp_double(a, mx, n) - libm) <= 2e-7 * libm, "n %d: sum of exps %.9g, libm's %.9g", n,
               vec_sum_exp_double(a, mx, n), libm);
-        /* the fused passes of the loss row: the same bits as the passes they join */
+        /* the loss row's fused pass: the same bits as the two passes it joins */
         double fused_sum = -1.0;
         float fused_max = vec_max_sum_double(a, n, &fused_sum);
         CHECK(fused_max == mx && fused_sum == w, "n %d: vec_max_sum_double %g, %.17g; max %g, lanes %.17g", n,
               (double)fused_max, fused_sum, (double)mx, w);
-        float fe[101];
-        double fused_exps = vec_exp_sum_double(fe, a, mx, n);
-        CHECK(fused_exps == ew && (n == 0 || memcmp(fe, e, sizeof(float) * (size_t)n) == 0),
-              "n %d: vec_exp_sum_double %.17g (or its exps) differs from vec_exp's lanes %.17g", n, fused_exps, ew);
         double exact = 0.0;
         for (int i = 0; i < n; i++) exact += a[i];
         CHECK(fabs(vec_sum(a, n) - exact) < 1e-5, "n %d: vec_sum %.9g, exact %.9g", n, (double)vec_sum(a, n), exact);

@@ -342,7 +342,8 @@ static double crossentropy_rows(float *out, const float *logits, const int *targ
         double zsum;
         float maxv = vec_max_sum_double(z, V, &zsum);
         float z_target = targets[n] == pad ? 0.0f : z[targets[n]]; /* read before probs overwrite it */
-        double sum = vec_exp_sum_double(p, z, maxv, V);
+        vec_exp(p, z, maxv, V);
+        double sum = vec_sum_double(p, V);
         float inv = (float)(1.0 / sum);
         if (backward) crossentropy_grad_row(p, p, inv, targets[n], V, eps, scale);
         else

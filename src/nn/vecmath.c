@@ -106,25 +106,6 @@ double vec_sum_double(const float *x, int n) {
     return s;
 }
 
-double vec_exp_sum_double(float *out, const float *in, float shift, int n) {
-    double lane[VEC_LANES] = {0};
-    int i = 0;
-    for (; i + VEC_LANES <= n; i += VEC_LANES)
-        for (int k = 0; k < VEC_LANES; k++) {
-            float e = exp_one(in[i + k] - shift);
-            out[i + k] = e;
-            lane[k] += e;
-        }
-    for (; i < n; i++) {
-        float e = exp_one(in[i] - shift);
-        out[i] = e;
-        lane[i % VEC_LANES] += e;
-    }
-    double s = 0.0;
-    for (int k = 0; k < VEC_LANES; k++) s += lane[k];
-    return s;
-}
-
 double vec_sum_exp_double(const float *x, float shift, int n) {
     double lane[VEC_LANES] = {0};
     int i = 0;

@@ -37,10 +37,6 @@ int vec_first_equal(const float *x, int n, float v);
 float vec_sum(const float *x, int n);
 double vec_sum_double(const float *x, int n);
 
-/* vec_exp(out, in, shift, n), returning vec_sum_double(out, n): the same bits in one
- * pass, the exps summed as they are written. out may alias in. */
-double vec_exp_sum_double(float *out, const float *in, float shift, int n);
-
 /* The sum of exp(x[i] - shift) (vec_exp's values), in double lanes: a log-softmax's
  * normaliser without storing the exps. */
 double vec_sum_exp_double(const float *x, float shift, int n);
