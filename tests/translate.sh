@@ -184,6 +184,14 @@ grep -q '^  length_penalty: 0$' "$T/wlp/config.yaml" && cmp -s "$T/nbest-run0.tx
         $(grep -c '"beam": 1, "length_penalty": 1\.0,' "$T/wlp/eval.jsonl") -eq 1 ]] &&
     ok translate_takes_the_runs_length_penalty ||
     bad translate_takes_the_runs_length_penalty "$(grep -n length_penalty "$T/wlp/config.yaml"; head -c 300 "$T/wlp/eval.jsonl"; diff "$T/nbest-run0.txt" "$T/nbest-flag0.txt" | head -4)"
+# and the decoding benchmark's beam is translate's, the run's penalty with it
+"$QKV" translate "$T/wlp" <"$T/data/test.src" >"$T/wlp-beam.txt" 2>/dev/null
+"$QKV" bench "$T/wlp" --translate "$T/data/test.src" --ceiling 50 >"$T/wlp-bench.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["beam"]["target_tokens"] == sum(len(l.split()) for l in open(sys.argv[2])), r["beam"]' "$T/wlp-bench.json" "$T/wlp-beam.txt" &&
+    ok bench_translate_takes_the_runs_length_penalty ||
+    bad bench_translate_takes_the_runs_length_penalty "$(tail -c 300 "$T/wlp-bench.json"; wc -w "$T/wlp-beam.txt")"
 expect_error "translate_nbest_over_beam" 2 "--nbest: 5 is not between 1 and the beam \(4\)" "$QKV" translate "$T/w" --beam 4 --nbest 5
 expect_error "eval_nbest_refused" 2 "^qkv: --nbest 3: qkv eval scores each sentence's best hypothesis alone" \
     "$QKV" eval "$T/w" --src "$T/data/test.src" --ref "$T/data/test.tgt" --beam 4 --nbest 3

@@ -62,7 +62,8 @@ int bench_translate(const char *run_path, const char *src_path, double ceiling) 
     }
     /* fixed weights: the decoding step's laid out once, for every worker and batch */
     model_keep_step_weights(&r.model);
-    TranslateOptions greedy = decode_options_defaults(), beam = greedy; /* translate's defaults */
+    TranslateOptions greedy = decode_options_defaults(), beam = greedy;
+    beam = translate_options_for_run(&beam, &r.cfg); /* translate's defaults: the run's length penalty */
     greedy.decode.beam = 1;
     /* warm-up: the first lines once, untimed */
     TranslateStats st;
