@@ -93,6 +93,13 @@ static void test_option_keys_are_distinct(void) {
     }
 }
 
+/* The row of decode_options named name, or NULL. */
+static const CmdOption *decode_row(const char *name) {
+    for (const CmdOption *r = decode_options; r->key; r++)
+        if (strcmp(r->name, name) == 0) return r;
+    return NULL;
+}
+
 static void test_decode_defaults_shown_are_the_real_ones(void) {
     TranslateOptions o = decode_options_defaults();
     struct {
@@ -104,9 +111,7 @@ static void test_decode_defaults_shown_are_the_real_ones(void) {
                 {"max-len-b", o.decode.max_len_b},
                 {"no-repeat-ngram", o.decode.no_repeat_ngram}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const CmdOption *row = NULL;
-        for (const CmdOption *r = decode_options; r->key; r++)
-            if (strcmp(r->name, want[i].name) == 0) row = r;
+        const CmdOption *row = decode_row(want[i].name);
         CHECK(row && row->def && strtod(row->def, NULL) == want[i].value, "--%s: help says %s, the default is %g",
               want[i].name, row && row->def ? row->def : "nothing", want[i].value);
     }
@@ -114,9 +119,7 @@ static void test_decode_defaults_shown_are_the_real_ones(void) {
     /* the length penalty is the run's: the help names the key and its default */
     Config c;
     config_defaults(&c);
-    const CmdOption *lp = NULL;
-    for (const CmdOption *r = decode_options; r->key; r++)
-        if (strcmp(r->name, "length-penalty") == 0) lp = r;
+    const CmdOption *lp = decode_row("length-penalty");
     CHECK(lp && lp->def && strstr(lp->def, "decode.length_penalty") && strstr(lp->def, ", 1 unless") &&
               c.decode.length_penalty == 1.0 && o.decode.length_penalty == 1.0,
           "--length-penalty: help says %s; decode.length_penalty's default %g, decode_defaults' %g",

@@ -20,8 +20,8 @@ typedef struct {
     int length_penalty_given; /* decode.length_penalty was asked for, not the run's to take */
 } TranslateOptions;
 
-/* o with the run's decoding defaults (c's decode.length_penalty, for a beam) where o did not ask: what
- * translate, eval, heads and the server's searches decode with, one rule for all. */
+/* o with the run's decoding defaults where o did not ask (c's decode.length_penalty, for a
+ * beam): what translate, eval, heads and the server's searches decode with, one rule for all. */
 TranslateOptions translate_options_for_run(const TranslateOptions *o, const Config *c);
 
 typedef struct {
