@@ -31,6 +31,7 @@ extern const TestCase mem_tests[];
 extern const TestCase train_tests[];
 extern const TestCase checkpoint_tests[];
 extern const TestCase attnmap_tests[];
+extern const TestCase assignment_tests[];
 extern const TestCase decode_tests[];
 extern const TestCase score_tests[];
 extern const TestCase golden_tests[];

@@ -19,11 +19,11 @@ void check_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 int main(int argc, char **argv) {
-    const TestCase *tables[] = {kernel_tests,   model_tests,    data_tests,       optim_tests,   config_tests,
-                                mem_tests,      train_tests,    checkpoint_tests, attnmap_tests, decode_tests,
-                                score_tests,    golden_tests,   spm_tests,        files_tests,   options_tests,
-                                headmask_tests, heads_tests,    serve_tests,      cpu_tests,     explain_tests,
-                                pictures_tests, intervene_tests};
+    const TestCase *tables[] = {kernel_tests,   model_tests,     data_tests,       optim_tests,   config_tests,
+                                mem_tests,      train_tests,     checkpoint_tests, attnmap_tests, decode_tests,
+                                score_tests,    golden_tests,    spm_tests,        files_tests,   options_tests,
+                                headmask_tests, heads_tests,     serve_tests,      cpu_tests,     explain_tests,
+                                pictures_tests, intervene_tests, assignment_tests};
     int passed = 0, failed = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
         for (const TestCase *tc = tables[t]; tc->name; tc++) {

@@ -608,72 +608,81 @@ static void test_null_weights_on_hand_built_rows(void) {
           c.hits, c.predicted, c.gold, c.words);
 }
 
-/* align_match on hand-built maps: the strongest pair is linked first and each source word
- * taken once, a word's pairs weigh times its weight, a word left over is unaligned under
- * weights and keeps its argmax without, a word is read at its first piece, and a source
- * word given nothing is no link. */
+/* align_match on hand-built maps: as many words linked as there can be, one to one, and of
+ * those linkings the one whose scores multiply to the most; a word's pairs weigh times its
+ * weight, a word left over is unaligned under weights and keeps its argmax without, a word
+ * is read at its first piece, and a source word given nothing is no link. */
 static void test_match_on_hand_built_rows(void) {
-    /* a determiner that reads its noun (for the gender) more than its own determiner, the
-     * noun, and a particle written from its prefix that reads the determiner most of all */
-    int tw[3] = {0, 1, 2}, sw[4] = {0, 1, 2, -1};
-    float map[3 * 4] = {
-        0.30f, 0.60f, 0.10f, 0.0f, /* det: argmax the noun */
-        0.05f, 0.90f, 0.05f, 0.0f, /* noun: the noun, more strongly */
-        0.90f, 0.05f, 0.05f, 9.0f, /* particle; the EOS column is no word */
+    /* "Ein Mann" -> "A man" as a Multi30k model reads it: the determiner reads the noun
+     * (for its gender) more than the noun's word does. Taking the strongest pair first
+     * gives the noun to the determiner and the determiner to the noun (0.46 * 0.01); the
+     * matching gives each its own (0.18 * 0.37) */
+    int tw[3] = {0, 1, 2}, sw[3] = {0, 1, -1}, sw2[2] = {0, 1}, links[3];
+    float ein_mann[2 * 2] = {0.18f, 0.46f, 0.01f, 0.37f};
+    align_from_map(ein_mann, 2, tw, 2, 2, sw2, 2, 2, links);
+    CHECK(links[0] == 1 && links[1] == 1, "argmax links %d %d, want 1 1", links[0], links[1]);
+    align_match(ein_mann, 2, tw, 2, 2, sw2, 2, 2, NULL, links);
+    CHECK(links[0] == 0 && links[1] == 1, "A %d (want 0), man %d (want 1)", links[0], links[1]);
+    /* the scores multiply: 0.3 * 0.3 beats 0.9 * 0.02, a link the word gives almost nothing
+     * (added up, 0.92 would beat 0.6) */
+    float weak[2 * 2] = {0.9f, 0.3f, 0.3f, 0.02f};
+    align_match(weak, 2, tw, 2, 2, sw2, 2, 2, NULL, links);
+    CHECK(links[0] == 1 && links[1] == 0, "links %d %d, want 1 0 (the product)", links[0], links[1]);
+    /* a determiner, its noun and a particle that reads the determiner most of all, two
+     * source words: the particle's prefix sent it 5 times what the determiner did, so its
+     * 0.9 weighs 0.18, and the determiner and the noun are linked (0.3 * 0.9 against the
+     * noun and the particle's 0.9 * 0.18); the particle is left over, unaligned */
+    float map[3 * 3] = {
+        0.30f, 0.60f, 0.0f, /* det: argmax the noun */
+        0.05f, 0.90f, 0.0f, /* noun: the noun, more strongly */
+        0.90f, 0.05f, 9.0f, /* particle; the EOS column is no word */
     };
-    int links[3];
-    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
+    double weight[3] = {1.0, 1.0, 0.2}, whole[3] = {1.0, 1.0, 1.0};
+    align_from_map(map, 3, tw, 3, 3, sw, 3, 2, links);
     CHECK(links[0] == 1 && links[1] == 1 && links[2] == 0, "argmax links %d %d %d", links[0], links[1], links[2]);
-    /* the particle's prefix sent it 5 times what the determiner did: its 0.9 weighs 0.18,
-     * less than the determiner's 0.3, which takes its own determiner; the particle is
-     * left over with only the adjective free, 0.05 * 0.2 = 0.01 > 0: it takes it */
-    double weight[3] = {1.0, 1.0, 0.2};
-    align_match(map, 4, tw, 3, 3, sw, 4, 3, weight, links);
-    CHECK(links[0] == 0 && links[1] == 1 && links[2] == 2, "det %d (want 0), noun %d (want 1), particle %d (want 2)",
+    align_match(map, 3, tw, 3, 3, sw, 3, 2, weight, links);
+    CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d (want 0), noun %d (want 1), particle %d (want -1)",
           links[0], links[1], links[2]);
-    /* undiscounted, the particle's 0.9 takes the determiner first and the determiner the
-     * adjective: the discount is what gives the determiner its own word */
-    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
-    align_match(map, 4, tw, 3, 3, sw, 4, 3, NULL, links);
-    CHECK(links[0] == 2 && links[1] == 1 && links[2] == 0, "undiscounted: %d %d %d, want 2 1 0", links[0], links[1],
+    /* undiscounted, the noun and the particle win (0.9 * 0.9) and the determiner is left
+     * over: unaligned under weights, its argmax without. The discount is what links it */
+    align_from_map(map, 3, tw, 3, 3, sw, 3, 2, links);
+    align_match(map, 3, tw, 3, 3, sw, 3, 2, whole, links);
+    CHECK(links[0] == -1 && links[1] == 1 && links[2] == 0, "undiscounted: %d %d %d, want -1 1 0", links[0], links[1],
+          links[2]);
+    align_from_map(map, 3, tw, 3, 3, sw, 3, 2, links);
+    align_match(map, 3, tw, 3, 3, sw, 3, 2, NULL, links);
+    CHECK(links[0] == 1 && links[1] == 1 && links[2] == 0, "no weights: %d %d %d, want 1 1 0", links[0], links[1],
           links[2]);
     /* a word already unlinked (-1) takes nothing, whatever its weight */
-    align_from_map(map, 4, tw, 3, 3, sw, 4, 3, links);
-    links[2] = -1;
-    align_match(map, 4, tw, 3, 3, sw, 4, 3, NULL, links);
-    CHECK(links[0] == 0 && links[1] == 1 && links[2] == -1, "det %d, noun %d, particle %d: want 0 1 -1", links[0],
+    align_from_map(map, 3, tw, 3, 3, sw, 3, 2, links);
+    links[1] = -1;
+    align_match(map, 3, tw, 3, 3, sw, 3, 2, NULL, links);
+    CHECK(links[0] == 1 && links[1] == -1 && links[2] == 0, "det %d, noun %d, particle %d: want 1 -1 0", links[0],
           links[1], links[2]);
-    /* three words, two source words: 0.9 first, then 0.3 beats 0.2 for the free source
-     * word; the word left over keeps its argmax without weights, and is unaligned under
-     * them, whatever its weight (one to one) */
-    int tw3[3] = {0, 1, 2}, sw2[2] = {0, 1}, three[3] = {0, 0, 0};
+    /* three words, two source words: 0.9 * 0.3 beats 0.9 * 0.2 and 0.8 * 0.3; the word left
+     * over keeps its argmax without weights, and is unaligned under them */
+    int three[3] = {0, 0, 0};
     float over[3 * 2] = {0.9f, 0.1f, 0.8f, 0.2f, 0.7f, 0.3f};
-    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, NULL, three);
+    align_match(over, 2, tw, 3, 3, sw2, 2, 2, NULL, three);
     CHECK(three[0] == 0 && three[1] == 0 && three[2] == 1, "links %d %d %d, want 0 0 1", three[0], three[1], three[2]);
-    double kept[3] = {1.0, 1.0, 1.0}, prefix[3] = {1.0, 0.9, 1.0};
     three[0] = three[1] = three[2] = 0;
-    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, kept, three);
+    align_match(over, 2, tw, 3, 3, sw2, 2, 2, whole, three);
     CHECK(three[0] == 0 && three[1] == -1 && three[2] == 1, "weights 1: links %d %d %d, want 0 -1 1", three[0],
           three[1], three[2]);
-    three[0] = three[1] = three[2] = 0;
-    align_match(over, 2, tw3, 3, 3, sw2, 2, 2, prefix, three);
-    CHECK(three[0] == 0 && three[1] == -1 && three[2] == 1, "word 1 at 0.9, left over: links %d %d %d, want 0 -1 1",
-          three[0], three[1], three[2]);
-    /* word 0 in two pieces, 0.6 then 0.95 on source 0 (0.775 averaged), against word 1's
-     * 0.7: a word is read at its first piece, so word 1 takes source 0 */
+    /* word 0 in two pieces, 0.6 then 0.95 on source 0, word 1 0.7: read at its first piece
+     * word 0 takes source 1 (0.4 * 0.7 against 0.6 * 0.3; averaged, 0.775 would take 0) */
     int tw2[3] = {0, 0, 1}, two[2] = {0, 0};
     float pieces[3 * 2] = {0.6f, 0.4f, 0.95f, 0.05f, 0.7f, 0.3f};
     align_match(pieces, 2, tw2, 3, 2, sw2, 2, 2, NULL, two);
     CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0 (a word read at its first piece)", two[0], two[1]);
-    /* a tie goes to the earlier word; a source word the other gives nothing is no link,
-     * and a word of weight 0 claims nothing: left over, unaligned */
+    /* one link more wins over a stronger one: word 0 takes its second choice so that word 1,
+     * which gives source 1 nothing, is linked too; a word of weight 0 claims nothing */
     float zero[2 * 2] = {1.0f, 0.5f, 1.0f, 0.0f};
-    two[0] = two[1] = 0;
-    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, NULL, two);
-    CHECK(two[0] == 0 && two[1] == 0, "links %d %d, want 0 0", two[0], two[1]);
+    align_match(zero, 2, tw, 2, 2, sw2, 2, 2, NULL, two);
+    CHECK(two[0] == 1 && two[1] == 0, "links %d %d, want 1 0", two[0], two[1]);
     double nothing[2] = {1.0, 0.0};
     two[0] = two[1] = 0;
-    align_match(zero, 2, tw3, 2, 2, sw2, 2, 2, nothing, two);
+    align_match(zero, 2, tw, 2, 2, sw2, 2, 2, nothing, two);
     CHECK(two[0] == 0 && two[1] == -1, "links %d %d, want 0 -1", two[0], two[1]);
     /* a target piece of no word weighs nothing; no source words: the links stay */
     int tw_eos[2] = {-1, 0}, one[1] = {1}, none_sw[2] = {-1, -1};

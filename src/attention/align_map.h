@@ -12,13 +12,13 @@
  * source: in the last decoder layer's cross-attention block, what the prefix (the
  * residual) sent a target word against what each source word sent it (contributions,
  * explain/contrib.h). The words are then linked one to one where they can be (align_match,
- * competitive linking): the strongest (word, source word) pair first, each source word
- * taken once, a word's pairs discounted by strongest source word / prefix where its prefix
- * sent more, so that a word written from its prefix weighs less in the contest than the
- * words that came from the source. A word left over is unaligned. No threshold to pick:
- * one rule for every run and every reading. The matching is also what a determiner needs:
- * it reads its noun for the gender, and the noun's word takes the noun. --null off: every
- * word to its argmax. */
+ * a matching: as many links as there can be, and of those linkings the one whose scores
+ * multiply to the most), a word's pairs discounted by strongest source word / prefix where
+ * its prefix sent more, so that a word written from its prefix weighs less than the words
+ * that came from the source. A word left over is unaligned. No threshold to pick: one rule
+ * for every run and every reading. The matching is also what a determiner needs: it reads
+ * its noun for the gender, often more than the noun's word does, and the noun's word still
+ * takes the noun. --null off: every word to its argmax. */
 #ifndef QKV_ALIGN_MAP_H
 #define QKV_ALIGN_MAP_H
 
@@ -54,15 +54,17 @@ void align_null_weights(const float *from, int n_src_pieces, const int *tgt_word
  * into out (rows x cols): the map the contributions' reading links from. */
 void align_source_columns(const float *from, int rows, int cols, float *out);
 
-/* One to one (competitive linking, Melamed 2000; SimAlign's "match" is its optimal
- * form): of every (target word, source word) pair of map, pooled (a word's first row, a
- * source word's pieces summed) and times the word's weight (NULL: 1),
- * the strongest is linked first, and each source word and each target word is taken
- * once. A word whose argmax another word wants more goes to its next source word: a
- * determiner that reads its noun for the noun's gender is linked to its own determiner
- * once the noun's word has taken the noun. Words with links[w] = -1 stay unaligned and
- * take no source word. A word left over (the source words ran out, or it gives the free
- * ones nothing) is left unaligned under weights, and keeps its argmax without (NULL). */
+/* One to one, a matching (SimAlign's "match", Jalili Sabet et al. 2020, on log scores):
+ * of every (target word, source word) pair of map, pooled (a word's first row, a source
+ * word's pieces summed) and times the word's weight (NULL: 1), as many are linked as can be
+ * with each source word and each target word taken once, and of those linkings the one whose
+ * scores multiply to the most (util/assignment.h solves it exactly). The product, not the
+ * sum, since the scores are shares: a link a word gives almost nothing spoils the linking.
+ * Taking the strongest pair first (competitive linking, as qkv did before) gave a Multi30k
+ * determiner its noun, which it reads more than the noun's word does, and the noun the
+ * determiner. Words with links[w] = -1 stay unaligned and take no source word. A word left
+ * over (the source words ran out, or it gives the free ones nothing) is left unaligned under
+ * weights, and keeps its argmax without (NULL). */
 void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_pieces, int n_tgt_words,
                  const int *src_word, int n_src_pieces, int n_src_words, const double *weight, int *links);
 

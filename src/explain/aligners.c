@@ -19,10 +19,11 @@ void explain_links(const PairExplanation *e, const float *scores, const int *src
     align_from_map(scores, e->S, tgt_word, e->T, n_tgt, src_word, e->S, n_src, links);
 }
 
-const char explain_null_rule[] = "null: words are linked one to one, the strongest link first, a word's links "
-                                 "discounted where its prefix sent it more than any source word (the last "
-                                 "cross-attention block's contributions); a word left over is unaligned; "
-                                 "--null off links every word to its strongest source word";
+const char explain_null_rule[] =
+    "null: words are linked one to one, as many as can be, the scores' product the largest, a word's links "
+    "discounted where its prefix sent it more than any source word (the last "
+    "cross-attention block's contributions); a word left over is unaligned; "
+    "--null off links every word to its strongest source word";
 
 void explain_links_null(const PairExplanation *e, const float *scores, const int *src_word, int n_src,
                         const int *tgt_word, int n_tgt, int null, int *links) {
