@@ -54,6 +54,11 @@ static void test_assignment_is_the_least_pairing(void) {
     trap_sum = assignment_min_cost(greedy_trap, 2, 2, trap);
     CHECK(trap[0] == 1 && trap[1] == 0 && trap_sum == -8.5, "rows to %d %d (sum %g), want 1 0 (-8.5)", trap[0], trap[1],
           trap_sum);
+    /* a row of costs that are not numbers gets no column, and the search ends */
+    double nan_row[2 * 2] = {NAN, NAN, -1, -2};
+    int two[2];
+    assignment_min_cost(nan_row, 2, 2, two);
+    CHECK(two[0] == -1 && two[1] == 1, "rows to %d %d, want -1 1", two[0], two[1]);
 }
 
 const TestCase assignment_tests[] = {

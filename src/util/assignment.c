@@ -29,18 +29,21 @@ double assignment_min_cost(const double *cost, int rows, int cols, int *col_of_r
                 if (reduced < least[c]) least[c] = reduced, came_from[c] = c0;
                 if (least[c] < delta) delta = least[c], next = c;
             }
+            if (!next) break; /* no column reachable: a cost that is not a number; never loop on it */
             for (int c = 0; c <= cols; c++)
                 if (seen[c]) u[row_of_col[c]] += delta, v[c] -= delta;
                 else least[c] -= delta;
             c0 = next;
         } while (row_of_col[c0] != 0);
-        do { /* swap along the path back to the sentinel */
+        if (row_of_col[c0] != 0) continue; /* row r keeps no column */
+        do {                               /* swap along the path back to the sentinel */
             int prev = came_from[c0];
             row_of_col[c0] = row_of_col[prev];
             c0 = prev;
         } while (c0);
     }
     double sum = 0;
+    for (int r = 0; r < rows; r++) col_of_row[r] = -1;
     for (int c = 1; c <= cols; c++)
         if (row_of_col[c]) {
             col_of_row[row_of_col[c] - 1] = c - 1;
