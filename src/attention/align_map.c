@@ -123,6 +123,7 @@ void align_match(const float *map, int cols, const int *tgt_word, int n_tgt_piec
     assignment_min_cost(cost, rows, n_tgt_words + n_src_words - rows, col_of_row);
     char *linked = xcalloc((size_t)n_tgt_words, 1);
     for (int r = 0; r < rows; r++) {
+        if (col_of_row[r] < 0) continue;
         int w = transposed ? col_of_row[r] : r, s = transposed ? r : col_of_row[r];
         if (claims(value[(size_t)w * n_src_words + s])) links[w] = s, linked[w] = 1;
     }

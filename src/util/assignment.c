@@ -36,7 +36,8 @@ double assignment_min_cost(const double *cost, int rows, int cols, int *col_of_r
             c0 = next;
         } while (row_of_col[c0] != 0);
         if (row_of_col[c0] != 0) continue; /* row r keeps no column */
-        do {                               /* swap along the path back to the sentinel */
+        /* swap along the path back to the sentinel */
+        do {
             int prev = came_from[c0];
             row_of_col[c0] = row_of_col[prev];
             c0 = prev;
